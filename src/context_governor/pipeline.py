@@ -1,0 +1,153 @@
+"""govern(): run a profile's stages over a history and report what changed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+from .inputs import check_messages, check_tools
+from .messages import Message
+from .profiles import Profile, get_profile
+from .report import Report
+from .stages import Context, Stage
+from .stages.snip import SAFETY_BUFFER
+
+DEFAULT_MAX_OUTPUT = 4096
+#: Below this, a truncation marker would not fit inside the cap.
+MIN_TOOL_RESULT_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class GovernResult:
+    """The model-facing copy and the report of how it was made.
+
+    ``messages`` is the input list itself when nothing changed; otherwise a new
+    list whose unchanged messages are the input's own dicts. Treat it as
+    read-only, like the history it came from.
+    """
+
+    messages: list[Message]
+    report: Report
+
+
+def _resolve_max_output(value: Any, profile: Profile) -> int:
+    if profile.lenient_max_output:
+        # The seed: an int (bools included) is used as given, anything else means 4096.
+        return value if isinstance(value, int) else DEFAULT_MAX_OUTPUT
+    if value is None:
+        return DEFAULT_MAX_OUTPUT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"max_output must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _check_window(context_window: Any) -> int | None:
+    if context_window is None:
+        return None
+    if (
+        isinstance(context_window, bool)
+        or not isinstance(context_window, int)
+        or context_window <= 0
+    ):
+        raise ConfigError(f"context_window must be a positive integer, got {context_window!r}")
+    return context_window
+
+
+def _check_cap(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_TOOL_RESULT_CHARS:
+        raise ConfigError(
+            f"max_tool_result_chars must be an integer >= {MIN_TOOL_RESULT_CHARS}, got {value!r}"
+        )
+    return value
+
+
+def _run(stages: Sequence[Stage], messages: list[Message], ctx: Context) -> list[Message]:
+    for stage in stages:
+        messages = stage(messages, ctx)
+    return messages
+
+
+def _governed(profile: Profile, messages: list[Message], ctx: Context) -> list[Message]:
+    """The profile's stages, with the seed's fallback: minimal repair, then the input as is."""
+    prepared = _run(profile.prepare, messages, ctx)
+    mark = len(ctx.actions)
+    try:
+        out = _run(profile.stages, prepared, ctx)
+    except Exception as exc:  # a bug must not cost the caller its model call
+        del ctx.actions[mark:]
+        ctx.record("pipeline", "fallback", 0, f"governance failed ({exc!r}); minimal repair used")
+        try:
+            out = _run(profile.fallback, prepared, ctx)
+        except Exception as exc2:
+            ctx.record(
+                "pipeline", "fallback", 0, f"minimal repair failed too ({exc2!r}); sent as is"
+            )
+            out = prepared
+    mark = len(ctx.actions)
+    try:
+        return _run(profile.provider, out, ctx)
+    except Exception as exc:
+        del ctx.actions[mark:]
+        ctx.record("pipeline", "fallback", 0, f"provider pass failed ({exc!r}); skipped")
+        return out
+
+
+def govern(
+    messages: list[Message],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    profile: str | Profile = "openai",
+    model: str | None = None,
+    context_window: int | None = None,
+    max_output: int | None = None,
+    max_tool_result_chars: int | None = None,
+) -> GovernResult:
+    """Return a model-facing copy of ``messages`` that is legal and inside the budget.
+
+    The budget is ``context_window - max_output - 1024`` (the seed's safety
+    buffer); ``context_window=None`` means no snipping. ``messages`` and the
+    dicts in it are never modified.
+
+    Raises InputError for input no repair can fix (not a list, a message that is
+    not an object, an unknown role, ...) and ConfigError for unusable settings.
+    """
+    prof = get_profile(profile)
+    check_messages(messages)
+    checked_tools = check_tools(tools)
+    window = _check_window(context_window)
+    out_tokens = _resolve_max_output(max_output, prof)
+    cap = _check_cap(max_tool_result_chars)
+    budget = None if window is None else window - out_tokens - SAFETY_BUFFER
+
+    counter = prof.counter(model)
+    ctx = Context(counter=counter, tools=checked_tools, budget=budget, max_tool_result_chars=cap)
+    governed = _governed(prof, messages, ctx)
+
+    report = Report(
+        profile=prof.name,
+        counter=counter.name,
+        context_window=window,
+        max_output=out_tokens,
+        budget=budget,
+        tokens_before=counter.prompt_tokens(messages, checked_tools),
+        tokens_after=counter.prompt_tokens(governed, checked_tools),
+        messages_before=len(messages),
+        messages_after=len(governed),
+        actions=ctx.actions,
+        notes=ctx.notes,
+    )
+    if budget is not None and budget <= 0:
+        report.notes.append(
+            f"budget is {budget} (context window {window} - max output {out_tokens} - "
+            f"{SAFETY_BUFFER} safety buffer): nothing can fit, so nothing was snipped"
+        )
+    elif budget is not None and report.tokens_after > budget:
+        report.notes.append(
+            f"over budget by {report.tokens_after - budget} tokens "
+            f"({report.tokens_after} > {budget})"
+        )
+    return GovernResult(messages=governed, report=report)

@@ -1,0 +1,112 @@
+"""Profiles: which stages run, in which order, with which counter.
+
+A profile is data. ``nanobot`` is the seed exactly (Nanobot 0.2.2's runner
+pipeline followed by its provider's role-alternation pass); ``openai`` is the
+same pipeline with the seed's defects fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache, partial
+
+from .errors import ConfigError
+from .inputs import repair_messages
+from .stages import (
+    Stage,
+    backfill_seed,
+    backfill_strict,
+    cap_tool_results,
+    drop_orphans_seed,
+    drop_orphans_strict,
+    enforce_alternation,
+    enforce_alternation_seed,
+    microcompact,
+    snip,
+)
+from .tokens import TokenCounter, exact_counter, seed_counter
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one target is governed.
+
+    ``prepare`` repairs input and never falls back; ``stages`` are the seed's
+    governance steps, replaced by ``fallback`` (the minimal repair) if one
+    raises; ``provider`` stages run on the final list, as in Nanobot's provider layer.
+    """
+
+    name: str
+    description: str
+    prepare: tuple[Stage, ...]
+    stages: tuple[Stage, ...]
+    fallback: tuple[Stage, ...]
+    provider: tuple[Stage, ...]
+    counter: Callable[[str | None], TokenCounter]
+    #: The seed reads a non-int max_tokens as "not given" (4096); we reject it.
+    lenient_max_output: bool = False
+
+
+def _seed_counter(model: str | None) -> TokenCounter:
+    return _cached_seed_counter()
+
+
+@lru_cache(maxsize=1)
+def _cached_seed_counter() -> TokenCounter:
+    return seed_counter()
+
+
+@lru_cache(maxsize=16)
+def _cached_exact_counter(model: str | None) -> TokenCounter:
+    return exact_counter(model)
+
+
+NANOBOT = Profile(
+    name="nanobot",
+    description="Nanobot 0.2.2's pipeline exactly, defects included (for comparison and migration)",
+    prepare=(),
+    stages=(
+        drop_orphans_seed,
+        backfill_seed,
+        microcompact,
+        cap_tool_results,
+        partial(snip, systems_first=True),
+        drop_orphans_seed,
+        backfill_seed,
+    ),
+    fallback=(drop_orphans_seed, backfill_seed),
+    provider=(enforce_alternation_seed,),
+    counter=_seed_counter,
+    lenient_max_output=True,
+)
+
+OPENAI = Profile(
+    name="openai",
+    description="the seed pipeline with its defects fixed; OpenAI Chat Completions rules",
+    prepare=(repair_messages,),
+    stages=(
+        drop_orphans_strict,
+        backfill_strict,
+        microcompact,
+        cap_tool_results,
+        snip,
+        drop_orphans_strict,
+        backfill_strict,
+    ),
+    fallback=(drop_orphans_strict, backfill_strict),
+    provider=(enforce_alternation,),
+    counter=_cached_exact_counter,
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (OPENAI, NANOBOT)}
+
+
+def get_profile(name: str | Profile) -> Profile:
+    if isinstance(name, Profile):
+        return name
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise ConfigError(f"unknown profile {name!r}; known profiles: {known}") from None

@@ -1,0 +1,126 @@
+"""Role alternation: no two user or assistant messages in a row, no trailing assistant,
+and never system→assistant.
+
+Snipping and lost messages leave user→user or assistant→assistant runs; many
+providers reject them (Anthropic, Gemini, Llama-2-style chat templates), most reject
+an assistant message last (no prefill), and GLM rejects system→assistant (1214).
+"""
+
+from __future__ import annotations
+
+from ..messages import Message, has_tool_calls, merge_contents
+from .base import Context
+
+STAGE = "alternation"
+SYNTHETIC_USER = "(conversation continued)"
+_MERGEABLE = ("user", "assistant")
+
+
+def _merge_seed(prev: Message, curr: Message) -> tuple[Message | None, str]:
+    """The seed's merge: the new previous message (None: drop ``curr``) and what happened."""
+    if curr.get("role") == "assistant":
+        if has_tool_calls(curr):
+            return dict(curr), "replace"
+        if has_tool_calls(prev):
+            return None, "drop"
+    prev_content = prev.get("content") or ""
+    curr_content = curr.get("content") or ""
+    if isinstance(prev_content, str) and isinstance(curr_content, str):
+        return {**prev, "content": (prev_content + "\n\n" + curr_content).strip()}, "merge"
+    return dict(curr), "replace"
+
+
+def _merge_lossless(prev: Message, curr: Message) -> tuple[Message | None, str]:
+    """Join both messages: contents concatenated, tool calls kept in order, other keys
+    of the newer message win (they describe the latest state)."""
+    merged = {**prev, **curr, "content": merge_contents(prev.get("content"), curr.get("content"))}
+    calls = list(prev.get("tool_calls") or ()) + list(curr.get("tool_calls") or ())
+    if calls:
+        merged["tool_calls"] = calls
+    reasons = [m.get("reasoning_content") for m in (prev, curr)]
+    if all(isinstance(r, str) and r for r in reasons):
+        merged["reasoning_content"] = f"{reasons[0]}\n\n{reasons[1]}"
+    return merged, "merge"
+
+
+def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[Message]:
+    merge = _merge_lossless if lossless else _merge_seed
+    actions_before = len(ctx.actions)
+    out: list[Message] = []
+    origin: list[int] = []  # input index of each message in ``out``, for the report
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if out and role in _MERGEABLE and out[-1].get("role") == role:
+            prev = out[-1]
+            merged, how = merge(prev, message)
+            if merged is None:
+                ctx.record(
+                    STAGE,
+                    "drop",
+                    index,
+                    f"{role} without tool calls after one with calls",
+                    tokens_saved=ctx.tokens(message),
+                )
+                continue
+            out[-1] = merged
+            detail = (
+                f"consecutive {role} messages joined"
+                if how == "merge"
+                else f"consecutive {role} message replaces the previous one"
+            )
+            ctx.record(
+                STAGE,
+                "merge" if how == "merge" else "replace",
+                index,
+                detail,
+                tokens_saved=ctx.tokens(prev) + ctx.tokens(message) - ctx.tokens(merged),
+            )
+            continue
+        out.append(message)
+        origin.append(index)
+
+    popped: Message | None = None
+    popped_at = -1
+    while out and out[-1].get("role") == "assistant":
+        popped, popped_at = out.pop(), origin.pop()
+        ctx.record(
+            STAGE,
+            "drop",
+            popped_at,
+            "trailing assistant message (no prefill)",
+            tokens_saved=ctx.tokens(popped),
+        )
+    if out and popped is not None and not any(m.get("role") in ("user", "tool") for m in out):
+        recovered = {**popped, "role": "user"}
+        out.append(recovered)
+        ctx.record(
+            STAGE,
+            "replace",
+            popped_at,
+            "last dropped assistant message resent as user (nothing else is left)",
+            tokens_saved=ctx.tokens(popped) - ctx.tokens(recovered),
+        )
+    for index, message in enumerate(out):
+        if message.get("role") != "system":
+            if message.get("role") == "assistant" and not has_tool_calls(message):
+                synthetic = {"role": "user", "content": SYNTHETIC_USER}
+                out.insert(index, synthetic)
+                ctx.record(
+                    STAGE,
+                    "insert",
+                    index,
+                    "user message inserted before a leading assistant message",
+                    tokens_saved=-ctx.tokens(synthetic),
+                )
+            break
+    return out if len(ctx.actions) > actions_before else messages
+
+
+def enforce_alternation_seed(messages: list[Message], ctx: Context) -> list[Message]:
+    """The seed's pass (Nanobot's provider layer): runs are merged lossily."""
+    return _enforce(messages, ctx, lossless=False)
+
+
+def enforce_alternation(messages: list[Message], ctx: Context) -> list[Message]:
+    """Our pass: runs are merged without losing content or tool calls."""
+    return _enforce(messages, ctx, lossless=True)

@@ -1,0 +1,46 @@
+"""What every stage receives besides the messages: settings, the counter, the recorder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import Message
+from ..report import Action, Kind
+from ..tokens import TokenCounter
+
+
+@dataclass(slots=True)
+class Context:
+    """Per-call state shared by the stages of one govern() call.
+
+    Stages never mutate the messages they receive; the only thing they write
+    is ``actions`` (and ``notes``), through :meth:`record`.
+    """
+
+    counter: TokenCounter
+    tools: Sequence[Any] | None = None
+    budget: int | None = None
+    max_tool_result_chars: int | None = None
+    actions: list[Action] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def record(
+        self,
+        stage: str,
+        kind: Kind,
+        index: int,
+        detail: str,
+        *,
+        tool_call_id: Any = None,
+        tokens_saved: int = 0,
+    ) -> None:
+        tcid = None if tool_call_id is None else str(tool_call_id)
+        self.actions.append(Action(stage, kind, index, detail, tcid, tokens_saved))
+
+    def tokens(self, message: Message) -> int:
+        return self.counter.message_tokens(message)
+
+
+Stage = Callable[[list[Message], Context], list[Message]]

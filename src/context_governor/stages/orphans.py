@@ -1,0 +1,86 @@
+"""Orphan cleanup: drop tool results that answer no earlier tool call.
+
+A result whose call is not in the list makes most providers reject the request
+("tool message must follow a tool_calls message"); snipping creates such results
+by cutting a call away from its answers, which is why this stage runs twice.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..messages import Message, declared_calls
+from .base import Context
+
+STAGE = "orphans"
+
+
+def drop_orphans_seed(messages: list[Message], ctx: Context) -> list[Message]:
+    """The seed's rule: drop a result whose truthy id was not declared earlier.
+
+    Results with a missing or empty id, and second results for one id, are kept
+    (a defect the strict variant fixes).
+    """
+    declared: set[str] = set()
+    kept: list[Message] | None = None
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            declared.update(str(call["id"]) for call in declared_calls(message))
+        elif role == "tool":
+            tcid = message.get("tool_call_id")
+            if tcid and str(tcid) not in declared:
+                if kept is None:
+                    kept = list(messages[:index])
+                ctx.record(
+                    STAGE,
+                    "drop",
+                    index,
+                    "tool result answers no earlier tool call",
+                    tool_call_id=tcid,
+                    tokens_saved=ctx.tokens(message),
+                )
+                continue
+        if kept is not None:
+            kept.append(message)
+    return messages if kept is None else kept
+
+
+def drop_orphans_strict(messages: list[Message], ctx: Context) -> list[Message]:
+    """Keep a result only if it answers a call that is declared earlier and still open.
+
+    Each declaration can be answered once; results are matched to the oldest
+    open declaration with their id, so a repeated id in a later assistant
+    message gets its own answer. A result with no id, an orphan and a second
+    answer to one call are dropped.
+    """
+    open_calls: Counter[str] = Counter()
+    kept: list[Message] | None = None
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            open_calls.update(str(call["id"]) for call in declared_calls(message))
+        elif role == "tool":
+            tcid = message.get("tool_call_id")
+            reason = None
+            if not isinstance(tcid, str) or not tcid:
+                reason = "tool result without a tool_call_id"
+            elif open_calls[tcid] > 0:
+                open_calls[tcid] -= 1
+            else:
+                reason = "tool result answers no open tool call (orphan or duplicate)"
+            if reason is not None:
+                if kept is None:
+                    kept = list(messages[:index])
+                ctx.record(
+                    STAGE,
+                    "drop",
+                    index,
+                    reason,
+                    tool_call_id=tcid if tcid else None,
+                    tokens_saved=ctx.tokens(message),
+                )
+                continue
+        if kept is not None:
+            kept.append(message)
+    return messages if kept is None else kept

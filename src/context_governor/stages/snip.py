@@ -1,0 +1,111 @@
+"""Snip: cut the oldest history so that the request fits the token budget.
+
+The cut always keeps the newest message, starts the kept window at a user
+message when it can (GLM rejects system→assistant), and never starts it on a
+tool result whose call was cut away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..messages import Message, declared_calls
+from .base import Context
+
+STAGE = "snip"
+SAFETY_BUFFER = 1024
+FALLBACK_KEEP = 4
+
+
+def legal_start(messages: Sequence[Message]) -> int:
+    """First index from which every tool result with an id answers a kept call."""
+    declared: set[str] = set()
+    start = 0
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            declared.update(str(call["id"]) for call in declared_calls(message))
+        elif role == "tool":
+            tcid = message.get("tool_call_id")
+            if tcid and str(tcid) not in declared:
+                start = index + 1
+                declared.clear()
+    return start
+
+
+def _window_start(non_system: Sequence[Message], remaining: int, ctx: Context) -> int:
+    """Index into ``non_system`` where the kept suffix starts (len(non_system) = keep none)."""
+    n = len(non_system)
+    start, total = n, 0
+    for j in range(n - 1, -1, -1):
+        tokens = ctx.tokens(non_system[j])
+        if start < n and total + tokens > remaining:
+            break
+        start, total = j, total + tokens
+    first_user = next((j for j in range(start, n) if non_system[j].get("role") == "user"), None)
+    if first_user is not None:
+        start = first_user
+    else:
+        # Oversized beats invalid: reach back to the newest user message.
+        newest_user = next(
+            (j for j in range(n - 1, -1, -1) if non_system[j].get("role") == "user"), None
+        )
+        if newest_user is not None:
+            start = newest_user
+    start += legal_start(non_system[start:])
+    if start == n:
+        start = n - min(n, FALLBACK_KEEP)
+        start += legal_start(non_system[start:])
+    return start
+
+
+def _split(messages: list[Message]) -> tuple[list[int], list[int]]:
+    systems: list[int] = []
+    others: list[int] = []
+    for index, message in enumerate(messages):
+        (systems if message.get("role") == "system" else others).append(index)
+    return systems, others
+
+
+def snip(messages: list[Message], ctx: Context, *, systems_first: bool = False) -> list[Message]:
+    """Cut to ``ctx.budget``. ``systems_first`` moves all system messages to the front
+    (the seed does); otherwise they keep their relative positions."""
+    budget = ctx.budget
+    if not messages or budget is None or budget <= 0:
+        return messages
+    estimate = ctx.counter.prompt_tokens(messages, ctx.tools)
+    if estimate <= budget:
+        return messages
+    system_idx, other_idx = _split(messages)
+    if not other_idx:
+        ctx.notes.append("over budget with system messages only: nothing to snip")
+        return messages
+    systems = [messages[i] for i in system_idx]
+    non_system = [messages[i] for i in other_idx]
+    system_tokens = sum(ctx.tokens(m) for m in systems)
+    fixed = max(system_tokens, ctx.counter.prompt_tokens(systems, ctx.tools))
+    remaining = max(0, budget - fixed)
+    start = _window_start(non_system, remaining, ctx)
+    cut_at = other_idx[start] if start < len(other_idx) else len(messages)
+
+    for index in other_idx[:start]:
+        ctx.record(
+            STAGE,
+            "drop",
+            index,
+            "older than what fits the budget",
+            tool_call_id=messages[index].get("tool_call_id"),
+            tokens_saved=ctx.tokens(messages[index]),
+        )
+    kept_tokens = sum(ctx.tokens(m) for m in non_system[start:])
+    if kept_tokens > remaining:
+        ctx.notes.append(
+            f"snip: the newest turn needs {kept_tokens} tokens but only {remaining} remain "
+            f"after {fixed} for system messages and tools; kept whole (oversized beats invalid)"
+        )
+    if systems_first:
+        moved = [i for i in system_idx if i > cut_at]
+        for index in moved:
+            ctx.record(STAGE, "move", index, "system message moved to the front")
+        return systems + non_system[start:]
+    return [m for i, m in enumerate(messages) if i >= cut_at or m.get("role") == "system"]

