@@ -183,8 +183,12 @@ def repair_messages(messages: list[Message], ctx: Context) -> list[Message]:
             continue
         if updated is None:
             updated = list(messages[:i])
-        for fix in fixes:
-            ctx.record(STAGE, "repair", i, fix)
+        for n, fix in enumerate(fixes, 1):
+            # The token change of the whole message is booked on its last repair.
+            saved = (
+                ctx.tokens(message) - ctx.tokens(repaired) if repaired and n == len(fixes) else 0
+            )
+            ctx.record(STAGE, "repair", i, fix, tokens_saved=saved)
         if repaired is None:
             ctx.record(
                 STAGE,

@@ -103,8 +103,10 @@ def snip(messages: list[Message], ctx: Context, *, systems_first: bool = False) 
             f"snip: the newest turn needs {kept_tokens} tokens but only {remaining} remain "
             f"after {fixed} for system messages and tools; kept whole (oversized beats invalid)"
         )
+    moved = [i for i in system_idx if i > cut_at] if systems_first else []
+    if start == 0 and not moved:
+        return messages
     if systems_first:
-        moved = [i for i in system_idx if i > cut_at]
         for index in moved:
             ctx.record(STAGE, "move", index, "system message moved to the front")
         return systems + non_system[start:]

@@ -1,0 +1,133 @@
+"""Property tests for the invariants in DESIGN.md, over random agent transcripts."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from typing import Any
+
+from checks import alternation_problems, newest_user_kept, pairing_problems
+from hypothesis import HealthCheck, given, settings
+from transcripts import cases
+
+from context_governor import govern
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _govern(case: dict[str, Any], profile: str = "openai", **extra: Any):
+    return govern(
+        case["messages"],
+        tools=case["tools"],
+        profile=profile,
+        context_window=case["context_window"],
+        max_output=_max_output(case, profile),
+        **extra,
+    )
+
+
+def _max_output(case: dict[str, Any], profile: str) -> Any:
+    value = case.get("max_tokens")
+    if profile == "nanobot":
+        return value
+    # Our profiles reject what is not a non-negative int; the seed's reading of it is 4096.
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+@SETTINGS
+@given(cases())
+def test_input_is_never_mutated(case: dict[str, Any]) -> None:
+    for profile in ("openai", "nanobot"):
+        before = copy.deepcopy(case)
+        _govern(case, profile)
+        assert case == before
+
+
+@SETTINGS
+@given(cases())
+def test_deterministic(case: dict[str, Any]) -> None:
+    for profile in ("openai", "nanobot"):
+        first, second = _govern(case, profile), _govern(copy.deepcopy(case), profile)
+        assert first.messages == second.messages
+        assert first.report.to_dict() == second.report.to_dict()
+
+
+@SETTINGS
+@given(cases())
+def test_openai_output_is_legal_and_idempotent(case: dict[str, Any]) -> None:
+    result = _govern(case)
+    assert pairing_problems(result.messages) == []
+    assert alternation_problems(result.messages) == []
+    again = govern(
+        result.messages,
+        tools=case["tools"],
+        context_window=case["context_window"],
+        max_output=_max_output(case, "openai"),
+    )
+    assert again.messages == result.messages
+    assert again.report.actions == []
+
+
+@SETTINGS
+@given(cases())
+def test_newest_user_message_survives(case: dict[str, Any]) -> None:
+    for profile in ("openai", "nanobot"):
+        result = _govern(case, profile)
+        assert newest_user_kept(case["messages"], result.messages), profile
+
+
+@SETTINGS
+@given(cases())
+def test_budget_met_or_explained(case: dict[str, Any]) -> None:
+    report = _govern(case).report
+    if report.budget is not None and report.tokens_after > report.budget:
+        assert report.notes, "over budget without a note saying why"
+
+
+@SETTINGS
+@given(cases())
+def test_every_change_is_reported_and_adds_up(case: dict[str, Any]) -> None:
+    """Nothing changes silently: message counts and token figures follow from the actions."""
+    result = _govern(case)
+    report = result.report
+    if result.messages != case["messages"]:
+        assert report.actions
+    else:
+        assert result.messages is case["messages"] or report.actions
+    kinds = [a.kind for a in report.actions]
+    delta = kinds.count("insert") - kinds.count("drop") - kinds.count("merge")
+    assert report.messages_after - report.messages_before == delta
+    assert report.messages_after == len(result.messages)
+    assert sum(a.tokens_saved for a in report.actions) == report.tokens_before - report.tokens_after
+
+
+def test_same_answer_in_another_process() -> None:
+    """Decisions depend on the input only, so a second process (a proxy replica) agrees."""
+    import random
+
+    from transcripts import random_case
+
+    batch = [random_case(random.Random(seed)) for seed in range(25)]
+    ours = [_govern(c).messages for c in batch]
+    script = (
+        "import json,sys\n"
+        "from context_governor import govern\n"
+        "for line in sys.stdin:\n"
+        "    c=json.loads(line)\n"
+        "    mo=c.get('max_tokens')\n"
+        "    mo=mo if isinstance(mo,int) and not isinstance(mo,bool) and mo>=0 else None\n"
+        "    r=govern(c['messages'],tools=c['tools'],context_window=c['context_window'],max_output=mo)\n"
+        "    print(json.dumps(r.messages))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        input="\n".join(json.dumps(c) for c in batch),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "12345"},
+    )
+    theirs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert theirs == json.loads(json.dumps(ours))
