@@ -43,7 +43,11 @@ def texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content] if content else []
     if isinstance(content, list):
-        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]]
+        return [
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]
+        ]
     return []
 
 

@@ -72,8 +72,16 @@ def test_jsonl_in_jsonl_out_and_report_file(tmp_path: Path) -> None:
 
 def test_context_window_snips_and_reports_budget() -> None:
     big = {"role": "user", "content": "word " * 3000}
-    body = {"messages": [big, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]}
-    result = _run(["govern", "-", "--context-window", "3000", "--max-output", "500"], json.dumps(body))
+    body = {
+        "messages": [
+            big,
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "next"},
+        ]
+    }
+    result = _run(
+        ["govern", "-", "--context-window", "3000", "--max-output", "500"], json.dumps(body)
+    )
     assert result.exit_code == 0
     assert "snip" in result.output and "budget 1,476" in result.output
     assert "within budget" in result.output
@@ -87,7 +95,10 @@ def test_context_window_snips_and_reports_budget() -> None:
         (b"\xff\xfe{]", "not valid UTF-8"),
         (b"42", "expected a request body object"),
         (b'{"model": "x"}', "needs a 'messages' list"),
-        (b'[{"role": "user", "content": "a"}, 3]', "messages[1]: expected a message object, got int"),
+        (
+            b'[{"role": "user", "content": "a"}, 3]',
+            "messages[1]: expected a message object, got int",
+        ),
         (b'[{"content": "a"}]', "messages[0].role: missing"),
         (b'[{"role": "robot", "content": "a"}]', "messages[0].role: unknown role 'robot'"),
         (b'[{"role": "user", "content": 5}]', "messages[0].content: expected a string"),
@@ -128,7 +139,10 @@ def test_real_console_script_on_a_file(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("context-governor")
     proc = subprocess.run(
         [str(exe), "govern", str(path), "--json"],
-        capture_output=True, text=True, env={**os.environ}, check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["messages"][-1]["role"] == "tool"
