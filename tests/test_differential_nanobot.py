@@ -101,12 +101,32 @@ def _diff(expected: list[Any], actual: list[Any]) -> str:
     for i, (want, got) in enumerate(zip(expected, actual, strict=False)):
         if want != got:
             lines.append(f"first difference at index {i}:")
-            lines.append(f"  nanobot:          {json.dumps(want, ensure_ascii=False)[:400]}")
-            lines.append(f"  context_governor: {json.dumps(got, ensure_ascii=False)[:400]}")
+            lines.extend(_pair_diff(want, got))
             break
     else:
         lines.append(f"lengths differ: nanobot {len(expected)}, context_governor {len(actual)}")
     return "\n".join(lines[:60])
+
+
+def _pair_diff(want: Any, got: Any) -> list[str]:
+    """For two differing messages: each differing field, around its first differing character."""
+    if not (isinstance(want, dict) and isinstance(got, dict)):
+        want, got = {"message": want}, {"message": got}
+    lines = []
+    for key in sorted(set(want) | set(got)):
+        if want.get(key, ...) == got.get(key, ...):
+            continue
+        a, b = (
+            json.dumps(m[key], ensure_ascii=False) if key in m else "<absent>" for m in (want, got)
+        )
+        at = next(
+            (j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        lo = max(0, at - 60)
+        lines.append(f"  [{key!r}] from char {lo} (lengths {len(a)} / {len(b)}):")
+        lines.append(f"    nanobot:          {a[lo : at + 120]}")
+        lines.append(f"    context_governor: {b[lo : at + 120]}")
+    return lines
 
 
 def _describe(case: dict[str, Any]) -> str:

@@ -381,7 +381,6 @@ class _Session:
 def _inject_defects(s: _Session, msgs: list[Message]) -> None:
     """Break the history the ways real persisted histories get broken, in place."""
     rng = s.rng
-    tool_idx = [i for i, m in enumerate(msgs) if m["role"] == "tool"]
     n = max(1, round(s.chaos * 12))
     for _ in range(rng.randint(0, n)):
         tool_idx = [i for i, m in enumerate(msgs) if m["role"] == "tool"]

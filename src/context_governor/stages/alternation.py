@@ -93,12 +93,13 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
     if out and popped is not None and not any(m.get("role") in ("user", "tool") for m in out):
         recovered = {**popped, "role": "user"}
         out.append(recovered)
+        # Booked as an insertion: the drop above already accounts for the assistant.
         ctx.record(
             STAGE,
-            "replace",
-            popped_at,
+            "insert",
+            len(out) - 1,
             "last dropped assistant message resent as user (nothing else is left)",
-            tokens_saved=ctx.tokens(popped) - ctx.tokens(recovered),
+            tokens_saved=-ctx.tokens(recovered),
         )
     for index, message in enumerate(out):
         if message.get("role") != "system":
