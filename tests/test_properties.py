@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import subprocess
 import sys
 from typing import Any
 
 from checks import alternation_problems, newest_user_kept, pairing_problems
-import random
-
 from hypothesis import HealthCheck, example, given, settings
 from transcripts import cases, random_case
 

@@ -56,6 +56,11 @@ def check_messages(messages: Any) -> list[Message]:
                         f"{where}.content[{j}]",
                         f"expected a content part object, got {_type_name(part)}",
                     )
+                if part.get("type") == "text" and not isinstance(part.get("text", ""), str):
+                    raise InputError(
+                        f"{where}.content[{j}].text",
+                        f"expected a string, got {_type_name(part.get('text'))}",
+                    )
         calls = message.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
             raise InputError(f"{where}.tool_calls", f"expected a list, got {_type_name(calls)}")
@@ -111,46 +116,47 @@ def _repair_call(call: Any, where: str) -> tuple[dict[str, Any] | None, list[str
         fixes.append(
             f"{where}.function.arguments: {_type_name(arguments)} serialized to a JSON string"
         )
-    elif _SURROGATE.search(arguments):
-        repaired["function"] = {**function, "arguments": _clean_text(arguments)}
-        fixes.append(f"{where}.function.arguments: invalid unicode replaced")
     return (repaired if fixes else call), fixes
 
 
-def _repair_content(content: Any, where: str) -> tuple[Any, list[str]]:
-    if isinstance(content, str):
-        if _SURROGATE.search(content):
-            return _clean_text(content), [f"{where}: invalid unicode (lone surrogate) replaced"]
-        return content, []
-    if isinstance(content, list):
-        fixed: list[Any] | None = None
-        notes: list[str] = []
-        for j, part in enumerate(content):
-            text = part.get("text")
-            if isinstance(text, str) and _SURROGATE.search(text):
-                if fixed is None:
-                    fixed = list(content)
-                fixed[j] = {**part, "text": _clean_text(text)}
-                notes.append(f"{where}[{j}].text: invalid unicode (lone surrogate) replaced")
-        return (content if fixed is None else fixed), notes
-    return content, []
+def _clean_unicode(value: Any, path: str, fixes: list[str]) -> Any:
+    """``value`` with lone surrogates replaced in every string inside it (the same
+    object when there are none), so that the output can always be sent as UTF-8."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            fixes.append(f"{path}: invalid unicode (lone surrogate) replaced")
+            return _clean_text(value)
+        return value
+    if isinstance(value, dict):
+        cleaned_dict: dict[str, Any] | None = None
+        for key, item in value.items():
+            new = _clean_unicode(item, f"{path}.{key}", fixes)
+            if new is not item:
+                cleaned_dict = cleaned_dict if cleaned_dict is not None else dict(value)
+                cleaned_dict[key] = new
+        return value if cleaned_dict is None else cleaned_dict
+    if isinstance(value, list):
+        cleaned_list: list[Any] | None = None
+        for i, item in enumerate(value):
+            new = _clean_unicode(item, f"{path}[{i}]", fixes)
+            if new is not item:
+                cleaned_list = cleaned_list if cleaned_list is not None else list(value)
+                cleaned_list[i] = new
+        return value if cleaned_list is None else cleaned_list
+    return value
 
 
 def _repair_message(message: Message, i: int) -> tuple[Message | None, list[str]]:
     where = f"messages[{i}]"
     fixes: list[str] = []
-    repaired = message
-    content, notes = _repair_content(message.get("content"), f"{where}.content")
-    if notes:
-        repaired = {**repaired, "content": content}
-        fixes += notes
+    repaired: Message = _clean_unicode(message, where, fixes)
     role = message.get("role")
     if role == "tool":
-        tcid = message.get("tool_call_id")
+        tcid = repaired.get("tool_call_id")
         if isinstance(tcid, int) and not isinstance(tcid, bool):
             repaired = {**repaired, "tool_call_id": str(tcid)}
             fixes.append(f"{where}.tool_call_id: number turned into a string")
-    calls = message.get("tool_calls")
+    calls = repaired.get("tool_calls")
     if role != "assistant" and calls is not None:
         repaired = {k: v for k, v in repaired.items() if k != "tool_calls"}
         fixes.append(f"{where}.tool_calls: only assistant messages make tool calls, removed")
@@ -200,3 +206,28 @@ def repair_messages(messages: list[Message], ctx: Context) -> list[Message]:
         else:
             updated.append(repaired)
     return messages if updated is None else updated
+
+
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+def unserializable_path(value: Any, path: str) -> str | None:
+    """Where in ``value`` something is that JSON cannot carry (slow: only used to explain
+    an error once one has happened)."""
+    if isinstance(value, _JSON_LEAVES):
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str | int | float | bool):
+                return f"{path}.{key!r}"
+            found = unserializable_path(item, f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = unserializable_path(item, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return path

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
-from .inputs import check_messages, check_tools
+from .errors import ConfigError, InputError
+from .inputs import check_messages, check_tools, unserializable_path
 from .messages import Message
 from .profiles import Profile, get_profile
 from .report import Report
@@ -123,9 +123,20 @@ def govern(
     cap = _check_cap(max_tool_result_chars)
     budget = None if window is None else window - out_tokens - SAFETY_BUFFER
 
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"model must be a string, got {type(model).__name__}")
+
     counter = prof.counter(model)
     ctx = Context(counter=counter, tools=checked_tools, budget=budget, max_tool_result_chars=cap)
-    governed = _governed(prof, messages, ctx)
+    try:
+        tokens_before = counter.prompt_tokens(messages, checked_tools)
+        governed = _governed(prof, messages, ctx)
+    except (TypeError, ValueError) as exc:
+        # Only values JSON cannot carry get here (bytes, sets, objects): say where.
+        where = unserializable_path(messages, "messages") or unserializable_path(tools, "tools")
+        if where is None:
+            raise
+        raise InputError(where, f"not JSON-serializable ({exc})") from None
 
     report = Report(
         profile=prof.name,
@@ -133,7 +144,7 @@ def govern(
         context_window=window,
         max_output=out_tokens,
         budget=budget,
-        tokens_before=counter.prompt_tokens(messages, checked_tools),
+        tokens_before=tokens_before,
         tokens_after=counter.prompt_tokens(governed, checked_tools),
         messages_before=len(messages),
         messages_after=len(governed),

@@ -105,6 +105,8 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (OPENAI, NANOBOT)}
 def get_profile(name: str | Profile) -> Profile:
     if isinstance(name, Profile):
         return name
+    if not isinstance(name, str):
+        raise ConfigError(f"profile must be a profile name or a Profile, got {type(name).__name__}")
     try:
         return PROFILES[name]
     except KeyError:

@@ -6,10 +6,9 @@ providers reject that. The inserted result says plainly what happened.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
-
 from ..messages import Message, call_name, declared_calls
 from .base import Context
+from .pairing import pair
 
 STAGE = "backfill"
 BACKFILL_CONTENT = "[Tool result unavailable — call was interrupted or lost]"
@@ -61,19 +60,7 @@ def backfill_seed(messages: list[Message], ctx: Context) -> list[Message]:
 
 
 def backfill_strict(messages: list[Message], ctx: Context) -> list[Message]:
-    """Every declaration needs its own later answer (matched oldest-first by id)."""
-    open_by_id: defaultdict[str, deque[int]] = defaultdict(deque)
-    declared: list[tuple[int, str, object]] = []
-    answered: set[int] = set()
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "assistant":
-            for call in declared_calls(message):
-                open_by_id[str(call["id"])].append(len(declared))
-                declared.append((index, str(call["id"]), call_name(call)))
-        elif role == "tool":
-            pending = open_by_id.get(str(message.get("tool_call_id")))
-            if pending:
-                answered.add(pending.popleft())
-    missing = [d for n, d in enumerate(declared) if n not in answered]
+    """Every declared call needs its own answer (see ``pairing``)."""
+    pairing = pair(messages)
+    missing = [c for n, c in enumerate(pairing.calls) if n not in pairing.answered]
     return _insert(messages, missing, ctx)

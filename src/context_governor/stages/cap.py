@@ -6,6 +6,8 @@ a log) can otherwise take the whole budget and force snipping of everything else
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..messages import Message
 from .base import Context
 
@@ -21,8 +23,38 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     marker = truncation_marker(len(text), len(text))  # longest marker this text can get
-    keep = max(0, limit - len(marker))
+    if len(marker) > limit:
+        return text[:limit]
+    keep = limit - len(marker)
     return text[:keep] + truncation_marker(len(text) - keep, len(text))
+
+
+def _truncate_parts(parts: Any, limit: int) -> list[object]:
+    """Text parts cut so that their text adds up to at most ``limit`` characters;
+    other parts (images, files) are kept as they are."""
+    out: list[object] = []
+    left = limit
+    for part in parts:
+        text = part.get("text") if isinstance(part, dict) else None
+        if not isinstance(text, str):
+            out.append(part)
+        elif left > 0:
+            cut = truncate(text, left)
+            out.append({**part, "text": cut} if cut is not text else part)
+            left -= len(cut)
+    return out
+
+
+def _text_length(content: object) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(
+            len(p["text"])
+            for p in content
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return 0
 
 
 def cap_tool_results(messages: list[Message], ctx: Context) -> list[Message]:
@@ -32,17 +64,23 @@ def cap_tool_results(messages: list[Message], ctx: Context) -> list[Message]:
     updated: list[Message] | None = None
     for index, message in enumerate(messages):
         content = message.get("content")
-        if message.get("role") != "tool" or not isinstance(content, str) or len(content) <= limit:
+        size = _text_length(content)
+        if message.get("role") != "tool" or size <= limit:
             continue
         if updated is None:
             updated = list(messages)
-        replaced = {**message, "content": truncate(content, limit)}
+        new_content: object
+        if isinstance(content, str):
+            new_content = truncate(content, limit)
+        else:  # a list: only lists and strings have a text length
+            new_content = _truncate_parts(content, limit)
+        replaced = {**message, "content": new_content}
         updated[index] = replaced
         ctx.record(
             STAGE,
             "truncate",
             index,
-            f"tool result cut from {len(content)} to {limit} characters",
+            f"tool result cut from {size} to {_text_length(new_content)} characters",
             tool_call_id=message.get("tool_call_id"),
             tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
         )

@@ -7,10 +7,9 @@ by cutting a call away from its answers, which is why this stage runs twice.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from ..messages import Message, declared_calls
 from .base import Context
+from .pairing import pair
 
 STAGE = "orphans"
 
@@ -47,40 +46,20 @@ def drop_orphans_seed(messages: list[Message], ctx: Context) -> list[Message]:
 
 
 def drop_orphans_strict(messages: list[Message], ctx: Context) -> list[Message]:
-    """Keep a result only if it answers a call that is declared earlier and still open.
-
-    Each declaration can be answered once; results are matched to the oldest
-    open declaration with their id, so a repeated id in a later assistant
-    message gets its own answer. A result with no id, an orphan and a second
-    answer to one call are dropped.
-    """
-    open_calls: Counter[str] = Counter()
-    kept: list[Message] | None = None
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "assistant":
-            open_calls.update(str(call["id"]) for call in declared_calls(message))
-        elif role == "tool":
-            tcid = message.get("tool_call_id")
-            reason = None
-            if not isinstance(tcid, str) or not tcid:
-                reason = "tool result without a tool_call_id"
-            elif open_calls[tcid] > 0:
-                open_calls[tcid] -= 1
-            else:
-                reason = "tool result answers no open tool call (orphan or duplicate)"
-            if reason is not None:
-                if kept is None:
-                    kept = list(messages[:index])
-                ctx.record(
-                    STAGE,
-                    "drop",
-                    index,
-                    reason,
-                    tool_call_id=tcid if tcid else None,
-                    tokens_saved=ctx.tokens(message),
-                )
-                continue
-        if kept is not None:
-            kept.append(message)
-    return messages if kept is None else kept
+    """Drop every tool result that answers no call (see ``pairing``): no id, an
+    orphan, or a second result for one call."""
+    unmatched = pair(messages).unmatched
+    if not unmatched:
+        return messages
+    for index, reason in unmatched.items():
+        message = messages[index]
+        tcid = message.get("tool_call_id")
+        ctx.record(
+            STAGE,
+            "drop",
+            index,
+            reason,
+            tool_call_id=tcid if tcid else None,
+            tokens_saved=ctx.tokens(message),
+        )
+    return [m for i, m in enumerate(messages) if i not in unmatched]
