@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .errors import ConfigError, InputError
 from .inputs import check_messages, check_tools, unserializable_path
 from .messages import Message
 from .profiles import Profile, get_profile
+from .providers import resolve
+from .providers.rules import find_violations
 from .report import Report
 from .stages import Context, Stage
 from .stages.snip import SAFETY_BUFFER
@@ -71,8 +73,11 @@ def _run(stages: Sequence[Stage], messages: list[Message], ctx: Context) -> list
     return messages
 
 
-def _governed(profile: Profile, messages: list[Message], ctx: Context) -> list[Message]:
-    """The profile's stages, with the seed's fallback: minimal repair, then the input as is."""
+def _governed(
+    profile: Profile, messages: list[Message], ctx: Context
+) -> tuple[list[Message], list[Message]]:
+    """The profile's stages, with the seed's fallback (minimal repair, then the input as
+    is), then its finishing stages. Returns the list before and after finishing."""
     prepared = _run(profile.prepare, messages, ctx)
     mark = len(ctx.actions)
     try:
@@ -89,11 +94,39 @@ def _governed(profile: Profile, messages: list[Message], ctx: Context) -> list[M
             out = prepared
     mark = len(ctx.actions)
     try:
-        return _run(profile.provider, out, ctx)
+        return out, _run(profile.finish, out, ctx)
     except Exception as exc:
         del ctx.actions[mark:]
-        ctx.record("pipeline", "fallback", 0, f"provider pass failed ({exc!r}); skipped")
-        return out
+        ctx.record("pipeline", "fallback", 0, f"final pass failed ({exc!r}); skipped")
+        return out, out
+
+
+#: How often snip is rerun with a smaller budget when provider repairs outgrow it.
+MAX_RESNIPS = 3
+
+
+def _fit(
+    profile: Profile, messages: list[Message], ctx: Context, budget: int | None
+) -> tuple[list[Message], Context]:
+    """Govern; if the finishing repairs (ids, placeholders, bridges) push a list that met
+    the budget over it, snip again with the overshoot taken off the budget."""
+    governed_before, governed = _governed(profile, messages, ctx)
+    if profile.provider is None or budget is None or budget <= 0:
+        return governed, ctx
+    counter, tools, target_budget = ctx.counter, ctx.tools, budget
+    for _ in range(MAX_RESNIPS):
+        after = counter.prompt_tokens(governed, tools)
+        if after <= budget or counter.prompt_tokens(governed_before, tools) > target_budget:
+            break
+        target_budget -= after - budget
+        retry = replace(ctx, budget=target_budget, actions=[], notes=[])
+        governed_before, governed = _governed(profile, messages, retry)
+        retry.notes.append(
+            f"snipped to {target_budget} tokens to leave room for the provider repairs"
+        )
+        ctx = retry
+    ctx.budget = budget
+    return governed, ctx
 
 
 def govern(
@@ -105,12 +138,18 @@ def govern(
     context_window: int | None = None,
     max_output: int | None = None,
     max_tool_result_chars: int | None = None,
+    prefill: bool = False,
 ) -> GovernResult:
     """Return a model-facing copy of ``messages`` that is legal and inside the budget.
 
     The budget is ``context_window - max_output - 1024`` (the seed's safety
     buffer); ``context_window=None`` means no snipping. ``messages`` and the
     dicts in it are never modified.
+
+    ``profile`` is a provider name (openai, anthropic, gemini, bedrock, mistral,
+    deepseek, glm, qwen, moonshot, groq, ollama, vllm) or ``nanobot``; ``model``
+    selects the tokenizer and the model-specific rules. ``prefill=True`` keeps a
+    trailing assistant message as a prefill where the model accepts one.
 
     Raises InputError for input no repair can fix (not a list, a message that is
     not an object, an unknown role, ...) and ConfigError for unusable settings.
@@ -123,14 +162,22 @@ def govern(
     cap = _check_cap(max_tool_result_chars)
     budget = None if window is None else window - out_tokens - SAFETY_BUFFER
 
-    if model is not None and not isinstance(model, str):
-        raise ConfigError(f"model must be a string, got {type(model).__name__}")
+    entry, target = resolve(prof.provider or "openai", model, prefill=prefill)
+    policy = entry.policy(target)
 
     counter = prof.counter(model)
-    ctx = Context(counter=counter, tools=checked_tools, budget=budget, max_tool_result_chars=cap)
+    ctx = Context(
+        counter=counter,
+        tools=checked_tools,
+        budget=budget,
+        max_tool_result_chars=cap,
+        target=target,
+        policy=policy,
+        keep_prefill=prefill and policy.prefill(target),
+    )
     try:
         tokens_before = counter.prompt_tokens(messages, checked_tools)
-        governed = _governed(prof, messages, ctx)
+        governed, ctx = _fit(prof, messages, ctx, budget)
     except (TypeError, ValueError) as exc:
         # Only values JSON cannot carry get here (bytes, sets, objects): say where.
         where = unserializable_path(messages, "messages") or unserializable_path(tools, "tools")
@@ -150,7 +197,19 @@ def govern(
         messages_after=len(governed),
         actions=ctx.actions,
         notes=ctx.notes,
+        provider=entry.name,
+        model=model,
     )
+    if prof.provider is not None:
+        report.violations = [asdict(v) for v in find_violations(entry.rules, governed, target)]
+        report.notes += [
+            f"rule not met: {v['rule']} at message {v['index']}: {v['error']}"
+            for v in report.violations
+        ]
+    if prefill and not ctx.keep_prefill:
+        report.notes.append(
+            f"prefill asked for, but {entry.name} {model or ''} does not accept one"
+        )
     if budget is not None and budget <= 0:
         report.notes.append(
             f"budget is {budget} (context window {window} - max output {out_tokens} - "

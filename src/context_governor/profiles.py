@@ -13,6 +13,7 @@ from functools import lru_cache, partial
 
 from .errors import ConfigError
 from .inputs import repair_messages
+from .providers import CATALOG, PROVIDERS, fixes
 from .stages import (
     Stage,
     backfill_seed,
@@ -42,8 +43,9 @@ class Profile:
     prepare: tuple[Stage, ...]
     stages: tuple[Stage, ...]
     fallback: tuple[Stage, ...]
-    provider: tuple[Stage, ...]
+    finish: tuple[Stage, ...]
     counter: Callable[[str | None], TokenCounter]
+    provider: str | None = None
     #: The seed reads a non-int max_tokens as "not given" (4096); we reject it.
     lenient_max_output: bool = False
 
@@ -76,30 +78,55 @@ NANOBOT = Profile(
         backfill_seed,
     ),
     fallback=(drop_orphans_seed, backfill_seed),
-    provider=(enforce_alternation_seed,),
+    finish=(enforce_alternation_seed,),
     counter=_seed_counter,
     lenient_max_output=True,
 )
 
-OPENAI = Profile(
-    name="openai",
-    description="the seed pipeline with its defects fixed; OpenAI Chat Completions rules",
-    prepare=(repair_messages,),
-    stages=(
-        drop_orphans_strict,
-        backfill_strict,
-        microcompact,
-        cap_tool_results,
-        snip,
-        drop_orphans_strict,
-        backfill_strict,
-    ),
-    fallback=(drop_orphans_strict, backfill_strict),
-    provider=(enforce_alternation,),
-    counter=_cached_exact_counter,
+_STRICT_STAGES: tuple[Stage, ...] = (
+    drop_orphans_strict,
+    backfill_strict,
+    fixes.regroup_tool_results,
+    microcompact,
+    cap_tool_results,
+    snip,
+    drop_orphans_strict,
+    backfill_strict,
+)
+_PROVIDER_STAGES: tuple[Stage, ...] = (
+    fixes.flatten_tools,
+    fixes.systems,
+    enforce_alternation,
+    fixes.opening,
+    fixes.bridge_user_after_tool,
+    fixes.names,
+    fixes.reasoning,
+    fixes.allowed_keys,
+    fixes.empty_content,
+    fixes.rekey_ids,
+    fixes.thought_signatures,
+    fixes.cache_control,
+    fixes.prefill,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (OPENAI, NANOBOT)}
+
+def _provider_profile(name: str) -> Profile:
+    entry = CATALOG[name]
+    return Profile(
+        name=name,
+        description=f"the seed pipeline with its defects fixed, then {entry.title}'s rules",
+        prepare=(repair_messages,),
+        stages=_STRICT_STAGES,
+        fallback=(drop_orphans_strict, backfill_strict, fixes.regroup_tool_results),
+        finish=_PROVIDER_STAGES,
+        counter=_cached_exact_counter,
+        provider=name,
+    )
+
+
+PROFILES: dict[str, Profile] = {name: _provider_profile(name) for name in PROVIDERS}
+PROFILES[NANOBOT.name] = NANOBOT
+OPENAI = PROFILES["openai"]
 
 
 def get_profile(name: str | Profile) -> Profile:

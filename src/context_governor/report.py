@@ -41,6 +41,10 @@ class Report:
     messages_after: int = 0
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    provider: str | None = None
+    model: str | None = None
+    #: rules of the target provider the output still breaks (each also a note)
+    violations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:

@@ -81,7 +81,9 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
 
     popped: Message | None = None
     popped_at = -1
-    while out and out[-1].get("role") == "assistant":
+    prefill = ctx.keep_prefill and out and out[-1].get("role") == "assistant"
+    prefill = prefill and not has_tool_calls(out[-1]) and len(out) > 1
+    while out and out[-1].get("role") == "assistant" and not prefill:
         popped, popped_at = out.pop(), origin.pop()
         ctx.record(
             STAGE,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import Message
 from ..report import Action, Kind
 from ..tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ..providers.policy import Policy
+    from ..providers.target import Target
 
 
 @dataclass(slots=True)
@@ -23,6 +27,11 @@ class Context:
     tools: Sequence[Any] | None = None
     budget: int | None = None
     max_tool_result_chars: int | None = None
+    #: the provider and model the request goes to, and how to repair for them
+    target: Target | None = None
+    policy: Policy | None = None
+    #: the trailing assistant message is a prefill the model accepts and the caller wants
+    keep_prefill: bool = False
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

@@ -24,6 +24,8 @@ class Pairing:
     calls: list[tuple[int, str, object]] = field(default_factory=list)
     #: positions in ``calls`` that some result answers.
     answered: set[int] = field(default_factory=set)
+    #: message index of a result -> position in ``calls`` of the call it answers.
+    result_call: dict[int, int] = field(default_factory=dict)
     #: message index -> why that tool result answers nothing.
     unmatched: dict[int, str] = field(default_factory=dict)
 
@@ -60,4 +62,5 @@ def pair(messages: list[Message]) -> Pairing:
                 result.unmatched[index] = "tool result answers no earlier tool call"
                 continue
             result.answered.add(number)
+            result.result_call[index] = number
     return result

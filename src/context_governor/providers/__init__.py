@@ -1,0 +1,146 @@
+"""Provider rules as code: what each provider rejects, and how to govern for it.
+
+``validate(messages, provider=..., model=...)`` lists the violations with the
+provider's own error text; each provider's Policy drives the repairs that
+``govern(profile=<provider>)`` applies after the seed pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..inputs import check_messages
+from ..messages import Message
+from . import (
+    anthropic,
+    bedrock,
+    deepseek,
+    gemini,
+    glm,
+    groq,
+    local,
+    mistral,
+    moonshot,
+    openai,
+    qwen,
+)
+from .policy import Policy
+from .rules import Rule, Violation, find_violations
+from .target import PROVIDERS, Target, check_provider
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    name: str
+    title: str
+    rules: tuple[Rule, ...]
+    not_checked: tuple[tuple[str, str], ...]
+    policy: Callable[[Target], Policy]
+
+
+def _fixed(policy: Policy) -> Callable[[Target], Policy]:
+    return lambda target: policy
+
+
+CATALOG: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider(
+            "openai",
+            "OpenAI Chat Completions",
+            openai.RULES,
+            openai.NOT_CHECKED,
+            _fixed(openai.POLICY),
+        ),
+        Provider(
+            "anthropic",
+            "Anthropic Messages",
+            anthropic.RULES,
+            anthropic.NOT_CHECKED,
+            _fixed(anthropic.POLICY),
+        ),
+        Provider(
+            "gemini", "Google Gemini", gemini.RULES, gemini.NOT_CHECKED, _fixed(gemini.POLICY)
+        ),
+        Provider(
+            "bedrock",
+            "AWS Bedrock Converse",
+            bedrock.RULES,
+            bedrock.NOT_CHECKED,
+            _fixed(bedrock.POLICY),
+        ),
+        Provider("mistral", "Mistral", mistral.RULES, mistral.NOT_CHECKED, _fixed(mistral.POLICY)),
+        Provider(
+            "deepseek", "DeepSeek", deepseek.RULES, deepseek.NOT_CHECKED, _fixed(deepseek.POLICY)
+        ),
+        Provider("glm", "Zhipu GLM / Z.ai", glm.RULES, glm.NOT_CHECKED, _fixed(glm.POLICY)),
+        Provider("qwen", "Qwen (DashScope)", qwen.RULES, qwen.NOT_CHECKED, _fixed(qwen.POLICY)),
+        Provider(
+            "moonshot",
+            "Moonshot / Kimi",
+            moonshot.RULES,
+            moonshot.NOT_CHECKED,
+            _fixed(moonshot.POLICY),
+        ),
+        Provider("groq", "Groq / Cerebras", groq.RULES, groq.NOT_CHECKED, _fixed(groq.POLICY)),
+        Provider(
+            "ollama",
+            "Ollama / llama.cpp",
+            local.OLLAMA_RULES,
+            local.NOT_CHECKED,
+            _fixed(local.OLLAMA_POLICY),
+        ),
+        Provider(
+            "vllm",
+            "vLLM / TGI (Hugging Face chat templates)",
+            local.VLLM_RULES,
+            local.NOT_CHECKED,
+            local.vllm_policy,
+        ),
+    )
+}
+assert tuple(CATALOG) == PROVIDERS
+
+
+def resolve(provider: Any, model: Any = None, *, prefill: bool = False) -> tuple[Provider, Target]:
+    from ..errors import ConfigError
+
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"model must be a string, got {type(model).__name__}")
+    entry = CATALOG[check_provider(provider)]
+    return entry, Target(entry.name, model or "", prefill)
+
+
+def applicable_rules(provider: str, model: str | None = None) -> list[Rule]:
+    """The rules that hold for this provider and model (what validate() checks)."""
+    entry, target = resolve(provider, model)
+    return [rule for rule in entry.rules if rule.applies(target)]
+
+
+def validate(
+    messages: list[Message], *, provider: str = "openai", model: str | None = None
+) -> list[Violation]:
+    """Every rule of ``provider`` (for ``model``) that ``messages`` breaks, in rule order.
+
+    Raises InputError for input that is not a message list at all (the same
+    checks as govern()), ConfigError for an unknown provider.
+    """
+    entry, target = resolve(provider, model)
+    check_messages(messages)
+    return list(find_violations(entry.rules, messages, target))
+
+
+__all__ = [
+    "CATALOG",
+    "PROVIDERS",
+    "Policy",
+    "Provider",
+    "Rule",
+    "Target",
+    "Violation",
+    "applicable_rules",
+    "resolve",
+    "validate",
+]

@@ -1,0 +1,118 @@
+"""AWS Bedrock Converse (RULEBOOK §7)."""
+
+from __future__ import annotations
+
+from . import checks
+from .policy import Policy
+from .rules import Rule
+from .target import Target, claude_accepts_prefill
+
+
+def _trailing_rejected(target: Target) -> bool:
+    return not claude_accepts_prefill(target)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "BR-1",
+        "the conversation starts with a user message",
+        "A conversation must start with a user message. Try again with a conversation that "
+        "starts with a user message.",
+        "insert a user message before it",
+        checks.first_is_not_user(),
+    ),
+    Rule(
+        "BR-1b",
+        "a request with only system messages has no conversation",
+        "A conversation must start with a user message. Try again with a conversation that "
+        "starts with a user message.",
+        "add a user message",
+        checks.only_system,
+    ),
+    Rule(
+        "BR-2",
+        "user and assistant turns alternate",
+        "A conversation must alternate between user and assistant roles. Make sure the "
+        "conversation alternates between user and assistant roles and try again.",
+        "merge consecutive messages of one role",
+        checks.turn_alternation,
+    ),
+    Rule(
+        "BR-3",
+        "toolResult blocks match the previous turn's toolUse blocks",
+        "Expected toolResult blocks at messages.{next}.content for the following Ids: {ids}",
+        "add the missing results right after the call",
+        checks.calls_without_results_after,
+    ),
+    Rule(
+        "BR-3b",
+        "no toolResult without a toolUse in the previous turn",
+        "The number of toolResult blocks at messages.{index}.content exceeds the number of "
+        "toolUse blocks of previous turn.",
+        "drop the orphan result",
+        checks.result_without_call_before,
+    ),
+    Rule(
+        "BR-3c",
+        "toolUse ids are unique",
+        "The number of toolResult blocks at "
+        "messages.{index}.content exceeds the number of toolUse blocks of previous turn.",
+        "rename the repeated id (on its result too)",
+        checks.duplicate_call_ids,
+        verbatim=False,
+    ),
+    Rule(
+        "BR-5",
+        "no empty content and no blank text",
+        "The text field in the ContentBlock object at messages.{index}.content.0 is blank. Add "
+        "text to the text field, and try again.",
+        "use a placeholder such as '(empty)'",
+        checks.blank_content(),
+    ),
+    Rule(
+        "BR-5b",
+        "no blank text blocks",
+        "The text field in the ContentBlock object at messages.{index}.content.{part} is "
+        "blank. Add text to the text field, and try again.",
+        "drop the blank text block",
+        checks.blank_text_parts,
+    ),
+    Rule(
+        "BR-6",
+        "toolUseId matches [a-zA-Z0-9_.:-]{1,64}",
+        "messages.{index}: toolUseId must match [a-zA-Z0-9_.:-]+ and be 1-64 characters",
+        "rewrite the id (on the call and its result alike)",
+        checks.call_id_format(r"[a-zA-Z0-9_.:-]{1,64}"),
+        verbatim=False,
+    ),
+    Rule(
+        "BR-7",
+        "the last turn is a user turn (Llama and other non-Claude models; Claude 4.6+)",
+        "The model that you are using requires the last turn in the conversation to be a user "
+        "message. Add a user message to the conversation and try again.",
+        "drop the trailing assistant message",
+        checks.ends_with_assistant,
+        applies=_trailing_rejected,
+    ),
+)
+
+NOT_CHECKED: tuple[tuple[str, str], ...] = (
+    (
+        "BR-4",
+        "toolConfig is a request field, not part of the message list; send the tool "
+        "definitions whenever the history has tool calls",
+    ),
+    ("BR-6b", "toolResult JSON must be an object: depends on how the adapter wraps results"),
+)
+
+POLICY = Policy(
+    id_style="bedrock",
+    system="merge_front",
+    needs_user=True,
+    user_before_tool_call_opening=True,
+    empty="blocks",
+    reasoning=lambda target: "strip",
+    prefill=claude_accepts_prefill,
+    rstrip_prefill=True,
+    max_cache_control=4,
+)

@@ -1,0 +1,478 @@
+"""Provider repairs: generic stages that read the target's Policy.
+
+Each stage is pure like the pipeline's own: it returns the input list when it has
+nothing to do, never mutates a message, and books every change (with its token
+cost) in the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from ..messages import Message, has_tool_calls, merge_contents, text_parts
+from ..report import Kind
+from ..stages.alternation import SYNTHETIC_USER
+from ..stages.base import Context
+from ..stages.pairing import pair
+from .policy import IdStyle, Policy
+
+STAGE = "provider"
+EMPTY_PLACEHOLDER = "(empty)"
+BRIDGE_CONTENT = "(tool results received)"
+#: The value Gemini accepts in place of a lost thought signature.
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_NAME_OK = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _policy(ctx: Context) -> Policy:
+    return ctx.policy if ctx.policy is not None else Policy()
+
+
+class _Editor:
+    """Copy-on-write over a message list, booking each replaced message's token change."""
+
+    def __init__(self, messages: list[Message], ctx: Context, stage: str = STAGE) -> None:
+        self.messages = messages
+        self.out: list[Message] | None = None
+        self.ctx = ctx
+        self.stage = stage
+
+    def replace(self, index: int, new: Message, detail: str, tool_call_id: Any = None) -> None:
+        if self.out is None:
+            self.out = list(self.messages)
+        old = self.out[index]
+        self.out[index] = new
+        self.ctx.record(
+            self.stage,
+            "repair",
+            index,
+            detail,
+            tool_call_id=tool_call_id,
+            tokens_saved=self.ctx.tokens(old) - self.ctx.tokens(new),
+        )
+
+    def result(self) -> list[Message]:
+        return self.messages if self.out is None else self.out
+
+
+# -- structure -------------------------------------------------------------------------------
+
+
+def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]:
+    """Move each tool result right after the call it answers.
+
+    A user or system message that arrived between a call and its results (an
+    interjection, an injected skill) is rejected by OpenAI (OA-2), Anthropic
+    (AN-3) and Mistral; moving it after the results keeps every message.
+    """
+    pairing = pair(messages)
+    by_assistant: dict[int, list[int]] = {}
+    for result_index, call_number in pairing.result_call.items():
+        by_assistant.setdefault(pairing.calls[call_number][0], []).append(result_index)
+    moved = {
+        r
+        for a, results in by_assistant.items()
+        for n, r in enumerate(sorted(results))
+        if r != a + 1 + n
+    }
+    if not moved:
+        return messages
+    out: list[Message] = []
+    placed: set[int] = set()
+    for index, message in enumerate(messages):
+        if index in placed:
+            continue
+        out.append(message)
+        for result_index in sorted(by_assistant.get(index, ())):
+            if result_index in moved:
+                ctx.record(
+                    "regroup",
+                    "move",
+                    result_index,
+                    "tool result moved up to its call, after an interjected message",
+                    tool_call_id=messages[result_index].get("tool_call_id"),
+                )
+            out.append(messages[result_index])
+            placed.add(result_index)
+    return out
+
+
+def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
+    """Turn tool calls and results into plain text, for chat templates without tool support."""
+    policy, target = _policy(ctx), ctx.target
+    if target is None or not policy.flatten_tools(target):
+        return messages
+    edit = _Editor(messages, ctx, "flatten")
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant" and has_tool_calls(message):
+            lines = [
+                f"[calls {c.get('function', {}).get('name', '?')}"
+                f"({c.get('function', {}).get('arguments', '')}) as {c.get('id')}]"
+                for c in message["tool_calls"]
+                if isinstance(c, dict)
+            ]
+            content = merge_contents(message.get("content"), "\n".join(lines))
+            new = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": content}
+            edit.replace(index, new, "tool calls written as text (the template has no tool role)")
+        elif role == "tool":
+            head = f"[result of {message.get('name') or 'tool'} {message.get('tool_call_id')}]"
+            new = {"role": "user", "content": merge_contents(head, message.get("content"))}
+            edit.replace(
+                index,
+                new,
+                "tool result written as a user message",
+                tool_call_id=message.get("tool_call_id"),
+            )
+    return edit.result()
+
+
+def systems(messages: list[Message], ctx: Context) -> list[Message]:
+    """Hoist system messages for providers that take one system prompt at the front,
+    or fold them into the first user message where the template has no system role."""
+    policy = _policy(ctx)
+    indices = [i for i, m in enumerate(messages) if m.get("role") == "system"]
+    if (
+        policy.system == "keep"
+        or not indices
+        or (policy.system == "merge_front" and indices == [0])
+    ):
+        return messages
+    merged: Any = None
+    for i in indices:
+        merged = merge_contents(merged, messages[i].get("content"))
+    rest = [m for m in messages if m.get("role") != "system"]
+    before = sum(ctx.tokens(messages[i]) for i in indices)
+    steps: list[tuple[Kind, int, str]] = []
+    if policy.system == "merge_front":
+        carrier: Message = {"role": "system", "content": merged}
+        out = [carrier, *rest]
+        steps.append(("move", indices[0], "system prompt placed first"))
+        steps += [
+            ("merge", i, "system message merged into the one at the front") for i in indices[1:]
+        ]
+    else:
+        steps += [
+            ("merge", i, "system message folded into the first user message") for i in indices
+        ]
+        first_user = next((n for n, m in enumerate(rest) if m.get("role") == "user"), None)
+        if first_user is None:
+            carrier = {"role": "user", "content": merged}
+            out = [carrier, *rest]
+            steps.append(("insert", 0, "user message created to carry the system prompt"))
+        else:
+            user = rest[first_user]
+            before += ctx.tokens(user)
+            carrier = {**user, "content": merge_contents(merged, user.get("content"))}
+            out = [*rest[:first_user], carrier, *rest[first_user + 1 :]]
+    for n, (kind, index, detail) in enumerate(steps):
+        saved = before - ctx.tokens(carrier) if n == len(steps) - 1 else 0
+        ctx.record("systems", kind, index, detail, tokens_saved=saved)
+    return out
+
+
+def opening(messages: list[Message], ctx: Context) -> list[Message]:
+    """Make the conversation start with a user message where the provider requires it."""
+    policy = _policy(ctx)
+    first = next((i for i, m in enumerate(messages) if m.get("role") != "system"), None)
+    if first is None:
+        if not policy.needs_user:
+            return messages
+        at = len(messages)
+        detail = "user message added: a request needs more than system messages"
+    else:
+        m = messages[first]
+        if m.get("role") == "user":
+            return messages
+        if (
+            m.get("role") == "assistant"
+            and has_tool_calls(m)
+            and not policy.user_before_tool_call_opening
+        ):
+            return messages
+        at = first
+        detail = f"user message inserted before a leading {m.get('role')} message"
+    synthetic = {"role": "user", "content": SYNTHETIC_USER}
+    ctx.record("opening", "insert", at, detail, tokens_saved=-ctx.tokens(synthetic))
+    return [*messages[:at], synthetic, *messages[at:]]
+
+
+def bridge_user_after_tool(messages: list[Message], ctx: Context) -> list[Message]:
+    """Mistral rejects user right after tool: put a short assistant message between them."""
+    if not _policy(ctx).bridge_user_after_tool:
+        return messages
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        if index and message.get("role") == "user" and messages[index - 1].get("role") == "tool":
+            bridge = {"role": "assistant", "content": BRIDGE_CONTENT}
+            ctx.record(
+                "bridge",
+                "insert",
+                len(out),
+                "assistant message between tool and user",
+                tokens_saved=-ctx.tokens(bridge),
+            )
+            out.append(bridge)
+        out.append(message)
+    return out if len(out) != len(messages) else messages
+
+
+# -- fields ----------------------------------------------------------------------------------
+
+
+def names(messages: list[Message], ctx: Context) -> list[Message]:
+    policy = _policy(ctx)
+    if policy.names == "keep":
+        return messages
+    edit = _Editor(messages, ctx, "names")
+    for index, message in enumerate(messages):
+        name = message.get("name")
+        if name is None:
+            continue
+        if policy.names == "tool_only" and message.get("role") != "tool":
+            new = {k: v for k, v in message.items() if k != "name"}
+            edit.replace(index, new, "name dropped (only tool messages may carry one)")
+        elif policy.names == "pattern" and not _NAME_OK.fullmatch(str(name)):
+            cleaned = _NAME_BAD_CHARS.sub("_", str(name))[:64]
+            new = {k: v for k, v in message.items() if k != "name"}
+            if cleaned.strip("_"):
+                new["name"] = cleaned
+            edit.replace(index, new, f"name {name!r} does not match ^[a-zA-Z0-9_-]+$")
+    return edit.result()
+
+
+def reasoning(messages: list[Message], ctx: Context) -> list[Message]:
+    policy, target = _policy(ctx), ctx.target
+    mode = policy.reasoning(target) if target is not None else "keep"
+    if mode == "keep":
+        return messages
+    edit = _Editor(messages, ctx, "reasoning")
+    for index, message in enumerate(messages):
+        if mode == "strip":
+            if "reasoning_content" in message:
+                new = {k: v for k, v in message.items() if k != "reasoning_content"}
+                edit.replace(index, new, "reasoning_content removed (the provider rejects it)")
+        elif message.get("role") == "assistant" and "reasoning_content" not in message:
+            if mode == "require_tool_calls" and not has_tool_calls(message):
+                continue
+            new = {**message, "reasoning_content": policy.reasoning_placeholder}
+            edit.replace(index, new, "reasoning_content added (thinking mode requires it)")
+    return edit.result()
+
+
+def allowed_keys(messages: list[Message], ctx: Context) -> list[Message]:
+    allowed = _policy(ctx).allowed_keys
+    if allowed is None:
+        return messages
+    edit = _Editor(messages, ctx, "keys")
+    for index, message in enumerate(messages):
+        extra = [k for k in message if k not in allowed]
+        if extra:
+            new = {k: v for k, v in message.items() if k in allowed}
+            edit.replace(index, new, f"keys the provider rejects removed: {', '.join(extra)}")
+    return edit.result()
+
+
+def _blank(content: Any) -> bool:
+    return not any(
+        p.get("text", "").strip() if p.get("type") == "text" else True
+        for p in text_parts(content)
+        if isinstance(p, dict)
+    )
+
+
+def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
+    """Null or blank content, the way the provider accepts it."""
+    policy = _policy(ctx)
+    edit = _Editor(messages, ctx, "content")
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        calls = has_tool_calls(message)
+        new_content: Any = content
+        if policy.empty == "openai":
+            if content is None and not calls:
+                new_content = ""
+        elif policy.empty == "template":
+            if content is None:
+                new_content = ""
+        elif policy.empty == "required":
+            if content is None:
+                new_content = ""
+            elif not calls and isinstance(content, str) and not content.strip() and index != last:
+                new_content = EMPTY_PLACEHOLDER
+        else:  # blocks: no blank text anywhere
+            if isinstance(content, list):
+                kept = [
+                    p
+                    for p in content
+                    if not (
+                        isinstance(p, dict)
+                        and p.get("type") == "text"
+                        and not str(p.get("text") or "").strip()
+                    )
+                ]
+                new_content = kept if len(kept) != len(content) else content
+            if _blank(new_content):
+                new_content = None if calls else EMPTY_PLACEHOLDER
+        if new_content is not content or ("content" not in message and new_content is not None):
+            edit.replace(
+                index,
+                {**message, "content": new_content},
+                f"{'empty' if content in ('', [], None) else 'blank'} content "
+                f"replaced by {new_content!r}"[:120],
+            )
+    return edit.result()
+
+
+# -- ids ---------------------------------------------------------------------------------------
+
+_ID_RULES: dict[IdStyle, re.Pattern[str]] = {
+    "openai": re.compile(r"(?s).{1,40}"),
+    "anthropic": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
+    "bedrock": re.compile(r"[a-zA-Z0-9_.:-]{1,64}"),
+    "mistral": re.compile(r"[a-zA-Z0-9]{9}"),
+    "unique": re.compile(r"(?s).+"),
+}
+
+
+def _derive_id(original: str, style: IdStyle, salt: int) -> str:
+    """A short, deterministic replacement id; ``salt`` counts attempts (1, 2, ...)."""
+    digest = hashlib.sha1(f"{original}#{salt}".encode(errors="replace")).hexdigest()
+    if style == "mistral":
+        return digest[:9]
+    if style == "openai":
+        return original if len(original) <= 40 and salt == 1 else f"{original[:31]}_{digest[:8]}"
+    allowed = r"[^a-zA-Z0-9_.:-]" if style == "bedrock" else r"[^a-zA-Z0-9_-]"
+    base = re.sub(allowed, "_", original)[:56] or "call"
+    return base if salt == 1 else f"{base}_{salt}"
+
+
+def rekey_ids(messages: list[Message], ctx: Context) -> list[Message]:
+    """Rewrite tool-call ids to the provider's format, unique across the request; each
+    result gets its call's new id. Ids that are valid and unique are kept."""
+    style = _policy(ctx).id_style
+    pairing = pair(messages)
+    valid = _ID_RULES[style]
+    unique = style != "openai"  # OpenAI pairs results by position; the others need unique ids
+    used: set[str] = set()
+    new_ids: list[str] = []
+    for _, call_id, _ in pairing.calls:
+        candidate, salt = call_id, 0
+        while not valid.fullmatch(candidate) or (unique and candidate in used):
+            salt += 1
+            candidate = _derive_id(call_id, style, salt)
+        used.add(candidate)
+        new_ids.append(candidate)
+    changed = {n for n, (_, call_id, _) in enumerate(pairing.calls) if new_ids[n] != call_id}
+    if not changed:
+        return messages
+    edit = _Editor(messages, ctx, "ids")
+    numbers_by_assistant: dict[int, list[int]] = {}
+    for n, (assistant, _, _) in enumerate(pairing.calls):
+        numbers_by_assistant.setdefault(assistant, []).append(n)
+    for assistant, numbers in numbers_by_assistant.items():
+        if not changed.intersection(numbers):
+            continue
+        message = messages[assistant]
+        queue = iter(numbers)
+        calls = []
+        for call in message["tool_calls"]:
+            if isinstance(call, dict) and call.get("id"):
+                call = {**call, "id": new_ids[next(queue)]}
+            calls.append(call)
+        renamed = [f"{pairing.calls[n][1]!r} -> {new_ids[n]!r}" for n in numbers if n in changed]
+        edit.replace(
+            assistant,
+            {**message, "tool_calls": calls},
+            f"tool call ids rewritten for the provider: {', '.join(renamed)}"[:160],
+        )
+    for result_index, n in pairing.result_call.items():
+        if n in changed:
+            edit.replace(
+                result_index,
+                {**messages[result_index], "tool_call_id": new_ids[n]},
+                "tool_call_id follows its call's new id",
+                tool_call_id=new_ids[n],
+            )
+    return edit.result()
+
+
+# -- model features ---------------------------------------------------------------------------
+
+
+def thought_signatures(messages: list[Message], ctx: Context) -> list[Message]:
+    target = ctx.target
+    if target is None or not _policy(ctx).thought_signatures(target):
+        return messages
+    edit = _Editor(messages, ctx, "signatures")
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant" or not has_tool_calls(message):
+            continue
+        first = message["tool_calls"][0]
+        extra = first.get("extra_content") if isinstance(first, dict) else None
+        google = extra.get("google") if isinstance(extra, dict) else None
+        if isinstance(google, dict) and google.get("thought_signature"):
+            continue
+        signed = {**first, "extra_content": {"google": {"thought_signature": SKIP_SIGNATURE}}}
+        calls = [signed, *message["tool_calls"][1:]]
+        edit.replace(
+            index,
+            {**message, "tool_calls": calls},
+            "thought_signature lost: the validator-skip value is sent instead",
+        )
+    return edit.result()
+
+
+def _cache_marks(message: Message) -> list[int]:
+    """Where a message carries cache_control: -1 for the message itself, else a part index."""
+    marks = [-1] if "cache_control" in message else []
+    content = message.get("content")
+    if isinstance(content, list):
+        marks += [j for j, p in enumerate(content) if isinstance(p, dict) and "cache_control" in p]
+    return marks
+
+
+def cache_control(messages: list[Message], ctx: Context) -> list[Message]:
+    """Keep the newest ``max_cache_control`` breakpoints, drop older ones (AN-10)."""
+    limit = _policy(ctx).max_cache_control
+    if limit is None:
+        return messages
+    marks = [(i, j) for i, m in enumerate(messages) for j in _cache_marks(m)]
+    if len(marks) <= limit:
+        return messages
+    drop = marks[: len(marks) - limit]
+    edit = _Editor(messages, ctx, "cache")
+    for index in sorted({i for i, _ in drop}):
+        message = (edit.out or messages)[index]
+        parts = {j for i, j in drop if i == index}
+        new = {k: v for k, v in message.items() if not (k == "cache_control" and -1 in parts)}
+        if isinstance(message.get("content"), list):
+            new["content"] = [
+                {k: v for k, v in p.items() if k != "cache_control"} if j in parts else p
+                for j, p in enumerate(message["content"])
+            ]
+        edit.replace(index, new, f"cache_control breakpoint dropped (at most {limit})")
+    return edit.result()
+
+
+def prefill(messages: list[Message], ctx: Context) -> list[Message]:
+    """Mark a kept trailing assistant message the way the provider expects a prefill."""
+    if not ctx.keep_prefill or not messages or messages[-1].get("role") != "assistant":
+        return messages
+    policy = _policy(ctx)
+    message = messages[-1]
+    new = dict(message)
+    if policy.prefill_flag:
+        new[policy.prefill_flag] = True
+    content = message.get("content")
+    if policy.rstrip_prefill and isinstance(content, str):
+        new["content"] = content.rstrip()
+    if new == message:
+        return messages
+    edit = _Editor(messages, ctx, "prefill")
+    edit.replace(len(messages) - 1, new, "trailing assistant message kept as a prefill")
+    return edit.result()

@@ -1,0 +1,35 @@
+"""Groq (and Cerebras): a strict schema that rejects unknown message keys (RULEBOOK §11)."""
+
+from __future__ import annotations
+
+from . import checks
+from .openai import pairing_rules
+from .policy import Policy
+from .rules import Rule
+
+ALLOWED = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+
+RULES: tuple[Rule, ...] = (
+    *pairing_rules("GQ-0"),
+    Rule(
+        "GQ-1",
+        "no keys outside the schema (reasoning_content, reasoning, metadata, ...)",
+        "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+        "[('messages.{index}' : property '{key}' is unsupported)]",
+        "strip the key",
+        checks.unknown_keys(ALLOWED),
+    ),
+    Rule(
+        "GQ-2",
+        "content may be null only with tool_calls",
+        "'messages.{index}' : for 'role:user' the following must be satisfied"
+        "[('messages.{index}.content' : value must be a string)]",
+        "use an empty string",
+        checks.null_content_without_calls,
+        verbatim=False,
+    ),
+)
+
+NOT_CHECKED: tuple[tuple[str, str], ...] = ()
+
+POLICY = Policy(allowed_keys=ALLOWED, empty="openai", reasoning=lambda target: "strip")

@@ -1,0 +1,89 @@
+"""Mistral la Plateforme, and vLLM with --tokenizer-mode mistral (RULEBOOK §6)."""
+
+from __future__ import annotations
+
+from . import checks
+from .openai import pairing_rules
+from .policy import Policy
+from .rules import Rule
+
+RULES: tuple[Rule, ...] = (
+    *pairing_rules(
+        "MI",
+        only_after="Unexpected tool call id {id} in tool results",
+        followed="Not the same number of function calls and responses",
+        duplicate="Duplicate tool call id {id} in tool results",
+    ),
+    Rule(
+        "MI-1",
+        "tool call ids are exactly 9 letters or digits",
+        "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9.",
+        "rewrite the id (on the call and its result alike)",
+        checks.call_id_format(r"[a-zA-Z0-9]{9}"),
+    ),
+    Rule(
+        "MI-2",
+        "no user message right after a tool message",
+        "Unexpected role 'user' after role 'tool'",
+        "insert an assistant message between them",
+        checks.user_after_tool,
+    ),
+    Rule(
+        "MI-3",
+        "the last message is user or tool (or an assistant with prefix: true)",
+        "Expected last role User or Tool (or Assistant with prefix True) for serving but got "
+        "assistant",
+        "drop the trailing assistant message or mark it prefix: true",
+        lambda ms: (f for f in checks.ends_with_assistant(ms) if not ms[-1].get("prefix")),
+    ),
+    Rule(
+        "MI-4",
+        "tool call ids are unique",
+        "Duplicate tool call id {id} in assistant message",
+        "rename the repeated id (on its result too)",
+        checks.duplicate_call_ids,
+    ),
+    Rule(
+        "MI-5",
+        "name only on tool messages",
+        "Extra inputs are not permitted",
+        "drop the name",
+        checks.name_outside_tool,
+        verbatim=False,
+    ),
+    Rule(
+        "MI-5b",
+        "no reasoning_content in history",
+        "reasoning_content is not permitted in messages",
+        "strip it",
+        checks.key_present("reasoning_content"),
+        verbatim=False,
+    ),
+    Rule(
+        "MI-6",
+        "a conversation starts with a user or system message",
+        "Conversation must start with a user message or system message",
+        "insert a user message",
+        checks.first_is_not_user(),
+    ),
+)
+
+NOT_CHECKED: tuple[tuple[str, str], ...] = (
+    (
+        "MI-5c",
+        "'content or tool_calls, but not both' holds only for old models "
+        "(_allow_tool_call_and_content=False); current models accept both",
+    ),
+)
+
+POLICY = Policy(
+    id_style="mistral",
+    user_before_tool_call_opening=True,
+    needs_user=True,
+    bridge_user_after_tool=True,
+    empty="required",
+    reasoning=lambda target: "strip",
+    names="tool_only",
+    prefill=lambda target: True,
+    prefill_flag="prefix",
+)

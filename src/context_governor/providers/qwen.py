@@ -1,0 +1,67 @@
+"""Qwen on DashScope, OpenAI-compatible mode (RULEBOOK §10)."""
+
+from __future__ import annotations
+
+from . import checks
+from .openai import pairing_rules
+from .policy import Policy
+from .rules import Rule
+from .target import Target, qwen_thinking
+
+_P = "<400> InternalError.Algo.InvalidParameter: "
+
+
+def _partial_ok(target: Target) -> bool:
+    return not qwen_thinking(target)
+
+
+RULES: tuple[Rule, ...] = (
+    *pairing_rules(
+        "QW",
+        only_after=_P + 'messages with role "tool" must be a response to a preceeding message '
+        'with "tool_calls".',
+        followed=_P + 'An assistant message with "tool_calls" must be followed by tool messages '
+        'responding to each "tool_call_id". The following tool_call_ids did not have response '
+        "messages: message[{index}].role",
+    ),
+    Rule(
+        "QW-3",
+        "at least one user message",
+        _P + "The input messages do not contain elements with the role of user",
+        "add a user message",
+        checks.no_user_message,
+    ),
+    Rule(
+        "QW-4",
+        "content is required",
+        _P + "The content field is a required field.",
+        "use an empty string",
+        checks.null_content,
+    ),
+    Rule(
+        "QW-4b",
+        "tool_calls must not be empty",
+        "Empty tool_calls is not supported in message",
+        "remove the key",
+        checks.empty_tool_calls,
+    ),
+    Rule(
+        "QW-6",
+        "a trailing assistant message needs partial: true (non-thinking models only)",
+        _P + "The last message must be a user or tool message unless partial mode is on",
+        "drop the trailing assistant message or mark it partial: true",
+        lambda ms: (f for f in checks.ends_with_assistant(ms) if not ms[-1].get("partial")),
+        verbatim=False,
+    ),
+)
+
+NOT_CHECKED: tuple[tuple[str, str], ...] = (
+    ("QW-5", "strict alternation was the 2023 API; the current compatible mode accepts it"),
+)
+
+POLICY = Policy(
+    needs_user=True,
+    empty="required",
+    prefill=_partial_ok,
+    prefill_flag="partial",
+)

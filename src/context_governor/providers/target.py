@@ -1,0 +1,113 @@
+"""Who the request is for: provider, model and the model facts that change the rules.
+
+Providers differ by model (prefill accepted by Claude <= 4.5 and rejected by 4.6+,
+DeepSeek's thinking models needing ``reasoning_content``, a vLLM server's rules
+depending on the model's chat template), so every rule sees a Target, not a name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+PROVIDERS = (
+    "openai", "anthropic", "gemini", "bedrock", "mistral", "deepseek", "glm", "qwen",
+    "moonshot", "groq", "ollama", "vllm",
+)  # fmt: skip
+
+#: Chat-template families of open-weight models served by vLLM/TGI/LM Studio.
+TEMPLATE_FAMILIES = ("llama2", "llama3", "mistral", "gemma", "qwen", "chatml")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    provider: str
+    model: str = ""
+    #: The caller wants a trailing assistant message kept as prefill where the model allows it.
+    prefill: bool = False
+
+    @property
+    def lowered(self) -> str:
+        return self.model.lower().rsplit("/", 1)[-1]
+
+
+def _version(model: str, family: str) -> tuple[int, int] | None:
+    """'gemini-2.5-flash' -> (2, 5); 'gemini-3-pro' -> (3, 0); None without a number."""
+    match = re.search(rf"{family}[-_a-z]*?-(\d+)(?:[-.](\d)(?!\d))?", model)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+def claude_version(target: Target) -> tuple[int, int] | None:
+    """(major, minor) from both naming schemes: claude-3-7-sonnet and claude-sonnet-4-5."""
+    model = target.lowered
+    if "claude" not in model:
+        return None
+    number = r"(\d{1,2})(?!\d)(?:[-.](\d)(?!\d))?"
+    found = re.search(rf"claude-{number}-(?:opus|sonnet|haiku)", model) or re.search(
+        rf"(?:opus|sonnet|haiku|fable|mythos)-{number}", model
+    )
+    if not found:
+        return None
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+def claude_accepts_prefill(target: Target) -> bool:
+    """Claude 3.x-4.5 continue a trailing assistant message; 4.6+ and 5 reject it (AN-6)."""
+    version = claude_version(target)
+    return version is not None and version < (4, 6)
+
+
+def gemini_version(target: Target) -> tuple[int, int] | None:
+    return _version(target.lowered, "gemini")
+
+
+def gemini_accepts_prefill(target: Target) -> bool:
+    """Gemini 2.x to 3.1 continue a trailing model turn; newer ones and gemini-pro (1.0) don't."""
+    version = gemini_version(target)
+    return version is not None and (2, 0) <= version <= (3, 1)
+
+
+def gemini_needs_thought_signatures(target: Target) -> bool:
+    version = gemini_version(target)
+    return version is not None and version >= (3, 0)
+
+
+def deepseek_thinking(target: Target) -> bool:
+    """deepseek-reasoner and the V4 family run in thinking mode and need reasoning_content back."""
+    model = target.lowered
+    return "reasoner" in model or "deepseek-v4" in model or "thinking" in model
+
+
+def moonshot_thinking(target: Target) -> bool:
+    return "thinking" in target.lowered or "kimi-k2.5" in target.lowered
+
+
+def qwen_thinking(target: Target) -> bool:
+    model = target.lowered
+    return "thinking" in model or model.startswith(("qwq", "qvq"))
+
+
+def template_family(target: Target) -> str:
+    """The chat-template family a vLLM-served model renders with (chatml when unknown)."""
+    model = target.lowered
+    if "llama-2" in model or "llama2" in model or "codellama" in model:
+        return "llama2"
+    if "llama-3" in model or "llama3" in model:
+        return "llama3"
+    if "mistral" in model or "mixtral" in model:
+        return "mistral"
+    if "gemma" in model:
+        return "gemma"
+    if "qwen" in model or "qwq" in model:
+        return "qwen"
+    return "chatml"
+
+
+def check_provider(provider: object) -> str:
+    if not isinstance(provider, str) or provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
+    return provider
