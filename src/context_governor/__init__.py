@@ -4,6 +4,7 @@ The public API is what this module exports; everything else is private.
 """
 
 from .errors import ConfigError, ContextGovernorError, InputError
+from .governor import Governor
 from .pipeline import GovernResult, govern
 from .profiles import PROFILES, Profile
 from .report import Action, Report
@@ -14,6 +15,7 @@ __all__ = [
     "ConfigError",
     "ContextGovernorError",
     "GovernResult",
+    "Governor",
     "InputError",
     "Profile",
     "Report",
