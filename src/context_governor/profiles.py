@@ -99,6 +99,7 @@ _PROVIDER_STAGES: tuple[Stage, ...] = (
     enforce_alternation,
     fixes.opening,
     fixes.bridge_user_after_tool,
+    fixes.split_parallel_calls,
     fixes.names,
     fixes.reasoning,
     fixes.allowed_keys,

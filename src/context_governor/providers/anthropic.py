@@ -1,7 +1,8 @@
 """Anthropic Messages API, as reached from OpenAI-format messages (RULEBOOK §2).
 
 System messages become the top-level ``system``; tool results become ``tool_result``
-blocks of a user turn; tool calls become ``tool_use`` blocks.
+blocks of a user turn; tool calls become ``tool_use`` blocks. Hence the pairing checks
+run on the list without its system messages, and the errors' ``messages.N`` count turns.
 """
 
 from __future__ import annotations
@@ -20,29 +21,29 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "AN-1",
         "each tool_use needs a tool_result in the very next message",
-        "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
+        "messages.{turn}: `tool_use` ids were found without `tool_result` blocks immediately "
         "after: {ids}. Each `tool_use` block must have a corresponding `tool_result` block in "
         "the next message.",
         "add the missing results right after the call",
-        checks.calls_without_results_after,
+        checks.hoisted(checks.calls_without_results_after),
     ),
     Rule(
         "AN-2",
         "a tool_result must reference a tool_use of the previous message",
-        "messages.{index}.content.0: unexpected `tool_use_id` found in `tool_result` blocks: "
+        "messages.{turn}.content.0: unexpected `tool_use_id` found in `tool_result` blocks: "
         "{id}. Each `tool_result` block must have a corresponding `tool_use` block in the "
         "previous message.",
         "drop the orphan result",
-        checks.result_without_call_before,
+        checks.hoisted(checks.result_without_call_before),
     ),
     Rule(
         "AN-3",
         "tool_result blocks come first in the turn after tool_use (no text before them)",
-        "messages.{index}: Did not find 1 `tool_result` block(s) at the beginning of this "
+        "messages.{turn}: Did not find {count} `tool_result` block(s) at the beginning of this "
         "message. Messages following `tool_use` blocks must begin with a matching number of "
         "`tool_result` blocks.",
         "move the interjected message after the tool results",
-        checks.interjection_in_tool_block,
+        checks.hoisted(checks.interjection_in_tool_block),
     ),
     Rule(
         "AN-4",
@@ -87,16 +88,16 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "AN-8",
         "tool_use ids are unique within a request",
-        "messages.{index}.content.1: `tool_use` ids must be unique",
+        "messages.{turn}.content.1: `tool_use` ids must be unique",
         "rename the repeated id (on its result too)",
-        checks.duplicate_call_ids,
+        checks.hoisted(checks.duplicate_call_ids),
     ),
     Rule(
         "AN-8b",
         "tool_use ids match ^[a-zA-Z0-9_-]+$",
-        "messages.{index}.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+        "messages.{turn}.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
         "replace other characters (on the call and its result alike)",
-        checks.call_id_format(r"[a-zA-Z0-9_-]+"),
+        checks.hoisted(checks.call_id_format(r"[a-zA-Z0-9_-]+")),
     ),
     Rule(
         "AN-10",

@@ -1,4 +1,8 @@
-"""AWS Bedrock Converse (RULEBOOK §7)."""
+"""AWS Bedrock Converse (RULEBOOK §7).
+
+As for Anthropic, system messages leave the list (the request's ``system`` field): the
+pairing checks run without them, and the errors' ``messages.N`` count turns.
+"""
 
 from __future__ import annotations
 
@@ -40,25 +44,25 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "BR-3",
         "toolResult blocks match the previous turn's toolUse blocks",
-        "Expected toolResult blocks at messages.{next}.content for the following Ids: {ids}",
+        "Expected toolResult blocks at messages.{next_turn}.content for the following Ids: {ids}",
         "add the missing results right after the call",
-        checks.calls_without_results_after,
+        checks.hoisted(checks.calls_without_results_after),
     ),
     Rule(
         "BR-3b",
         "no toolResult without a toolUse in the previous turn",
-        "The number of toolResult blocks at messages.{index}.content exceeds the number of "
+        "The number of toolResult blocks at messages.{turn}.content exceeds the number of "
         "toolUse blocks of previous turn.",
         "drop the orphan result",
-        checks.result_without_call_before,
+        checks.hoisted(checks.result_without_call_before),
     ),
     Rule(
         "BR-3c",
         "toolUse ids are unique",
         "The number of toolResult blocks at "
-        "messages.{index}.content exceeds the number of toolUse blocks of previous turn.",
+        "messages.{next_turn}.content exceeds the number of toolUse blocks of previous turn.",
         "rename the repeated id (on its result too)",
-        checks.duplicate_call_ids,
+        checks.hoisted(checks.duplicate_call_ids),
         verbatim=False,
     ),
     Rule(
@@ -80,9 +84,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "BR-6",
         "toolUseId matches [a-zA-Z0-9_.:-]{1,64}",
-        "messages.{index}: toolUseId must match [a-zA-Z0-9_.:-]+ and be 1-64 characters",
+        "messages.{turn}: toolUseId must match [a-zA-Z0-9_.:-]+ and be 1-64 characters",
         "rewrite the id (on the call and its result alike)",
-        checks.call_id_format(r"[a-zA-Z0-9_.:-]{1,64}"),
+        checks.hoisted(checks.call_id_format(r"[a-zA-Z0-9_.:-]{1,64}")),
         verbatim=False,
     ),
     Rule(
@@ -106,6 +110,8 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
 )
 
 POLICY = Policy(
+    # converters that emit tool results and the next user text as two user turns exist
+    bridge_user_after_tool=True,
     id_style="bedrock",
     system="merge_front",
     needs_user=True,

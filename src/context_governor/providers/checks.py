@@ -44,6 +44,31 @@ def first_non_system(messages: list[Message]) -> int | None:
     return next((i for i, m in enumerate(messages) if m.get("role") != "system"), None)
 
 
+def hoisted(check: Any) -> Any:
+    """``check`` run on the list as Anthropic and Bedrock receive it: system messages lifted
+    into the request's ``system`` field, so a system message between a call and its results
+    separates nothing. Indices stay the input's; ``turn`` (and ``next_turn``) is the position
+    among the provider's turns, what its error texts count: consecutive messages of one side
+    are one turn, tool results and the user text after them being the user side.
+    """
+
+    def wrapped(messages: list[Message]) -> Iterator[Finding]:
+        kept = [i for i, m in enumerate(messages) if m.get("role") != "system"]
+        turns: list[int] = []
+        side: str | None = None
+        for i in kept:
+            current = "assistant" if messages[i].get("role") == "assistant" else "user"
+            turns.append(turns[-1] + (current != side) if turns else 0)
+            side = current
+        for index, fields in check([messages[i] for i in kept]):
+            if index < 0:
+                yield index, fields
+            else:
+                yield kept[index], {**fields, "turn": turns[index], "next_turn": turns[index] + 1}
+
+    return wrapped
+
+
 # -- tool pairing ------------------------------------------------------------------------
 
 
@@ -115,12 +140,16 @@ def call_id_format(pattern: str) -> Any:
 
     def check(messages: list[Message]) -> Iterator[Finding]:
         for i, m in enumerate(messages):
-            ids = _call_ids(m) if m.get("role") == "assistant" else []
+            ids = (
+                [(f"tool_calls[{j}].id", cid) for j, cid in enumerate(_call_ids(m))]
+                if m.get("role") == "assistant"
+                else []
+            )
             if m.get("role") == "tool" and m.get("tool_call_id") is not None:
-                ids = [str(m["tool_call_id"])]
-            for cid in ids:
+                ids = [("tool_call_id", str(m["tool_call_id"]))]
+            for path, cid in ids:
                 if not compiled.fullmatch(cid):
-                    yield i, {"id": cid, "length": len(cid)}
+                    yield i, {"id": cid, "length": len(cid), "path": path}
 
     return check
 
@@ -147,7 +176,7 @@ def interjection_in_tool_block(messages: list[Message]) -> Iterator[Finding]:
                 for x in messages[j + 1 :]
             )
             if later:
-                yield j, {"role": messages[j]["role"]}
+                yield j, {"role": messages[j]["role"], "count": len(_call_ids(m))}
 
 
 # -- order -------------------------------------------------------------------------------
@@ -168,6 +197,26 @@ def first_is_not_user(*, tool_call_assistant_ok: bool = False) -> Any:
     return check
 
 
+def template_alternation(*, skip_tool_turns: bool = False) -> Any:
+    """The Jinja check of alternation templates, verbatim in effect: after an optional
+    system message at index 0, ``(role == 'user') != (n % 2 == 0)`` raises. Mistral v0.3
+    counts only messages that are neither tool results nor tool calls."""
+
+    def check(messages: list[Message]) -> Iterator[Finding]:
+        start = 1 if messages and messages[0].get("role") == "system" else 0
+        n = 0
+        for i in range(start, len(messages)):
+            m = messages[i]
+            if skip_tool_turns and (m.get("role") == "tool" or m.get("tool_calls") is not None):
+                continue
+            if (m.get("role") == "user") != (n % 2 == 0):
+                yield i, {"role": m.get("role"), "expected": "user" if n % 2 == 0 else "assistant"}
+                return  # the template stops at the first one
+            n += 1
+
+    return check
+
+
 def first_is_function_call(messages: list[Message]) -> Iterator[Finding]:
     i = first_non_system(messages)
     if i is not None and messages[i].get("role") == "assistant" and has_tool_calls(messages[i]):
@@ -177,28 +226,30 @@ def first_is_function_call(messages: list[Message]) -> Iterator[Finding]:
 def consecutive_same_role(*, roles: tuple[str, ...] = ("user", "assistant")) -> Any:
     def check(messages: list[Message]) -> Iterator[Finding]:
         previous: str | None = None
+        previous_index = -1
         for i, m in enumerate(messages):
             role = m.get("role")
             if role == "system":
                 continue
             if role == previous and role in roles:
-                yield i, {"role": role, "previous": i - 1}
-            previous = role
+                yield i, {"role": role, "previous": previous_index}
+            previous, previous_index = role, i
 
     return check
 
 
 def turn_alternation(messages: list[Message]) -> Iterator[Finding]:
     """Strict user/assistant turns as converters build them (tool results are user turns);
-    consecutive tool results form one turn."""
+    consecutive tool results form one turn, and so does user text right after them
+    (RULEBOOK §0: `user` right after `tool` is accepted, merged, by Gemini and Bedrock)."""
     previous: str | None = None
     for i, m in enumerate(messages):
         role = m.get("role")
         if role == "system":
             continue
         turn = "user" if role in ("user", "tool") else "assistant"
-        merged_tool_block = role == "tool" and i > 0 and messages[i - 1].get("role") == "tool"
-        if turn == previous and not merged_tool_block:
+        after_tool = i > 0 and messages[i - 1].get("role") == "tool"
+        if turn == previous and not (after_tool and role in ("tool", "user")):
             yield i, {"role": turn}
         previous = turn
 
@@ -211,8 +262,50 @@ def ends_with_assistant(messages: list[Message]) -> Iterator[Finding]:
 def prefill_with_trailing_whitespace(messages: list[Message]) -> Iterator[Finding]:
     if messages and messages[-1].get("role") == "assistant":
         content = messages[-1].get("content")
+        if isinstance(content, list):
+            texts = [p for p in content if isinstance(p, dict) and p.get("type") == "text"]
+            content = texts[-1].get("text") if texts and texts[-1] is content[-1] else None
         if isinstance(content, str) and content != content.rstrip():
             yield len(messages) - 1, {}
+
+
+def role_order(allowed_after: dict[str, frozenset[str]]) -> Any:
+    """Each message's role is one that the previous message's role allows after it
+    (a role missing from ``allowed_after`` allows anything)."""
+
+    def check(messages: list[Message]) -> Iterator[Finding]:
+        for i in range(1, len(messages)):
+            previous, role = messages[i - 1].get("role"), messages[i].get("role")
+            allowed = allowed_after.get(str(previous))
+            if allowed is not None and role not in allowed:
+                yield i, {"role": role, "previous": previous}
+
+    return check
+
+
+def last_role_not_in(roles: tuple[str, ...], *, assistant_flag: str | None = None) -> Any:
+    """The last message has one of ``roles`` (or is an assistant carrying ``assistant_flag``)."""
+
+    def check(messages: list[Message]) -> Iterator[Finding]:
+        if not messages:
+            return
+        last = messages[-1]
+        role = last.get("role")
+        if role in roles or (assistant_flag and role == "assistant" and last.get(assistant_flag)):
+            return
+        yield len(messages) - 1, {"role": role}
+
+    return check
+
+
+def lone_message_not_in(roles: tuple[str, ...]) -> Any:
+    """A one-message conversation is one of ``roles`` (longer ones are judged by role order)."""
+
+    def check(messages: list[Message]) -> Iterator[Finding]:
+        if len(messages) == 1 and messages[0].get("role") not in roles:
+            yield 0, {"role": messages[0].get("role")}
+
+    return check
 
 
 def user_after_tool(messages: list[Message]) -> Iterator[Finding]:
@@ -256,7 +349,20 @@ def tool_messages_present(messages: list[Message]) -> Iterator[Finding]:
 def null_content_without_calls(messages: list[Message]) -> Iterator[Finding]:
     for i, m in enumerate(messages):
         if m.get("content") is None and not has_tool_calls(m):
+            yield i, {"role": m.get("role")}
+
+
+def list_content(messages: list[Message]) -> Iterator[Finding]:
+    for i, m in enumerate(messages):
+        if isinstance(m.get("content"), list):
             yield i, {}
+
+
+def several_tool_calls(messages: list[Message]) -> Iterator[Finding]:
+    for i, m in enumerate(messages):
+        calls = m.get("tool_calls")
+        if isinstance(calls, list) and len(calls) > 1:
+            yield i, {"count": len(calls)}
 
 
 def null_content(messages: list[Message]) -> Iterator[Finding]:
@@ -329,16 +435,21 @@ def name_outside_tool(messages: list[Message]) -> Iterator[Finding]:
 
 
 def cache_control_count(limit: int) -> Any:
+    def marks(m: Message) -> int:
+        content = m.get("content")
+        parts = content if isinstance(content, list) else ()
+        return ("cache_control" in m) + sum(
+            1 for p in parts if isinstance(p, dict) and "cache_control" in p
+        )
+
     def check(messages: list[Message]) -> Iterator[Finding]:
-        found = 0
+        total = sum(marks(m) for m in messages)
+        running = 0
         for i, m in enumerate(messages):
-            marks = 1 if "cache_control" in m else 0
-            content = m.get("content")
-            if isinstance(content, list):
-                marks += sum(1 for p in content if isinstance(p, dict) and "cache_control" in p)
-            found += marks
-            if marks and found > limit:
-                yield i, {"found": found}
+            here = marks(m)
+            running += here
+            if here and running > limit:
+                yield i, {"found": total}
 
     return check
 
@@ -372,7 +483,7 @@ def unknown_keys(allowed: frozenset[str]) -> Any:
         for i, m in enumerate(messages):
             for key in m:
                 if key not in allowed:
-                    yield i, {"key": key}
+                    yield i, {"key": key, "role": m.get("role")}
 
     return check
 

@@ -22,7 +22,7 @@ def _reasoning(target: Target) -> ReasoningPolicy:
 
 
 RULES: tuple[Rule, ...] = (
-    *pairing_rules("DS", only_after=_ONLY_AFTER, followed=_FOLLOWED),
+    *pairing_rules("DS-0", only_after=_ONLY_AFTER, followed=_FOLLOWED),
     Rule(
         "DS-1",
         "deepseek-reasoner: user and assistant messages interleave",

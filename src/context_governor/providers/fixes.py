@@ -183,6 +183,9 @@ def opening(messages: list[Message], ctx: Context) -> list[Message]:
             return messages
         at = len(messages)
         detail = "user message added: a request needs more than system messages"
+    elif policy.needs_user and not any(m.get("role") == "user" for m in messages):
+        at = first
+        detail = "user message added: the provider needs at least one"
     else:
         m = messages[first]
         if m.get("role") == "user":
@@ -201,7 +204,8 @@ def opening(messages: list[Message], ctx: Context) -> list[Message]:
 
 
 def bridge_user_after_tool(messages: list[Message], ctx: Context) -> list[Message]:
-    """Mistral rejects user right after tool: put a short assistant message between them."""
+    """Mistral (and strict user/model alternation after conversion: Gemini, Bedrock) rejects
+    user right after tool: put a short assistant message between them."""
     if not _policy(ctx).bridge_user_after_tool:
         return messages
     out: list[Message] = []
@@ -218,6 +222,58 @@ def bridge_user_after_tool(messages: list[Message], ctx: Context) -> list[Messag
             out.append(bridge)
         out.append(message)
     return out if len(out) != len(messages) else messages
+
+
+def split_parallel_calls(messages: list[Message], ctx: Context) -> list[Message]:
+    """One tool call per assistant message, each followed by its own result.
+
+    Llama 3.x templates raise "This model only supports single tool-calls at once!";
+    splitting ``[A(c1, c2), r1, r2]`` into ``[A(c1), r1, A(c2), r2]`` keeps every call
+    and result, in order. The text stays on the first of the split messages.
+    """
+    if not _policy(ctx).single_tool_call:
+        return messages
+    out: list[Message] = []
+    index = 0
+    changed = False
+    while index < len(messages):
+        message = messages[index]
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        block_end = index + 1
+        while block_end < len(messages) and messages[block_end].get("role") == "tool":
+            block_end += 1
+        results = {m.get("tool_call_id"): m for m in messages[index + 1 : block_end]}
+        ids = [c.get("id") for c in calls] if isinstance(calls, list) else []
+        if len(ids) < 2 or sorted(map(str, results)) != sorted(map(str, ids)):
+            out.append(message)
+            index += 1
+            continue
+        changed = True
+        parts = [{**message, "tool_calls": [call]} for call in calls or ()]
+        for part in parts[1:]:
+            part["content"] = None if message.get("content") is None else ""
+        ctx.record(
+            "split",
+            "repair",
+            len(out),
+            f"{len(ids)} parallel tool calls sent as {len(ids)} single-call turns",
+            tokens_saved=ctx.tokens(message) - ctx.tokens(parts[0]),
+        )
+        for n, part in enumerate(parts):
+            call_id = part["tool_calls"][0].get("id")
+            if n:
+                ctx.record(
+                    "split",
+                    "insert",
+                    len(out),
+                    "assistant turn for one tool call",
+                    tool_call_id=call_id,
+                    tokens_saved=-ctx.tokens(part),
+                )
+            out.append(part)
+            out.append(results[call_id])
+        index = block_end
+    return out if changed else messages
 
 
 # -- fields ----------------------------------------------------------------------------------
@@ -284,6 +340,19 @@ def _blank(content: Any) -> bool:
     )
 
 
+def _joined_text(content: list[Any]) -> str:
+    """A part list as one string, for templates that concatenate ``content``: text parts
+    joined by newlines, and a marker where a part that cannot be text was."""
+    pieces = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text":
+            pieces.append(str(part.get("text") or ""))
+        else:
+            kind = part.get("type", "part") if isinstance(part, dict) else "part"
+            pieces.append(f"[{kind} omitted: the chat template renders text only]")
+    return "\n".join(pieces)
+
+
 def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
     """Null or blank content, the way the provider accepts it."""
     policy = _policy(ctx)
@@ -299,6 +368,8 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
         elif policy.empty == "template":
             if content is None:
                 new_content = ""
+            elif isinstance(content, list) and policy.text_only_content:
+                new_content = _joined_text(content)
         elif policy.empty == "required":
             if content is None:
                 new_content = ""

@@ -88,6 +88,8 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
 )
 
 POLICY = Policy(
+    # converters that emit tool results and the next user text as two user turns exist
+    bridge_user_after_tool=True,
     system="merge_front",
     user_before_tool_call_opening=True,
     needs_user=True,

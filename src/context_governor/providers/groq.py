@@ -14,7 +14,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "GQ-1",
         "no keys outside the schema (reasoning_content, reasoning, metadata, ...)",
-        "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+        "'messages.{index}' : for 'role:{role}' the following must be satisfied"
         "[('messages.{index}' : property '{key}' is unsupported)]",
         "strip the key",
         checks.unknown_keys(ALLOWED),
@@ -22,7 +22,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "GQ-2",
         "content may be null only with tool_calls",
-        "'messages.{index}' : for 'role:user' the following must be satisfied"
+        "'messages.{index}' : for 'role:{role}' the following must be satisfied"
         "[('messages.{index}.content' : value must be a string)]",
         "use an empty string",
         checks.null_content_without_calls,

@@ -20,45 +20,49 @@ def _family(*families: str):  # type: ignore[no-untyped-def]
     return applies
 
 
-STRICT = ("llama2", "mistral", "gemma")
+#: Templates whose Jinja loop enforces user/assistant alternation over every message.
+STRICT = ("llama2", "mistral_v02", "gemma", "gemma3")
+#: Templates that concatenate ``content`` as a string (all but Gemma 3's, which iterates parts).
+TEXT_ONLY = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "qwen", "chatml")
 
 VLLM_RULES: tuple[Rule, ...] = (
     Rule(
         "HF-1",
-        "alternation templates: user and assistant strictly alternate",
+        "alternation templates: user first, then user and assistant strictly alternate",
         ALTERNATE,
-        "merge consecutive messages of one role",
-        checks.consecutive_same_role(roles=("user", "assistant", "tool")),
+        "merge consecutive messages of one role; start with a user message",
+        checks.template_alternation(),
         applies=_family(*STRICT),
     ),
     Rule(
         "HF-1b",
-        "alternation templates: the conversation starts with a user message",
-        ALTERNATE,
-        "insert a user message",
-        checks.first_is_not_user(),
-        applies=_family(*STRICT),
+        "Mistral v0.3: messages other than tool calls and results alternate, user first",
+        "After the optional system message, conversation roles must alternate "
+        "user/assistant/user/assistant/...",
+        "put an assistant message between tool results and the next user message",
+        checks.template_alternation(skip_tool_turns=True),
+        applies=_family("mistral"),
     ),
     Rule(
         "HF-1c",
-        "alternation templates: at most one system message, first",
-        "After the optional system message, conversation roles must alternate "
-        "user/assistant/user/assistant/...",
+        "Mistral templates: at most one system message, first",
+        "Only user and assistant roles are supported, with the exception of an initial "
+        "optional system message!",
         "merge system messages at the front",
         checks.system_not_first,
-        applies=_family("llama2", "mistral", "qwen"),
+        applies=_family("mistral", "mistral_v02"),
     ),
     Rule(
         "HF-1d",
-        "alternation templates have no tool role",
-        "Only user and assistant roles are supported!",
+        "templates without tool support have no tool calls or tool role",
+        ALTERNATE,
         "write tool calls and results as text",
         checks.tool_messages_present,
-        applies=_family("llama2", "gemma"),
+        applies=_family(*STRICT),
     ),
     Rule(
         "HF-1e",
-        "Gemma templates have no system role",
+        "Gemma 1/2 templates have no system role",
         "System role not supported",
         "fold the system prompt into the first user message",
         checks.any_system,
@@ -74,10 +78,19 @@ VLLM_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "HF-3",
-        "content: null breaks templates that iterate over content",
-        "TypeError: 'NoneType' object is not iterable",
+        "content: null breaks templates that concatenate or iterate over content",
+        "TypeError: can only concatenate str (not \"NoneType\") to str",
         "use an empty string",
         checks.null_content,
+        verbatim=False,
+    ),
+    Rule(
+        "HF-3b",
+        "a list of content parts breaks templates that concatenate content",
+        'TypeError: can only concatenate str (not "list") to str',
+        "join the text parts into one string",
+        checks.list_content,
+        applies=_family(*TEXT_ONLY),
         verbatim=False,
     ),
     Rule(
@@ -87,6 +100,22 @@ VLLM_RULES: tuple[Rule, ...] = (
         "assistant. Consider using `continue_final_message` instead.",
         "drop it, or send continue_final_message=true, add_generation_prompt=false",
         checks.ends_with_assistant,
+        applies=_family("mistral", "mistral_v02"),
+    ),
+    Rule(
+        "HF-6",
+        "Llama 3.x templates take one tool call per assistant message",
+        "This model only supports single tool-calls at once!",
+        "split parallel calls into one call per assistant turn, each followed by its result",
+        checks.several_tool_calls,
+        applies=_family("llama3"),
+    ),
+    Rule(
+        "HF-7",
+        "Mistral v0.3 template: tool call ids are 9 alphanumerics",
+        "Tool call IDs should be alphanumeric strings with length 9!",
+        "rewrite ids to 9 alphanumerics, on the call and its result",
+        checks.call_id_format(r"[a-zA-Z0-9]{9}"),
         applies=_family("mistral"),
     ),
 )
@@ -99,29 +128,40 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
         "Ollama and llama.cpp render Go templates that do not raise on role order and "
         "continue a trailing assistant message: nothing to check",
     ),
+    (
+        "HF-8",
+        "Llama 3.x with tools raises when nothing follows the system message: it depends "
+        "on the request's tools, which validate() does not see; govern always leaves a "
+        "user message for these templates",
+    ),
 )
 
 OLLAMA_POLICY = Policy(empty="template", prefill=lambda target: True)
-_VLLM = Policy(empty="template", system="keep")
+_VLLM = Policy(empty="template", system="keep", text_only_content=True, needs_user=True)
+
+
+def _always(target: Target) -> bool:
+    return True
 
 
 def vllm_policy(target: Target) -> Policy:
+    """Repairs per template family (see tests/chat_templates.py for the real templates)."""
     family = template_family(target)
-    if family in ("llama2", "gemma"):
+    if family in STRICT:
         return replace(
             _VLLM,
             system="into_first_user" if family == "gemma" else "merge_front",
-            flatten_tools=lambda t: True,
-            needs_user=True,
+            flatten_tools=_always,
+            text_only_content=family != "gemma3",
         )
     if family == "mistral":
         return replace(
             _VLLM,
             system="merge_front",
             id_style="mistral",
-            needs_user=True,
             user_before_tool_call_opening=True,
+            bridge_user_after_tool=True,
         )
-    if family == "qwen":
-        return replace(_VLLM, system="merge_front", needs_user=True)
+    if family == "llama3":
+        return replace(_VLLM, single_tool_call=True)
     return _VLLM

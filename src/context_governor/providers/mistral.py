@@ -7,9 +7,17 @@ from .openai import pairing_rules
 from .policy import Policy
 from .rules import Rule
 
+#: mistral_common's validator: the roles allowed right after a role. 1.4.4's set after
+#: ``tool`` (the hosted API still rejects user after tool); nothing stated after assistant.
+NEXT_ROLES: dict[str, frozenset[str]] = {
+    "system": frozenset({"system", "user", "assistant"}),
+    "user": frozenset({"user", "system", "assistant"}),
+    "tool": frozenset({"tool", "assistant"}),
+}
+
 RULES: tuple[Rule, ...] = (
     *pairing_rules(
-        "MI",
+        "MI-0",
         only_after="Unexpected tool call id {id} in tool results",
         followed="Not the same number of function calls and responses",
         duplicate="Duplicate tool call id {id} in tool results",
@@ -23,18 +31,18 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "MI-2",
-        "no user message right after a tool message",
-        "Unexpected role 'user' after role 'tool'",
-        "insert an assistant message between them",
-        checks.user_after_tool,
+        "role order: only assistant or tool after tool (no user), no tool after user or system",
+        "Unexpected role '{role}' after role '{previous}'",
+        "insert an assistant message between a tool result and a user message",
+        checks.role_order(NEXT_ROLES),
     ),
     Rule(
         "MI-3",
         "the last message is user or tool (or an assistant with prefix: true)",
         "Expected last role User or Tool (or Assistant with prefix True) for serving but got "
-        "assistant",
+        "{role}",
         "drop the trailing assistant message or mark it prefix: true",
-        lambda ms: (f for f in checks.ends_with_assistant(ms) if not ms[-1].get("prefix")),
+        checks.last_role_not_in(("user", "tool"), assistant_flag="prefix"),
     ),
     Rule(
         "MI-4",
@@ -61,10 +69,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "MI-6",
-        "a conversation starts with a user or system message",
+        "a one-message conversation is a user or system message",
         "Conversation must start with a user message or system message",
         "insert a user message",
-        checks.first_is_not_user(),
+        checks.lone_message_not_in(("user", "system")),
     ),
 )
 

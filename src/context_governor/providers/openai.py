@@ -89,7 +89,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "OA-8",
         "tool call ids are at most 40 characters",
-        "Invalid 'messages[{index}].tool_calls[0].id': string too long. Expected a string with "
+        "Invalid 'messages[{index}].{path}': string too long. Expected a string with "
         "maximum length 40, but got a string with length {length} instead.",
         "shorten the id (on the call and its result alike)",
         checks.call_id_format(r"(?s).{1,40}"),

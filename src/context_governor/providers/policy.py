@@ -24,7 +24,7 @@ class Policy:
     system: SystemPolicy = "keep"
     #: insert a user message before a leading assistant even when it makes tool calls
     user_before_tool_call_opening: bool = False
-    #: a list with nothing but system messages gets a user message
+    #: a list without a user message (e.g. nothing but system messages) gets one
     needs_user: bool = False
     #: Mistral: an assistant message between a tool result and the next user message
     bridge_user_after_tool: bool = False
@@ -44,3 +44,7 @@ class Policy:
     max_cache_control: int | None = None
     #: tool calls and results are rewritten as plain text (templates without tool support)
     flatten_tools: Callable[[Target], bool] = never
+    #: content must be a string: text parts are joined (templates that concatenate content)
+    text_only_content: bool = False
+    #: one tool call per assistant message (Llama 3.x templates)
+    single_tool_call: bool = False

@@ -17,7 +17,7 @@ def _partial_ok(target: Target) -> bool:
 
 RULES: tuple[Rule, ...] = (
     *pairing_rules(
-        "QW",
+        "QW-0",
         only_after=_P + 'messages with role "tool" must be a response to a preceeding message '
         'with "tool_calls".',
         followed=_P + 'An assistant message with "tool_calls" must be followed by tool messages '
@@ -51,6 +51,16 @@ RULES: tuple[Rule, ...] = (
         _P + "The last message must be a user or tool message unless partial mode is on",
         "drop the trailing assistant message or mark it partial: true",
         lambda ms: (f for f in checks.ends_with_assistant(ms) if not ms[-1].get("partial")),
+        applies=_partial_ok,
+        verbatim=False,
+    ),
+    Rule(
+        "QW-6b",
+        "thinking models have no partial mode: no trailing assistant message",
+        _P + "Partial mode is not supported by thinking models",
+        "drop the trailing assistant message",
+        checks.ends_with_assistant,
+        applies=qwen_thinking,
         verbatim=False,
     ),
 )

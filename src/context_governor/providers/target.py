@@ -18,7 +18,9 @@ PROVIDERS = (
 )  # fmt: skip
 
 #: Chat-template families of open-weight models served by vLLM/TGI/LM Studio.
-TEMPLATE_FAMILIES = ("llama2", "llama3", "mistral", "gemma", "qwen", "chatml")
+TEMPLATE_FAMILIES = (
+    "llama2", "llama3", "mistral", "mistral_v02", "gemma", "gemma3", "qwen", "chatml",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,10 @@ def template_family(target: Target) -> str:
     if "llama-3" in model or "llama3" in model:
         return "llama3"
     if "mistral" in model or "mixtral" in model:
-        return "mistral"
+        # v0.1/v0.2 templates have no tool support; v0.3 and later ones do.
+        return "mistral_v02" if re.search(r"v0\.[12]\b", model) else "mistral"
+    if "gemma-3" in model or "gemma3" in model:
+        return "gemma3"
     if "gemma" in model:
         return "gemma"
     if "qwen" in model or "qwq" in model:

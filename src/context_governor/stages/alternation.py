@@ -92,7 +92,13 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
             "trailing assistant message (no prefill)",
             tokens_saved=ctx.tokens(popped),
         )
-    if out and popped is not None and not any(m.get("role") in ("user", "tool") for m in out):
+    # The seed recovers only when system messages remain; we also when nothing does,
+    # since an empty request is rejected everywhere.
+    if (
+        popped is not None
+        and (out or lossless)
+        and not any(m.get("role") in ("user", "tool") for m in out)
+    ):
         recovered = {**popped, "role": "user"}
         out.append(recovered)
         # Booked as an insertion: the drop above already accounts for the assistant.
