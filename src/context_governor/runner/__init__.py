@@ -1,0 +1,27 @@
+"""The agent runner: a tool loop that governs its context before every model call."""
+
+from .loop import AgentRunner
+from .tool_calls import clip
+from .types import (
+    ModelCall,
+    RunHooks,
+    RunLimits,
+    RunResult,
+    StopReason,
+    ToolEvent,
+    ToolResultLike,
+    ToolRunner,
+)
+
+__all__ = [
+    "AgentRunner",
+    "ModelCall",
+    "RunHooks",
+    "RunLimits",
+    "RunResult",
+    "StopReason",
+    "ToolEvent",
+    "ToolResultLike",
+    "ToolRunner",
+    "clip",
+]
