@@ -178,7 +178,10 @@ def opening(messages: list[Message], ctx: Context) -> list[Message]:
     """Make the conversation start with a user message where the provider requires it."""
     policy = _policy(ctx)
     first = next((i for i, m in enumerate(messages) if m.get("role") != "system"), None)
-    if first is None:
+    if not messages:
+        at = 0
+        detail = "user message added: nothing else was left, and no provider takes an empty list"
+    elif first is None:
         if not policy.needs_user:
             return messages
         at = len(messages)
@@ -210,13 +213,14 @@ def bridge_user_after_tool(messages: list[Message], ctx: Context) -> list[Messag
         return messages
     out: list[Message] = []
     for index, message in enumerate(messages):
-        if index and message.get("role") == "user" and messages[index - 1].get("role") == "tool":
+        after_tool = index and messages[index - 1].get("role") == "tool"
+        if after_tool and message.get("role") in ("user", "system"):
             bridge = {"role": "assistant", "content": BRIDGE_CONTENT}
             ctx.record(
                 "bridge",
                 "insert",
                 len(out),
-                "assistant message between tool and user",
+                f"assistant message between tool and {message.get('role')}",
                 tokens_saved=-ctx.tokens(bridge),
             )
             out.append(bridge)

@@ -1,0 +1,139 @@
+"""govern(profile=P) for every provider P: the output validates clean for P and the
+model, and governing keeps what must survive (the newest user message; every
+answered tool call, when nothing needs snipping)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from checks import newest_user_kept
+from hypothesis import HealthCheck, given, settings
+from transcripts import cases
+
+from context_governor import govern
+from context_governor.providers import validate
+from context_governor.stages.pairing import pair
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: (provider, model, prefill): every provider, and both sides of each model boundary.
+TARGETS = [
+    ("openai", "gpt-4o", False),
+    ("openai", "o3", False),
+    ("anthropic", "claude-3-5-sonnet-20241022", False),
+    ("anthropic", "claude-3-7-sonnet", True),
+    ("anthropic", "claude-opus-4-6", True),
+    ("gemini", "gemini-2.5-pro", True),
+    ("gemini", "gemini-3-pro-preview", False),
+    ("bedrock", "anthropic.claude-sonnet-4-5", False),
+    ("mistral", "mistral-large-latest", False),
+    ("deepseek", "deepseek-chat", False),
+    ("deepseek", "deepseek-reasoner", False),
+    ("glm", "glm-4.6", False),
+    ("qwen", "qwen-plus", False),
+    ("qwen", "qwen3-235b-a22b-thinking-2507", False),
+    ("moonshot", "kimi-k2", False),
+    ("moonshot", "kimi-k2-thinking", False),
+    ("groq", "llama-3.3-70b-versatile", False),
+    ("ollama", "llama3.1", True),
+    ("vllm", "meta-llama/Llama-2-7b-chat-hf", False),
+    ("vllm", "mistralai/Mistral-7B-Instruct-v0.2", False),
+    ("vllm", "mistralai/Mistral-7B-Instruct-v0.3", False),
+    ("vllm", "google/gemma-2-9b-it", False),
+    ("vllm", "google/gemma-3-12b-it", False),
+    ("vllm", "meta-llama/Llama-3.1-8B-Instruct", False),
+    ("vllm", "Qwen/Qwen2.5-7B-Instruct", False),
+    ("vllm", "some-org/unknown-chatml-model", False),
+]
+IDS = [f"{p}:{m}{':prefill' if f else ''}" for p, m, f in TARGETS]
+
+
+def _max_output(case: dict[str, Any]) -> Any:
+    value = case.get("max_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _govern(case: dict[str, Any], provider: str, model: str, prefill: bool, window: Any) -> Any:
+    return govern(
+        case["messages"],
+        tools=case["tools"],
+        profile=provider,
+        model=model,
+        context_window=window,
+        max_output=_max_output(case),
+        prefill=prefill,
+    )
+
+
+def _call_key(call: dict[str, Any]) -> tuple[str, str]:
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return str(function.get("name")), arguments
+
+
+def _answered(messages: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
+    """Name and arguments of every call that some result answers."""
+    pairing = pair(messages)
+    keys: Counter[tuple[str, str]] = Counter()
+    for number in pairing.answered:
+        index, call_id, _ = pairing.calls[number]
+        call = next(c for c in messages[index]["tool_calls"] if str(c.get("id")) == call_id)
+        keys[_call_key(call)] += 1
+    return keys
+
+
+def _flattened_text(messages: list[dict[str, Any]]) -> str:
+    parts = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [str(p.get("text", "")) for p in content if isinstance(p, dict)]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize(("provider", "model", "prefill"), TARGETS, ids=IDS)
+@SETTINGS
+@given(case=cases())
+def test_output_validates_and_keeps_the_newest_user(
+    provider: str, model: str, prefill: bool, case: dict[str, Any]
+) -> None:
+    result = _govern(case, provider, model, prefill, case["context_window"])
+    assert result.report.violations == []
+    assert validate(result.messages, provider=provider, model=model) == []
+    assert newest_user_kept(case["messages"], result.messages)
+
+
+@pytest.mark.parametrize(("provider", "model", "prefill"), TARGETS, ids=IDS)
+@SETTINGS
+@given(case=cases())
+def test_answered_calls_survive_when_nothing_is_snipped(
+    provider: str, model: str, prefill: bool, case: dict[str, Any]
+) -> None:
+    messages = case["messages"]
+    if any(
+        not isinstance(c, dict) or not isinstance((c.get("function") or {}).get("name"), str)
+        for m in messages
+        for c in (m.get("tool_calls") or [])
+    ):
+        return  # malformed calls are stripped by design (test_inputs covers that)
+    result = _govern(case, provider, model, prefill, None)
+    wanted = _answered(messages)
+    kept = Counter(
+        _call_key(c)
+        for m in result.messages
+        for c in (m.get("tool_calls") or [])
+    )
+    if kept or not wanted:  # the provider takes tool calls as calls
+        missing = wanted - _answered(result.messages)
+        assert not missing, f"answered calls lost: {sorted(missing)[:3]}"
+    else:  # a template without tool support: each call is written as text
+        text = _flattened_text(result.messages)
+        for name, arguments in wanted:
+            assert f"[calls {name}({arguments})" in text
