@@ -1,0 +1,278 @@
+"""A fake OpenAI-compatible upstream: a real HTTP server on localhost.
+
+uvicorn serves a small starlette app on a free port in a thread, so clients
+talk to it over real sockets, exactly as to a provider. Every request is
+checked the way a strict provider would: its messages with ``validate()``,
+its prompt against a context window; a request that breaks a rule is answered
+with a 400 (as the provider would) and recorded in ``violations``, which the
+tests' fixture turns into a failure.
+
+Replies are scripted: push :class:`Reply` objects; each request takes the
+next one. A chat reply is served as JSON or as server-sent events, whichever
+the request asked for, with tool-call arguments split into small deltas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from context_governor.providers import validate
+from context_governor.tokens import exact_counter
+
+
+@dataclass
+class Reply:
+    """One scripted answer. Build with the class methods."""
+
+    kind: str  # "chat" | "error" | "raw"
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    delay: float = 0.0
+    #: streamed replies: pause this long after the first chunk (for read timeouts)
+    stall: float = 0.0
+
+    @classmethod
+    def text(cls, content: str, *, delay: float = 0.0, finish_reason: str = "stop") -> Reply:
+        return cls("chat", content=content, finish_reason=finish_reason, delay=delay)
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, dict[str, Any]] | tuple[str, str], content: str | None = None) -> Reply:
+        """Tool calls, each (name, arguments); ids are given by the server like OpenAI's."""
+        built = []
+        for name, args in calls:
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            built.append({"type": "function", "function": {"name": name, "arguments": arguments}})
+        return cls("chat", content=content, tool_calls=built, finish_reason="tool_calls")
+
+    @classmethod
+    def error(cls, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+        body = json.dumps({"error": {"message": message, "type": "fake", "code": status}})
+        return cls("error", status=status, headers=headers or {}, body=body.encode())
+
+    @classmethod
+    def raw(cls, status: int, body: bytes, content_type: str = "text/plain") -> Reply:
+        return cls("raw", status=status, body=body, headers={"content-type": content_type})
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+class FakeUpstream:
+    """The server and its script; one instance serves a whole test session."""
+
+    def __init__(self, provider: str = "openai") -> None:
+        self.provider = provider
+        self.context_window: int | None = None
+        self.replies: deque[Reply | Callable[[dict[str, Any]], Reply]] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.violations: list[str] = []
+        self._counter = exact_counter("gpt-4o-mini")
+        self._ids = 0
+        self._lock = threading.Lock()
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._handle, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+        self._sock = _free_socket()
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            app, log_level="error", lifespan="off", timeout_graceful_shutdown=1
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeUpstream:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the fake upstream did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
+        self._sock.close()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.replies.clear()
+            self.requests.clear()
+            self.request_headers.clear()
+            self.violations.clear()
+            self.context_window = None
+
+    def push(self, *replies: Reply | Callable[[dict[str, Any]], Reply]) -> None:
+        self.replies.extend(replies)
+
+    # ------------------------------------------------------------------ checks
+
+    def _check(self, body: Any) -> list[str]:
+        """What a strict provider would reject in this request body."""
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return ["body: expected an object with a 'messages' list"]
+        if not isinstance(body.get("model"), str):
+            return ["body: 'model' is required"]
+        problems = [
+            f"{v.rule} at message {v.index}: {v.error}"
+            for v in validate(body["messages"], provider=self.provider, model=body["model"])
+        ]
+        for i, tool in enumerate(body.get("tools") or []):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                problems.append(f"tools[{i}]: not a function tool")
+        if self.context_window is not None:
+            prompt = self._counter.prompt_tokens(body["messages"], body.get("tools"))
+            reserve = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+            if prompt + reserve > self.context_window:
+                problems.append(
+                    f"context_length_exceeded: {prompt} prompt + {reserve} output tokens "
+                    f"> {self.context_window}"
+                )
+        return problems
+
+    # ------------------------------------------------------------------ serving
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+    async def _handle(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self.violations.append("request body is not JSON")
+            return JSONResponse({"error": {"message": "invalid JSON"}}, status_code=400)
+        with self._lock:
+            self.requests.append(body)
+            self.request_headers.append(dict(request.headers))
+        problems = self._check(body)
+        if problems:
+            self.violations.extend(problems)
+            message = "; ".join(problems)
+            return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=400)
+        if not self.replies:
+            self.violations.append(f"request {len(self.requests)} arrived with no reply scripted")
+            return JSONResponse({"error": {"message": "no reply scripted"}}, status_code=500)
+        reply = self.replies.popleft()
+        if callable(reply):
+            reply = reply(body)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.kind in ("error", "raw"):
+            headers = {"content-type": "application/json", **reply.headers}
+            return Response(reply.body, status_code=reply.status, headers=headers)
+        completion_id = f"chatcmpl-{len(self.requests)}"
+        calls = [self._with_id(c) for c in reply.tool_calls]
+        usage = {
+            "prompt_tokens": self._counter.prompt_tokens(body["messages"], body.get("tools")),
+            "completion_tokens": 7,
+            "total_tokens": 0,
+            "prompt_tokens_details": {"cached_tokens": 3},
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + 7
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = _stream_chunks(completion_id, body["model"], reply, calls, usage if include_usage else None)
+            return StreamingResponse(_sse(chunks, reply.stall), media_type="text/event-stream")
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        return JSONResponse(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+                ],
+                "usage": usage,
+            }
+        )
+
+    def _with_id(self, call: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self._ids += 1
+            return {"id": f"call_fake{self._ids}", **call}
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _stream_chunks(
+    completion_id: str,
+    model: str,
+    reply: Reply,
+    calls: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The chunks OpenAI would send: role first, then content and tool-call deltas."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": "" if reply.content is not None else None})]
+    if reply.content:
+        chunks += [chunk({"content": piece}) for piece in _pieces(reply.content, 5)]
+    for index, call in enumerate(calls):
+        first = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [first]}))
+        for piece in _pieces(call["function"]["arguments"], 7):
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    chunks.append(chunk({}, reply.finish_reason))
+    if usage is not None:
+        chunks.append({"id": completion_id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [], "usage": usage})
+    return chunks
+
+
+async def _sse(chunks: list[dict[str, Any]], stall: float) -> AsyncIterator[bytes]:
+    for i, item in enumerate(chunks):
+        yield f"data: {json.dumps(item)}\n\n".encode()
+        if i == 0 and stall:
+            await asyncio.sleep(stall)
+    yield b"data: [DONE]\n\n"
