@@ -44,12 +44,12 @@ def call_parts(call: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def tool_message(event: ToolEvent) -> Message:
-    return {
-        "role": "tool",
-        "tool_call_id": event.call_id,
-        "name": event.name,
-        "content": event.content,
-    }
+    """The ``tool`` message for a result; ``name`` only when the call had one (OpenAI
+    rejects an empty name, and microcompact needs it to know the tool)."""
+    message: Message = {"role": "tool", "tool_call_id": event.call_id, "content": event.content}
+    if event.name:
+        message["name"] = event.name
+    return message
 
 
 async def execute(
