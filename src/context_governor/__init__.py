@@ -6,12 +6,15 @@ The public API is what this module exports; everything else is private.
 from .errors import ConfigError, ContextGovernorError, InputError
 from .governor import Governor
 from .pipeline import GovernResult, govern
+from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
+from .providers import Violation, validate
 from .report import Action, Report
 
 __all__ = [
     "PROFILES",
     "Action",
+    "CompactionPolicy",
     "ConfigError",
     "ContextGovernorError",
     "GovernResult",
@@ -19,6 +22,8 @@ __all__ = [
     "InputError",
     "Profile",
     "Report",
+    "Violation",
     "govern",
+    "validate",
 ]
 __version__ = "0.1.0"

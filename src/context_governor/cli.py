@@ -1,7 +1,7 @@
 """The ``context-governor`` command line.
 
-Exit codes: 0 success, 2 bad input or usage (one line on stderr that points at
-the problem, never a traceback).
+Exit codes: 0 success, 1 ``lint`` found violations, 2 bad input or usage (one
+line on stderr that points at the problem, never a traceback).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from .cli_io import Body, dumps, read_bodies
 from .errors import ContextGovernorError
 from .pipeline import GovernResult, govern
 from .profiles import PROFILES
+from .providers import CATALOG
 from .render import render_report
 
+EXIT_VIOLATIONS = 1
 EXIT_BAD_INPUT = 2
 
 
@@ -35,6 +37,19 @@ def _open_input(path: str) -> BinaryIO:
     except OSError as exc:
         _fail(f"{path}: {exc.strerror or exc}")
         raise  # unreachable: _fail exits
+
+
+def _read_input(path: str) -> list[Body]:
+    """Every body in FILE (or stdin), or exit 2 with the reader's one-line error."""
+    stream = _open_input(path)
+    try:
+        return read_bodies(stream)
+    except ContextGovernorError as exc:
+        _fail(str(exc))
+        raise  # unreachable: _fail exits
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
 
 
 def _govern_body(body: Body, options: dict[str, Any]) -> GovernResult:
@@ -145,16 +160,7 @@ def govern_command(
         "max_output": max_output,
         "max_tool_result_chars": max_tool_result_chars,
     }
-    stream = _open_input(file)
-    try:
-        bodies = read_bodies(stream)
-    except ContextGovernorError as exc:
-        _fail(str(exc))
-        return
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
-
+    bodies = _read_input(file)
     results = [_govern_body(body, options) for body in bodies]
 
     if report_path is not None:
@@ -174,6 +180,97 @@ def govern_command(
         if len(bodies) > 1:
             click.echo(f"── {body.where.rstrip(': ') or 'body'}")
         click.echo(render_report(result.report, verbose=verbose))
+
+
+def _providers_help() -> str:
+    """The provider list for ``lint --help``, built from the catalog so it never drifts."""
+    width = max(len(name) for name in CATALOG)
+    return "\n".join(f"  {p.name:<{width}}  {p.title}" for p in CATALOG.values())
+
+
+LINT_HELP = f"""Check request bodies in FILE (or stdin) against a provider's rules.
+
+FILE holds the same inputs as govern: a request body, a bare list of messages,
+or JSON Lines of bodies. The model is --model, else each body's 'model' (some
+rules hold for some models only). Prints a table of violations (message index,
+rule, the provider's own error text, the fix) and a one-line summary; --json
+prints one JSON document instead.
+
+\b
+Exit status:
+  0  no violations
+  1  at least one violation
+  2  bad input or usage (a one-line error on stderr)
+
+\b
+Providers:
+{_providers_help()}
+
+\b
+Examples:
+  context-governor lint examples/coding-session.json
+  context-governor govern s.json --profile anthropic --json \\
+    | context-governor lint - --provider anthropic
+  context-governor lint --list-rules --provider anthropic --model claude-opus-4-6
+"""
+
+
+@main.command("lint", help=LINT_HELP)
+@click.argument("file", default="-", metavar="[FILE|-]")
+@click.option(
+    "--provider",
+    type=click.Choice(list(CATALOG)),
+    default="openai",
+    show_default=True,
+    help="Whose rules to check.",
+)
+@click.option("--model", default=None, help="Model name; default: each body's 'model'.")
+@click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON.")
+@click.option(
+    "--list-rules",
+    is_flag=True,
+    help="Print the rules checked for --provider/--model (and those not checked, with why); "
+    "reads no input.",
+)
+def lint_command(
+    file: str, provider: str, model: str | None, as_json: bool, list_rules: bool
+) -> None:
+    # Imported here so that rich's import time is not paid by every govern call.
+    from rich.console import Console
+
+    from .lint_render import (
+        lint_body,
+        lint_json,
+        lint_summary,
+        lint_table,
+        render_rules,
+        rules_heading,
+        rules_json,
+    )
+
+    if list_rules:
+        listing = rules_json(provider, model)
+        if as_json:
+            click.echo(dumps(listing, indent=1))
+        else:
+            click.echo(rules_heading(listing))  # one line even in a narrow terminal
+            Console().print(render_rules(listing))
+        return
+    results = []
+    for number, body in enumerate(_read_input(file), 1):
+        try:
+            results.append(lint_body(body, number, provider, model))
+        except ContextGovernorError as exc:
+            _fail(f"{body.where}{exc}")
+    failed = any(r.violations for r in results)
+    if as_json:
+        click.echo(dumps(lint_json(results), indent=1))
+    else:
+        if failed:
+            Console().print(lint_table(results))
+        click.echo(lint_summary(results))  # never wrapped: scripts grep this line
+    if failed:
+        sys.exit(EXIT_VIOLATIONS)
 
 
 if __name__ == "__main__":  # pragma: no cover
