@@ -6,7 +6,6 @@ The public API is what this module exports; everything else is private.
 from .errors import ConfigError, ContextGovernorError, InputError
 from .governor import Governor
 from .pipeline import GovernResult, govern
-from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
 from .report import Action, Report
@@ -14,7 +13,6 @@ from .report import Action, Report
 __all__ = [
     "PROFILES",
     "Action",
-    "CompactionPolicy",
     "ConfigError",
     "ContextGovernorError",
     "GovernResult",
