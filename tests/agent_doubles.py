@@ -34,6 +34,17 @@ def _schema(name: str, **props: str) -> dict[str, Any]:
     }
 
 
+def _log_lines(chars: int) -> str:
+    """Tool output that tokenizes like real output (about 4 characters a token)."""
+    lines, size, i = [], 0, 0
+    while size < chars:
+        line = f"{i:05d} worker-{i % 7} processed batch {i * 31 % 997} in {i % 13}.{i % 10}s\n"
+        lines.append(line)
+        size += len(line)
+        i += 1
+    return "".join(lines)[:chars]
+
+
 class FakeTools:
     """echo(text, times), sleep(seconds), boom(), huge(chars); records every call."""
 
@@ -77,7 +88,7 @@ class FakeTools:
         if name == "boom":
             raise RuntimeError("the tool exploded")
         if name == "huge":
-            return Outcome("x" * int(args.get("chars", 100_000)))
+            return Outcome(_log_lines(int(args.get("chars", 100_000))))
         if name == "read_file":
             return Outcome(f"# {args.get('path')}\n" + "line of code\n" * 80)
         return Outcome(f"Error: unknown tool {name!r}", is_error=True)
