@@ -42,14 +42,14 @@ async def test_sdk_parses_a_tool_call_completion(upstream: FakeUpstream) -> None
     upstream.push(Reply.calls(("read_file", {"path": "a.py"}), content="Reading."))
     async with _sdk(upstream) as client:
         completion = await client.chat.completions.create(
-            model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS, max_tokens=100  # type: ignore[arg-type]
+            model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS, max_tokens=100
         )
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content == "Reading."
-    call = choice.message.tool_calls[0]  # type: ignore[index]
-    assert call.id.startswith("call_fake") and call.function.name == "read_file"  # type: ignore[union-attr]
-    assert json.loads(call.function.arguments) == {"path": "a.py"}  # type: ignore[union-attr]
+    call = choice.message.tool_calls[0]
+    assert call.id.startswith("call_fake") and call.function.name == "read_file"
+    assert json.loads(call.function.arguments) == {"path": "a.py"}
     assert completion.usage is not None and completion.usage.prompt_tokens > 0
     assert upstream.requests[0]["max_tokens"] == 100
     assert upstream.request_headers[0]["authorization"] == "Bearer sk-sdk"
@@ -63,8 +63,8 @@ async def test_sdk_stream_matches_our_assembler(upstream: FakeUpstream) -> None:
     async with _sdk(upstream) as client:
         stream = await client.chat.completions.create(
             model="gpt-4o-mini",
-            messages=MESSAGES,  # type: ignore[arg-type]
-            tools=TOOLS,  # type: ignore[arg-type]
+            messages=MESSAGES,
+            tools=TOOLS,
             stream=True,
             stream_options={"include_usage": True},
         )
