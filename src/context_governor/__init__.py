@@ -3,6 +3,8 @@
 The public API is what this module exports; everything else is private.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import ConfigError, ContextGovernorError, InputError
 from .governor import Governor
 from .pipeline import GovernResult, govern
@@ -10,18 +12,44 @@ from .profiles import PROFILES, Profile
 from .providers import Violation, validate
 from .report import Action, Report
 
+if TYPE_CHECKING:
+    from .llm import OpenAICompatClient, ScriptedModel
+    from .runner import AgentRunner, RunResult
+
 __all__ = [
     "PROFILES",
     "Action",
+    "AgentRunner",
     "ConfigError",
     "ContextGovernorError",
     "GovernResult",
     "Governor",
     "InputError",
+    "OpenAICompatClient",
     "Profile",
     "Report",
+    "RunResult",
+    "ScriptedModel",
     "Violation",
     "govern",
     "validate",
 ]
 __version__ = "0.1.0"
+
+# The agent runner and its model clients import httpx: they load on first use,
+# so that `import context_governor` (and the govern CLI) stays fast.
+_LAZY = {
+    "AgentRunner": "runner",
+    "RunResult": "runner",
+    "OpenAICompatClient": "llm",
+    "ScriptedModel": "llm",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{module}", __name__), name)
