@@ -130,9 +130,10 @@ class AgentRunner:
                     on_text=self.hooks.on_text,
                 )
             except ModelError as exc:
-                return self._result(run, "model_error", error=str(exc))
+                return self._result(run, "model_error", error=str(exc), exception=exc)
             except Exception as exc:  # a client bug must still end the run cleanly
-                return self._result(run, "model_error", error=f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                return self._result(run, "model_error", error=error, exception=exc)
             run.usage += response.usage
             message = with_call_ids(response.message, step)
             await self._persist([message])
@@ -186,6 +187,7 @@ class AgentRunner:
         *,
         final: str | None = None,
         error: str | None = None,
+        exception: Exception | None = None,
     ) -> RunResult:
         return RunResult(
             stop_reason=stop,
@@ -197,9 +199,9 @@ class AgentRunner:
             model_calls=run.model_calls,
             error=error,
             events=run.events,
+            exception=exception,
         )
 
 
 def _stop_reason(response: ModelResponse) -> StopReason:
     return "length" if response.finish_reason == "length" else "completed"
-

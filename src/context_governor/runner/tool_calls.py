@@ -38,8 +38,10 @@ def clip(text: str, limit: int) -> str:
 def call_parts(call: dict[str, Any]) -> tuple[str, str, str]:
     """(id, name, arguments) of a normalised tool call."""
     function = call.get("function") or {}
-    return str(call.get("id") or ""), str(function.get("name") or ""), str(
-        function.get("arguments") or ""
+    return (
+        str(call.get("id") or ""),
+        str(function.get("name") or ""),
+        str(function.get("arguments") or ""),
     )
 
 

@@ -132,6 +132,8 @@ class RunResult:
     error: str | None = None
     #: things that went wrong without ending the run (governance fallbacks, ...)
     events: list[str] = field(default_factory=list)
+    #: the exception behind ``error`` (a ModelError carries ``status`` and ``retryable``)
+    exception: Exception | None = field(default=None, repr=False)
 
     @property
     def tools_used(self) -> list[str]:
