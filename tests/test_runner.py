@@ -223,7 +223,8 @@ async def test_governance_runs_before_every_model_call_not_once_per_turn() -> No
     # governance would never see.
     script = [_calls(tool_call("read_file", {"path": f"f{i}.py"})) for i in range(13)] + ["done"]
     model = ScriptedModel(script)
-    result = await AgentRunner(model, FakeTools(), Governor(profile="openai")).run(_task())
+    # The nanobot profile is the seed's pipeline, which microcompacts on every call.
+    result = await AgentRunner(model, FakeTools(), Governor(profile="nanobot")).run(_task())
     compacted = [sum(a.stage == "microcompact" for a in r.actions) for r in result.reports]
     assert compacted[:11] == [0] * 11
     assert compacted[11:] == [1, 2, 3]
