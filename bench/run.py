@@ -1,0 +1,447 @@
+"""Entry point: ``python -m bench.run [--quick] [--steps N] [--out docs/benchmarks.md]``.
+
+Runs the speed benchmark (bench/speed.py) and the cache benchmark
+(bench/cache.py), prints the tables with a PASS/MISS line per target, and writes
+them to the output file as Markdown. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .cache import RECENT_WINDOWS, Run, marks, run_cache
+from .sessions import coding_session
+from .speed import (
+    MAX_OUTPUT,
+    SpeedResult,
+    govern_fn,
+    governor_fn,
+    progress,
+    run_speed,
+    steady_start,
+    time_replay,
+)
+
+#: The issue's targets.
+NANOBOT_SPEEDUP = 50.0
+STEADY_VS_DUMPS = 0.1
+FIRST_CALL_VS_DUMPS = 10.0
+RETAINED_VS_MESSAGES = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str
+    goal: str
+    measured: str
+    ok: bool | None  # None: not measured in this run
+
+    @property
+    def verdict(self) -> str:
+        return "n/a" if self.ok is None else ("PASS" if self.ok else "MISS")
+
+
+def ms(ns: float) -> str:
+    value = ns / 1e6
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"
+
+
+def mib(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 2**20:,.1f} MiB"
+
+
+def ratio(x: float) -> str:
+    return f"{x:,.1f}×" if x >= 10 else f"{x:.2f}×"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+def steady_ratio(speed: SpeedResult) -> float:
+    """Median over steady-state steps of (Governor time / json.dumps of that step's body)."""
+    gov = speed.series["Governor"].per_step
+    dumps = speed.series["json.dumps (sent body)"].per_step
+    start = steady_start(speed.steps)
+    return statistics.median(g / d for g, d in zip(gov[start:], dumps[start:], strict=True))
+
+
+def targets(speed: SpeedResult) -> list[Target]:
+    out: list[Target] = []
+    gov_total = speed.series["Governor"].summary()["total"]
+    nano = speed.series.get("Nanobot 0.2.2")
+    if nano is None:
+        out.append(Target("total vs Nanobot 0.2.2", f"≥ {NANOBOT_SPEEDUP:.0f}× less", "n/a", None))
+    else:
+        speedup = nano.summary()["total"] / gov_total
+        out.append(
+            Target(
+                f"total governance time, {speed.steps}-step replay at {speed.window:,}",
+                f"≥ {NANOBOT_SPEEDUP:.0f}× less than Nanobot 0.2.2",
+                f"{ratio(speedup)} less ({ms(gov_total)} vs {ms(nano.summary()['total'])})",
+                speedup >= NANOBOT_SPEEDUP,
+            )
+        )
+    steady = steady_ratio(speed)
+    out.append(
+        Target(
+            "steady-state median per step",
+            f"≤ {STEADY_VS_DUMPS}× json.dumps of the step's request body",
+            f"{ratio(steady)} (median of per-step ratios, steps {steady_start(speed.steps) + 1}+)",
+            steady <= STEADY_VS_DUMPS,
+        )
+    )
+    first = statistics.median(speed.first_call["Governor"])
+    dumps = statistics.median(speed.first_call["json.dumps (whole history)"])
+    out.append(
+        Target(
+            f"first call on a {speed.history_messages:,}-message history",
+            f"≤ {FIRST_CALL_VS_DUMPS:.0f}× json.dumps of it",
+            f"{ratio(first / dumps)} ({ms(first)} vs {ms(dumps)})",
+            first / dumps <= FIRST_CALL_VS_DUMPS,
+        )
+    )
+    if speed.memory is None:
+        out.append(Target("memory kept by a Governor", "≤ 1× the message list", "n/a", None))
+    else:
+        kept = speed.memory.retained_bytes / speed.memory.messages_bytes
+        out.append(
+            Target(
+                "memory kept by a Governor after the replay",
+                f"≤ {RETAINED_VS_MESSAGES:.0f}× the size of the message list",
+                f"{ratio(kept)} ({mib(speed.memory.retained_bytes)} vs "
+                f"{mib(speed.memory.messages_bytes)})",
+                kept <= RETAINED_VS_MESSAGES,
+            )
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def render_speed(speed: SpeedResult) -> str:
+    s = speed.session
+    start = steady_start(speed.steps)
+    gov_total = speed.series["Governor"].summary()["total"]
+    dumps_steps = speed.series["json.dumps (sent body)"].per_step
+    rows = []
+    for label, series in speed.series.items():
+        summ = series.summary(start)
+        per = series.per_step
+        vs_dumps = statistics.median(
+            p / d for p, d in zip(per[start:], dumps_steps[start:], strict=True)
+        )
+        rows.append(
+            [
+                label,
+                ms(summ["median"]),
+                ms(summ["p95"]),
+                ms(summ["last"]),
+                ms(summ["total"]),
+                ratio(summ["total"] / gov_total),
+                ratio(vs_dumps),
+                mib(series.peak_bytes),
+            ]
+        )
+    parts = [
+        f"### {speed.steps}-step replay at a {speed.window:,}-token window",
+        "",
+        f"Session: {s['steps']} model calls, {s['messages']} messages at the end "
+        f"({s['json_bytes'] / 1e6:.2f} MB of request JSON), {s['tool_results']} tool results of "
+        f"{s['result_chars_min']:,}–{s['result_chars_max']:,} characters, "
+        f"{s['parallel_steps']} steps with parallel calls, {s['user_messages']} user messages. "
+        f"Per-step figures are medians across {speed.repeats} repeats.",
+        "",
+        table(
+            [
+                "contender",
+                "median / step",
+                "p95 / step",
+                "last step",
+                "total",
+                "total vs Governor",
+                f"vs json.dumps (sent), steps {start + 1}+",
+                "peak memory",
+            ],
+            rows,
+        ),
+        "",
+        f"### First call on a {speed.history_messages:,}-message history "
+        f"({speed.history_json_bytes / 1e6:.1f} MB of request JSON)",
+        "",
+    ]
+    dumps = statistics.median(speed.first_call["json.dumps (whole history)"])
+    parts.append(
+        table(
+            ["contender", f"first call (median of {speed.repeats})", "vs json.dumps"],
+            [
+                [label, ms(statistics.median(v)), ratio(statistics.median(v) / dumps)]
+                for label, v in speed.first_call.items()
+            ],
+        )
+    )
+    if speed.memory is not None:
+        m = speed.memory
+        parts += [
+            "",
+            "### Memory",
+            "",
+            table(
+                ["measure", "bytes"],
+                [
+                    ["message list at the end (deep size)", mib(m.messages_bytes)],
+                    ["kept by the Governor after the replay", mib(m.retained_bytes)],
+                    ["kept / message list", ratio(m.retained_bytes / m.messages_bytes)],
+                    ["peak during the replay", mib(m.peak_bytes)],
+                ],
+            ),
+            "",
+            "Kept memory by file (tracemalloc): "
+            + "; ".join(f"`{_short(f)}` {mib(n)}" for f, n in m.top),
+        ]
+    return "\n".join(parts)
+
+
+def _short(path: str) -> str:
+    """A path without the machine-specific part."""
+    for anchor in ("site-packages/", "/src/", "/bench/"):
+        if anchor in path:
+            return path.split(anchor, 1)[1]
+    parent = Path(path).parent.name
+    return f"{parent}/{Path(path).name}" if parent else Path(path).name
+
+
+def render_targets(items: Sequence[Target]) -> str:
+    return table(
+        ["target", "goal", "measured", "verdict"],
+        [[t.name, t.goal, t.measured, f"**{t.verdict}**"] for t in items],
+    )
+
+
+def render_cache(runs: Sequence[Run], steps: int) -> str:
+    parts = []
+    for window in dict.fromkeys(r.window for r in runs):
+        at_window = [r for r in runs if r.window == window]
+        reference = next((r for r in at_window if r.config.startswith("full history")), None)
+        rows = []
+        for run in at_window:
+            for mark in marks(steps):
+                a = run.at(mark)
+                ref_cost = reference.at(mark)["cost"] if reference else None
+                rows.append(
+                    [
+                        run.config,
+                        str(mark),
+                        f"{a['request_tokens']:,}",
+                        f"{a['share']:.1%}",
+                        f"{a['cost']:,.0f}",
+                        f"{a['cost'] / ref_cost:.2f}" if ref_cost else "",
+                        str(a["breaks"]),
+                        str(a["over_budget"]),
+                        str(a["invalid"]),
+                        f"{a['recent_tool_results']} / {a['min_recent_tool_results']}",
+                    ]
+                    + [
+                        f"{a['recent_share'][n]:.0%} / {a['mean_recent_share'][n]:.0%}"
+                        for n in RECENT_WINDOWS
+                    ]
+                )
+        budget = at_window[0].budget
+        parts += [
+            f"### {window:,}-token window (budget {budget:,} = window − {MAX_OUTPUT} − 1024)",
+            "",
+            table(
+                [
+                    "configuration",
+                    "step",
+                    "request tokens",
+                    "cached-prefix share",
+                    "effective input cost",
+                    "cost vs full history",
+                    "prefix breaks",
+                    "over budget",
+                    "invalid",
+                    "newest tool results verbatim (at step / lowest in 2nd half)",
+                ]
+                + [f"last {n} msgs verbatim (now / mean)" for n in RECENT_WINDOWS],
+                rows,
+            ),
+            "",
+        ]
+    return "\n".join(parts)
+
+
+METHOD = """\
+## Method
+
+- **Sessions** (`bench/sessions.py`): a coding agent's history generated with fixed
+  seeds: system prompt and task, then per model call one assistant message with one
+  tool call (two or three in parallel about one step in four) and its results (file
+  reads, greps, pytest runs, `git diff`, lint output, listings, edits; 200–8,000
+  characters), and a final answer plus a user follow-up every ~30 calls. A *step* is
+  one model call: the history grows by what the call added, and every contender
+  governs the whole persisted history (one list, extended in place) before the next call.
+- **Timing** (`bench/speed.py`): `time.perf_counter_ns` around each call, each step once
+  in sequence, gc enabled (one collection before each replay and each first call, so the
+  generator's garbage is not billed to governance), after a warm-up on another session. The replay is repeated
+  with fresh tool-call ids each time (so no repeat is served by a token cache the previous
+  one filled); a step's figure is the median across repeats. *Steady state* is every step
+  after the first 10%. Ratios to `json.dumps` are medians of per-step ratios.
+- **Contenders**: `Governor` (profile `openai`, model `gpt-4o`, o200k_base counter,
+  `max_output` 4096) and the stateless `govern()` with the same settings; Nanobot 0.2.2's
+  own pipeline (`AgentRunner` orphans/backfill/microcompact/snip/orphans/backfill, then
+  `LLMProvider._enforce_role_alternation`, cl100k_base) run by `bench/nanobot_side.py` in
+  `.venv-ref`; LangChain `trim_messages` (langchain-core, `token_counter="approximate"`,
+  `strategy="last"`, `include_system=True`, `start_on="human"`, `end_on=("human", "tool")`,
+  same budget) on messages converted once with `convert_to_messages` -- converting each
+  step's new messages is timed separately (*LangChain conversion*) and not included in
+  the trim time; `json.dumps` of the request body `{model, messages, tools}`, for the
+  messages actually sent (the Governor's output) and for the whole history.
+- **First call**: a fresh `Governor` (and a `govern()` call) on a 10,000-message history
+  never seen before (cold token cache), against one `json.dumps` of that history's body.
+- **Memory**: tracemalloc. *Kept* = bytes still allocated after a whole replay by a fresh
+  `Governor` (last result dropped, full gc), minus the history list's own array: the
+  Governor and every cache governance filled, process-wide ones included (the token
+  counts). The message dicts exist before tracing starts. *Message list* = recursive
+  `sys.getsizeof` of the final list (dicts, strings, nested lists; shared objects once).
+  *Peak* = tracemalloc peak above the start of the replay (Nanobot: in its own process).
+- **Cache** (`bench/cache.py`): see the definitions under *Cache friendliness*.
+"""
+
+CACHE_DEFINITIONS = """\
+Definitions (per request, then summed up to the step shown): *request tokens* = the
+messages of the request counted with o200k_base (text + 4 per message; tool
+definitions left out, they are the same everywhere); *cached-prefix share* = tokens of
+the longest common prefix with the previous request, at message granularity (equal
+`json.dumps(sort_keys=True)`), over all tokens sent; *effective input cost* = uncached +
+0.1 × cached tokens; *cost vs full history* = that cost over the cost of sending the
+whole ungoverned history (which does not fit); *prefix breaks* = requests that did not
+reuse all of the previous one; *over budget* = requests the configuration's own report
+says exceed its budget; *invalid* = requests `context_governor.providers.validate` rejects
+for OpenAI; *newest tool results verbatim* = how many of the history's newest tool results
+the request carries unmodified, counted back to the first that it does not (at the step /
+lowest over the second half of the steps up to it); *last N msgs verbatim* = share of the
+history's last N messages the request carries unmodified (at the step / mean so far).
+"""
+
+
+def render(speed: SpeedResult, runs: Sequence[Run], steps: int, elapsed: float) -> str:
+    m = speed.machine
+    machine = (
+        f"{m['implementation']} {m['python']} on {m['platform']} ({m['machine']}), "
+        f"{m['cpu_count']} CPUs"
+    )
+    parts = [
+        "# Benchmarks",
+        "",
+        f"Generated by `make bench` (`python -m bench.run`) on "
+        f"{datetime.now(UTC):%Y-%m-%d}: {machine}. Code measured: {m['source']}. "
+        f"Whole run: {elapsed:,.0f} s. See bench/README.md for how to rerun.",
+        "",
+        "## Targets",
+        "",
+        render_targets(targets(speed)),
+        "",
+        "## Speed",
+        "",
+        render_speed(speed),
+        "",
+        "## Cache friendliness",
+        "",
+        f"Same session ({steps} steps), each configuration governing every step.",
+        "",
+        render_cache(runs, steps),
+        CACHE_DEFINITIONS,
+    ]
+    if speed.notes:
+        parts += ["## Notes", "", *(f"- {n}" for n in speed.notes), ""]
+    parts.append(METHOD)
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- profile
+
+
+def profile_late_step(steps: int, window: int, top: int = 10) -> str:
+    """cProfile of govern() on the last step of a replay, token cache warm (steady state)."""
+    replay = coding_session(steps, variant=900)
+    time_replay(governor_fn(replay, window), replay)  # warm the token cache
+    history = replay.messages
+    step = govern_fn(replay, window)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    step(history)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="20 steps, 1 repeat, small history")
+    parser.add_argument("--steps", type=int, default=None, help="steps of the replay (300)")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats of the replay (3)")
+    parser.add_argument("--history", type=int, default=None, help="long history size (10000)")
+    parser.add_argument("--out", type=Path, default=None, help="write the Markdown here")
+    parser.add_argument("--no-nanobot", action="store_true", help="skip Nanobot 0.2.2")
+    parser.add_argument("--cprofile", action="store_true", help="profile one late govern() step")
+    args = parser.parse_args(argv)
+
+    steps = args.steps or (20 if args.quick else 300)
+    repeats = args.repeats or (1 if args.quick else 3)
+    history = args.history or (500 if args.quick else 10_000)
+    window = 128_000
+    if steps < 2:
+        parser.error("--steps must be at least 2")
+
+    started = time.perf_counter()
+    speed = run_speed(
+        steps=steps,
+        window=window,
+        repeats=repeats,
+        history_messages=history,
+        nanobot=not args.no_nanobot,
+    )
+    progress("cache benchmark")
+    runs = run_cache(coding_session(steps), windows=(128_000, 32_000))
+    text = render(speed, runs, steps, time.perf_counter() - started)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        progress(f"wrote {args.out}")
+    if args.cprofile:
+        progress("cProfile of one late govern() step")
+        print("## cProfile: govern() on the last step (token cache warm)\n")
+        print(profile_late_step(steps, window))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Smoke test of bench/: its measures on a 20-step replay, in a few seconds.
+
+The figures themselves are not asserted (they depend on the machine); what is
+asserted is that they are computed sanely, so that `make bench` cannot quietly
+report nonsense.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import cache, run, sessions, speed  # noqa: E402
+
+STEPS = 20
+
+
+@pytest.fixture(scope="module")
+def replay() -> sessions.Replay:
+    return sessions.coding_session(STEPS)
+
+
+def test_sessions_are_deterministic_and_shaped_like_the_issue(replay: sessions.Replay) -> None:
+    again = sessions.coding_session(STEPS)
+    assert json.dumps(replay.to_json()) == json.dumps(again.to_json())
+    assert len(replay.steps) == STEPS
+    other = sessions.coding_session(STEPS, variant=1)
+    # a variant differs in ids only: same sizes, different tool-call ids
+    assert sessions.describe(other) == sessions.describe(replay)
+    assert replay.steps[1][0]["tool_calls"][0]["id"] != other.steps[1][0]["tool_calls"][0]["id"]
+    for message in replay.messages:
+        if message["role"] == "tool":
+            assert sessions.MIN_RESULT_CHARS <= len(message["content"]) <= sessions.MAX_RESULT_CHARS
+    # every step after the opening starts with an assistant message; calls are answered
+    for step in replay.steps[1:]:
+        assert step[0]["role"] == "assistant"
+        ids = [c["id"] for c in step[0].get("tool_calls") or ()]
+        assert [m["tool_call_id"] for m in step if m["role"] == "tool"] == ids
+    longer = sessions.coding_session(300)
+    info = sessions.describe(longer)
+    assert 600 <= info["messages"] <= 800
+    assert info["user_messages"] >= 8  # a follow-up every ~30 steps
+    assert info["parallel_steps"] > 0
+
+
+def test_long_history_has_the_exact_size() -> None:
+    history = sessions.long_history(333)
+    assert len(history.steps) == 1
+    assert len(history.messages) == 333
+
+
+def test_replay_round_trips_through_json(replay: sessions.Replay) -> None:
+    assert sessions.Replay.from_json(json.loads(json.dumps(replay.to_json()))) == replay
+
+
+def test_histories_grow_one_list_in_place(replay: sessions.Replay) -> None:
+    seen = [(id(h), len(h)) for h in replay.histories()]
+    assert len({i for i, _ in seen}) == 1
+    lengths = [n for _, n in seen]
+    assert lengths == sorted(lengths) and lengths[-1] == len(replay.messages)
+
+
+def test_stats() -> None:
+    assert speed.percentile([5, 1, 3, 2, 4], 50) == 3
+    assert speed.percentile(list(range(1, 101)), 95) == 95
+    assert speed.across_repeats([[1, 10, 3], [2, 20, 1], [3, 30, 2]]) == [2, 20, 2]
+    with pytest.raises(ValueError):
+        speed.across_repeats([[1, 2], [1]])
+    assert speed.steady_start(300) == 30 and speed.steady_start(5) == 1
+
+
+def test_deep_sizeof_counts_nested_and_shared_objects_once() -> None:
+    text = "x" * 1000
+    one = speed.deep_sizeof([{"content": text}])
+    two = speed.deep_sizeof([{"content": text}, {"content": text}])
+    assert one > 1000
+    assert two - one < 1000  # the shared string is counted once
+
+
+def test_speed_on_a_short_replay(replay: sessions.Replay) -> None:
+    window = 8_000
+    times = speed.time_replay(speed.governor_fn(replay, window), replay)
+    assert len(times) == STEPS and all(t > 0 for t in times)
+    sent: list[list[dict[str, object]]] = []
+    speed.time_replay(speed.govern_fn(replay, window), replay, lambda r: sent.append(r.messages))
+    dumps = speed.time_dumps(replay, sent)
+    assert len(dumps) == STEPS and all(t > 0 for t in dumps)
+    memory = speed.measure_memory(speed.governor_fn, replay, window)
+    assert memory.messages_bytes > len(json.dumps(replay.messages)) // 2
+    assert memory.retained_bytes >= 0 and memory.peak_bytes > 0
+
+
+def test_langchain_trim_if_installed(replay: sessions.Replay) -> None:
+    pytest.importorskip("langchain_core")
+    convert_ns, trim_ns = speed.time_langchain(replay, 8_000)
+    assert len(convert_ns) == len(trim_ns) == STEPS
+
+
+def test_prefix_and_cost_definitions() -> None:
+    a, b, c = (cache.serialize({"role": "user", "content": t}) for t in "abc")
+    assert cache.common_prefix([a, b], [a, b, c]) == 2
+    assert cache.common_prefix([a, b], [a, c]) == 1
+    assert cache.common_prefix([], [a]) == 0
+    assert cache.effective_cost(100, 0) == 100
+    assert cache.effective_cost(0, 100) == pytest.approx(10)
+    assert cache.effective_cost(50, 50) == pytest.approx(55)
+    # key order does not matter, content does
+    assert cache.serialize({"a": 1, "b": 2}) == cache.serialize({"b": 2, "a": 1})
+    tool = cache.serialize({"role": "tool", "content": "t1"})
+    tool2 = cache.serialize({"role": "tool", "content": "t2"})
+    history, roles = [a, tool, b, tool2], ["user", "tool", "user", "tool"]
+    assert cache.recent_tool_results_kept(history, roles, {a, tool, b, tool2}) == 2
+    assert cache.recent_tool_results_kept(history, roles, {a, tool, b}) == 0
+    assert cache.recent_tool_results_kept(history, roles, {tool2}) == 1
+    assert cache.recent_share_kept(history, {b, tool2}, 2) == 1.0
+    assert cache.recent_share_kept(history, {tool2}, 4) == 0.25
+
+
+def _identity(replay: sessions.Replay, window: int) -> cache.StepFn:
+    frozen = replay.steps[0]
+    return lambda history: cache.Outcome(list(frozen), True)
+
+
+def test_identical_consecutive_requests_are_fully_cached(replay: sessions.Replay) -> None:
+    same = cache.measure(cache.Config("same request", _identity), replay, 32_000)
+    assert same.steps[0].cached == 0
+    assert all(s.cached == s.tokens for s in same.steps[1:])
+    figures = same.at(STEPS)
+    assert figures["breaks"] == 0
+    assert figures["share"] == pytest.approx((STEPS - 1) / STEPS)
+    tokens = same.steps[0].tokens
+    assert figures["cost"] == pytest.approx(tokens + 0.1 * tokens * (STEPS - 1))
+
+
+def test_cache_metrics_are_sane(replay: sessions.Replay) -> None:
+    runs = cache.run_cache(replay, windows=(32_000, 8_000))
+    labels = [c.label for c in cache.CONFIGS]
+    assert [r.config for r in runs] == labels + labels
+    for r in runs:
+        assert len(r.steps) == STEPS
+        for s in r.steps:
+            assert 0 <= s.cached <= s.tokens
+            assert all(0.0 <= v <= 1.0 for v in s.recent_share.values())
+            assert s.recent_tool_results >= 0
+            assert s.violations == 0  # every configuration sends valid OpenAI requests here
+        for mark in cache.marks(STEPS):
+            figures = r.at(mark)
+            assert 0.0 <= figures["share"] <= 1.0
+            assert 0.1 * figures["tokens"] - 1e-9 <= figures["cost"] <= figures["tokens"] + 1e-9
+            assert figures["over_budget"] == sum(not s.within_budget for s in r.steps[:mark])
+    full_32k, full_8k = runs[0], runs[len(labels)]
+    # the whole history only ever grows: every request extends the previous one
+    assert all(
+        s.cached == p.tokens for p, s in zip(full_32k.steps, full_32k.steps[1:], strict=False)
+    )
+    assert full_32k.at(STEPS)["breaks"] == 0
+    # the reference has no report: o200k decides, and 8k is too small for it
+    assert full_8k.at(STEPS)["over_budget"] == sum(s.tokens > full_8k.budget for s in full_8k.steps)
+    assert full_8k.at(STEPS)["over_budget"] > 0
+    for r in runs[1 : len(labels)]:  # governed at 32k: everything fits
+        assert all(s.within_budget for s in r.steps)
+        # governance never sends more than the whole history
+        assert all(g.tokens <= f.tokens + 50 for g, f in zip(r.steps, full_32k.steps, strict=True))
+
+
+def test_marks() -> None:
+    assert cache.marks(20) == [10, 20]
+    assert cache.marks(300) == [10, 100, 300]
+    assert cache.marks(5) == [5]
+
+
+def test_quick_run_writes_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "benchmarks.md"
+    assert run.main(["--quick", "--steps", "12", "--history", "200", "--no-nanobot",
+                     "--out", str(out)]) == 0  # fmt: skip
+    text = out.read_text(encoding="utf-8")
+    assert "## Targets" in text and "## Cache friendliness" in text
+    assert text.count("PASS") + text.count("MISS") + text.count("n/a") >= 4
+
+
+def test_nanobot_side_times_every_step() -> None:
+    python = speed.ref_python()
+    if python is None:
+        pytest.skip("no nanobot reference environment (.venv-ref): run `make test` or `make bench`")
+    short = sessions.coding_session(5)
+    answer = speed.run_nanobot(
+        python,
+        window=8_000,
+        warmup=sessions.coding_session(3, seed=1),
+        replays=[short, short],
+        histories=[sessions.long_history(50)],
+        memory=True,
+    )
+    assert answer["nanobot"] == "0.2.2"
+    assert [len(run) for run in answer["steps_ns"]] == [5, 5]
+    assert all(t > 0 for run in answer["steps_ns"] for t in run)
+    assert len(answer["first_call_ns"]) == 1 and answer["peak_bytes"] > 0
