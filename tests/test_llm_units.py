@@ -221,3 +221,47 @@ def test_scripted_model_replays_records_and_streams() -> None:
     with pytest.raises(ModelError, match="no response left"):
         asyncio.run(model.complete(history))
     assert [len(r.messages) for r in model.requests] == [1, 3, 1, 1]
+
+
+def _mock_client(handler: Any, **kwargs: Any) -> OpenAICompatClient:
+    import httpx
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    kwargs.setdefault("retry", RetryPolicy(max_retries=2, base_delay=0))
+    return OpenAICompatClient("m", base_url="http://mock/v1", http_client=http, **kwargs)
+
+
+def test_a_server_that_ignores_stream_is_read_as_a_completion() -> None:
+    import httpx
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert json.loads(request.content)["stream"] is True
+        return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}]})
+
+    response = asyncio.run(_mock_client(handler, stream=True).complete([{"role": "user", "content": "x"}]))
+    assert response.text == "whole" and response.finish_reason == "stop"
+
+
+def test_retry_after_ms_and_a_connection_dropped_mid_answer() -> None:
+    import httpx
+
+    calls: list[int] = []
+
+    async def broken_body() -> Any:
+        yield b'data: {"choices": [{"delta": {"content": "Hel"}}]}\n\n'
+        raise httpx.ReadError("connection reset")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if len(calls) == 1:
+            return httpx.Response(429, headers={"retry-after-ms": "20"}, json={"error": {"message": "slow down"}})
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=broken_body())
+
+    waits: list[float] = []
+    client = _mock_client(handler, stream=True, on_retry=lambda e, n, w: waits.append(w))
+    pieces: list[str] = []
+    with pytest.raises(ModelError, match="connection reset") as info:
+        asyncio.run(client.complete([{"role": "user", "content": "x"}], on_text=pieces.append))
+    # The 429 was retried after 20 ms; the broken stream was not, as "Hel" was already shown.
+    assert waits == [0.02] and len(calls) == 2 and pieces == ["Hel"]
+    assert not info.value.retryable

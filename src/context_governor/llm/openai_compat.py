@@ -99,8 +99,9 @@ class OpenAICompatClient:
     >>> answer = await client.complete(messages, tools=schemas)   # doctest: +SKIP
 
     ``stream=True`` streams the answer (SSE) and passes text pieces to the
-    ``on_text`` callback of :meth:`complete`; tool calls are assembled from
-    their deltas either way. ``timeout`` bounds each read (so a long streamed
+    ``on_text`` callback of :meth:`complete` as they arrive (without streaming
+    it gets the whole text at once); tool calls are assembled from their
+    deltas. ``timeout`` bounds each read (so a long streamed
     answer is fine as long as it keeps coming); ``retry`` retries 429/5xx,
     timeouts and dropped connections with backoff, honouring Retry-After.
     ``extra_body`` is merged into every request (``temperature``, ``seed``, ...).
