@@ -528,8 +528,9 @@ class TestHugeContent:
         assert all(m.get("content") is not content for m in res.messages)
         assert res.messages[0] is msgs[0]
         assert res.messages[-1] is msgs[-1]
-        dropped = [x.index for x in res.report.actions if (x.stage, x.kind) == ("snip", "drop")]
-        assert 3 in dropped
+        # The seed snips it; the cache policy clears it or cuts its turn.
+        removed = [x.index for x in res.report.actions if x.stage in ("snip", "compact")]
+        assert 3 in removed
 
     def test_many_messages(self, profile: str) -> None:
         msgs: list[Message] = [{"role": "system", "content": "s"}]
@@ -548,8 +549,11 @@ class TestHugeContent:
         assert res.messages[0] is msgs[0]
         assert res.messages[1]["role"] == "user"
         assert 10 < len(res.messages) < 1000
-        compacted = [x for x in res.report.actions if x.stage == "microcompact"]
-        assert len(compacted) == 1490
+        if profile == "nanobot":
+            compacted = [x for x in res.report.actions if x.stage == "microcompact"]
+            assert len(compacted) == 1490
+        else:  # the cache policy cuts old turns in big steps instead
+            assert sum(x.stage == "compact" for x in res.report.actions) > 1000
         if profile == "openai":
             assert res.report.within_budget, res.report.notes
             assert_openai_legal(res.messages)

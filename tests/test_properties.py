@@ -74,9 +74,12 @@ def test_openai_output_is_legal_and_idempotent(case: dict[str, Any]) -> None:
 @SETTINGS
 @given(cases())
 def test_newest_user_message_survives(case: dict[str, Any]) -> None:
-    for profile in ("openai", "nanobot"):
-        result = _govern(case, profile)
-        assert newest_user_kept(case["messages"], result.messages), profile
+    # Not for nanobot: the seed itself can lose it (e.g. random_case(Random(256448)),
+    # where nanobot-ai 0.2.2's own output has no user message); the differential
+    # test holds that profile to the seed's output instead.
+    for compaction in ("cache", "seed"):
+        result = _govern(case, "openai", compaction=compaction)
+        assert newest_user_kept(case["messages"], result.messages), compaction
 
 
 @SETTINGS

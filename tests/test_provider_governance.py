@@ -105,6 +105,13 @@ def test_output_validates_and_keeps_the_newest_user(
     provider: str, model: str, prefill: bool, case: dict[str, Any]
 ) -> None:
     result = _govern(case, provider, model, prefill, case["context_window"])
+    if not result.messages:
+        # Only a history with nothing to say (e.g. orphan tool results alone) ends empty;
+        # governing does not invent a conversation, and the report says so.
+        assert not any(m.get("role") in ("user", "assistant") for m in case["messages"])
+        if case["messages"]:
+            assert any(n.startswith("nothing left to send") for n in result.report.notes)
+        return
     assert result.report.violations == []
     assert validate(result.messages, provider=provider, model=model) == []
     assert newest_user_kept(case["messages"], result.messages)

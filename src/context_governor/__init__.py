@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, ContextGovernorError, InputError
 from .governor import Governor
 from .pipeline import GovernResult, govern
+from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
 from .report import Action, Report
@@ -20,6 +21,7 @@ __all__ = [
     "PROFILES",
     "Action",
     "AgentRunner",
+    "CompactionPolicy",
     "ConfigError",
     "ContextGovernorError",
     "GovernResult",

@@ -13,6 +13,7 @@ from typing import Any
 from .inputs import check_tools
 from .messages import Message
 from .pipeline import GovernResult, govern
+from .policies import CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 
 
@@ -37,6 +38,7 @@ class Governor:
         tools: list[dict[str, Any]] | None = None,
         max_tool_result_chars: int | None = None,
         prefill: bool = False,
+        compaction: str | CompactionPolicy | None = None,
     ) -> None:
         self.profile = get_profile(profile)
         self.model = model
@@ -46,6 +48,7 @@ class Governor:
         self.tools = None if checked is None else list(checked)
         self.max_tool_result_chars = max_tool_result_chars
         self.prefill = prefill
+        self.compaction = get_policy(compaction)
         # Validate the numeric settings now, on an empty history.
         self.govern([])
 
@@ -66,4 +69,5 @@ class Governor:
             max_output=self.max_output,
             max_tool_result_chars=self.max_tool_result_chars,
             prefill=self.prefill,
+            compaction=self.compaction,
         )

@@ -9,6 +9,7 @@ from typing import Any
 from .errors import ConfigError, InputError
 from .inputs import check_messages, check_tools, unserializable_path
 from .messages import Message
+from .policies import CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
@@ -139,6 +140,7 @@ def govern(
     max_output: int | None = None,
     max_tool_result_chars: int | None = None,
     prefill: bool = False,
+    compaction: str | CompactionPolicy | None = None,
 ) -> GovernResult:
     """Return a model-facing copy of ``messages`` that is legal and inside the budget.
 
@@ -151,6 +153,12 @@ def govern(
     selects the tokenizer and the model-specific rules. ``prefill=True`` keeps a
     trailing assistant message as a prefill where the model accepts one.
 
+    ``compaction`` is how the budget is spent by the provider profiles: "cache"
+    (default: compact rarely and in big steps, so the provider's prompt cache keeps
+    hitting), "seed" (Nanobot's microcompact + snip on every call) or a
+    CompactionPolicy with your own trigger, target, placeholder, offload directory...
+    The nanobot profile always uses the seed's.
+
     Raises InputError for input no repair can fix (not a list, a message that is
     not an object, an unknown role, ...) and ConfigError for unusable settings.
     """
@@ -160,6 +168,7 @@ def govern(
     window = _check_window(context_window)
     out_tokens = _resolve_max_output(max_output, prof)
     cap = _check_cap(max_tool_result_chars)
+    policy_for_budget = get_policy(compaction)
     budget = None if window is None else window - out_tokens - SAFETY_BUFFER
 
     entry, target = resolve(prof.provider or "openai", model, prefill=prefill)
@@ -174,6 +183,7 @@ def govern(
         target=target,
         policy=policy,
         keep_prefill=prefill and policy.prefill(target),
+        compaction=policy_for_budget,
     )
     try:
         tokens_before = counter.prompt_tokens(messages, checked_tools)
@@ -206,6 +216,11 @@ def govern(
             f"rule not met: {v['rule']} at message {v['index']}: {v['error']}"
             for v in report.violations
         ]
+    if messages and not governed:
+        report.notes.append(
+            "nothing left to send: no message of this history can be sent on its own "
+            "(e.g. tool results whose calls are not in it)"
+        )
     if prefill and not ctx.keep_prefill:
         report.notes.append(
             f"prefill asked for, but {entry.name} {model or ''} does not accept one"

@@ -179,9 +179,8 @@ def opening(messages: list[Message], ctx: Context) -> list[Message]:
     policy = _policy(ctx)
     first = next((i for i, m in enumerate(messages) if m.get("role") != "system"), None)
     if not messages:
-        at = 0
-        detail = "user message added: nothing else was left, and no provider takes an empty list"
-    elif first is None:
+        return messages  # nothing to send: the report names the rule (an empty request)
+    if first is None:
         if not policy.needs_user:
             return messages
         at = len(messages)

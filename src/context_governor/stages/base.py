@@ -11,6 +11,7 @@ from ..report import Action, Kind
 from ..tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from ..policies import CompactionPolicy
     from ..providers.policy import Policy
     from ..providers.target import Target
 
@@ -32,6 +33,8 @@ class Context:
     policy: Policy | None = None
     #: the trailing assistant message is a prefill the model accepts and the caller wants
     keep_prefill: bool = False
+    #: how the budget is spent (None: the cache policy; the nanobot profile ignores it)
+    compaction: CompactionPolicy | None = None
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

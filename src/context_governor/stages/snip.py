@@ -33,7 +33,9 @@ def legal_start(messages: Sequence[Message]) -> int:
     return start
 
 
-def _window_start(non_system: Sequence[Message], remaining: int, ctx: Context) -> int:
+def _window_start(
+    non_system: Sequence[Message], remaining: int, ctx: Context, keep_last_turn: bool
+) -> int:
     """Index into ``non_system`` where the kept suffix starts (len(non_system) = keep none)."""
     n = len(non_system)
     start, total = n, 0
@@ -56,6 +58,12 @@ def _window_start(non_system: Sequence[Message], remaining: int, ctx: Context) -
     if start == n:
         start = n - min(n, FALLBACK_KEEP)
         start += legal_start(non_system[start:])
+    if start == n and keep_last_turn:
+        # Nothing left (no user message, and the last messages are results of a call that
+        # was cut): keep the newest model turn whole rather than send nothing.
+        start = next(
+            (j for j in range(n - 1, -1, -1) if non_system[j].get("role") == "assistant"), n
+        )
     return start
 
 
@@ -67,9 +75,16 @@ def _split(messages: list[Message]) -> tuple[list[int], list[int]]:
     return systems, others
 
 
-def snip(messages: list[Message], ctx: Context, *, systems_first: bool = False) -> list[Message]:
+def snip(
+    messages: list[Message],
+    ctx: Context,
+    *,
+    systems_first: bool = False,
+    keep_last_turn: bool = True,
+) -> list[Message]:
     """Cut to ``ctx.budget``. ``systems_first`` moves all system messages to the front
-    (the seed does); otherwise they keep their relative positions."""
+    (the seed does); otherwise they keep their relative positions. ``keep_last_turn``
+    keeps the newest model turn when nothing else would be left (the seed sends nothing)."""
     budget = ctx.budget
     if not messages or budget is None or budget <= 0:
         return messages
@@ -85,7 +100,7 @@ def snip(messages: list[Message], ctx: Context, *, systems_first: bool = False) 
     system_tokens = sum(ctx.tokens(m) for m in systems)
     fixed = max(system_tokens, ctx.counter.prompt_tokens(systems, ctx.tools))
     remaining = max(0, budget - fixed)
-    start = _window_start(non_system, remaining, ctx)
+    start = _window_start(non_system, remaining, ctx, keep_last_turn)
     cut_at = other_idx[start] if start < len(other_idx) else len(messages)
 
     for index in other_idx[:start]:

@@ -1,0 +1,95 @@
+"""Compaction policies: how the token budget is spent.
+
+Two policies exist. ``seed`` is Nanobot's: microcompact every old tool result
+past the newest ten on every call, then snip the oldest messages to fit. It
+rewrites the middle of the history on almost every step, so the provider's
+prompt cache (which matches the longest unchanged prefix) keeps missing.
+
+``cache`` (the default for every provider profile) compacts rarely and in big
+steps: nothing changes while the request fits under ``trigger`` × budget; when
+it does not, old tool results are cleared (oldest first) and, if that is not
+enough, the oldest turns after the head are cut, down to ``target`` × budget.
+The steps in between only append to an unchanged prefix. Where to cut is
+decided from the history alone (see stages/compact.py), so any process, e.g.
+any replica of a proxy, gives the same answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+PolicyKind = Literal["seed", "cache"]
+
+#: Read as: the call succeeded, its output was removed for space, and here is how to
+#: get it back. It must not read like a failure: models retry failed calls.
+DEFAULT_PLACEHOLDER = (
+    "[Output of {name} ({chars} characters) was removed from the context to save space. "
+    "The call itself succeeded. Call {name} again if you need this output.]"
+)
+OFFLOAD_PLACEHOLDER = (
+    "[Output of {name} ({chars} characters) was moved out of the context to save space. "
+    "The call itself succeeded. The full output is in the file {path}; read it with "
+    "read_file if you need it.]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """How to spend the budget. See the module docstring; every field has a safe default.
+
+    ``trigger`` and ``target`` are shares of the budget (context window - max output -
+    safety buffer); ``min_savings`` is in tokens; ``min_chars`` is a tool result's size
+    below which it is never cleared; ``keep_recent`` tool results are always kept
+    verbatim; results of ``exclude_tools`` are never cleared; ``clear_arguments`` also
+    empties the arguments of the calls whose results were cleared; ``offload_dir``
+    keeps each cleared output in a file there, named after its call.
+    """
+
+    kind: PolicyKind = "cache"
+    trigger: float = 0.9
+    target: float = 0.6
+    min_savings: int = 2048
+    keep_recent: int = 10
+    min_chars: int = 500
+    exclude_tools: frozenset[str] = field(default_factory=frozenset)
+    clear_arguments: bool = False
+    placeholder: str = DEFAULT_PLACEHOLDER
+    offload_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("seed", "cache"):
+            raise ConfigError(f"compaction kind must be 'seed' or 'cache', got {self.kind!r}")
+        if not 0 < self.target <= self.trigger <= 1:
+            raise ConfigError(
+                f"compaction needs 0 < target <= trigger <= 1, got target={self.target!r} "
+                f"trigger={self.trigger!r}"
+            )
+        for name in ("min_savings", "keep_recent", "min_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        if not isinstance(self.exclude_tools, frozenset):
+            object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
+        if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
+            object.__setattr__(self, "offload_dir", Path(self.offload_dir))
+
+
+SEED = CompactionPolicy(kind="seed")
+CACHE = CompactionPolicy()
+
+
+def get_policy(policy: Any) -> CompactionPolicy:
+    """A policy from its name ("cache", "seed") or a CompactionPolicy."""
+    if isinstance(policy, CompactionPolicy):
+        return policy
+    if policy is None or policy == "cache":
+        return CACHE
+    if policy == "seed":
+        return SEED
+    raise ConfigError(
+        f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {policy!r}"
+    )
