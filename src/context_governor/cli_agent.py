@@ -1,0 +1,363 @@
+"""``context-governor run`` and ``context-governor demo``: the agent runner on the command line.
+
+``run`` drives a real model (any OpenAI-compatible server) with the built-in
+tools over a workspace; ``demo`` plays a scripted session offline. Both print,
+for every model call, what governance did to the request.
+
+Registered on the ``main`` group of cli.py. The runner, the HTTP client and the
+tools are imported inside the commands, so ``context-governor govern`` does
+not pay for them at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .cli import EXIT_BAD_INPUT, main
+from .cli_io import dumps
+from .errors import ContextGovernorError
+from .profiles import PROFILES
+
+if TYPE_CHECKING:
+    from .messages import Message
+    from .run_render import ProgressPrinter
+    from .runner import AgentRunner, RunResult
+
+#: Exit status of a run that did not end with an answer (model error, iteration limit).
+EXIT_RUN_FAILED = 1
+EXIT_INTERRUPTED = 130
+DEMO_WINDOW = 11_000
+DEFAULT_SYSTEM = (
+    "You are a coding agent. The workspace is your current directory; use the tools "
+    "(read_file, list_dir, grep, find_files, exec) to look before you answer, keep "
+    "tool calls focused, and answer concisely."
+)
+COMPACTIONS = ("cache", "seed")
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _err(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _out(text: str) -> None:
+    click.echo(text, nl=False)
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------- history file
+
+
+def read_history(path: Path) -> list[Message]:
+    """A saved conversation: a JSON list of messages or a body with ``messages``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ContextGovernorError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ContextGovernorError(f"{path}: not JSON ({exc})") from None
+    messages = data.get("messages") if isinstance(data, dict) else data
+    if not isinstance(messages, list):
+        raise ContextGovernorError(
+            f"{path}: expected a list of messages or an object with 'messages'"
+        )
+    return messages
+
+
+def write_history(path: Path, messages: list[Message]) -> None:
+    """Save atomically: an interrupted write must not destroy the conversation."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(dumps(messages, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _summary(result: RunResult) -> str:
+    usage = result.usage
+    tools = ", ".join(result.tools_used) or "none"
+    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
+    return (
+        f"{result.stop_reason} after {result.model_calls} model call(s); tools: {tools}; "
+        f"tokens: {usage.prompt_tokens:,} prompt{cached}, {usage.completion_tokens:,} completion"
+    )
+
+
+def _run_failure(result: RunResult) -> str:
+    from .llm import ModelConnectionError
+
+    if isinstance(result.exception, ModelConnectionError):
+        return (
+            f"{result.error}; is the server running? Point --base-url (or OPENAI_BASE_URL) "
+            f"at an OpenAI-compatible server"
+        )
+    if result.stop_reason == "max_iterations":
+        return (
+            f"stopped after {result.model_calls} model calls (--max-iterations) without an answer"
+        )
+    return result.error or result.stop_reason
+
+
+def _check_budget(context_window: int | None, max_output: int | None) -> None:
+    """A window that leaves no room for the prompt is a usage error, not a run to start."""
+    from .pipeline import DEFAULT_MAX_OUTPUT
+    from .stages.snip import SAFETY_BUFFER
+
+    if context_window is None:
+        return
+    reserve = max_output if max_output is not None else DEFAULT_MAX_OUTPUT
+    if context_window - reserve - SAFETY_BUFFER <= 0:
+        _fail(
+            f"--context-window {context_window} leaves no room for the prompt: the budget is "
+            f"the window - {reserve} (max output) - {SAFETY_BUFFER} (safety buffer)"
+        )
+
+
+async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | None) -> RunResult:
+    try:
+        return await runner.run(history)
+    finally:
+        # Also on Ctrl-C: what happened is saved, and the next run repairs it.
+        if save is not None:
+            try:
+                write_history(save, history + runner.new_messages)
+            except OSError as exc:
+                _err(f"error: cannot save the history to {save}: {exc.strerror or exc}")
+
+
+@main.command("run")
+@click.argument("task")
+@click.option("--model", required=True, help="Model name, as the server knows it.")
+@click.option(
+    "--base-url",
+    default=None,
+    help="OpenAI-compatible API base URL; default: $OPENAI_BASE_URL, else OpenAI. "
+    "The key comes from $OPENAI_API_KEY.",
+)
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="Directory the tools work in.",
+)
+@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="openai", show_default=True)
+@click.option(
+    "--compaction",
+    type=click.Choice(COMPACTIONS),
+    default=None,
+    help="How the budget is spent: 'cache' (default; compact rarely, keep the prompt cache) "
+    "or 'seed' (Nanobot's microcompact + snip on every call).",
+)
+@click.option(
+    "--context-window",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The model's context window in tokens; without it nothing is cut.",
+)
+@click.option(
+    "--max-output", type=click.IntRange(min=1), default=None, help="max_tokens of each call."
+)
+@click.option("--max-iterations", type=click.IntRange(min=1), default=40, show_default=True)
+@click.option("--tool-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
+@click.option("--no-exec", is_flag=True, help="Leave out the exec (shell) tool.")
+@click.option("--no-stream", is_flag=True, help="Wait for whole answers instead of streaming.")
+@click.option(
+    "--system", "system_prompt", default=None, help="System prompt of a new conversation."
+)
+@click.option(
+    "--history",
+    "history_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON file with the conversation so far; the task and the run's messages are "
+    "appended and saved back (also when interrupted).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show every governance action and note.")
+def run_command(
+    task: str,
+    model: str,
+    base_url: str | None,
+    workspace: Path,
+    profile: str,
+    compaction: str | None,
+    context_window: int | None,
+    max_output: int | None,
+    max_iterations: int,
+    tool_timeout: float,
+    no_exec: bool,
+    no_stream: bool,
+    system_prompt: str | None,
+    history_path: Path | None,
+    verbose: bool,
+) -> None:
+    """Run an agent on TASK with a real model and the built-in tools.
+
+    Before every model call the context is governed; each step prints the
+    tokens before and after and what was changed. The answer streams to
+    stdout, progress goes to stderr.
+
+    \b
+    Examples:
+      context-governor run "Why does test_expiry fail?" --model gpt-4o-mini --context-window 128000
+      context-governor run "List the TODOs" --model qwen2.5-coder \\
+          --base-url http://localhost:11434/v1 --workspace ~/src/app --history chat.json
+    """
+    from .governor import Governor
+    from .llm import OpenAICompatClient
+    from .run_render import ProgressPrinter
+    from .runner import AgentRunner
+    from .tools import builtin_tools
+
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    if url is None and not os.environ.get("OPENAI_API_KEY"):
+        _fail("no server given: set OPENAI_API_KEY for OpenAI, or --base-url for another server")
+    _check_budget(context_window, max_output)
+    history: list[Message] = []
+    if history_path is not None and not history_path.parent.is_dir():
+        _fail(f"--history {history_path}: the directory {history_path.parent} does not exist")
+    try:
+        if history_path is not None and history_path.exists():
+            history = read_history(history_path)
+        settings: dict[str, Any] = {"compaction": compaction} if compaction else {}
+        governor = Governor(
+            profile=profile,
+            model=model,
+            context_window=context_window,
+            max_output=max_output,
+            **settings,
+        )
+        tools = builtin_tools(workspace, exec_timeout=tool_timeout, allow_exec=not no_exec)
+    except ContextGovernorError as exc:
+        _fail(str(exc))
+        return
+    if not any(m.get("role") == "system" for m in history if isinstance(m, dict)):
+        history = [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM}, *history]
+    history.append({"role": "user", "content": task})
+
+    printer = ProgressPrinter(_err, _out, verbose=verbose)
+
+    def on_retry(error: Exception, attempt: int, wait: float) -> None:
+        printer.info(f"  model call failed ({error}); retry {attempt} in {wait:.1f}s")
+
+    client = OpenAICompatClient(model, base_url=url, stream=not no_stream, on_retry=on_retry)
+    runner = AgentRunner(
+        client,
+        tools,
+        governor,
+        max_iterations=max_iterations,
+        tool_timeout=tool_timeout,
+        hooks=printer.hooks(),
+    )
+
+    async def go() -> RunResult:
+        async with client:
+            return await _run_agent(runner, history, history_path)
+
+    try:
+        result = asyncio.run(go())
+    except KeyboardInterrupt:
+        printer.end_text()
+        saved = f"; history saved to {history_path}" if history_path else ""
+        _err(f"interrupted{saved}")
+        sys.exit(EXIT_INTERRUPTED)
+    except ContextGovernorError as exc:
+        _fail(str(exc))
+        return
+    printer.end_text()  # the answer itself reached stdout through on_text
+    for event in result.events:
+        _err(f"warning: {event}")
+    _err(_summary(result))
+    if result.stop_reason not in ("completed", "length"):
+        _fail(_run_failure(result), EXIT_RUN_FAILED)
+
+
+# --------------------------------------------------------------------------- demo
+
+
+def _demo_footer(summary: Any, printer: ProgressPrinter, provider: str) -> None:
+    from .demo import SEED_STAGES
+
+    acted = summary.stage_actions
+    shown = [s for s in SEED_STAGES if acted[s]] + sorted(set(acted) - set(SEED_STAGES))
+    printer.info("")
+    printer.info("stages that acted: " + ", ".join(f"{s} ({acted[s]})" for s in shown))
+    if summary.missing_stages:
+        printer.info("stages that did not act: " + ", ".join(summary.missing_stages))
+    before = sum(r.tokens_before for r in summary.reports)
+    after = sum(r.tokens_after for r in summary.reports)
+    printer.info(
+        f"{summary.requests} model calls: {before:,} tokens of history, {after:,} sent "
+        f"({1 - after / max(before, 1):.0%} less); "
+        + (
+            f"every request passed the {provider} rules"
+            if not summary.violations
+            else f"{summary.violations} rule violations!"
+        )
+    )
+
+
+@main.command("demo")
+@click.option(
+    "--context-window",
+    type=click.IntRange(min=3000),
+    default=DEMO_WINDOW,
+    show_default=True,
+    help="Small on purpose, so that snipping starts after a few file reads.",
+)
+@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="openai", show_default=True)
+@click.option(
+    "--compaction",
+    type=click.Choice(COMPACTIONS),
+    default="seed",
+    show_default=True,
+    help="'seed' shows the seed pipeline's stages; 'cache' the cache-friendly policy.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show every governance action and note.")
+def demo_command(context_window: int, profile: str, compaction: str, verbose: bool) -> None:
+    """Play an offline agent session that makes every governance stage act.
+
+    A scripted model drives the real built-in tools over a small sample project
+    (written to a temporary directory). Along the way the user cancels a run,
+    the model server fails once, and the app restarts from a trimmed history —
+    each a reason for one of the pipeline's repairs.
+    """
+    from .demo import run_demo, write_project
+    from .run_render import ProgressPrinter
+
+    printer = ProgressPrinter(click.echo, _out, verbose=verbose)
+    with tempfile.TemporaryDirectory(prefix="context-governor-demo-") as tmp:
+        workspace = Path(tmp)
+        write_project(workspace)
+        click.echo(f"sample project written to a temporary directory ({workspace.name})")
+        click.echo(f"profile {profile}, compaction {compaction}, context window {context_window:,}")
+        try:
+            summary = asyncio.run(
+                run_demo(
+                    workspace,
+                    printer,
+                    context_window=context_window,
+                    profile=profile,
+                    compaction=compaction,
+                )
+            )
+        except ContextGovernorError as exc:
+            _fail(str(exc))
+            return
+    provider = PROFILES[profile].provider or "openai"
+    _demo_footer(summary, printer, provider)
+    if summary.violations:
+        sys.exit(EXIT_RUN_FAILED)

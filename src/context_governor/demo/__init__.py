@@ -1,0 +1,5 @@
+"""``context-governor demo``: an offline agent session that shows every pipeline stage at work."""
+
+from .session import SEED_STAGES, DemoSummary, run_demo, trim_like_a_store, turns, write_project
+
+__all__ = ["SEED_STAGES", "DemoSummary", "run_demo", "trim_like_a_store", "turns", "write_project"]
