@@ -6,9 +6,12 @@ rewrites the middle of the history on almost every step, so the provider's
 prompt cache (which matches the longest unchanged prefix) keeps missing.
 
 ``cache`` (the default for every provider profile) compacts rarely and in big
-steps: nothing changes while the request fits under ``trigger`` × budget; when
-it does not, old tool results are cleared (oldest first) and, if that is not
-enough, the oldest turns after the head are cut, down to ``target`` × budget.
+steps: nothing changes while the request fits under the trigger (95% of the
+budget, at most 100k tokens); when it does not, old tool results are cleared
+(oldest first) and, if that is not enough, the oldest turns after the head are
+cut, down to the target (30% of the budget, at most 20k tokens). The low target
+is deliberate: each compaction costs one cache miss of what remains, so a deep
+cut that buys many append-only steps is cheaper than many shallow ones.
 The steps in between only append to an unchanged prefix. Where to cut is
 decided from the history alone (see stages/compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
@@ -50,8 +53,13 @@ class CompactionPolicy:
     """
 
     kind: PolicyKind = "cache"
-    trigger: float = 0.9
-    target: float = 0.6
+    trigger: float = 0.95
+    target: float = 0.3
+    #: Caps in tokens, whatever the window. Past ~100k tokens a request costs more, even
+    #: cached, than the cache misses compaction causes (100k is also the default trigger
+    #: of Anthropic's context editing). Measured in bench/ (docs/benchmarks.md).
+    trigger_tokens: int | None = 100_000
+    target_tokens: int | None = 20_000
     min_savings: int = 2048
     keep_recent: int = 10
     min_chars: int = 500
@@ -68,6 +76,12 @@ class CompactionPolicy:
                 f"compaction needs 0 < target <= trigger <= 1, got target={self.target!r} "
                 f"trigger={self.trigger!r}"
             )
+        for name in ("trigger_tokens", "target_tokens"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            ):
+                raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
         for name in ("min_savings", "keep_recent", "min_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -76,6 +90,16 @@ class CompactionPolicy:
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
             object.__setattr__(self, "offload_dir", Path(self.offload_dir))
+
+    def thresholds(self, budget: int) -> tuple[int, int]:
+        """(trigger, target) in tokens for ``budget``."""
+        trigger = int(self.trigger * budget)
+        target = int(self.target * budget)
+        if self.trigger_tokens is not None:
+            trigger = min(trigger, self.trigger_tokens)
+        if self.target_tokens is not None:
+            target = min(target, self.target_tokens)
+        return trigger, min(target, trigger)
 
 
 SEED = CompactionPolicy(kind="seed")
@@ -90,6 +114,4 @@ def get_policy(policy: Any) -> CompactionPolicy:
         return CACHE
     if policy == "seed":
         return SEED
-    raise ConfigError(
-        f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {policy!r}"
-    )
+    raise ConfigError(f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {policy!r}")

@@ -182,9 +182,9 @@ class _Replay:
         """The request made with the history up to ``j``: compact if it is over the trigger."""
         self.advance(j)
         policy, budget = self.policy, self.budget
-        if self.total <= policy.trigger * budget:
+        trigger, goal = policy.thresholds(budget)
+        if self.total <= trigger:
             return
-        goal = int(policy.target * budget)
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -249,8 +249,12 @@ def _offload(directory: Path, message: Message) -> str:
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)
         content = message.get("content")
-        text = content if isinstance(content, str) else "\n".join(
-            str(p.get("text", "")) for p in text_parts(content) if isinstance(p, dict)
+        text = (
+            content
+            if isinstance(content, str)
+            else "\n".join(
+                str(p.get("text", "")) for p in text_parts(content) if isinstance(p, dict)
+            )
         )
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".txt")
         try:
@@ -327,7 +331,8 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         out = _clear_arguments(out, cleared_calls, ctx)
     ctx.notes.append(
         f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
-        f"{plan.compactions[-1]}; {len(plan.cleared)} tool results cleared, "
+        f"{plan.compactions[-1]}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool results "
+        "cleared, "
         f"{sum(1 for i in range(plan.head, plan.cut) if not plan.kept(i, messages[i]))} "
         "messages cut"
     )
@@ -360,7 +365,8 @@ def _clear_arguments(messages: list[Message], call_ids: set[str], ctx: Context) 
             continue
         new_calls = [
             {**c, "function": {**c.get("function", {}), "arguments": "{}"}}
-            if isinstance(c, dict) and str(c.get("id")) in call_ids
+            if isinstance(c, dict)
+            and str(c.get("id")) in call_ids
             and isinstance(c.get("function"), dict)
             else c
             for c in calls
