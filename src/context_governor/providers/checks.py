@@ -243,15 +243,15 @@ def turn_alternation(messages: list[Message]) -> Iterator[Finding]:
     consecutive tool results form one turn, and so does user text right after them
     (RULEBOOK §0: `user` right after `tool` is accepted, merged, by Gemini and Bedrock)."""
     previous: str | None = None
+    previous_role: Any = None
     for i, m in enumerate(messages):
         role = m.get("role")
         if role == "system":
-            continue
+            continue  # hoisted: no turn, and no boundary between the turns around it
         turn = "user" if role in ("user", "tool") else "assistant"
-        after_tool = i > 0 and messages[i - 1].get("role") == "tool"
-        if turn == previous and not (after_tool and role in ("tool", "user")):
+        if turn == previous and not (previous_role == "tool" and role in ("tool", "user")):
             yield i, {"role": turn}
-        previous = turn
+        previous, previous_role = turn, role
 
 
 def ends_with_assistant(messages: list[Message]) -> Iterator[Finding]:

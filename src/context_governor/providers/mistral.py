@@ -86,6 +86,8 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
 
 POLICY = Policy(
     id_style="mistral",
+    # a system message may not come last (MI-3) nor right after a tool result (MI-2)
+    system="merge_front",
     user_before_tool_call_opening=True,
     needs_user=True,
     bridge_user_after_tool=True,

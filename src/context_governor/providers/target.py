@@ -101,8 +101,10 @@ def template_family(target: Target) -> str:
     if "llama-3" in model or "llama3" in model:
         return "llama3"
     if "mistral" in model or "mixtral" in model:
-        # v0.1/v0.2 templates have no tool support; v0.3 and later ones do.
-        return "mistral_v02" if re.search(r"v0\.[12]\b", model) else "mistral"
+        # v0.1/v0.2 templates have no tool support; v0.3 and later ones do, and so does
+        # Mixtral-8x22B-Instruct-v0.1, which ships the v0.3 template.
+        old = re.search(r"v0\.[12]\b", model) and "8x22b" not in model
+        return "mistral_v02" if old else "mistral"
     if "gemma-3" in model or "gemma3" in model:
         return "gemma3"
     if "gemma" in model:
