@@ -97,7 +97,8 @@ def _ungoverned(replay: Replay, window: int) -> StepFn:
 CONFIGS: list[Config] = [
     Config("full history (no governance)", _ungoverned),
     governor("nanobot (seed)", profile="nanobot"),
-    governor("openai (default)", profile="openai"),
+    governor("openai, compaction='seed'", profile="openai", compaction="seed"),
+    governor("openai (default: compaction='cache')", profile="openai"),
 ]
 
 

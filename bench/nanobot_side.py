@@ -3,7 +3,7 @@
 Run with the reference interpreter, never with ours (nanobot lives only in
 ``.venv-ref``)::
 
-    .venv-ref/bin/python bench/nanobot_side.py REPLAYS.json > timings.json
+    .venv-ref/bin/python bench/nanobot_side.py REPLAYS.json   # commands on stdin
 
 The pipeline is exactly the one the differential test checks our ``nanobot``
 profile against: ``tests/reference/nanobot_oracle.py``'s ``_governed`` (what
@@ -12,24 +12,29 @@ microcompact, snip, orphans, backfill -- then the provider layer's
 ``_enforce_role_alternation``), called through nanobot's own functions. It is
 imported from there rather than copied so that the two cannot drift apart.
 
-Input (JSON, written by ``bench/speed.py``)::
+Input: a JSON file (written by ``bench/speed.py``)::
 
-    {"context_window": int, "max_output": int, "repeats": int, "memory": bool,
+    {"context_window": int, "max_output": int,
      "warmup": <replay>, "replays": [<replay>, ...], "histories": [<replay>, ...]}
 
 where a replay is ``{"name", "model", "tools", "steps": [[message, ...], ...]}``.
-Each replay in ``replays`` is one repeat of the session: its history grows
-step by step in one list, and every step is timed once with
-``time.perf_counter_ns`` (gc enabled, warm-up excluded). Each replay in
-``histories`` is a single long history governed once, cold.
+After importing nanobot and running the warm-up replay (not timed), the script
+prints one line ``{"ready": true, "python": ..., "nanobot": ...}`` and then serves
+one command per stdin line, answering each with one JSON line, so that the caller
+can interleave Nanobot's repeats with its own (a busy machine then slows both alike):
 
-Output (JSON on stdout): ``{"python", "nanobot", "steps_ns": [[int, ...] per
-repeat], "first_call_ns": [int, ...], "peak_bytes": int | null}``. Progress goes
-to stderr.
+* ``replay I`` -> ``{"steps_ns": [int, ...]}``: replay I, its history growing step
+  by step in one list, every step timed once with ``time.perf_counter_ns`` (gc
+  enabled, one collection before the replay);
+* ``history I`` -> ``{"ns": int}``: one cold call on the whole of history I;
+* ``memory I`` -> ``{"peak_bytes": int}``: tracemalloc peak while replaying replay I.
+
+Progress goes to stderr.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import importlib.util
 import json
@@ -103,6 +108,37 @@ class _Side:
         return time.perf_counter_ns() - start
 
 
+def _serve(side: _Side, job: dict[str, Any]) -> None:
+    for line in sys.stdin:
+        command, _, arg = line.strip().partition(" ")
+        if not command:
+            continue
+        index = int(arg)
+        answer: dict[str, Any]
+        if command == "replay":
+            replay = job["replays"][index]
+            _progress(f"replay {index + 1}/{len(job['replays'])} ({len(replay['steps'])} steps)")
+            gc.collect()
+            answer = {"steps_ns": side.replay(replay)}
+        elif command == "history":
+            _progress(f"long history {index + 1}/{len(job['histories'])}")
+            gc.collect()
+            answer = {"ns": side.first_call(job["histories"][index])}
+        elif command == "memory":
+            _progress("memory pass (tracemalloc)")
+            gc.collect()
+            tracemalloc.start()
+            try:
+                side.replay(job["replays"][index])
+                answer = {"peak_bytes": tracemalloc.get_traced_memory()[1]}
+            finally:
+                tracemalloc.stop()
+        else:
+            answer = {"error": f"unknown command {command!r}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -114,32 +150,16 @@ def main(argv: list[str]) -> int:
         oracle._check_real_tiktoken()
         side = _Side(oracle, job["context_window"], job["max_output"])
         side.replay(job["warmup"])
-        steps_ns: list[list[int]] = []
-        for i, replay in enumerate(job["replays"], 1):
-            _progress(f"replay {i}/{len(job['replays'])} ({len(replay['steps'])} steps)")
-            steps_ns.append(side.replay(replay))
-        first_call_ns: list[int] = []
-        for i, replay in enumerate(job["histories"], 1):
-            _progress(f"long history {i}/{len(job['histories'])}")
-            first_call_ns.append(side.first_call(replay))
-        peak: int | None = None
-        if job.get("memory") and job["replays"]:
-            _progress("memory pass (tracemalloc)")
-            tracemalloc.start()
-            side.replay(job["replays"][0])
-            peak = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
+        ready = {
+            "ready": True,
+            "python": platform.python_version(),
+            "nanobot": importlib.metadata.version("nanobot-ai"),
+        }
+        sys.stdout.write(json.dumps(ready) + "\n")
+        sys.stdout.flush()
+        _serve(side, job)
     finally:
         shutil.rmtree(oracle._CACHE_DIR, ignore_errors=True)
-    result = {
-        "python": platform.python_version(),
-        "nanobot": importlib.metadata.version("nanobot-ai"),
-        "steps_ns": steps_ns,
-        "first_call_ns": first_call_ns,
-        "peak_bytes": peak,
-    }
-    json.dump(result, sys.stdout)
-    sys.stdout.write("\n")
     return 0
 
 

@@ -303,20 +303,25 @@ METHOD = """\
   governs the whole persisted history (one list, extended in place) before the next call.
 - **Timing** (`bench/speed.py`): `time.perf_counter_ns` around each call, each step once
   in sequence, gc enabled (one collection before each replay and each first call, so the
-  generator's garbage is not billed to governance), after a warm-up on another session. The replay is repeated
-  with fresh tool-call ids each time (so no repeat is served by a token cache the previous
-  one filled); a step's figure is the median across repeats. *Steady state* is every step
-  after the first 10%. Ratios to `json.dumps` are medians of per-step ratios.
-- **Contenders**: `Governor` (profile `openai`, model `gpt-4o`, o200k_base counter,
-  `max_output` 4096) and the stateless `govern()` with the same settings; Nanobot 0.2.2's
-  own pipeline (`AgentRunner` orphans/backfill/microcompact/snip/orphans/backfill, then
-  `LLMProvider._enforce_role_alternation`, cl100k_base) run by `bench/nanobot_side.py` in
-  `.venv-ref`; LangChain `trim_messages` (langchain-core, `token_counter="approximate"`,
-  `strategy="last"`, `include_system=True`, `start_on="human"`, `end_on=("human", "tool")`,
-  same budget) on messages converted once with `convert_to_messages` -- converting each
-  step's new messages is timed separately (*LangChain conversion*) and not included in
-  the trim time; `json.dumps` of the request body `{model, messages, tools}`, for the
-  messages actually sent (the Governor's output) and for the whole history.
+  generator's garbage is not billed to governance), after a warm-up on another session.
+  The in-process contenders are interleaved step by step (at each step each one governs
+  its own history in turn) and Nanobot's repeats alternate with ours, so that load from
+  elsewhere on the machine slows all of them alike. The replay is repeated with fresh
+  tool-call ids each time (no repeat is served by a token cache that an earlier one
+  filled; `govern()` gets ids of its own); a step's figure is the median across repeats.
+  *Steady state* is every step after the first 10%. Ratios to `json.dumps` are medians of
+  per-step ratios.
+- **Contenders**: `Governor` (profile `openai` with its default compaction policy, model
+  `gpt-4o`, o200k_base counter, `max_output` 4096) and the stateless `govern()` with the
+  same settings; Nanobot 0.2.2's own pipeline (`AgentRunner` orphans, backfill,
+  microcompact, snip, orphans, backfill, then `LLMProvider._enforce_role_alternation`;
+  cl100k_base) run by `bench/nanobot_side.py` in `.venv-ref`; LangChain `trim_messages`
+  (langchain-core, `token_counter="approximate"`, `strategy="last"`,
+  `include_system=True`, `start_on="human"`, `end_on=("human", "tool")`, same budget) on
+  messages converted once with `convert_to_messages` -- converting each step's new
+  messages is timed separately (*LangChain conversion*) and not included in the trim
+  time; `json.dumps` of the request body `{model, messages, tools}`, for the messages
+  actually sent (the Governor's output) and for the whole history.
 - **First call**: a fresh `Governor` (and a `govern()` call) on a 10,000-message history
   never seen before (cold token cache), against one `json.dumps` of that history's body.
 - **Memory**: tracemalloc. *Kept* = bytes still allocated after a whole replay by a fresh
@@ -351,6 +356,11 @@ def render(speed: SpeedResult, runs: Sequence[Run], steps: int, elapsed: float) 
         f"{m['implementation']} {m['python']} on {m['platform']} ({m['machine']}), "
         f"{m['cpu_count']} CPUs"
     )
+    if m.get("load") and m.get("load_end"):
+        machine += (
+            f", load average {m['load'][0]:.1f} at the start and {m['load_end'][0]:.1f} at the "
+            "end of the speed run"
+        )
     parts = [
         "# Benchmarks",
         "",

@@ -204,7 +204,7 @@ def langchain_available() -> bool:
 
 def time_langchain(replay: Replay, budget: int) -> tuple[list[int], list[int]]:
     """(conversion ns, trim ns) per step. Conversion covers only the step's new messages."""
-    from langchain_core.messages import BaseMessage, convert_to_messages, trim_messages
+    from langchain_core.messages import BaseMessage, convert_to_messages
 
     gc.collect()
     clock = time.perf_counter_ns
@@ -215,15 +215,7 @@ def time_langchain(replay: Replay, budget: int) -> tuple[list[int], list[int]]:
         start = clock()
         state.extend(convert_to_messages(step))
         mid = clock()
-        trim_messages(
-            state,
-            max_tokens=budget,
-            token_counter="approximate",
-            strategy="last",
-            include_system=True,
-            start_on="human",
-            end_on=("human", "tool"),
-        )
+        trim(state, budget)
         end = clock()
         convert_ns.append(mid - start)
         trim_ns.append(end - mid)
@@ -240,40 +232,85 @@ def ref_python() -> Path | None:
     return path if path.exists() else None
 
 
-def run_nanobot(
-    python: Path,
-    *,
-    window: int,
-    warmup: Replay,
-    replays: Sequence[Replay],
-    histories: Sequence[Replay],
-    memory: bool,
-) -> dict[str, Any]:
-    """Time nanobot's pipeline in its own interpreter; returns nanobot_side's JSON."""
-    job = {
-        "context_window": window,
-        "max_output": MAX_OUTPUT,
-        "memory": memory,
-        "warmup": warmup.to_json(),
-        "replays": [r.to_json() for r in replays],
-        "histories": [h.to_json() for h in histories],
-    }
-    with tempfile.TemporaryDirectory(prefix="cg-bench-") as tmp:
-        path = Path(tmp) / "replays.json"
+class NanobotProcess:
+    """``bench/nanobot_side.py`` in the reference interpreter, serving one command a line.
+
+    Its replays are asked for one at a time so that they can be interleaved with
+    ours: load from other processes on the machine then slows both alike.
+    """
+
+    def __init__(
+        self,
+        python: Path,
+        *,
+        window: int,
+        warmup: Replay,
+        replays: Sequence[Replay],
+        histories: Sequence[Replay],
+    ) -> None:
+        job = {
+            "context_window": window,
+            "max_output": MAX_OUTPUT,
+            "warmup": warmup.to_json(),
+            "replays": [r.to_json() for r in replays],
+            "histories": [h.to_json() for h in histories],
+        }
+        self._tmp = tempfile.TemporaryDirectory(prefix="cg-bench-")
+        path = Path(self._tmp.name) / "replays.json"
         path.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
         del job
-        proc = subprocess.run(
+        self._proc = subprocess.Popen(
             [str(python), str(NANOBOT_SIDE), str(path)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # nanobot_side's progress goes straight to our stderr
             text=True,
             encoding="utf-8",
-            check=False,
         )
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench/nanobot_side.py exited with {proc.returncode}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
+        ready = self._read()
+        self.python: str = ready["python"]
+        self.version: str = ready["nanobot"]
+
+    def _read(self) -> dict[str, Any]:
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line:
+            code = self._proc.wait()
+            raise RuntimeError(f"bench/nanobot_side.py exited with {code}")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"bench/nanobot_side.py: {answer['error']}")
+        return answer
+
+    def _ask(self, command: str) -> dict[str, Any]:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(command + "\n")
+        self._proc.stdin.flush()
+        return self._read()
+
+    def replay(self, index: int) -> list[int]:
+        steps: list[int] = self._ask(f"replay {index}")["steps_ns"]
+        return steps
+
+    def first_call(self, index: int) -> int:
+        return int(self._ask(f"history {index}")["ns"])
+
+    def peak(self, index: int) -> int:
+        return int(self._ask(f"memory {index}")["peak_bytes"])
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> NanobotProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # ----------------------------------------------------------------------------- memory
@@ -378,9 +415,77 @@ def source_info() -> str:
     return f"commit {commit}" + (" with uncommitted changes in src/" if dirty else "")
 
 
+def trim(messages: list[Any], budget: int) -> list[Any]:
+    """LangChain's trim_messages with the documented recipe for agents."""
+    from langchain_core.messages import trim_messages
+
+    return trim_messages(
+        messages,
+        max_tokens=budget,
+        token_counter="approximate",
+        strategy="last",
+        include_system=True,
+        start_on="human",
+        end_on=("human", "tool"),
+    )
+
+
+def interleaved_repeat(
+    replay: Replay, fresh: Replay, window: int, *, langchain: bool
+) -> dict[str, list[int]]:
+    """One repeat of every in-process contender, interleaved step by step.
+
+    At each step every contender is timed once on its own history, one after the
+    other, so that a burst of load elsewhere on the machine hits all of them alike.
+    ``govern()`` runs on ``fresh`` (same session, other ids): the Governor's calls
+    fill the process-wide token cache with ``replay``'s messages.
+    """
+    budget = window - MAX_OUTPUT - 1024
+    gov = governor_fn(replay, window)
+    stateless = govern_fn(fresh, window)
+    labels = ["Governor", "govern()", "json.dumps (sent body)", "json.dumps (whole history)"]
+    if langchain:
+        from langchain_core.messages import BaseMessage, convert_to_messages
+
+        labels += ["LangChain trim_messages", "LangChain conversion"]
+        state: list[BaseMessage] = []
+    out: dict[str, list[int]] = {label: [] for label in labels}
+    history: list[Message] = []
+    other: list[Message] = []
+    clock = time.perf_counter_ns
+    gc.collect()
+    for step, fresh_step in zip(replay.steps, fresh.steps, strict=True):
+        history.extend(step)
+        other.extend(fresh_step)
+        start = clock()
+        result = gov(history)
+        out["Governor"].append(clock() - start)
+        start = clock()
+        stateless(other)
+        out["govern()"].append(clock() - start)
+        sent = body(replay, result.messages)
+        start = clock()
+        json.dumps(sent)
+        out["json.dumps (sent body)"].append(clock() - start)
+        whole = body(replay, history)
+        start = clock()
+        json.dumps(whole)
+        out["json.dumps (whole history)"].append(clock() - start)
+        if langchain:
+            start = clock()
+            state.extend(convert_to_messages(step))
+            mid = clock()
+            trim(state, budget)
+            end = clock()
+            out["LangChain conversion"].append(mid - start)
+            out["LangChain trim_messages"].append(end - mid)
+    return out
+
+
 def machine_info() -> dict[str, Any]:
     return {
         "source": source_info(),
+        "load": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(terse=True),
@@ -402,124 +507,102 @@ def run_speed(
     """The whole speed benchmark; progress on stderr."""
     from .sessions import describe
 
+    machine = machine_info()
     budget = window - MAX_OUTPUT - 1024
     replays = [coding_session(steps, variant=r) for r in range(repeats)]
     warmup = coding_session(min(steps, 30), seed=SEED + 1)
+    histories = [long_history(history_messages, variant=100 + r) for r in range(repeats)]
+    hist_json = len(json.dumps(body(histories[0], histories[0].messages)).encode())
     notes: list[str] = []
-    series = {
-        label: Series(label)
-        for label in (
-            "Governor",
-            "govern()",
-            "json.dumps (sent body)",
-            "json.dumps (whole history)",
-        )
-    }
-
-    progress("warm-up (a different session: loads encodings and code paths)")
-    for make in (governor_fn, govern_fn):
-        time_replay(make(warmup, window), warmup)
     use_langchain = langchain and langchain_available()
     if langchain and not use_langchain:
         notes.append("langchain-core is not installed (pip install -e '.[bench]'): skipped")
-    if use_langchain:
-        series["LangChain trim_messages"] = Series("LangChain trim_messages")
-        series["LangChain conversion"] = Series("LangChain conversion")
-        time_langchain(warmup, budget)
-
-    for r, replay in enumerate(replays, 1):
-        progress(f"repeat {r}/{repeats}: Governor")
-        governor_ns, sent = time_and_keep(governor_fn(replay, window), replay)
-        series["Governor"].runs.append(governor_ns)
-        progress(f"repeat {r}/{repeats}: json.dumps")
-        series["json.dumps (sent body)"].runs.append(time_dumps(replay, sent))
-        series["json.dumps (whole history)"].runs.append(
-            time_dumps(replay, (list(h) for h in replay.histories()))
-        )
-        # govern() gets a fresh variant's ids: the Governor's run filled the token cache.
-        fresh = coding_session(steps, variant=repeats + r)
-        progress(f"repeat {r}/{repeats}: govern()")
-        series["govern()"].runs.append(time_replay(govern_fn(fresh, window), fresh))
-        if use_langchain:
-            progress(f"repeat {r}/{repeats}: LangChain trim_messages")
-            convert_ns, trim_ns = time_langchain(replay, budget)
-            series["LangChain conversion"].runs.append(convert_ns)
-            series["LangChain trim_messages"].runs.append(trim_ns)
-
-    first_call: dict[str, list[int]] = {}
-    progress(f"long history: {history_messages} messages, first call")
-    histories = [long_history(history_messages, variant=100 + r) for r in range(repeats)]
-    hist_json = len(json.dumps(body(histories[0], histories[0].messages)).encode())
-    for label, make in (("Governor", governor_fn), ("govern()", govern_fn)):
-        first_call[label] = []
-        for r in range(repeats):
-            # a variant of its own for each contender and repeat: a cold token cache
-            history = long_history(history_messages, variant=200 + 10 * len(first_call) + r)
-            fn = make(history, window)
-            gc.collect()  # the generator's garbage is not the governor's
-            start = time.perf_counter_ns()
-            fn(history.messages)
-            first_call[label].append(time.perf_counter_ns() - start)
-    first_call["json.dumps (whole history)"] = [min(time_dumps(h, [h.messages])) for h in histories]
-    if use_langchain:
-        from langchain_core.messages import convert_to_messages, trim_messages
-
-        convert, trim = [], []
-        for h in histories:
-            gc.collect()
-            start = time.perf_counter_ns()
-            converted = convert_to_messages(h.messages)
-            mid = time.perf_counter_ns()
-            trim_messages(
-                converted,
-                max_tokens=budget,
-                token_counter="approximate",
-                strategy="last",
-                include_system=True,
-                start_on="human",
-                end_on=("human", "tool"),
-            )
-            convert.append(mid - start)
-            trim.append(time.perf_counter_ns() - mid)
-        first_call["LangChain conversion"] = convert
-        first_call["LangChain trim_messages"] = trim
-
     python = ref_python() if nanobot else None
     if nanobot and python is None:
         notes.append("nanobot reference environment (.venv-ref) not found: Nanobot skipped")
+
+    nano: NanobotProcess | None = None
     if python is not None:
-        progress("Nanobot 0.2.2 in its own environment (slow)")
-        answer = run_nanobot(
-            python,
-            window=window,
-            warmup=warmup,
-            replays=replays,
-            histories=histories,
-            memory=memory,
+        progress("starting Nanobot 0.2.2 in its own environment (import and warm-up)")
+        nano = NanobotProcess(
+            python, window=window, warmup=warmup, replays=replays, histories=histories
         )
-        series["Nanobot 0.2.2"] = Series(
-            "Nanobot 0.2.2", answer["steps_ns"], answer.get("peak_bytes")
-        )
-        first_call["Nanobot 0.2.2"] = answer["first_call_ns"]
-        if answer["python"] != platform.python_version():
-            notes.append(f"Nanobot ran on Python {answer['python']}")
-    del histories
+        if nano.python != platform.python_version():
+            notes.append(f"Nanobot ran on Python {nano.python}")
+    try:
+        progress("warm-up (a different session: loads encodings and code paths)")
+        other_warmup = coding_session(len(warmup.steps), seed=SEED + 2)
+        interleaved_repeat(warmup, other_warmup, window, langchain=use_langchain)
+        series: dict[str, Series] = {}
+        for r, replay in enumerate(replays):
+            progress(f"repeat {r + 1}/{repeats}: Governor, govern(), json.dumps, LangChain")
+            fresh = coding_session(steps, variant=repeats + r)
+            for label, times in interleaved_repeat(
+                replay, fresh, window, langchain=use_langchain
+            ).items():
+                series.setdefault(label, Series(label)).runs.append(times)
+            del fresh
+            if nano is not None:
+                progress(f"repeat {r + 1}/{repeats}: Nanobot 0.2.2")
+                series.setdefault("Nanobot 0.2.2", Series("Nanobot 0.2.2")).runs.append(
+                    nano.replay(r)
+                )
 
-    mem: Memory | None = None
-    if memory:
-        progress("memory: Governor (tracemalloc, a fresh variant)")
-        mem = measure_memory(governor_fn, coding_session(steps, variant=50), window)
-        series["Governor"].peak_bytes = mem.peak_bytes
-        progress("memory: govern() peak")
-        g_replay = coding_session(steps, variant=51)
-        g_fn = govern_fn(g_replay, window)
-        series["govern()"].peak_bytes = measure_peak(lambda: time_replay(g_fn, g_replay))
-        if use_langchain:
-            progress("memory: LangChain peak")
-            series["LangChain trim_messages"].peak_bytes = measure_peak(
-                lambda: time_langchain(replays[0], budget)
+        progress(f"long history: {history_messages:,} messages, first call")
+        first_call: dict[str, list[int]] = {}
+        for r, history in enumerate(histories):
+            for offset, label, make in (
+                (200, "Governor", governor_fn),
+                (300, "govern()", govern_fn),
+            ):
+                # a variant of its own for each contender and repeat: a cold token cache
+                cold = long_history(history_messages, variant=offset + r)
+                fn = make(cold, window)
+                gc.collect()  # the generator's garbage is not the governor's
+                start = time.perf_counter_ns()
+                fn(cold.messages)
+                first_call.setdefault(label, []).append(time.perf_counter_ns() - start)
+                del cold, fn
+            first_call.setdefault("json.dumps (whole history)", []).extend(
+                time_dumps(history, [history.messages])
             )
+            if use_langchain:
+                from langchain_core.messages import convert_to_messages
 
+                gc.collect()
+                start = time.perf_counter_ns()
+                converted = convert_to_messages(history.messages)
+                mid = time.perf_counter_ns()
+                trim(converted, budget)
+                end = time.perf_counter_ns()
+                first_call.setdefault("LangChain conversion", []).append(mid - start)
+                first_call.setdefault("LangChain trim_messages", []).append(end - mid)
+                del converted
+            if nano is not None:
+                first_call.setdefault("Nanobot 0.2.2", []).append(nano.first_call(r))
+
+        mem: Memory | None = None
+        if memory:
+            progress("memory: Governor (tracemalloc, a fresh variant)")
+            mem = measure_memory(governor_fn, coding_session(steps, variant=50), window)
+            series["Governor"].peak_bytes = mem.peak_bytes
+            progress("memory: govern() peak")
+            g_replay = coding_session(steps, variant=51)
+            g_fn = govern_fn(g_replay, window)
+            series["govern()"].peak_bytes = measure_peak(lambda: time_replay(g_fn, g_replay))
+            if use_langchain:
+                progress("memory: LangChain peak")
+                series["LangChain trim_messages"].peak_bytes = measure_peak(
+                    lambda: time_langchain(replays[0], budget)
+                )
+            if nano is not None:
+                progress("memory: Nanobot 0.2.2 peak")
+                series["Nanobot 0.2.2"].peak_bytes = nano.peak(0)
+    finally:
+        if nano is not None:
+            nano.close()
+
+    machine["load_end"] = machine_info()["load"]
     return SpeedResult(
         steps=steps,
         window=window,
@@ -530,6 +613,6 @@ def run_speed(
         history_messages=history_messages,
         history_json_bytes=hist_json,
         memory=mem,
-        machine=machine_info(),
+        machine=machine,
         notes=notes,
     )

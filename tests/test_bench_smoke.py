@@ -103,6 +103,15 @@ def test_langchain_trim_if_installed(replay: sessions.Replay) -> None:
     assert len(convert_ns) == len(trim_ns) == STEPS
 
 
+def test_interleaved_repeat_times_every_contender_at_every_step(
+    replay: sessions.Replay,
+) -> None:
+    fresh = sessions.coding_session(STEPS, variant=1)
+    out = speed.interleaved_repeat(replay, fresh, 8_000, langchain=speed.langchain_available())
+    assert {"Governor", "govern()", "json.dumps (sent body)"} <= set(out)
+    assert all(len(times) == STEPS and min(times) > 0 for times in out.values())
+
+
 def test_prefix_and_cost_definitions() -> None:
     a, b, c = (cache.serialize({"role": "user", "content": t}) for t in "abc")
     assert cache.common_prefix([a, b], [a, b, c]) == 2
@@ -190,15 +199,16 @@ def test_nanobot_side_times_every_step() -> None:
     if python is None:
         pytest.skip("no nanobot reference environment (.venv-ref): run `make test` or `make bench`")
     short = sessions.coding_session(5)
-    answer = speed.run_nanobot(
+    with speed.NanobotProcess(
         python,
         window=8_000,
         warmup=sessions.coding_session(3, seed=1),
-        replays=[short, short],
+        replays=[short, sessions.coding_session(5, variant=1)],
         histories=[sessions.long_history(50)],
-        memory=True,
-    )
-    assert answer["nanobot"] == "0.2.2"
-    assert [len(run) for run in answer["steps_ns"]] == [5, 5]
-    assert all(t > 0 for run in answer["steps_ns"] for t in run)
-    assert len(answer["first_call_ns"]) == 1 and answer["peak_bytes"] > 0
+    ) as nano:
+        assert nano.version == "0.2.2"
+        runs = [nano.replay(0), nano.replay(1)]
+        assert [len(run) for run in runs] == [5, 5]
+        assert all(t > 0 for run in runs for t in run)
+        assert nano.first_call(0) > 0
+        assert nano.peak(0) > 0
