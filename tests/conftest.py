@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 from fake_upstream import FakeUpstream
+from hypothesis import settings
+
+# CI must not fail at random: by default the property tests draw the same examples on
+# every run. HYPOTHESIS_PROFILE=explore draws new ones (run it to hunt for bugs).
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

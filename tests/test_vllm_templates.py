@@ -52,6 +52,9 @@ def _govern(case: dict[str, Any], model: str) -> Any:
 @given(case=cases())
 def test_governed_output_renders(family: str, model: str, case: dict[str, Any]) -> None:
     result = _govern(case, model)
+    if not result.messages:  # nothing can be sent (see test_provider_governance)
+        assert not any(m.get("role") in ("user", "assistant") for m in case["messages"])
+        return
     assert validate(result.messages, provider="vllm", model=model) == []
     text = render(family, result.messages, tools=case["tools"] or None)
     assert text  # something was rendered

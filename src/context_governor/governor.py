@@ -4,17 +4,94 @@ A Governor holds the settings of one conversation (profile, model, window,
 output reserve, tools) so that callers pass only the messages on each step. Its
 output is always what the stateless ``govern()`` returns for the same input and
 settings: whatever it remembers between calls is a cache, never a decision.
+
+What it remembers, and why that is enough to make a step cost what is new:
+
+* a frozen copy of the last history (dicts and lists copied, strings shared), so
+  that any edit of an earlier message, in place or by replacement, is seen;
+* the token count of each message, so that an unchanged message is never
+  tokenized again;
+* the last result and the cache policy's replay. When the new history is the old
+  one plus new messages, the replay continues over the new requests only; if none
+  of them compacts, the new messages need no repair (checked by governing the
+  newest turn and the new messages alone), and the old result ended with the old
+  history's newest turn untouched, then the stateless result is the old result
+  with the new messages appended, and that is what is returned.
+
+Anything else (an edit, a truncation, a compaction, a repair, the seed policy,
+the nanobot profile) runs the whole pipeline, still with the cached counts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .inputs import check_tools
+from .inputs import check_messages
 from .messages import Message
-from .pipeline import GovernResult, govern
-from .policies import CompactionPolicy, get_policy
-from .profiles import Profile, get_profile
+from .pipeline import GovernResult, Settings, govern, resolve_settings, run
+from .policies import CompactionPolicy
+from .profiles import Profile
+from .stages.compact import Replay
+from .tokens import TokenCounter
+
+#: Stages whose actions move messages around before the cache policy's replay runs:
+#: after any of them, the replay's indices are not the history's.
+_SHIFTING_STAGES = frozenset({"input", "orphans", "backfill", "regroup", "pipeline"})
+_ANCHOR: Message = {"role": "user", "content": "(continued)"}
+
+
+def _freeze(value: Any) -> Any:
+    """A copy of the containers of a message (strings and numbers are shared)."""
+    if type(value) is dict:
+        return {k: _freeze(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_freeze(v) for v in value]
+    return value
+
+
+class _KnownCounts:
+    """A counter that answers from counts the Governor already has (by object identity,
+    for the messages of the history being governed) and asks the real one otherwise.
+    Every count it hands out equals the real counter's."""
+
+    def __init__(self, inner: TokenCounter, known: dict[int, tuple[Message, int]]) -> None:
+        self.inner = inner
+        # Each entry holds its message, so that its id cannot be reused while it lives.
+        self.known = known
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def message_tokens(self, message: Message) -> int:
+        entry = self.known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        count = self.inner.message_tokens(message)
+        self.known[id(message)] = (message, count)
+        return count
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        tools_tokens = self.inner.prompt_tokens([], tools)
+        return sum(self.message_tokens(m) for m in messages) + tools_tokens
+
+
+@dataclass(slots=True)
+class _State:
+    history: list[Message]  # the last history (its message objects)
+    frozen: list[Any]  # their frozen copies
+    tokens: list[int]  # their token counts
+    result: GovernResult
+    #: the result's messages, copied: the result may be the caller's own list, which
+    #: grows in place as the conversation goes on
+    sent: list[Message]
+    replay: Replay | None
+    call_ids: set[str]
+    #: the newest model turn starts here in the history, and the result ends with
+    #: history[turn:] untouched; None when the result cannot be extended
+    turn: int | None
 
 
 class Governor:
@@ -25,7 +102,9 @@ class Governor:
     >>> send(result.messages)                 # doctest: +SKIP
 
     Settings are checked once, here, so a misconfigured Governor fails at
-    construction rather than on the first model call.
+    construction rather than on the first model call. Treat the histories you pass
+    as values: a Governor notices edits of earlier messages (it compares against
+    its frozen copy), so appending, editing and truncating are all fine.
     """
 
     def __init__(
@@ -40,17 +119,47 @@ class Governor:
         prefill: bool = False,
         compaction: str | CompactionPolicy | None = None,
     ) -> None:
-        self.profile = get_profile(profile)
-        self.model = model
-        self.context_window = context_window
-        self.max_output = max_output
-        checked = check_tools(tools)
-        self.tools = None if checked is None else list(checked)
-        self.max_tool_result_chars = max_tool_result_chars
-        self.prefill = prefill
-        self.compaction = get_policy(compaction)
-        # Validate the numeric settings now, on an empty history.
-        self.govern([])
+        self._kwargs: dict[str, Any] = {
+            "profile": profile,
+            "model": model,
+            "context_window": context_window,
+            "max_output": max_output,
+            "max_tool_result_chars": max_tool_result_chars,
+            "prefill": prefill,
+            "compaction": compaction,
+        }
+        self.settings: Settings = resolve_settings(tools=tools, **self._kwargs)
+        self._state: _State | None = None
+
+    # The settings, for callers (the runner reads max_output and the profile).
+    @property
+    def profile(self) -> Profile:
+        return self.settings.profile
+
+    @property
+    def model(self) -> str | None:
+        return self.settings.model
+
+    @property
+    def context_window(self) -> int | None:
+        return self.settings.window
+
+    @property
+    def max_output(self) -> int:
+        return self.settings.max_output
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        tools = self.settings.tools
+        return None if tools is None else list(tools)
+
+    @property
+    def compaction(self) -> CompactionPolicy:
+        return self.settings.compaction
+
+    def reset(self) -> None:
+        """Forget everything cached (the next call costs what a stateless one does)."""
+        self._state = None
 
     def govern(
         self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None
@@ -58,16 +167,153 @@ class Governor:
         """Govern ``messages`` with this conversation's settings.
 
         ``tools`` overrides the tools given at construction for this call only
-        (agents sometimes change their tool set mid-conversation).
+        (agents sometimes change their tool set mid-conversation); such a call is
+        governed statelessly.
         """
-        return govern(
-            messages,
-            tools=self.tools if tools is None else tools,
-            profile=self.profile,
-            model=self.model,
-            context_window=self.context_window,
-            max_output=self.max_output,
-            max_tool_result_chars=self.max_tool_result_chars,
-            prefill=self.prefill,
-            compaction=self.compaction,
+        if tools is not None and tools != self.settings.tools:
+            return govern(messages, tools=tools, **self._kwargs)
+        check_messages(messages)
+        if not self._incremental():
+            return run(messages, self.settings)[0]
+        state = self._state
+        if state is not None:
+            fast = self._extend(state, messages)
+            if fast is not None:
+                return fast
+        return self._full(messages)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _incremental(self) -> bool:
+        """Only additive counters (the exact one) and the cache policy are incremental;
+        the nanobot profile reproduces the seed, whose counts do not add up."""
+        return self.settings.profile.provider is not None
+
+    def _full(self, messages: list[Message]) -> GovernResult:
+        state = self._state
+        known: dict[int, tuple[Message, int]] = {}
+        if state is not None:
+            for i, (old, new) in enumerate(zip(state.frozen, messages, strict=False)):
+                if old != new:
+                    break
+                known[id(new)] = (new, state.tokens[i])
+        counter = _KnownCounts(self.settings.counter, known)
+        result, ctx = run(messages, self.settings, counter)
+        tokens = [counter.message_tokens(m) for m in messages]
+        found = ctx.scratch.get("replay")
+        replay = found if isinstance(found, Replay) else None
+        self._state = _State(
+            history=list(messages),
+            frozen=[_freeze(m) for m in messages],
+            tokens=tokens,
+            result=result,
+            sent=list(result.messages),
+            replay=replay,
+            call_ids={str(c.get("id")) for m in messages for c in _calls(m)},
+            turn=self._extendable(messages, result, replay),
         )
+        return result
+
+    def _extendable(
+        self, messages: list[Message], result: GovernResult, replay: Replay | None
+    ) -> int | None:
+        """Where the newest model turn starts, if the result can be extended by appending."""
+        report = result.report
+        if (
+            self.settings.compaction.kind != "cache"
+            or report.violations
+            or any(not note.startswith("cache policy:") for note in report.notes)
+            or any(a.stage in _SHIFTING_STAGES for a in report.actions)
+            or not report.within_budget
+        ):
+            return None
+        if self.settings.budget is not None and replay is None:
+            return None  # nothing to continue: the cache policy never ran (e.g. no messages)
+        turn = _last_assistant(messages, 0, None)
+        if turn is None:
+            return None
+        tail = messages[turn:]
+        out = result.messages
+        if len(out) < len(tail) or any(
+            a is not b for a, b in zip(out[-len(tail) :], tail, strict=True)
+        ):
+            return None
+        return turn
+
+    def _extend(self, state: _State, messages: list[Message]) -> GovernResult | None:
+        """The stateless result when ``messages`` only appends to the last history and
+        nothing about the old part changes; None when that cannot be shown cheaply."""
+        n = len(state.history)
+        if state.turn is None or len(messages) <= n:
+            return None
+        if messages[:n] != state.frozen:
+            return None
+        new = messages[n:]
+        if any(str(c.get("id")) in state.call_ids for m in new for c in _calls(m)):
+            return None  # an id the old part uses: provider id repairs would see it
+        if any(_has_cache_control(m) for m in new):
+            return None  # limits on breakpoints count the whole list
+        window = [_ANCHOR, *state.history[state.turn :], *new]
+        try:
+            probe, _ = run(window, self.settings)
+        except Exception:
+            return None  # the full run gives the right error, with the right path
+        report = probe.report
+        if probe.messages is not window or report.actions or report.notes or report.violations:
+            return None
+        counter = self.settings.counter
+        new_tokens = [counter.message_tokens(m) for m in new]
+        added = sum(new_tokens)
+        old = state.result.report
+        if old.budget is not None and old.tokens_after + added > old.budget:
+            return None
+        replay = state.replay
+        if replay is not None and not replay.extend(list(messages), new_tokens):
+            return None
+        result = GovernResult(
+            messages=[*state.sent, *new],
+            report=replace(
+                old,
+                tokens_before=old.tokens_before + added,
+                tokens_after=old.tokens_after + added,
+                messages_before=len(messages),
+                messages_after=old.messages_after + len(new),
+                actions=list(old.actions),
+                notes=list(old.notes),
+                violations=[],
+            ),
+        )
+        turn = _last_assistant(messages, n, state.turn)
+        self._state = _State(
+            history=list(messages),
+            frozen=[*state.frozen, *(_freeze(m) for m in new)],
+            tokens=[*state.tokens, *new_tokens],
+            result=result,
+            sent=result.messages,
+            replay=replay,
+            call_ids=state.call_ids | {str(c.get("id")) for m in new for c in _calls(m)},
+            turn=turn,
+        )
+        return result
+
+
+def _last_assistant(messages: list[Message], start: int, default: int | None) -> int | None:
+    """Index of the last assistant message at or after ``start``."""
+    for i in range(len(messages) - 1, start - 1, -1):
+        if messages[i].get("role") == "assistant":
+            return i
+    return default
+
+
+def _calls(message: Message) -> list[dict[str, Any]]:
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _has_cache_control(message: Message) -> bool:
+    if "cache_control" in message:
+        return True
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and "cache_control" in p for p in content
+    )

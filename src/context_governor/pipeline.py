@@ -16,6 +16,7 @@ from .providers.rules import find_violations
 from .report import Report
 from .stages import Context, Stage
 from .stages.snip import SAFETY_BUFFER
+from .tokens import TokenCounter
 
 DEFAULT_MAX_OUTPUT = 4096
 #: Below this, a truncation marker would not fit inside the cap.
@@ -162,55 +163,121 @@ def govern(
     Raises InputError for input no repair can fix (not a list, a message that is
     not an object, an unknown role, ...) and ConfigError for unusable settings.
     """
-    prof = get_profile(profile)
+    settings = resolve_settings(
+        profile=profile,
+        tools=tools,
+        model=model,
+        context_window=context_window,
+        max_output=max_output,
+        max_tool_result_chars=max_tool_result_chars,
+        prefill=prefill,
+        compaction=compaction,
+    )
     check_messages(messages)
+    return run(messages, settings)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything govern() resolves from its arguments, once (a Governor keeps it)."""
+
+    profile: Profile
+    tools: Sequence[dict[str, Any]] | None
+    model: str | None
+    window: int | None
+    max_output: int
+    cap: int | None
+    compaction: CompactionPolicy
+    budget: int | None
+    prefill: bool
+    provider: Any  # providers.Provider
+    target: Any  # providers.Target
+    policy: Any  # providers.Policy
+    counter: TokenCounter
+
+
+def resolve_settings(
+    *,
+    profile: str | Profile = "openai",
+    tools: list[dict[str, Any]] | None = None,
+    model: str | None = None,
+    context_window: int | None = None,
+    max_output: int | None = None,
+    max_tool_result_chars: int | None = None,
+    prefill: bool = False,
+    compaction: str | CompactionPolicy | None = None,
+) -> Settings:
+    """Check and resolve govern()'s settings; ConfigError/InputError on unusable ones."""
+    prof = get_profile(profile)
     checked_tools = check_tools(tools)
     window = _check_window(context_window)
     out_tokens = _resolve_max_output(max_output, prof)
     cap = _check_cap(max_tool_result_chars)
-    policy_for_budget = get_policy(compaction)
+    compaction_policy = get_policy(compaction)
     budget = None if window is None else window - out_tokens - SAFETY_BUFFER
-
     entry, target = resolve(prof.provider or "openai", model, prefill=prefill)
-    policy = entry.policy(target)
+    return Settings(
+        profile=prof,
+        tools=checked_tools,
+        model=model,
+        window=window,
+        max_output=out_tokens,
+        cap=cap,
+        compaction=compaction_policy,
+        budget=budget,
+        prefill=prefill,
+        provider=entry,
+        target=target,
+        policy=entry.policy(target),
+        counter=prof.counter(model),
+    )
 
-    counter = prof.counter(model)
+
+def run(
+    messages: list[Message], s: Settings, counter: TokenCounter | None = None
+) -> tuple[GovernResult, Context]:
+    """Govern checked ``messages`` with resolved settings; also return the final Context
+    (what the stages left there, e.g. the compaction replay, is what a Governor reuses).
+    ``counter`` overrides the settings' counter (a Governor's per-message cache)."""
+    counter = counter or s.counter
+    policy, target, entry = s.policy, s.target, s.provider
     ctx = Context(
         counter=counter,
-        tools=checked_tools,
-        budget=budget,
-        max_tool_result_chars=cap,
+        tools=s.tools,
+        budget=s.budget,
+        max_tool_result_chars=s.cap,
         target=target,
         policy=policy,
-        keep_prefill=prefill and policy.prefill(target),
-        compaction=policy_for_budget,
+        keep_prefill=s.prefill and policy.prefill(target),
+        compaction=s.compaction,
     )
     try:
-        tokens_before = counter.prompt_tokens(messages, checked_tools)
-        governed, ctx = _fit(prof, messages, ctx, budget)
+        tokens_before = counter.prompt_tokens(messages, s.tools)
+        governed, ctx = _fit(s.profile, messages, ctx, s.budget)
     except (TypeError, ValueError) as exc:
         # Only values JSON cannot carry get here (bytes, sets, objects): say where.
-        where = unserializable_path(messages, "messages") or unserializable_path(tools, "tools")
+        where = unserializable_path(messages, "messages") or unserializable_path(s.tools, "tools")
         if where is None:
             raise
         raise InputError(where, f"not JSON-serializable ({exc})") from None
 
+    budget = s.budget
     report = Report(
-        profile=prof.name,
+        profile=s.profile.name,
         counter=counter.name,
-        context_window=window,
-        max_output=out_tokens,
+        context_window=s.window,
+        max_output=s.max_output,
         budget=budget,
         tokens_before=tokens_before,
-        tokens_after=counter.prompt_tokens(governed, checked_tools),
+        tokens_after=counter.prompt_tokens(governed, s.tools),
         messages_before=len(messages),
         messages_after=len(governed),
         actions=ctx.actions,
         notes=ctx.notes,
         provider=entry.name,
-        model=model,
+        model=s.model,
     )
-    if prof.provider is not None:
+    if s.profile.provider is not None:
         report.violations = [asdict(v) for v in find_violations(entry.rules, governed, target)]
         report.notes += [
             f"rule not met: {v['rule']} at message {v['index']}: {v['error']}"
@@ -221,13 +288,13 @@ def govern(
             "nothing left to send: no message of this history can be sent on its own "
             "(e.g. tool results whose calls are not in it)"
         )
-    if prefill and not ctx.keep_prefill:
+    if s.prefill and not ctx.keep_prefill:
         report.notes.append(
-            f"prefill asked for, but {entry.name} {model or ''} does not accept one"
+            f"prefill asked for, but {entry.name} {s.model or ''} does not accept one"
         )
     if budget is not None and budget <= 0:
         report.notes.append(
-            f"budget is {budget} (context window {window} - max output {out_tokens} - "
+            f"budget is {budget} (context window {s.window} - max output {s.max_output} - "
             f"{SAFETY_BUFFER} safety buffer): nothing can fit, so nothing was snipped"
         )
     elif budget is not None and report.tokens_after > budget:
@@ -235,4 +302,4 @@ def govern(
             f"over budget by {report.tokens_after - budget} tokens "
             f"({report.tokens_after} > {budget})"
         )
-    return GovernResult(messages=governed, report=report)
+    return GovernResult(messages=governed, report=report), ctx

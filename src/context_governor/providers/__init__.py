@@ -73,7 +73,7 @@ CATALOG: dict[str, Provider] = {
         ),
         Provider("mistral", "Mistral", mistral.RULES, mistral.NOT_CHECKED, _fixed(mistral.POLICY)),
         Provider(
-            "deepseek", "DeepSeek", deepseek.RULES, deepseek.NOT_CHECKED, _fixed(deepseek.POLICY)
+            "deepseek", "DeepSeek", deepseek.RULES, deepseek.NOT_CHECKED, deepseek.policy
         ),
         Provider("glm", "Zhipu GLM / Z.ai", glm.RULES, glm.NOT_CHECKED, _fixed(glm.POLICY)),
         Provider("qwen", "Qwen (DashScope)", qwen.RULES, qwen.NOT_CHECKED, _fixed(qwen.POLICY)),

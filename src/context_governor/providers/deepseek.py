@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import checks
 from .openai import pairing_rules
 from .policy import Policy, ReasoningPolicy
@@ -61,3 +63,11 @@ POLICY = Policy(
     prefill=lambda target: True,
     prefill_flag="prefix",
 )
+
+
+def policy(target: Target) -> Policy:
+    """deepseek-reasoner rejects user, system, user (DS-1 sees two user messages in a row):
+    its system messages go to the front; other models keep them where they are."""
+    if "reasoner" in target.lowered:
+        return replace(POLICY, system="merge_front")
+    return POLICY

@@ -37,6 +37,8 @@ class Context:
     compaction: CompactionPolicy | None = None
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: what a stage leaves for a caller that reuses work across calls (a Governor)
+    scratch: dict[str, Any] = field(default_factory=dict)
 
     def record(
         self,

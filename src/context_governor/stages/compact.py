@@ -90,7 +90,7 @@ class Plan:
         )
 
 
-class _Replay:
+class Replay:
     """The walk over the history's requests; see the module docstring."""
 
     def __init__(
@@ -127,6 +127,30 @@ class _Replay:
             elif role == "assistant":
                 self.last_assistant = i
             self.j += 1
+
+    def extend(self, messages: list[Message], tokens: list[int]) -> bool:
+        """Continue the replay over messages appended to the history, if no request
+        among them would compact; False (and nothing changed) otherwise.
+
+        ``messages`` is the whole new history, ``tokens`` the counts of the new part.
+        """
+        n = self.j
+        compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
+        if compacted_at_end and n < len(messages) and messages[n].get("role") != "assistant":
+            return False  # the compaction at the old end was for a request never made
+        trigger = self.policy.thresholds(self.budget)[0]
+        total = self.total
+        for k, count in enumerate(tokens):
+            j = n + k
+            if j > n and messages[j].get("role") == "assistant" and total > trigger:
+                return False
+            total += count
+        if total > trigger:
+            return False
+        self.m = messages
+        self.t.extend(tokens)
+        self.advance(len(messages))
+        return True
 
     def clearable(self, i: int) -> bool:
         m = self.m[i]
@@ -223,21 +247,21 @@ class _Replay:
         return total
 
 
-def plan_compaction(
+def replay_history(
     messages: list[Message],
     tokens: list[int],
     placeholder_tokens: Any,
     fixed: int,
     budget: int,
     policy: CompactionPolicy,
-) -> Plan:
-    """Replay the history's requests and return where things stand at the last one."""
-    replay = _Replay(messages, tokens, placeholder_tokens, fixed, budget, policy)
+) -> Replay:
+    """Replay the history's requests; the result stands at the last one (``.plan``)."""
+    replay = Replay(messages, tokens, placeholder_tokens, fixed, budget, policy)
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
             replay.request(j)
     replay.request(len(messages))
-    return replay.plan
+    return replay
 
 
 def _offload(directory: Path, message: Message) -> str:
@@ -296,7 +320,9 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         return ctx.tokens(placeholders[i])
 
     fixed = ctx.counter.prompt_tokens([], ctx.tools)
-    plan = plan_compaction(messages, tokens, placeholder_tokens, fixed, budget, policy)
+    replay = replay_history(messages, tokens, placeholder_tokens, fixed, budget, policy)
+    ctx.scratch["replay"] = replay
+    plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:
         return messages
     out: list[Message] = []

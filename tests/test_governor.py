@@ -1,0 +1,180 @@
+"""Governor: its output equals the stateless govern() for the same input, always.
+
+Differential property test over random growing sessions, with edits (in place and
+by replacement) and truncations of earlier messages between calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transcripts import random_case
+
+from context_governor import ConfigError, Governor, govern
+
+Message = dict[str, Any]
+
+
+def _clean_session(rng: random.Random, steps: int) -> list[Message]:
+    """A legal coding-agent history, the shape a runner persists."""
+    msgs: list[Message] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the bug in the tokenizer."},
+    ]
+    for step in range(steps):
+        if rng.random() < 0.1:
+            msgs.append({"role": "assistant", "content": f"Done with part {step}."})
+            msgs.append({"role": "user", "content": f"Next, part {step + 1}."})
+        calls = [
+            {
+                "id": f"call_{step}_{k}",
+                "type": "function",
+                "function": {
+                    "name": rng.choice(["read_file", "exec", "grep", "write_file"]),
+                    "arguments": json.dumps({"path": f"src/m{step}.py"}),
+                },
+            }
+            for k in range(1 if rng.random() < 0.8 else rng.randint(2, 3))
+        ]
+        content = None if rng.random() < 0.7 else f"Looking at step {step}."
+        msgs.append({"role": "assistant", "content": content, "tool_calls": calls})
+        for call in calls:
+            size = rng.choice([40, 300, 1500, 6000])
+            msgs.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "content": " ".join(f"w{step}_{i}" for i in range(size // 6)),
+                }
+            )
+    return msgs
+
+
+def _mutate(rng: random.Random, history: list[Message]) -> None:
+    """An edit of an earlier message: in place, by replacement, or a truncation."""
+    if len(history) < 3:
+        return
+    i = rng.randrange(1, len(history) - 1)
+    roll = rng.random()
+    if roll < 0.3:
+        history[i]["content"] = f"edited in place {rng.random()}"
+    elif roll < 0.5 and isinstance(history[i].get("tool_calls"), list):
+        history[i]["tool_calls"][0]["function"]["arguments"] = '{"edited": true}'
+    elif roll < 0.75:
+        history[i] = {**history[i], "content": f"replaced {rng.random()}"}
+    else:
+        del history[i:]
+
+
+SETTINGS_CHOICES = [
+    {"profile": "openai"},
+    {"profile": "openai", "compaction": "seed"},
+    {"profile": "anthropic", "model": "claude-sonnet-4-5"},
+    {"profile": "mistral"},
+    {"profile": "gemini", "model": "gemini-2.5-pro"},
+    {"profile": "deepseek", "model": "deepseek-reasoner"},
+    {"profile": "vllm", "model": "meta-llama/Llama-3.1-8B-Instruct"},
+    {"profile": "nanobot"},
+    {"profile": "openai", "max_tool_result_chars": 2000},
+]
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.messages == b.messages
+    assert a.report.to_dict() == b.report.to_dict()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), choice=st.sampled_from(SETTINGS_CHOICES))
+def test_growing_clean_sessions_match_stateless(seed: int, choice: dict[str, Any]) -> None:
+    rng = random.Random(seed)
+    full = _clean_session(rng, rng.randint(5, 60))
+    window = rng.choice([6_000, 12_000, 20_000, 60_000, None])
+    gov = Governor(context_window=window, max_output=1000, **choice)
+    history: list[Message] = full[:2]
+    position = 2
+    while position < len(full):
+        step = rng.randint(1, 4)
+        history.extend(full[position : position + step])  # in place, as a runner does
+        position += step
+        if rng.random() < 0.08:
+            _mutate(rng, history)
+        before = copy.deepcopy(history)
+        _same(
+            gov.govern(history), govern(history, context_window=window, max_output=1000, **choice)
+        )
+        assert history == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), choice=st.sampled_from(SETTINGS_CHOICES))
+def test_growing_messy_sessions_match_stateless(seed: int, choice: dict[str, Any]) -> None:
+    """The generator of the core tests: orphans, lost results, same-role runs, list
+    content, trailing assistants, histories cut mid-way."""
+    rng = random.Random(seed)
+    case = random_case(rng)
+    full = case["messages"]
+    window = case["context_window"]
+    gov = Governor(context_window=window, tools=case["tools"], **choice)
+    history: list[Message] = []
+    for message in full:
+        history.append(message)
+        if rng.random() < 0.5:
+            continue
+        if rng.random() < 0.1:
+            _mutate(rng, history)
+        _same(
+            gov.govern(history),
+            govern(history, context_window=window, tools=case["tools"], **choice),
+        )
+
+
+def test_an_append_only_session_takes_the_fast_path() -> None:
+    """Not a timing test: the fast path is taken (no full run) on plain growth."""
+    rng = random.Random(3)
+    full = _clean_session(rng, 80)
+    gov = Governor(context_window=60_000, max_output=1000)
+    full_runs = 0
+    original = gov._full
+
+    def counting(messages: list[Message]) -> Any:
+        nonlocal full_runs
+        full_runs += 1
+        return original(messages)
+
+    gov._full = counting  # type: ignore[method-assign]
+    history: list[Message] = full[:2]
+    steps = 0
+    for position in range(2, len(full)):
+        history.append(full[position])
+        if full[position]["role"] == "tool" and (
+            position + 1 == len(full) or full[position + 1]["role"] != "tool"
+        ):
+            steps += 1
+            _same(gov.govern(history), govern(history, context_window=60_000, max_output=1000))
+    assert steps > 60
+    assert full_runs < steps / 4
+
+
+def test_tools_override_is_stateless_and_right() -> None:
+    history = _clean_session(random.Random(1), 10)
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+    gov = Governor(context_window=8_000, max_output=1000)
+    _same(
+        gov.govern(history, tools=tools),
+        govern(history, tools=tools, context_window=8_000, max_output=1000),
+    )
+
+
+def test_bad_settings_fail_at_construction() -> None:
+    with pytest.raises(ConfigError):
+        Governor(context_window=-1)
+    with pytest.raises(ConfigError):
+        Governor(profile="nope")
