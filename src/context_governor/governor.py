@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .errors import InputError
 from .inputs import check_messages
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
@@ -56,10 +57,17 @@ class _KnownCounts:
     for the messages of the history being governed) and asks the real one otherwise.
     Every count it hands out equals the real counter's."""
 
-    def __init__(self, inner: TokenCounter, known: dict[int, tuple[Message, int]]) -> None:
+    def __init__(
+        self,
+        inner: TokenCounter,
+        known: dict[int, tuple[Message, int]],
+        tools: tuple[Sequence[Any] | None, int] | None = None,
+    ) -> None:
         self.inner = inner
         # Each entry holds its message, so that its id cannot be reused while it lives.
         self.known = known
+        #: the Governor's own (private, never mutated) tools and their count
+        self.tools = tools
 
     @property
     def name(self) -> str:
@@ -74,7 +82,10 @@ class _KnownCounts:
         return count
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
-        tools_tokens = self.inner.prompt_tokens([], tools)
+        if self.tools is not None and tools is self.tools[0]:
+            tools_tokens = self.tools[1]
+        else:
+            tools_tokens = self.inner.prompt_tokens([], tools)
         return sum(self.message_tokens(m) for m in messages) + tools_tokens
 
 
@@ -128,7 +139,13 @@ class Governor:
             "prefill": prefill,
             "compaction": compaction,
         }
-        self.settings: Settings = resolve_settings(tools=tools, **self._kwargs)
+        # A private copy: the caller may change its list; our counts must not go stale.
+        private_tools = None if tools is None else _freeze(tools)
+        self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
+        self._tools_count = (
+            self.settings.tools,
+            self.settings.counter.prompt_tokens([], self.settings.tools),
+        )
         self._state: _State | None = None
 
     # The settings, for callers (the runner reads max_output and the profile).
@@ -172,14 +189,14 @@ class Governor:
         """
         if tools is not None and tools != self.settings.tools:
             return govern(messages, tools=tools, **self._kwargs)
-        check_messages(messages)
-        if not self._incremental():
-            return run(messages, self.settings)[0]
         state = self._state
-        if state is not None:
+        if state is not None and type(messages) is list:
             fast = self._extend(state, messages)
             if fast is not None:
                 return fast
+        check_messages(messages)
+        if not self._incremental():
+            return run(messages, self.settings)[0]
         return self._full(messages)
 
     # -- internals ------------------------------------------------------------------
@@ -197,7 +214,7 @@ class Governor:
                 if old != new:
                     break
                 known[id(new)] = (new, state.tokens[i])
-        counter = _KnownCounts(self.settings.counter, known)
+        counter = _KnownCounts(self.settings.counter, known, self._tools_count)
         result, ctx = run(messages, self.settings, counter)
         tokens = [counter.message_tokens(m) for m in messages]
         found = ctx.scratch.get("replay")
@@ -249,19 +266,25 @@ class Governor:
         if messages[:n] != state.frozen:
             return None
         new = messages[n:]
+        try:
+            check_messages(new)  # the old part passed when it was new
+        except InputError:
+            return None  # the full run reports it, with the message's real index
         if any(str(c.get("id")) in state.call_ids for m in new for c in _calls(m)):
             return None  # an id the old part uses: provider id repairs would see it
         if any(_has_cache_control(m) for m in new):
             return None  # limits on breakpoints count the whole list
-        window = [_ANCHOR, *state.history[state.turn :], *new]
+        turn = state.turn
+        window = [_ANCHOR, *state.history[turn:], *new]
+        known = {id(m): (m, state.tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
         try:
-            probe, _ = run(window, self.settings)
+            counter = _KnownCounts(self.settings.counter, known, self._tools_count)
+            probe, _ = run(window, self.settings, counter)
         except Exception:
             return None  # the full run gives the right error, with the right path
         report = probe.report
         if probe.messages is not window or report.actions or report.notes or report.violations:
             return None
-        counter = self.settings.counter
         new_tokens = [counter.message_tokens(m) for m in new]
         added = sum(new_tokens)
         old = state.result.report
@@ -283,7 +306,6 @@ class Governor:
                 violations=[],
             ),
         )
-        turn = _last_assistant(messages, n, state.turn)
         self._state = _State(
             history=list(messages),
             frozen=[*state.frozen, *(_freeze(m) for m in new)],
@@ -292,7 +314,7 @@ class Governor:
             sent=result.messages,
             replay=replay,
             call_ids=state.call_ids | {str(c.get("id")) for m in new for c in _calls(m)},
-            turn=turn,
+            turn=_last_assistant(messages, n, turn),
         )
         return result
 

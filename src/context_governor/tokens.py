@@ -258,13 +258,14 @@ class ExactCounter:
     - special-token text is counted as ordinary text (it is, on the wire);
     - the whole prompt is the sum of its messages plus the tool definitions, so
       that what snip adds up is what the budget check sees;
-    - counts are memoised by payload, so an unchanged message is never
-      tokenized twice in a process.
+    - counts are memoised by a 128-bit digest of the payload (not the payload
+      itself, which would keep a second copy of every message alive), so an
+      unchanged message is never tokenized twice in a process.
     """
 
     def __init__(self, encoding: Encoding | None, *, cache_size: int = 65536) -> None:
         self._enc = encoding
-        self._cache: dict[str, int] = {}
+        self._cache: dict[bytes, int] = {}
         self._cache_size = cache_size
         self._count: Callable[[str], int] = self._count_exact if encoding is not None else _estimate
 
@@ -277,12 +278,13 @@ class ExactCounter:
         return len(self._enc.encode(text, disallowed_special=()))
 
     def text_tokens(self, text: str) -> int:
-        cached = self._cache.get(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        cached = self._cache.get(key)
         if cached is None:
             cached = self._count(text)
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()
-            self._cache[text] = cached
+            self._cache[key] = cached
         return cached
 
     def message_tokens(self, message: Message) -> int:
