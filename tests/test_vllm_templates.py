@@ -76,3 +76,21 @@ def test_the_raw_histories_do_not_render(family: str) -> None:
             flagged += bool(validate(case["messages"], provider="vllm", model=MODELS[family]))
     assert raised >= 5
     assert flagged == raised  # whatever breaks the template, a rule names it
+
+
+@pytest.mark.parametrize("empty", [[], None])
+def test_llama3_empty_tool_calls_are_removed(empty: Any) -> None:
+    """SDK dumps carry ``tool_calls: None``; Llama 3.1's template reads the key as a call."""
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "tool_calls": empty},
+        {"role": "user", "content": "and now?"},
+    ]
+    model = MODELS["llama3"]
+    assert [v.rule for v in validate(messages, provider="vllm", model=model)] == ["HF-6"]
+    with pytest.raises(Exception, match="single tool-calls"):
+        render("llama3", messages)
+    result = govern(messages, profile="vllm", model=model)
+    assert "tool_calls" not in result.messages[1]
+    assert [a.kind for a in result.report.actions] == ["repair"]
+    render("llama3", result.messages)

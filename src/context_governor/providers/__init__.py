@@ -89,7 +89,7 @@ CATALOG: dict[str, Provider] = {
             "ollama",
             "Ollama / llama.cpp",
             local.OLLAMA_RULES,
-            local.NOT_CHECKED,
+            local.OLLAMA_NOT_CHECKED,
             _fixed(local.OLLAMA_POLICY),
         ),
         Provider(

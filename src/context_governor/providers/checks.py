@@ -359,10 +359,15 @@ def list_content(messages: list[Message]) -> Iterator[Finding]:
 
 
 def several_tool_calls(messages: list[Message]) -> Iterator[Finding]:
+    """Llama 3.x tests ``'tool_calls' in message`` and then ``length == 1``: an empty
+    list or a null (as SDK dumps often carry) fails as surely as two calls."""
     for i, m in enumerate(messages):
+        if "tool_calls" not in m:
+            continue
         calls = m.get("tool_calls")
-        if isinstance(calls, list) and len(calls) > 1:
-            yield i, {"count": len(calls)}
+        count = len(calls) if isinstance(calls, list) else 0
+        if count != 1:
+            yield i, {"count": count}
 
 
 def null_content(messages: list[Message]) -> Iterator[Finding]:

@@ -227,6 +227,16 @@ def bridge_user_after_tool(messages: list[Message], ctx: Context) -> list[Messag
     return out if len(out) != len(messages) else messages
 
 
+def _drop_empty_calls_key(messages: list[Message], ctx: Context) -> list[Message]:
+    """``tool_calls: []`` or ``null`` means no calls; some templates test the key alone."""
+    edit = _Editor(messages, ctx, "split")
+    for index, message in enumerate(messages):
+        if "tool_calls" in message and not message.get("tool_calls"):
+            new = {k: v for k, v in message.items() if k != "tool_calls"}
+            edit.replace(index, new, "empty tool_calls removed (the template reads it as a call)")
+    return edit.result()
+
+
 def split_parallel_calls(messages: list[Message], ctx: Context) -> list[Message]:
     """One tool call per assistant message, each followed by its own result.
 
@@ -236,6 +246,7 @@ def split_parallel_calls(messages: list[Message], ctx: Context) -> list[Message]
     """
     if not _policy(ctx).single_tool_call:
         return messages
+    messages = _drop_empty_calls_key(messages, ctx)
     out: list[Message] = []
     index = 0
     changed = False
