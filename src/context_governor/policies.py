@@ -9,7 +9,7 @@ prompt cache (which matches the longest unchanged prefix) keeps missing.
 steps: nothing changes while the request fits under the trigger (95% of the
 budget, at most 100k tokens); when it does not, old tool results are cleared
 (oldest first) and, if that is not enough, the oldest turns after the head are
-cut, down to the target (30% of the budget, at most 20k tokens). The low target
+cut, down to the target (40% of the budget, at most 16k tokens). The low target
 is deliberate: each compaction costs one cache miss of what remains, so a deep
 cut that buys many append-only steps is cheaper than many shallow ones.
 The steps in between only append to an unchanged prefix. Where to cut is
@@ -54,12 +54,12 @@ class CompactionPolicy:
 
     kind: PolicyKind = "cache"
     trigger: float = 0.95
-    target: float = 0.3
+    target: float = 0.4
     #: Caps in tokens, whatever the window. Past ~100k tokens a request costs more, even
     #: cached, than the cache misses compaction causes (100k is also the default trigger
     #: of Anthropic's context editing). Measured in bench/ (docs/benchmarks.md).
     trigger_tokens: int | None = 100_000
-    target_tokens: int | None = 20_000
+    target_tokens: int | None = 16_000
     min_savings: int = 2048
     keep_recent: int = 10
     min_chars: int = 500
