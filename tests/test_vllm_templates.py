@@ -88,7 +88,7 @@ def test_llama3_empty_tool_calls_are_removed(empty: Any) -> None:
     ]
     model = MODELS["llama3"]
     assert [v.rule for v in validate(messages, provider="vllm", model=model)] == ["HF-6"]
-    with pytest.raises(Exception, match="single tool-calls|NoneType"):
+    with pytest.raises(Exception, match=r"single tool-calls|NoneType"):
         render("llama3", messages)
     result = govern(messages, profile="vllm", model=model)
     assert "tool_calls" not in result.messages[1]
