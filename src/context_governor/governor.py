@@ -24,7 +24,7 @@ the nanobot profile) runs the whole pipeline, still with the cached counts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -129,8 +129,10 @@ class Governor:
         max_tool_result_chars: int | None = None,
         prefill: bool = False,
         compaction: str | CompactionPolicy | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self._kwargs: dict[str, Any] = {
+            "count_tokens": count_tokens,
             "profile": profile,
             "model": model,
             "context_window": context_window,
@@ -209,11 +211,13 @@ class Governor:
     def _full(self, messages: list[Message]) -> GovernResult:
         state = self._state
         known: dict[int, tuple[Message, int]] = {}
+        same = 0  # messages[:same] equal the last history: their copies and counts hold
         if state is not None:
             for i, (old, new) in enumerate(zip(state.frozen, messages, strict=False)):
                 if old != new:
                     break
                 known[id(new)] = (new, state.tokens[i])
+                same = i + 1
         counter = _KnownCounts(self.settings.counter, known, self._tools_count)
         result, ctx = run(messages, self.settings, counter)
         tokens = [counter.message_tokens(m) for m in messages]
@@ -221,7 +225,10 @@ class Governor:
         replay = found if isinstance(found, Replay) else None
         self._state = _State(
             history=list(messages),
-            frozen=[_freeze(m) for m in messages],
+            frozen=[
+                *(state.frozen[:same] if state is not None else ()),
+                *(_freeze(m) for m in messages[same:]),
+            ],
             tokens=tokens,
             result=result,
             sent=list(result.messages),

@@ -119,9 +119,22 @@ def _repair_call(call: Any, where: str) -> tuple[dict[str, Any] | None, list[str
     return (repaired if fixes else call), fixes
 
 
+def _has_surrogate(value: Any) -> bool:
+    """Whether a lone surrogate hides anywhere in ``value`` (cheap: most text is ASCII)."""
+    if isinstance(value, str):
+        return not value.isascii() and _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
 def _clean_unicode(value: Any, path: str, fixes: list[str]) -> Any:
     """``value`` with lone surrogates replaced in every string inside it (the same
     object when there are none), so that the output can always be sent as UTF-8."""
+    if not _has_surrogate(value):
+        return value
     if isinstance(value, str):
         if _SURROGATE.search(value):
             fixes.append(f"{path}: invalid unicode (lone surrogate) replaced")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -16,7 +16,7 @@ from .providers.rules import find_violations
 from .report import Report
 from .stages import Context, Stage
 from .stages.snip import SAFETY_BUFFER
-from .tokens import TokenCounter
+from .tokens import TokenCounter, custom_counter
 
 DEFAULT_MAX_OUTPUT = 4096
 #: Below this, a truncation marker would not fit inside the cap.
@@ -142,6 +142,7 @@ def govern(
     max_tool_result_chars: int | None = None,
     prefill: bool = False,
     compaction: str | CompactionPolicy | None = None,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> GovernResult:
     """Return a model-facing copy of ``messages`` that is legal and inside the budget.
 
@@ -160,6 +161,9 @@ def govern(
     CompactionPolicy with your own trigger, target, placeholder, offload directory...
     The nanobot profile always uses the seed's.
 
+    ``count_tokens`` is a provider's own counter (``text -> tokens``) to use instead
+    of the offline tiktoken encodings (see tokens.custom_counter).
+
     Raises InputError for input no repair can fix (not a list, a message that is
     not an object, an unknown role, ...) and ConfigError for unusable settings.
     """
@@ -172,6 +176,7 @@ def govern(
         max_tool_result_chars=max_tool_result_chars,
         prefill=prefill,
         compaction=compaction,
+        count_tokens=count_tokens,
     )
     check_messages(messages)
     return run(messages, settings)[0]
@@ -206,6 +211,7 @@ def resolve_settings(
     max_tool_result_chars: int | None = None,
     prefill: bool = False,
     compaction: str | CompactionPolicy | None = None,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> Settings:
     """Check and resolve govern()'s settings; ConfigError/InputError on unusable ones."""
     prof = get_profile(profile)
@@ -229,8 +235,18 @@ def resolve_settings(
         provider=entry,
         target=target,
         policy=entry.policy(target),
-        counter=prof.counter(model),
+        counter=_counter(prof, model, count_tokens),
     )
+
+
+def _counter(
+    profile: Profile, model: str | None, count_tokens: Callable[[str], int] | None
+) -> TokenCounter:
+    if count_tokens is None:
+        return profile.counter(model)
+    if not callable(count_tokens):
+        raise ConfigError(f"count_tokens must be a callable text -> int, got {count_tokens!r}")
+    return custom_counter(count_tokens)
 
 
 def run(

@@ -263,14 +263,27 @@ class ExactCounter:
       unchanged message is never tokenized twice in a process.
     """
 
-    def __init__(self, encoding: Encoding | None, *, cache_size: int = 65536) -> None:
+    def __init__(
+        self,
+        encoding: Encoding | None,
+        *,
+        cache_size: int = 65536,
+        count: Callable[[str], int] | None = None,
+        name: str | None = None,
+    ) -> None:
         self._enc = encoding
         self._cache: dict[bytes, int] = {}
         self._cache_size = cache_size
-        self._count: Callable[[str], int] = self._count_exact if encoding is not None else _estimate
+        if count is not None:
+            self._count = count
+        else:
+            self._count = self._count_exact if encoding is not None else _estimate
+        self._name = name
 
     @property
     def name(self) -> str:
+        if self._name is not None:
+            return self._name
         return self._enc.name.removesuffix("_offline") if self._enc else "estimate:chars/4"
 
     def _count_exact(self, text: str) -> int:
@@ -317,3 +330,23 @@ def exact_counter(model: str | None) -> ExactCounter:
     wanted = encoding_for_model(model)
     encoding = load_encoding(wanted) or load_encoding("cl100k_base")
     return ExactCounter(encoding)
+
+
+def custom_counter(count: Callable[[str], int], name: str | None = None) -> ExactCounter:
+    """A counter built on a provider's own text counter (``count(text) -> tokens``).
+
+    Messages are counted the same way as by the exact counter (their text plus 4
+    tokens; the request adds its tool definitions), so budgets, the cache policy and
+    a Governor work unchanged. ``count`` must be deterministic.
+    """
+    label = name or f"custom:{getattr(count, '__name__', type(count).__name__)}"
+
+    def checked(text: str) -> int:
+        value = count(text)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            from .errors import ConfigError
+
+            raise ConfigError(f"count_tokens must return a non-negative int, got {value!r}")
+        return value
+
+    return ExactCounter(None, count=checked, name=label)

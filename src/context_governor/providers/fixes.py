@@ -15,7 +15,7 @@ from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind
 from ..stages.alternation import SYNTHETIC_USER
 from ..stages.base import Context
-from ..stages.pairing import pair
+from ..stages.pairing import pair_in
 from .policy import IdStyle, Policy
 
 STAGE = "provider"
@@ -68,7 +68,7 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
     interjection, an injected skill) is rejected by OpenAI (OA-2), Anthropic
     (AN-3) and Mistral; moving it after the results keeps every message.
     """
-    pairing = pair(messages)
+    pairing = pair_in(messages, ctx)
     by_assistant: dict[int, list[int]] = {}
     for result_index, call_number in pairing.result_call.items():
         by_assistant.setdefault(pairing.calls[call_number][0], []).append(result_index)
@@ -440,7 +440,7 @@ def rekey_ids(messages: list[Message], ctx: Context) -> list[Message]:
     """Rewrite tool-call ids to the provider's format, unique across the request; each
     result gets its call's new id. Ids that are valid and unique are kept."""
     style = _policy(ctx).id_style
-    pairing = pair(messages)
+    pairing = pair_in(messages, ctx)
     valid = _ID_RULES[style]
     unique = style != "openai"  # OpenAI pairs results by position; the others need unique ids
     used: set[str] = set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..messages import Message, call_name, declared_calls
 from .base import Context
-from .pairing import pair
+from .pairing import pair_in
 
 STAGE = "backfill"
 BACKFILL_CONTENT = "[Tool result unavailable — call was interrupted or lost]"
@@ -61,6 +61,6 @@ def backfill_seed(messages: list[Message], ctx: Context) -> list[Message]:
 
 def backfill_strict(messages: list[Message], ctx: Context) -> list[Message]:
     """Every declared call needs its own answer (see ``pairing``)."""
-    pairing = pair(messages)
+    pairing = pair_in(messages, ctx)
     missing = [c for n, c in enumerate(pairing.calls) if n not in pairing.answered]
     return _insert(messages, missing, ctx)

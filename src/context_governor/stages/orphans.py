@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..messages import Message, declared_calls
 from .base import Context
-from .pairing import pair
+from .pairing import pair_in
 
 STAGE = "orphans"
 
@@ -48,7 +48,7 @@ def drop_orphans_seed(messages: list[Message], ctx: Context) -> list[Message]:
 def drop_orphans_strict(messages: list[Message], ctx: Context) -> list[Message]:
     """Drop every tool result that answers no call (see ``pairing``): no id, an
     orphan, or a second result for one call."""
-    unmatched = pair(messages).unmatched
+    unmatched = pair_in(messages, ctx).unmatched
     if not unmatched:
         return messages
     for index, reason in unmatched.items():

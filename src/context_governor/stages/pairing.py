@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..messages import Message, call_name, declared_calls
 
@@ -63,4 +64,16 @@ def pair(messages: list[Message]) -> Pairing:
                 continue
             result.answered.add(number)
             result.result_call[index] = number
+    return result
+
+
+def pair_in(messages: list[Message], ctx: Any) -> Pairing:
+    """``pair(messages)``, computed once per list within one govern() call: stages that
+    change nothing pass their input list on, and lists are never mutated."""
+    cached = ctx.scratch.get("pairing")
+    if cached is not None and cached[0] is messages:
+        result: Pairing = cached[1]
+        return result
+    result = pair(messages)
+    ctx.scratch["pairing"] = (messages, result)
     return result
