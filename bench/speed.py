@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from context_governor import Governor, govern
+from context_governor.tokens import ExactCounter, encoding_for_model, load_encoding
 
 from .sessions import SEED, Message, Replay, coding_session, long_history
 
@@ -46,6 +47,11 @@ REPO = Path(__file__).resolve().parents[1]
 NANOBOT_SIDE = REPO / "bench" / "nanobot_side.py"
 MAX_OUTPUT = 4096
 StepFn = Callable[[list[Message]], Any]
+
+
+#: What exact counting alone costs: the floor under any exact governor's time.
+TOKENIZE_NEW = "exact tokens of the new messages (o200k)"
+TOKENIZE_ALL = "exact tokens of every message (o200k)"
 
 
 def progress(text: str) -> None:
@@ -443,7 +449,15 @@ def interleaved_repeat(
     budget = window - MAX_OUTPUT - 1024
     gov = governor_fn(replay, window)
     stateless = govern_fn(fresh, window)
-    labels = ["Governor", "govern()", "json.dumps (sent body)", "json.dumps (whole history)"]
+    labels = [
+        "Governor",
+        "govern()",
+        TOKENIZE_NEW,
+        "json.dumps (sent body)",
+        "json.dumps (whole history)",
+    ]
+    # Its own counter: a cache of its own, so every new message is really tokenized.
+    tokenizer = ExactCounter(load_encoding(encoding_for_model(replay.model)))
     if langchain:
         from langchain_core.messages import BaseMessage, convert_to_messages
 
@@ -463,6 +477,10 @@ def interleaved_repeat(
         start = clock()
         stateless(other)
         out["govern()"].append(clock() - start)
+        start = clock()
+        for message in step:
+            tokenizer.message_tokens(message)
+        out[TOKENIZE_NEW].append(clock() - start)
         sent = body(replay, result.messages)
         start = clock()
         json.dumps(sent)
@@ -566,6 +584,14 @@ def run_speed(
             first_call.setdefault("json.dumps (whole history)", []).extend(
                 time_dumps(history, [history.messages])
             )
+            cold = long_history(history_messages, variant=400 + r)
+            tokenizer = ExactCounter(load_encoding(encoding_for_model(cold.model)))
+            gc.collect()
+            start = time.perf_counter_ns()
+            for message in cold.messages:
+                tokenizer.message_tokens(message)
+            first_call.setdefault(TOKENIZE_ALL, []).append(time.perf_counter_ns() - start)
+            del cold, tokenizer
             if use_langchain:
                 from langchain_core.messages import convert_to_messages
 
