@@ -66,6 +66,7 @@ def _govern_body(body: Body, options: dict[str, Any]) -> GovernResult:
             context_window=options["context_window"],
             max_output=max_output,
             max_tool_result_chars=options["max_tool_result_chars"],
+            compaction=options.get("compaction", "cache"),
         )
     except ContextGovernorError as exc:
         # Settings that came from the body are named by their field.
@@ -119,6 +120,15 @@ def main() -> None:
     help="Truncate any single tool result longer than this (off by default).",
 )
 @click.option(
+    "--compaction",
+    type=click.Choice(["cache", "seed"]),
+    default="cache",
+    show_default=True,
+    help="How the budget is spent: 'cache' compacts rarely and in big steps so the "
+    "provider's prompt cache keeps hitting; 'seed' is Nanobot's microcompact + snip on "
+    "every call. The nanobot profile always uses 'seed'.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print the governed body (or bodies) as JSON."
 )
 @click.option(
@@ -136,6 +146,7 @@ def govern_command(
     context_window: int | None,
     max_output: int | None,
     max_tool_result_chars: int | None,
+    compaction: str,
     as_json: bool,
     report_path: str | None,
     verbose: bool,
@@ -159,6 +170,7 @@ def govern_command(
         "context_window": context_window,
         "max_output": max_output,
         "max_tool_result_chars": max_tool_result_chars,
+        "compaction": compaction,
     }
     bodies = _read_input(file)
     results = [_govern_body(body, options) for body in bodies]
