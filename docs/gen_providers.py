@@ -45,6 +45,7 @@ SAMPLE_MODELS: dict[str, tuple[str, ...]] = {
     "vllm": (
         "meta-llama/Llama-2-7b-chat-hf",
         "meta-llama/Llama-3.1-8B-Instruct",
+        "mistralai/Mistral-7B-Instruct-v0.2",
         "mistralai/Mistral-7B-Instruct-v0.3",
         "google/gemma-2-9b-it",
         "Qwen/Qwen2.5-7B-Instruct",

@@ -125,6 +125,10 @@ ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/...
 ALTERNATE_AFTER_SYSTEM = (
     "After the optional system message, " + ALTERNATE[0].lower() + ALTERNATE[1:]
 )
+ONLY_USER_AND_ASSISTANT = (
+    "Only user and assistant roles are supported, with the exception of an initial optional "
+    "system message!"
+)
 
 
 @dataclass(frozen=True)
@@ -1014,6 +1018,22 @@ CASES: dict[str, Case] = {
         ],
         "HF-1",
     ),
+    "HF-1f": case(
+        "vllm",
+        MISTRAL_V02,
+        [s("Be brief."), u("hi"), a("hello"), a("anything else?"), u("no")],
+        [(3, ALTERNATE_AFTER_SYSTEM)],
+        [s("Be brief."), u("hi"), a("hello\n\nanything else?"), u("no")],
+    ),
+    "HF-1g": case(
+        "vllm",
+        MISTRAL_V02,
+        # a tool result right after a user message: the alternation check passes there
+        [s("Be brief."), u("weather?"), t("abcdefghi", "sunny")],
+        [(2, ONLY_USER_AND_ASSISTANT)],
+        # the result written as text, as flatten_tools does
+        [s("Be brief."), u("weather?\n\n[ls result] sunny")],
+    ),
     "HF-1e": case(
         "vllm",
         GEMMA2,
@@ -1216,8 +1236,23 @@ BOUNDARIES = [
         "HF-1",
         "vllm",
         CASES["HF-1"].rejected,
-        (LLAMA2, MISTRAL_V02, GEMMA2, GEMMA3),
-        (MISTRAL_V03, LLAMA31, QWEN25, CHATML),
+        (LLAMA2, GEMMA2, GEMMA3),
+        (MISTRAL_V02, MISTRAL_V03, LLAMA31, QWEN25, CHATML),
+    ),
+    # Mistral v0.1/v0.2 spell the alternation error their own way
+    Boundary(
+        "HF-1f",
+        "vllm",
+        CASES["HF-1"].rejected,
+        (MISTRAL_V02, "mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+        (LLAMA2, GEMMA2, GEMMA3, MISTRAL_V03, LLAMA31, QWEN25, CHATML),
+    ),
+    Boundary(
+        "HF-1g",
+        "vllm",
+        CASES["HF-1g"].rejected,
+        (MISTRAL_V02, "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+        (LLAMA2, GEMMA2, GEMMA3),
     ),
     Boundary(
         "HF-1b",
@@ -1462,3 +1497,44 @@ def test_template_rejects_with_the_rules_text(rule_id: str) -> None:
 def test_template_renders_the_accepted_list(rule_id: str) -> None:
     c = CASES[rule_id]
     assert _render_error(_template(c), c.accepted) is None
+
+
+#: Mistral v0.1/v0.2: what the template raises at its first objection, and every violation.
+MISTRAL_V02_LISTS = [
+    pytest.param(
+        [u("hi"), u("are you there?")],
+        [("HF-1f", 1, ALTERNATE_AFTER_SYSTEM)],
+        id="two-users",
+    ),
+    # a tool result after its call sits at an even position: the alternation check raises
+    pytest.param(
+        [u("weather?"), calls("abcdefghi", content=""), t("abcdefghi", "sunny"), u("thanks")],
+        [("HF-1f", 2, ALTERNATE_AFTER_SYSTEM)],
+        id="tool-result-after-call",
+    ),
+    # at an odd position the check passes and the role branch raises
+    pytest.param(
+        [u("weather?"), t("abcdefghi", "sunny")],
+        [("HF-1g", 1, ONLY_USER_AND_ASSISTANT)],
+        id="tool-result-after-user",
+    ),
+    pytest.param(
+        [s("Be brief."), u("hi"), s("Answer in French.")],
+        [("HF-1g", 2, ONLY_USER_AND_ASSISTANT)],
+        id="second-system-odd",
+    ),
+    pytest.param(
+        [s("Be brief."), u("hi"), a("hello"), s("Answer in French."), u("ok")],
+        [("HF-1f", 3, ALTERNATE_AFTER_SYSTEM)],
+        id="second-system-even",
+    ),
+]
+
+
+@pytest.mark.parametrize(("messages", "expected"), MISTRAL_V02_LISTS)
+def test_mistral_v02_texts_are_the_templates(
+    messages: list[Message], expected: list[tuple[str, int, str]]
+) -> None:
+    found = _violations(messages, "vllm", MISTRAL_V02)
+    assert [(v.rule, v.index, v.error) for v in found] == expected
+    assert _render_error("mistral_v02", messages) == expected[0][2]

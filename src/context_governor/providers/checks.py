@@ -217,6 +217,18 @@ def template_alternation(*, skip_tool_turns: bool = False) -> Any:
     return check
 
 
+def template_other_role(messages: list[Message]) -> Iterator[Finding]:
+    """Mistral v0.1/v0.2's template after the optional system message at index 0: a role
+    other than user or assistant at an odd position passes the alternation check and
+    reaches the template's ``else`` branch (at an even position the alternation check
+    raises first: ``template_alternation``)."""
+    start = 1 if messages and messages[0].get("role") == "system" else 0
+    for n, i in enumerate(range(start, len(messages))):
+        role = messages[i].get("role")
+        if n % 2 == 1 and role not in ("user", "assistant"):
+            yield i, {"role": role}
+
+
 def first_is_function_call(messages: list[Message]) -> Iterator[Finding]:
     i = first_non_system(messages)
     if i is not None and messages[i].get("role") == "assistant" and has_tool_calls(messages[i]):

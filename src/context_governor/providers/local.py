@@ -11,6 +11,15 @@ from .rules import Rule
 from .target import Target, template_family
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
+#: Mistral's templates (v0.1/v0.2 and v0.3) spell the alternation error their own way.
+ALTERNATE_AFTER_SYSTEM = (
+    "After the optional system message, conversation roles must alternate "
+    "user/assistant/user/assistant/..."
+)
+ONLY_USER_AND_ASSISTANT = (
+    "Only user and assistant roles are supported, with the exception of an initial "
+    "optional system message!"
+)
 
 
 def _family(*families: str):  # type: ignore[no-untyped-def]
@@ -22,6 +31,8 @@ def _family(*families: str):  # type: ignore[no-untyped-def]
 
 #: Templates whose Jinja loop enforces user/assistant alternation over every message.
 STRICT = ("llama2", "mistral_v02", "gemma", "gemma3")
+#: The strict templates that raise ``ALTERNATE`` (Mistral v0.1/v0.2's raises its own texts).
+ALTERNATE_TEXT = ("llama2", "gemma", "gemma3")
 #: Templates that concatenate ``content`` as a string (all but Gemma 3's, which iterates parts).
 TEXT_ONLY = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "qwen", "chatml")
 
@@ -32,25 +43,23 @@ VLLM_RULES: tuple[Rule, ...] = (
         ALTERNATE,
         "merge consecutive messages of one role; start with a user message",
         checks.template_alternation(),
-        applies=_family(*STRICT),
+        applies=_family(*ALTERNATE_TEXT),
     ),
     Rule(
         "HF-1b",
         "Mistral v0.3: messages other than tool calls and results alternate, user first",
-        "After the optional system message, conversation roles must alternate "
-        "user/assistant/user/assistant/...",
+        ALTERNATE_AFTER_SYSTEM,
         "put an assistant message between tool results and the next user message",
         checks.template_alternation(skip_tool_turns=True),
         applies=_family("mistral"),
     ),
     Rule(
         "HF-1c",
-        "Mistral templates: at most one system message, first",
-        "Only user and assistant roles are supported, with the exception of an initial "
-        "optional system message!",
+        "Mistral v0.3 template: at most one system message, first",
+        ONLY_USER_AND_ASSISTANT,
         "merge system messages at the front",
         checks.system_not_first,
-        applies=_family("mistral", "mistral_v02"),
+        applies=_family("mistral"),  # v0.1/v0.2: HF-1f and HF-1g
     ),
     Rule(
         "HF-1d",
@@ -58,7 +67,25 @@ VLLM_RULES: tuple[Rule, ...] = (
         ALTERNATE,
         "write tool calls and results as text",
         checks.tool_messages_present,
-        applies=_family(*STRICT),
+        applies=_family(*ALTERNATE_TEXT),
+    ),
+    Rule(
+        "HF-1f",
+        "Mistral v0.1/v0.2: after an optional first system message, user and assistant "
+        "strictly alternate, user first",
+        ALTERNATE_AFTER_SYSTEM,
+        "merge consecutive messages of one role; start with a user message; "
+        "write tool calls and results as text",
+        checks.template_alternation(),
+        applies=_family("mistral_v02"),
+    ),
+    Rule(
+        "HF-1g",
+        "Mistral v0.1/v0.2: no tool (or later system) message where the alternation holds",
+        ONLY_USER_AND_ASSISTANT,
+        "write tool results as text; merge system messages at the front",
+        checks.template_other_role,
+        applies=_family("mistral_v02"),
     ),
     Rule(
         "HF-1e",
@@ -131,6 +158,12 @@ OLLAMA_NOT_CHECKED: tuple[tuple[str, str], ...] = (
 )
 
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
+    (
+        "HF-1h",
+        "Mistral v0.1/v0.2 templates render an assistant message's content and drop its "
+        "tool_calls without raising (HF-1f/HF-1g flag the tool results); govern writes the "
+        "calls as text",
+    ),
     (
         "HF-8",
         "Llama 3.x with tools raises when nothing follows the system message: it depends "
