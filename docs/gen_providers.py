@@ -49,6 +49,7 @@ SAMPLE_MODELS: dict[str, tuple[str, ...]] = {
         "mistralai/Mistral-7B-Instruct-v0.3",
         "google/gemma-2-9b-it",
         "Qwen/Qwen2.5-7B-Instruct",
+        "Qwen/Qwen3.5-27B",
         "HuggingFaceH4/zephyr-7b-beta",
     ),
 }

@@ -46,6 +46,7 @@ TARGETS = [
     ("vllm", "google/gemma-3-12b-it", False),
     ("vllm", "meta-llama/Llama-3.1-8B-Instruct", False),
     ("vllm", "Qwen/Qwen2.5-7B-Instruct", False),
+    ("vllm", "Qwen/Qwen3.5-27B", False),
     ("vllm", "some-org/unknown-chatml-model", False),
 ]
 IDS = [f"{p}:{m}{':prefill' if f else ''}" for p, m, f in TARGETS]

@@ -51,6 +51,7 @@ MODELS: dict[str, tuple[str | None, ...]] = {
         "google/gemma-3-12b-it",
         "meta-llama/Llama-3.1-8B-Instruct",
         "Qwen/Qwen2.5-7B-Instruct",
+        "Qwen/Qwen3.5-27B",
         "HuggingFaceTB/SmolLM2-1.7B-Instruct",
     ),
 }

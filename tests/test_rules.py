@@ -176,6 +176,7 @@ MISTRAL_V03 = "mistralai/Mistral-7B-Instruct-v0.3"
 GEMMA2 = "google/gemma-2-9b-it"
 GEMMA3 = "google/gemma-3-12b-it"
 QWEN25 = "Qwen/Qwen2.5-7B-Instruct"
+QWEN35 = "Qwen/Qwen3.5-27B"
 CHATML = "HuggingFaceTB/SmolLM2-1.7B-Instruct"
 
 
@@ -1043,7 +1044,7 @@ CASES: dict[str, Case] = {
     ),
     "HF-2": case(
         "vllm",
-        QWEN25,
+        QWEN35,
         [s("You are helpful.")],
         [(-1, "No user query found in messages.")],
         [s("You are helpful."), u("hi")],
@@ -1275,6 +1276,14 @@ BOUNDARIES = [
         (LLAMA2, MISTRAL_V02, MISTRAL_V03, GEMMA2, LLAMA31, QWEN25, CHATML),
         (GEMMA3,),  # its template iterates content parts
     ),
+    # no user query: Qwen3.5/3.6 templates raise, the pinned Qwen2.5 and Qwen3 ones render it
+    Boundary(
+        "HF-2",
+        "vllm",
+        CASES["HF-2"].rejected,
+        (QWEN35, "Qwen/Qwen3.6-35B-A3B", "qwen3.5:9b", "Qwen3_5-4B-GGUF"),
+        (QWEN25, "Qwen/Qwen3-8B", "Qwen/Qwen3-4B-Instruct-2507", "Qwen/QwQ-32B", LLAMA31),
+    ),
     Boundary("HF-4", "vllm", PREFILL, (MISTRAL_V02, MISTRAL_V03), (LLAMA31, QWEN25, GEMMA3)),
     Boundary(
         "HF-6",
@@ -1462,7 +1471,8 @@ def test_regression(
 # -- vLLM: the real chat templates agree with the rules ------------------------------------------
 
 #: Rules whose rejection comes from vLLM itself (HF-4: mistral tokenizer mode) or from a
-#: template other than the pinned one of the family (HF-2: Qwen3.5/3.6, not Qwen2.5).
+#: template that is not pinned (HF-2: Qwen3.5/3.6; the pinned Qwen2.5/Qwen3 ones render
+#: a list without a user message: test_pinned_qwen_templates_need_no_user_query).
 NOT_FROM_THE_TEMPLATE = {"HF-2", "HF-4"}
 VLLM_CASES = sorted(rule_id for rule_id, c in CASES.items() if c.provider == "vllm")
 
@@ -1538,3 +1548,17 @@ def test_mistral_v02_texts_are_the_templates(
     found = _violations(messages, "vllm", MISTRAL_V02)
     assert [(v.rule, v.index, v.error) for v in found] == expected
     assert _render_error("mistral_v02", messages) == expected[0][2]
+
+
+@pytest.mark.parametrize("family", ["qwen", "qwen3", "qwen3_2507"])
+@pytest.mark.parametrize(
+    "messages",
+    [[s("You are helpful.")], [s("You are helpful."), a("Hi! How can I help?")]],
+    ids=["system-only", "system-assistant"],
+)
+def test_pinned_qwen_templates_need_no_user_query(family: str, messages: list[Message]) -> None:
+    """HF-2 is Qwen3.5/3.6's: the Qwen2.5 and Qwen3 templates render without a user."""
+    assert _render_error(family, messages) is None
+    for model in (QWEN25, "Qwen/Qwen3-8B", "Qwen/Qwen3-4B-Instruct-2507"):
+        assert "HF-2" not in {v.rule for v in _violations(messages, "vllm", model)}
+    assert "HF-2" in {v.rule for v in _violations(messages, "vllm", QWEN35)}

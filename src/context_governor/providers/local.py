@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from . import checks
@@ -27,6 +28,14 @@ def _family(*families: str):  # type: ignore[no-untyped-def]
         return template_family(target) in families
 
     return applies
+
+
+def _qwen_needs_user_query(target: Target) -> bool:
+    """Qwen3.5 and 3.6 templates raise without a user query (RULEBOOK HF-2); Qwen2.5's and
+    Qwen3's (tests/chat_templates.py) render a list without one."""
+    if template_family(target) != "qwen":
+        return False
+    return re.search(r"qwen3[._][56](?!\d)", target.lowered) is not None
 
 
 #: Templates whose Jinja loop enforces user/assistant alternation over every message.
@@ -97,11 +106,11 @@ VLLM_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "HF-2",
-        "the template needs a user query",
+        "Qwen3.5/3.6 templates need a user query",
         "No user query found in messages.",
         "add a user message",
         checks.no_user_message,
-        applies=_family("qwen"),
+        applies=_qwen_needs_user_query,
     ),
     Rule(
         "HF-3",
