@@ -393,21 +393,29 @@ CASES: dict[str, Case] = {
     "AN-7": case(
         "anthropic",
         SONNET_45,
-        [u("hi"), a("   "), u("go on")],
+        # the system message goes to `system`: the blank assistant is messages.1
+        [s(), u("hi"), a("   "), u("go on")],
         [
             (
-                1,
+                2,
                 "messages.1: all messages must have non-empty content except for the optional "
                 "final assistant message",
             )
         ],
-        [u("hi"), a("(empty)"), u("go on")],
+        [s(), u("hi"), a("(empty)"), u("go on")],
     ),
     "AN-7b": case(
         "anthropic",
         SONNET_45,
         [u([text(" "), text("what is this?")])],
         [(0, "messages: text content blocks must contain non-whitespace text")],
+        [u([text("what is this?")])],
+    ),
+    "AN-7c": case(
+        "anthropic",
+        SONNET_45,
+        [u([text(""), text("what is this?")])],
+        [(0, "messages: text content blocks must be non-empty")],
         [u([text("what is this?")])],
     ),
     "AN-8": case(
@@ -526,9 +534,10 @@ CASES: dict[str, Case] = {
     "GE-5b": case(
         "gemini",
         GEMINI_25,
-        [u("hi"), a(""), u("go on")],
-        [(1, "* GenerateContentRequest.contents[1].parts: contents.parts must not be empty.")],
-        [u("hi"), a("(empty)"), u("go on")],
+        # the system message goes to systemInstruction: the blank model turn is contents[1]
+        [s(), u("hi"), a(""), u("go on")],
+        [(2, "* GenerateContentRequest.contents[1].parts: contents.parts must not be empty.")],
+        [s(), u("hi"), a("(empty)"), u("go on")],
     ),
     "GE-6": case(
         "gemini",
@@ -626,28 +635,29 @@ CASES: dict[str, Case] = {
     "BR-5": case(
         "bedrock",
         BEDROCK_CLAUDE,
-        [u("hi"), a(" "), u("go on")],
+        # the system message goes to `system`: the blank assistant is messages.1
+        [s(), u("hi"), a(" "), u("go on")],
         [
             (
-                1,
+                2,
                 "The text field in the ContentBlock object at messages.1.content.0 is blank. Add "
                 "text to the text field, and try again.",
             )
         ],
-        [u("hi"), a("(empty)"), u("go on")],
+        [s(), u("hi"), a("(empty)"), u("go on")],
     ),
     "BR-5b": case(
         "bedrock",
         BEDROCK_CLAUDE,
-        [u([text("what is this?"), text("")])],
+        [s(), u("hi"), a("hello"), u([text("what is this?"), text("")])],
         [
             (
-                0,
-                "The text field in the ContentBlock object at messages.0.content.1 is blank. Add "
+                3,
+                "The text field in the ContentBlock object at messages.2.content.1 is blank. Add "
                 "text to the text field, and try again.",
             )
         ],
-        [u([text("what is this?")])],
+        [s(), u("hi"), a("hello"), u([text("what is this?")])],
     ),
     "BR-6": case(
         "bedrock",
@@ -1456,6 +1466,54 @@ REGRESSIONS = [
             )
         ],
         id="groq-user-metadata",
+    ),
+]
+
+
+#: Blank content after a system message and a tool round: the providers count their own
+#: turns (system lifted out, the call and its result one turn each), not the input's messages.
+BLANK_AFTER_TOOLS = [s(), u("ls"), calls("toolu_1"), t("toolu_1"), a(" "), u("ok")]
+REGRESSIONS += [
+    pytest.param(
+        "anthropic",
+        SONNET_45,
+        BLANK_AFTER_TOOLS,
+        [
+            (
+                "AN-7",
+                4,
+                "messages.3: all messages must have non-empty content except for the optional "
+                "final assistant message",
+            )
+        ],
+        id="anthropic-blank-after-tools",
+    ),
+    pytest.param(
+        "bedrock",
+        BEDROCK_CLAUDE,
+        BLANK_AFTER_TOOLS,
+        [
+            (
+                "BR-5",
+                4,
+                "The text field in the ContentBlock object at messages.3.content.0 is blank. Add "
+                "text to the text field, and try again.",
+            )
+        ],
+        id="bedrock-blank-after-tools",
+    ),
+    pytest.param(
+        "gemini",
+        GEMINI_25,
+        BLANK_AFTER_TOOLS,
+        [
+            (
+                "GE-5b",
+                4,
+                "* GenerateContentRequest.contents[3].parts: contents.parts must not be empty.",
+            )
+        ],
+        id="gemini-blank-after-tools",
     ),
 ]
 

@@ -73,17 +73,24 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "AN-7",
         "text content must be non-empty and not only whitespace",
-        "messages.{index}: all messages must have non-empty content except for the optional "
+        "messages.{turn}: all messages must have non-empty content except for the optional "
         "final assistant message",
         "use a placeholder such as '(empty)'",
-        checks.blank_content(except_last_assistant=True),
+        checks.hoisted(checks.blank_content(except_last_assistant=True)),
     ),
     Rule(
         "AN-7b",
         "text blocks must contain non-whitespace text",
         "messages: text content blocks must contain non-whitespace text",
         "drop the blank text block",
-        checks.blank_text_parts,
+        checks.whitespace_text_parts,
+    ),
+    Rule(
+        "AN-7c",
+        "text blocks must be non-empty",
+        "messages: text content blocks must be non-empty",
+        "drop the empty text block",
+        checks.empty_text_parts,
     ),
     Rule(
         "AN-8",

@@ -68,18 +68,18 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "BR-5",
         "no empty content and no blank text",
-        "The text field in the ContentBlock object at messages.{index}.content.0 is blank. Add "
+        "The text field in the ContentBlock object at messages.{turn}.content.0 is blank. Add "
         "text to the text field, and try again.",
         "use a placeholder such as '(empty)'",
-        checks.blank_content(),
+        checks.hoisted(checks.blank_content()),
     ),
     Rule(
         "BR-5b",
         "no blank text blocks",
-        "The text field in the ContentBlock object at messages.{index}.content.{part} is "
+        "The text field in the ContentBlock object at messages.{turn}.content.{part} is "
         "blank. Add text to the text field, and try again.",
         "drop the blank text block",
-        checks.blank_text_parts,
+        checks.hoisted(checks.blank_text_parts),
     ),
     Rule(
         "BR-6",

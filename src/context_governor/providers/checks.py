@@ -416,6 +416,22 @@ def blank_text_parts(messages: list[Message]) -> Iterator[Finding]:
                         yield i, {"part": j}
 
 
+def empty_text_parts(messages: list[Message]) -> Iterator[Finding]:
+    """Text parts with no text at all ("" or a missing or non-string text)."""
+    for i, fields in blank_text_parts(messages):
+        text = messages[i]["content"][fields["part"]].get("text")
+        if not isinstance(text, str) or not text:
+            yield i, fields
+
+
+def whitespace_text_parts(messages: list[Message]) -> Iterator[Finding]:
+    """Text parts of whitespace only (but not empty)."""
+    for i, fields in blank_text_parts(messages):
+        text = messages[i]["content"][fields["part"]].get("text")
+        if isinstance(text, str) and text:
+            yield i, fields
+
+
 def untyped_parts(messages: list[Message]) -> Iterator[Finding]:
     for i, m in enumerate(messages):
         content = m.get("content")

@@ -53,9 +53,11 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "GE-5b",
         "every content needs at least one part",
-        "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.",
+        "* GenerateContentRequest.contents[{turn}].parts: contents.parts must not be empty.",
         "use a placeholder text",
-        checks.blank_content(),
+        # system messages go to systemInstruction; tool results (and the user text right
+        # after them) are one user content
+        checks.hoisted(checks.blank_content()),
     ),
     Rule(
         "GE-6",
