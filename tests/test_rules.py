@@ -571,6 +571,19 @@ CASES: dict[str, Case] = {
         [(1, GE_MODEL_TURN)],
         [u("Write a story"), a("Once upon a time"), u("Please continue.")],
     ),
+    "GE-7b": case(
+        "gemini",
+        "gemini-pro",
+        [u("Write a story"), a("Once upon a time")],
+        [
+            (
+                1,
+                "Please ensure that multiturn requests ends with a user role or a function "
+                "response.",
+            )
+        ],
+        [u("Write a story"), a("Once upon a time"), u("Please continue.")],
+    ),
     # -- Bedrock Converse (RULEBOOK §7) -------------------------------------------------------
     "BR-1": case(
         "bedrock",
@@ -1205,13 +1218,28 @@ BOUNDARIES = [
         ("gemini-3-pro-preview", "gemini-3-flash-preview", "gemini-3.1-pro-preview"),
         ("gemini-2.0-flash", "gemini-2.5-pro", "gemini-2.5-flash"),
     ),
-    # a trailing model turn: prefill for 2.x to 3.1, refused by 1.0 (gemini-pro) and newer ones
+    # a trailing model turn: prefill for 2.x to 3.1, refused by 1.5 and newer ones, and by
+    # 1.0 (gemini-pro) in its own words (GE-7b)
     Boundary(
         "GE-7",
         "gemini",
         PREFILL,
-        ("gemini-pro", "gemini-1.5-pro", "gemini-3.5-pro"),
-        ("gemini-2.0-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3.1-pro-preview"),
+        ("gemini-1.5-pro", "gemini-3.5-pro"),
+        (
+            "gemini-pro",
+            "gemini-1.0-pro-001",
+            "gemini-2.0-flash",
+            "gemini-2.5-pro",
+            "gemini-3-pro-preview",
+            "gemini-3.1-pro-preview",
+        ),
+    ),
+    Boundary(
+        "GE-7b",
+        "gemini",
+        PREFILL,
+        ("gemini-pro", "gemini-1.0-pro-001", "models/gemini-pro-vision"),
+        ("gemini-1.5-pro", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3.5-pro"),
     ),
     Boundary(
         "BR-7",

@@ -8,8 +8,13 @@ from .rules import Rule
 from .target import Target, gemini_accepts_prefill, gemini_needs_thought_signatures
 
 
+def _gemini_1_0(target: Target) -> bool:
+    """gemini-pro (and gemini-pro-vision), i.e. gemini-1.0-pro: the 2023 API and its texts."""
+    return "gemini-pro" in target.lowered or "gemini-1.0" in target.lowered
+
+
 def _trailing_model_turn_rejected(target: Target) -> bool:
-    return not gemini_accepts_prefill(target)
+    return not gemini_accepts_prefill(target) and not _gemini_1_0(target)
 
 
 RULES: tuple[Rule, ...] = (
@@ -73,11 +78,19 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "GE-7",
-        "no trailing model turn (except Gemini 2.x-3.1 prefill)",
+        "no trailing model turn (except Gemini 2.x-3.1 prefill; gemini-pro 1.0: GE-7b)",
         "Requests ending with a model turn are not supported.",
         "drop the trailing assistant message",
         checks.ends_with_assistant,
         applies=_trailing_model_turn_rejected,
+    ),
+    Rule(
+        "GE-7b",
+        "gemini-pro (1.0): the last turn is a user turn or a function response",
+        "Please ensure that multiturn requests ends with a user role or a function response.",
+        "drop the trailing assistant message",
+        checks.ends_with_assistant,
+        applies=_gemini_1_0,
     ),
 )
 
