@@ -1072,6 +1072,13 @@ CASES: dict[str, Case] = {
         [(-1, "No user query found in messages.")],
         [s("You are helpful."), u("hi")],
     ),
+    "HF-9": case(
+        "vllm",
+        LLAMA2,
+        [],
+        [(-1, "list object has no element 0")],
+        [u("hi")],
+    ),
     "HF-3": case(
         "vllm",
         MISTRAL_V02,
@@ -1321,6 +1328,14 @@ BOUNDARIES = [
         CASES["HF-2"].rejected,
         (QWEN35, "Qwen/Qwen3.6-35B-A3B", "qwen3.5:9b", "Qwen3_5-4B-GGUF"),
         (QWEN25, "Qwen/Qwen3-8B", "Qwen/Qwen3-4B-Instruct-2507", "Qwen/QwQ-32B", LLAMA31),
+    ),
+    # an empty list: every pinned template reads messages[0]; an unknown one may not
+    Boundary(
+        "HF-9",
+        "vllm",
+        [],
+        (LLAMA2, LLAMA31, MISTRAL_V02, MISTRAL_V03, GEMMA2, GEMMA3, QWEN25, "Qwen/Qwen3-8B"),
+        (CHATML,),
     ),
     Boundary("HF-4", "vllm", PREFILL, (MISTRAL_V02, MISTRAL_V03), (LLAMA31, QWEN25, GEMMA3)),
     Boundary(
@@ -1648,3 +1663,26 @@ def test_pinned_qwen_templates_need_no_user_query(family: str, messages: list[Me
     for model in (QWEN25, "Qwen/Qwen3-8B", "Qwen/Qwen3-4B-Instruct-2507"):
         assert "HF-2" not in {v.rule for v in _violations(messages, "vllm", model)}
     assert "HF-2" in {v.rule for v in _violations(messages, "vllm", QWEN35)}
+
+
+#: The rule that flags an empty list, per provider (a representative model for vLLM).
+EMPTY_LIST_RULES = {
+    ("openai", GPT): "OA-6b",
+    ("gemini", GEMINI_25): "GE-5",
+    ("bedrock", BEDROCK_CLAUDE): "BR-1b",
+    ("glm", GLM): "GLM-2",
+    ("qwen", QWEN): "QW-3",
+    ("vllm", LLAMA2): "HF-9",
+}
+#: No error text for an empty list in RULEBOOK.md: listed as not checked instead.
+EMPTY_LIST_NOT_CHECKED = ("anthropic", "mistral", "deepseek", "moonshot", "groq")
+
+
+def test_an_empty_list_is_flagged_or_listed_as_not_checked() -> None:
+    for (provider, model), rule_id in EMPTY_LIST_RULES.items():
+        assert rule_id in {v.rule for v in _violations([], provider, model)}
+    for provider in EMPTY_LIST_NOT_CHECKED:
+        assert _violations([], provider, None) == []
+        assert f"{CATALOG[provider].rules[0].id.split('-')[0]}-empty" in dict(
+            CATALOG[provider].not_checked
+        )

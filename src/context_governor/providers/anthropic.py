@@ -130,6 +130,11 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
         "anyway, so a merged list is what AN-1/AN-3 are checked on",
     ),
     ("AN-9", "thinking blocks and signatures do not exist in OpenAI-format messages"),
+    (
+        "AN-empty",
+        "an empty message list: RULEBOOK.md gives no Anthropic error text for it, so it is not "
+        "flagged; send at least one message",
+    ),
 )
 
 POLICY = Policy(

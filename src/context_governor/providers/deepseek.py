@@ -56,6 +56,11 @@ RULES: tuple[Rule, ...] = (
 
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ("DS-5", "an empty tools array is a request field, not a message"),
+    (
+        "DS-empty",
+        "an empty message list: RULEBOOK.md gives no DeepSeek error text for it, so it is not "
+        "flagged; send at least one message",
+    ),
 )
 
 POLICY = Policy(

@@ -30,6 +30,12 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = ()
+NOT_CHECKED: tuple[tuple[str, str], ...] = (
+    (
+        "GQ-empty",
+        "an empty message list: RULEBOOK.md gives no Groq/Cerebras error text for it, so it is "
+        "not flagged; send at least one message",
+    ),
+)
 
 POLICY = Policy(allowed_keys=ALLOWED, empty="openai", reasoning=lambda target: "strip")

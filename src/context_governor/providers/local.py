@@ -42,6 +42,9 @@ def _qwen_needs_user_query(target: Target) -> bool:
 STRICT = ("llama2", "mistral_v02", "gemma", "gemma3")
 #: The strict templates that raise ``ALTERNATE`` (Mistral v0.1/v0.2's raises its own texts).
 ALTERNATE_TEXT = ("llama2", "gemma", "gemma3")
+#: Templates that test ``messages[0]['role']`` first: Jinja raises on an empty list (RULEBOOK
+#: has no text; the one here is Jinja's, from the pinned templates in tests/chat_templates.py).
+INDEX_FIRST = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "gemma3", "qwen")
 #: Templates that concatenate ``content`` as a string (all but Gemma 3's, which iterates parts).
 TEXT_ONLY = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "qwen", "chatml")
 
@@ -111,6 +114,15 @@ VLLM_RULES: tuple[Rule, ...] = (
         "add a user message",
         checks.no_user_message,
         applies=_qwen_needs_user_query,
+    ),
+    Rule(
+        "HF-9",
+        "an empty message list: these templates read messages[0]",
+        "list object has no element 0",
+        "send at least one message",
+        checks.empty_request,
+        applies=_family(*INDEX_FIRST),
+        verbatim=False,
     ),
     Rule(
         "HF-3",
