@@ -303,6 +303,19 @@ CASES: dict[str, Case] = {
         ],
         [u("hi", name="John_Doe")],
     ),
+    "OA-7b": case(
+        "openai",
+        GPT,
+        [u("weather?"), calls("call_1", name="get weather"), t("call_1", "sunny"), u("thanks")],
+        [
+            (
+                1,
+                "Invalid 'messages[1].tool_calls[0].function.name': string does not match "
+                "pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+            )
+        ],
+        [u("weather?"), calls("call_1", name="get_weather"), t("call_1", "sunny"), u("thanks")],
+    ),
     "OA-8": case(
         "openai",
         GPT,
@@ -1561,6 +1574,30 @@ REGRESSIONS += [
 ]
 
 
+# OA-7b: the text names the call inside the message
+REGRESSIONS.append(
+    pytest.param(
+        "openai",
+        GPT,
+        [
+            u("ls and pwd"),
+            {"role": "assistant", "content": None, "tool_calls": [call("c1"), call("c2", "fs.pwd")]},
+            t("c1"),
+            t("c2"),
+        ],
+        [
+            (
+                "OA-7b",
+                1,
+                "Invalid 'messages[1].tool_calls[1].function.name': string does not match "
+                "pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+            )
+        ],
+        id="openai-second-call-name",
+    )
+)
+
+
 @pytest.mark.parametrize(("provider", "model", "messages", "expected"), REGRESSIONS)
 def test_regression(
     provider: str, model: str, messages: list[Message], expected: list[tuple[str, int, str]]
@@ -1686,3 +1723,14 @@ def test_an_empty_list_is_flagged_or_listed_as_not_checked() -> None:
         assert f"{CATALOG[provider].rules[0].id.split('-')[0]}-empty" in dict(
             CATALOG[provider].not_checked
         )
+
+
+def test_openai_call_names_are_reported_not_renamed() -> None:
+    """OA-7b has no repair: a renamed call would no longer match its tool definition."""
+    from context_governor import govern
+
+    messages = CASES["OA-7b"].rejected
+    result = govern(messages, profile="openai", model=GPT)
+    assert result.messages[1]["tool_calls"][0]["function"]["name"] == "get weather"
+    assert [(v["rule"], v["index"]) for v in result.report.violations] == [("OA-7b", 1)]
+    assert any(n.startswith("rule not met: OA-7b at message 1") for n in result.report.notes)

@@ -461,6 +461,24 @@ def name_pattern(
     return check
 
 
+def call_name_pattern(pattern: str) -> Any:
+    """``tool_calls[].function.name`` of assistant messages (names that are not strings are
+    malformed calls, another problem)."""
+    compiled = re.compile(pattern)
+
+    def check(messages: list[Message]) -> Iterator[Finding]:
+        for i, m in enumerate(messages):
+            if m.get("role") != "assistant" or not isinstance(m.get("tool_calls"), list):
+                continue
+            for j, c in enumerate(m["tool_calls"]):
+                function = c.get("function") if isinstance(c, dict) else None
+                name = function.get("name") if isinstance(function, dict) else None
+                if isinstance(name, str) and not compiled.fullmatch(name):
+                    yield i, {"call": j, "name": name}
+
+    return check
+
+
 def name_outside_tool(messages: list[Message]) -> Iterator[Finding]:
     for i, m in enumerate(messages):
         if m.get("role") != "tool" and m.get("name") is not None:

@@ -87,6 +87,15 @@ RULES: tuple[Rule, ...] = (
         checks.name_pattern(r"[a-zA-Z0-9_-]{1,64}"),
     ),
     Rule(
+        "OA-7b",
+        "tool call function names match ^[a-zA-Z0-9_-]+$ (at most 64)",
+        "Invalid 'messages[{index}].tool_calls[{call}].function.name': string does not match "
+        "pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        "rename the function in the tool definitions and in the history alike; govern does "
+        "not (a renamed call would no longer match its tool) and reports the violation",
+        checks.call_name_pattern(r"[a-zA-Z0-9_-]{1,64}"),
+    ),
+    Rule(
         "OA-8",
         "tool call ids are at most 40 characters",
         "Invalid 'messages[{index}].{path}': string too long. Expected a string with "
