@@ -462,8 +462,8 @@ def name_pattern(
 
 
 def call_name_pattern(pattern: str) -> Any:
-    """``tool_calls[].function.name`` of assistant messages (names that are not strings are
-    malformed calls, another problem)."""
+    """``tool_calls[].function.name`` of assistant messages. A call with no name (missing,
+    empty or not a string) is a malformed call, which the input stage strips: not this check's."""
     compiled = re.compile(pattern)
 
     def check(messages: list[Message]) -> Iterator[Finding]:
@@ -473,7 +473,7 @@ def call_name_pattern(pattern: str) -> Any:
             for j, c in enumerate(m["tool_calls"]):
                 function = c.get("function") if isinstance(c, dict) else None
                 name = function.get("name") if isinstance(function, dict) else None
-                if isinstance(name, str) and not compiled.fullmatch(name):
+                if isinstance(name, str) and name and not compiled.fullmatch(name):
                     yield i, {"call": j, "name": name}
 
     return check
