@@ -205,6 +205,7 @@ class Run:
             "recent_tool_results": last.recent_tool_results,
             # lowest over the second half of the steps so far (early on there is no history)
             "min_recent_tool_results": min(s.recent_tool_results for s in upto[mark // 2 :]),
+            "mean_recent_tool_results": statistics.mean(s.recent_tool_results for s in upto),
             "recent_share": dict(last.recent_share),
             "mean_recent_share": {
                 n: statistics.mean(s.recent_share[n] for s in upto) for n in RECENT_WINDOWS

@@ -164,6 +164,61 @@ def targets(speed: SpeedResult) -> list[Target]:
     return out
 
 
+#: Issue 5's targets: cached-prefix share per window, cost relative to the seed policy.
+CACHE_SHARE = {128_000: 0.97, 32_000: 0.88}
+CACHE_COST_VS_SEED = 0.6
+
+
+def cache_targets(runs: Sequence[Run], steps: int) -> list[Target]:
+    """The cache policy against the seed policy (Nanobot's pipeline) over the whole replay."""
+    out: list[Target] = []
+    for window in dict.fromkeys(r.window for r in runs):
+        here = [r for r in runs if r.window == window]
+        seed = next((r for r in here if r.config.startswith("nanobot")), None)
+        ours = next((r for r in here if "compaction='cache'" in r.config), None)
+        if seed is None or ours is None:
+            continue
+        a, b = ours.at(steps), seed.at(steps)
+        goal = CACHE_SHARE.get(window)
+        if goal is not None:
+            out.append(
+                Target(
+                    f"cached-prefix share at {window:,}",
+                    f"≥ {goal:.0%}",
+                    f"{a['share']:.1%} (seed policy: {b['share']:.1%})",
+                    a["share"] >= goal,
+                )
+            )
+        cost = a["cost"] / b["cost"]
+        out.append(
+            Target(
+                f"effective input cost at {window:,}",
+                f"≤ {CACHE_COST_VS_SEED}× the seed policy's",
+                f"{cost:.2f}× ({a['cost']:,.0f} vs {b['cost']:,.0f})",
+                cost <= CACHE_COST_VS_SEED,
+            )
+        )
+        out.append(
+            Target(
+                f"newest tool results kept verbatim at {window:,}, mean over the steps",
+                "≥ the seed policy's",
+                f"{a['mean_recent_tool_results']:.1f} (seed policy: "
+                f"{b['mean_recent_tool_results']:.1f})",
+                a["mean_recent_tool_results"] >= b["mean_recent_tool_results"],
+            )
+        )
+        out.append(
+            Target(
+                f"every request inside the budget and valid at {window:,}",
+                "0 over budget, 0 invalid",
+                f"{a['over_budget']} over budget, {a['invalid']} invalid "
+                f"(seed policy: {b['over_budget']}, {b['invalid']})",
+                a["over_budget"] == 0 and a["invalid"] == 0,
+            )
+        )
+    return out
+
+
 # ----------------------------------------------------------------------------- rendering
 
 
@@ -407,6 +462,10 @@ def render(speed: SpeedResult, runs: Sequence[Run], steps: int, elapsed: float) 
         "## Cache friendliness",
         "",
         f"Same session ({steps} steps), each configuration governing every step.",
+        "",
+        "### Targets (cache policy vs the seed policy, whole replay)",
+        "",
+        render_targets(cache_targets(runs, steps)),
         "",
         render_cache(runs, steps),
         CACHE_DEFINITIONS,
