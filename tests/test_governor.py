@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transcripts import random_case
 
-from context_governor import ConfigError, Governor, govern
+from context_governor import CompactionPolicy, ConfigError, Governor, govern
 
 Message = dict[str, Any]
 
@@ -83,6 +83,9 @@ SETTINGS_CHOICES = [
     {"profile": "vllm", "model": "meta-llama/Llama-3.1-8B-Instruct"},
     {"profile": "nanobot"},
     {"profile": "openai", "max_tool_result_chars": 2000},
+    {"profile": "anthropic", "model": "claude-3-7-sonnet", "prefill": True},
+    {"profile": "vllm", "model": "mistralai/Mistral-7B-Instruct-v0.3"},
+    {"profile": "openai", "compaction": CompactionPolicy(keep_recent=2, min_savings=0)},
 ]
 
 
