@@ -2,7 +2,7 @@
 # ruff: noqa: E501, RUF005  (long lines are data: logs, command output, test ids)
 """Generate examples/coding-session.json: a realistic coding-agent session.
 
-Deterministic (``random.Random(SEED)``) and stdlib only. The session is an
+Deterministic (``random.Random(SEED)``); needs only the installed package. The session is an
 OpenAI Chat Completions request body: a coding agent fixes a time-zone bug in
 ``shortlink``, a small Flask + SQLite URL shortener (its files are in
 ``_shortlink_project.py``), then handles a few follow-up requests.

@@ -1,15 +1,89 @@
 # ruff: noqa: E501  (file contents are data)
-"""The sample workspace of ``context-governor demo``: a small Flask + SQLite URL shortener.
+"""``shortlink``, a small Flask + SQLite URL shortener: the invented project of the
+bundled example session (examples/make_coding_session.py edits an in-memory copy as
+its agent works) and the sample workspace of ``context-governor demo``.
 
-A subset of ``examples/_shortlink_project.py`` (the project of the bundled example
-session), shipped inside the package so that the demo works from an installed
-wheel. The demo writes these files into a temporary directory and lets the
-real built-in tools read them.
+It lives in the package so that the demo works from an installed wheel; the demo
+writes the files named in DEMO_FILES.
 """
 
 FILES: dict[str, str] = {}
 
-FILES['README.md'] = r'''# shortlink
+FILES[".gitignore"] = r"""__pycache__/
+*.py[cod]
+*.egg-info/
+.venv/
+.pytest_cache/
+.mypy_cache/
+.ruff_cache/
+.coverage
+htmlcov/
+instance/
+dist/
+build/
+"""
+
+FILES["pyproject.toml"] = r"""[build-system]
+requires = ["setuptools>=68", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "shortlink"
+version = "0.4.2"
+description = "A tiny self-hosted URL shortener (Flask + SQLite)"
+readme = "README.md"
+requires-python = ">=3.10"
+license = { text = "MIT" }
+authors = [{ name = "Mara Lindqvist", email = "mara@lindqvist.dev" }]
+dependencies = [
+    "Flask>=3.0",
+    "itsdangerous>=2.1",
+]
+
+[project.optional-dependencies]
+dev = [
+    "pytest>=8.0",
+    "pytest-cov>=5.0",
+    "pytest-xdist>=3.5",
+    "freezegun>=1.4",
+    "ruff>=0.6",
+    "mypy>=1.10",
+]
+
+[project.scripts]
+shortlink = "shortlink.cli:main"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+
+[tool.setuptools.package-data]
+shortlink = ["schema.sql"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+addopts = "-ra --strict-markers"
+log_level = "INFO"
+markers = ["slow: tests that sleep or hammer the rate limiter"]
+filterwarnings = ["default::DeprecationWarning:shortlink.*"]
+
+[tool.coverage.run]
+source = ["shortlink"]
+branch = true
+
+[tool.ruff]
+line-length = 100
+target-version = "py310"
+
+[tool.ruff.lint]
+select = ["E", "F", "I", "B", "UP", "DTZ", "SIM"]
+
+[tool.mypy]
+python_version = "3.10"
+strict = true
+packages = ["shortlink"]
+"""
+
+FILES["README.md"] = r"""# shortlink
 
 A tiny self-hosted URL shortener: one Flask app, one SQLite file, no JavaScript.
 
@@ -77,101 +151,66 @@ flask --app shortlink run --debug
 
 Maintenance commands: `flask --app shortlink purge-expired` and
 `flask --app shortlink list-expiring --within 24h`.
-'''
+"""
 
-FILES['AGENTS.md'] = r'''# Notes for coding agents (and humans new to the repo)
+FILES["CHANGELOG.md"] = r"""# Changelog
 
-## Layout
-- `src/shortlink/`: the package. `routes.py` (HTTP), `models.py` (all SQL lives here,
-  routes never touch the database directly), `timeutil.py` (every date/time helper),
-  `validators.py`, `slugs.py`, `ratelimit.py`, `cli.py` (Flask CLI commands).
-- `tests/`: pytest. Shared fixtures in `tests/conftest.py`: `app`, `client`, `runner`,
-  `owner` (headers with a fixed owner token) and `make_link(url=..., **fields)`.
-- `scripts/`: one-off maintenance scripts. Not packaged, not type-checked, but linted
-  and tested like everything else.
+All notable changes to this project are documented here. The format follows
+[Keep a Changelog](https://keepachangelog.com/en/1.1.0/).
 
-## Rules
-- Python 3.10+ (CI runs 3.10, 3.11 and 3.12). `from __future__ import annotations` in
-  every module. Type hints everywhere in `src/`; mypy runs in strict mode.
-- Timestamps: UTC, stored as `YYYY-MM-DDTHH:MM:SSZ` text. Use the helpers in
-  `timeutil.py`; do not call `datetime.now()` / `datetime.utcnow()` anywhere else.
-- API errors are JSON `{"error": <code>, "message": <text>}`, built with
-  `routes._error()`. Error codes are part of the API; do not rename them.
-- Tests freeze time with freezegun; never `time.sleep()` in a test.
-- No new runtime dependencies without asking. Dev dependencies are fine if small.
-- Before you say you are done: `pytest`, `ruff check .` and `mypy` must all pass. CI
-  runs exactly these (see `.github/workflows/ci.yml`).
+## [Unreleased]
 
-## Style
-- Docstrings: one summary line, then details if needed. Comments say why, not what.
-- Keep functions small; prefer a clear name over a comment.
-- Changelog: every user-visible change gets a line under `## [Unreleased]` in
-  `CHANGELOG.md` (Keep a Changelog format).
-- Commit messages: imperative mood, subject at most 72 characters, then a blank line and
-  a short body explaining why. Reference the issue (`#NN`) when there is one.
-'''
+## [0.4.2] - 2024-10-21
 
-FILES['pyproject.toml'] = r'''[build-system]
-requires = ["setuptools>=68", "wheel"]
-build-backend = "setuptools.build_meta"
+### Fixed
+- `POST /api/links` returned 500 instead of 422 for `expires_in: true`.
+- Custom slugs that collide with reserved paths (`api`, `healthz`, `static`) are rejected.
 
-[project]
-name = "shortlink"
-version = "0.4.2"
-description = "A tiny self-hosted URL shortener (Flask + SQLite)"
-readme = "README.md"
-requires-python = ">=3.10"
-license = { text = "MIT" }
-authors = [{ name = "Mara Lindqvist", email = "mara@lindqvist.dev" }]
-dependencies = [
-    "Flask>=3.0",
-    "itsdangerous>=2.1",
-]
+## [0.4.1] - 2024-09-30
 
-[project.optional-dependencies]
-dev = [
-    "pytest>=8.0",
-    "pytest-cov>=5.0",
-    "pytest-xdist>=3.5",
-    "freezegun>=1.4",
-    "ruff>=0.6",
-    "mypy>=1.10",
-]
+### Added
+- `expires_at` accepts an offset (`2024-10-01T12:00:00+02:00`); it is converted to UTC.
+- `flask list-expiring --within 24h`.
 
-[project.scripts]
-shortlink = "shortlink.cli:main"
+### Changed
+- Rate limiting only applies to write requests.
 
-[tool.setuptools.packages.find]
-where = ["src"]
+## [0.4.0] - 2024-09-02
 
-[tool.setuptools.package-data]
-shortlink = ["schema.sql"]
+### Added
+- Per-link click statistics: `GET /api/links/<slug>/stats`.
+- Owner tokens; listing and deleting links requires one.
 
-[tool.pytest.ini_options]
-testpaths = ["tests"]
-addopts = "-ra --strict-markers"
-log_level = "INFO"
-markers = ["slow: tests that sleep or hammer the rate limiter"]
-filterwarnings = ["default::DeprecationWarning:shortlink.*"]
+### Changed
+- Schema version 3 (new `clicks` table); migrated automatically on start.
+"""
 
-[tool.coverage.run]
-source = ["shortlink"]
-branch = true
+FILES[".github/workflows/ci.yml"] = r"""name: ci
 
-[tool.ruff]
-line-length = 100
-target-version = "py310"
+on:
+  push:
+    branches: [main]
+  pull_request:
 
-[tool.ruff.lint]
-select = ["E", "F", "I", "B", "UP", "DTZ", "SIM"]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    strategy:
+      matrix:
+        python-version: ["3.10", "3.11", "3.12"]
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: ${{ matrix.python-version }}
+          cache: pip
+      - run: pip install -e '.[dev]'
+      - run: ruff check .
+      - run: mypy
+      - run: pytest -n auto --cov --cov-report=term-missing
+"""
 
-[tool.mypy]
-python_version = "3.10"
-strict = true
-packages = ["shortlink"]
-'''
-
-FILES['src/shortlink/__init__.py'] = r'''"""shortlink: a tiny self-hosted URL shortener."""
+FILES["src/shortlink/__init__.py"] = r'''"""shortlink: a tiny self-hosted URL shortener."""
 
 from __future__ import annotations
 
@@ -234,7 +273,9 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     return app
 '''
 
-FILES['src/shortlink/config.py'] = r'''"""Configuration, read from SHORTLINK_* environment variables."""
+FILES[
+    "src/shortlink/config.py"
+] = r'''"""Configuration, read from SHORTLINK_* environment variables."""
 
 from __future__ import annotations
 
@@ -311,7 +352,7 @@ def load_config(env: Mapping[str, str]) -> Config:
     )
 '''
 
-FILES['src/shortlink/schema.sql'] = r'''-- shortlink schema, version 3.
+FILES["src/shortlink/schema.sql"] = r"""-- shortlink schema, version 3.
 -- Timestamps are TEXT, ISO-8601 in UTC with a Z suffix ("2024-03-01T12:00:00Z"),
 -- so that they sort correctly as text and read well in the sqlite shell.
 
@@ -338,9 +379,11 @@ CREATE TABLE IF NOT EXISTS clicks (
 );
 
 CREATE INDEX IF NOT EXISTS idx_clicks_link ON clicks (link_id, clicked_at);
-'''
+"""
 
-FILES['src/shortlink/db.py'] = r'''"""SQLite access: one connection per request, closed on teardown."""
+FILES[
+    "src/shortlink/db.py"
+] = r'''"""SQLite access: one connection per request, closed on teardown."""
 
 from __future__ import annotations
 
@@ -448,7 +491,7 @@ def init_app(app: Flask) -> None:
         migrate(get_db())
 '''
 
-FILES['src/shortlink/timeutil.py'] = r'''"""Time helpers.
+FILES["src/shortlink/timeutil.py"] = r'''"""Time helpers.
 
 Everything in the database is UTC. Timestamps are written as
 ``YYYY-MM-DDTHH:MM:SSZ`` so that they sort as text and are readable in the
@@ -568,7 +611,7 @@ def seconds_until(when: datetime | None, now: datetime | None = None) -> int | N
     return int((when - now).total_seconds())
 '''
 
-FILES['src/shortlink/slugs.py'] = r'''"""Slugs: the short part of a short link."""
+FILES["src/shortlink/slugs.py"] = r'''"""Slugs: the short part of a short link."""
 
 from __future__ import annotations
 
@@ -606,7 +649,9 @@ def keyspace(length: int) -> int:
     return int(len(ALPHABET) ** length)
 '''
 
-FILES['src/shortlink/validators.py'] = r'''"""URL validation and normalisation for links people submit."""
+FILES[
+    "src/shortlink/validators.py"
+] = r'''"""URL validation and normalisation for links people submit."""
 
 from __future__ import annotations
 
@@ -680,7 +725,9 @@ def normalize_url(
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, parts.fragment))
 '''
 
-FILES['src/shortlink/ratelimit.py'] = r'''"""A token-bucket rate limiter, per client key, in process memory.
+FILES[
+    "src/shortlink/ratelimit.py"
+] = r'''"""A token-bucket rate limiter, per client key, in process memory.
 
 Good enough for one process; behind several workers each one has its own
 buckets, which makes the effective limit N times higher. Documented, accepted.
@@ -762,7 +809,7 @@ class RateLimiter:
             return max(0.0, missing / self.refill_per_second)
 '''
 
-FILES['src/shortlink/models.py'] = r'''"""Link records and the queries that read and write them."""
+FILES["src/shortlink/models.py"] = r'''"""Link records and the queries that read and write them."""
 
 from __future__ import annotations
 
@@ -950,7 +997,9 @@ def purge_expired(older_than: timedelta = timedelta(0)) -> int:
     return cur.rowcount
 '''
 
-FILES['src/shortlink/routes.py'] = r'''"""HTTP endpoints: the JSON API under /api and the redirects at /<slug>."""
+FILES[
+    "src/shortlink/routes.py"
+] = r'''"""HTTP endpoints: the JSON API under /api and the redirects at /<slug>."""
 
 from __future__ import annotations
 
@@ -1139,7 +1188,9 @@ def follow(slug: str) -> tuple[Response, int] | BaseResponse:
     return redirect(link.url, code=302)
 '''
 
-FILES['src/shortlink/cli.py'] = r'''"""Maintenance commands, registered on the Flask CLI (``flask --app shortlink ...``)."""
+FILES[
+    "src/shortlink/cli.py"
+] = r'''"""Maintenance commands, registered on the Flask CLI (``flask --app shortlink ...``)."""
 
 from __future__ import annotations
 
@@ -1229,7 +1280,9 @@ def main() -> None:
     FlaskGroup(create_app=create_app)()
 '''
 
-FILES['tests/conftest.py'] = r'''from __future__ import annotations
+FILES["tests/__init__.py"] = ""
+
+FILES["tests/conftest.py"] = r'''from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -1286,7 +1339,249 @@ def make_link(client: FlaskClient, owner: dict[str, str]) -> Callable[..., dict[
     return _make
 '''
 
-FILES['tests/test_expiry.py'] = r'''"""Expiry: expires_in / expires_at on create, 410 Gone once expired."""
+FILES["tests/test_create.py"] = r'''"""POST /api/links and GET /api/links/<slug>."""
+
+import pytest
+
+
+def test_create_returns_201_and_short_url(client, owner):
+    resp = client.post("/api/links", json={"url": "https://example.com/a/b?c=d"}, headers=owner)
+    assert resp.status_code == 201
+    body = resp.get_json()
+    assert body["url"] == "https://example.com/a/b?c=d"
+    assert body["short_url"] == f"https://sho.rt/{body['slug']}"
+    assert resp.headers["Location"] == f"https://sho.rt/api/links/{body['slug']}"
+    assert body["expires_at"] is None
+    assert body["clicks"] == 0
+
+
+def test_create_generates_owner_token_when_missing(client):
+    resp = client.post("/api/links", json={"url": "https://example.com/"})
+    assert resp.status_code == 201
+    assert len(resp.get_json()["owner_token"]) >= 24
+
+
+def test_create_keeps_given_owner_token(make_link, owner):
+    assert make_link()["owner_token"] == owner["X-Owner-Token"]
+
+
+@pytest.mark.parametrize("payload", [None, [], "https://example.com", 42])
+def test_create_rejects_non_object_body(client, payload):
+    resp = client.post("/api/links", json=payload)
+    assert resp.status_code == 400
+    assert resp.get_json()["error"] == "bad_request"
+
+
+def test_create_with_custom_slug(make_link):
+    body = make_link(slug="launch-2024")
+    assert body["slug"] == "launch-2024"
+
+
+def test_custom_slug_taken_is_409(client, make_link, owner):
+    make_link(slug="taken")
+    resp = client.post(
+        "/api/links", json={"url": "https://example.org/", "slug": "taken"}, headers=owner
+    )
+    assert resp.status_code == 409
+    assert resp.get_json()["error"] == "slug_taken"
+
+
+@pytest.mark.parametrize("slug", ["ab", "has space", "api", "healthz", "x" * 65, "émoji"])
+def test_invalid_custom_slug_is_422(client, slug):
+    resp = client.post("/api/links", json={"url": "https://example.com/", "slug": slug})
+    assert resp.status_code == 422
+    assert resp.get_json()["error"] == "invalid_slug"
+
+
+def test_generated_slugs_differ(make_link):
+    slugs = {make_link(url=f"https://example.com/{n}")["slug"] for n in range(25)}
+    assert len(slugs) == 25
+
+
+def test_get_link_returns_the_link(client, make_link):
+    created = make_link(url="https://example.com/x")
+    resp = client.get(f"/api/links/{created['slug']}")
+    assert resp.status_code == 200
+    body = resp.get_json()
+    assert body["url"] == "https://example.com/x"
+    assert body["expired"] is False
+
+
+def test_get_unknown_link_is_404(client):
+    resp = client.get("/api/links/nope123")
+    assert resp.status_code == 404
+    assert resp.get_json() == {"error": "not_found", "message": "No such link."}
+
+
+def test_created_at_is_utc_with_z(make_link):
+    assert make_link()["created_at"].endswith("Z")
+
+
+def test_list_links_needs_owner(client):
+    assert client.get("/api/links").status_code == 401
+
+
+def test_list_links_paginates(client, make_link, owner):
+    for n in range(5):
+        make_link(url=f"https://example.com/{n}")
+    first = client.get("/api/links?limit=2", headers=owner).get_json()
+    assert len(first["links"]) == 2
+    assert first["next_offset"] == 2
+    rest = client.get("/api/links?limit=10&offset=2", headers=owner).get_json()
+    assert len(rest["links"]) == 3
+    assert rest["next_offset"] is None
+
+
+def test_delete_link(client, make_link, owner):
+    slug = make_link()["slug"]
+    assert client.delete(f"/api/links/{slug}", headers=owner).status_code == 204
+    assert client.get(f"/api/links/{slug}").status_code == 404
+
+
+def test_delete_needs_the_right_owner(client, make_link):
+    slug = make_link()["slug"]
+    resp = client.delete(f"/api/links/{slug}", headers={"X-Owner-Token": "someone-else"})
+    assert resp.status_code == 404
+'''
+
+FILES["tests/test_validators.py"] = r"""import pytest
+
+from shortlink.validators import UrlError, normalize_url
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("https://example.com", "https://example.com/"),
+        ("HTTPS://Example.COM/Path", "https://example.com/Path"),
+        ("http://example.com:80/", "http://example.com/"),
+        ("https://example.com:8443/x", "https://example.com:8443/x"),
+        ("  https://example.com/?q=1#frag  ", "https://example.com/?q=1#frag"),
+        ("https://bücher.example/", "https://xn--bcher-kva.example/"),
+    ],
+)
+def test_normalize(raw, expected):
+    assert normalize_url(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "   ",
+        "ftp://example.com/file",
+        "javascript:alert(1)",
+        "https://",
+        "http://localhost:5000/admin",
+        "http://127.0.0.1/",
+        "http://10.0.0.8/internal",
+        "http://[::1]/",
+        "https://user:pass@example.com/",
+        "https://example.com:99999/",
+    ],
+)
+def test_rejected(raw):
+    with pytest.raises(UrlError):
+        normalize_url(raw)
+
+
+def test_too_long():
+    with pytest.raises(UrlError, match="longer than 50"):
+        normalize_url("https://example.com/" + "a" * 40, max_length=50)
+
+
+def test_blocked_hosts_include_subdomains():
+    with pytest.raises(UrlError, match="not allowed"):
+        normalize_url("https://cdn.evil.example/x", blocked_hosts=("evil.example",))
+    assert normalize_url("https://notevil.example/", blocked_hosts=("evil.example",))
+
+
+def test_non_string_is_rejected():
+    with pytest.raises(UrlError, match="required"):
+        normalize_url(None)
+"""
+
+FILES["tests/test_slugs.py"] = r"""import random
+
+import pytest
+
+from shortlink.slugs import ALPHABET, generate_slug, is_valid_custom_slug, keyspace
+
+
+def test_alphabet_has_no_confusables():
+    for ch in "0O1lI":
+        assert ch not in ALPHABET
+
+
+@pytest.mark.parametrize("length", [4, 7, 12])
+def test_generated_length(length):
+    assert len(generate_slug(length)) == length
+
+
+def test_generated_uses_alphabet_only():
+    rng = random.Random(1234)
+    slug = generate_slug(200, choice=rng.choice)
+    assert set(slug) <= set(ALPHABET)
+
+
+def test_zero_length_is_an_error():
+    with pytest.raises(ValueError):
+        generate_slug(0)
+
+
+@pytest.mark.parametrize(
+    ("slug", "ok"),
+    [("abc", True), ("launch_2024-v2", True), ("ab", False), ("API", False), ("a/b", False)],
+)
+def test_custom_slugs(slug, ok):
+    assert is_valid_custom_slug(slug) is ok
+
+
+def test_keyspace():
+    assert keyspace(7) == len(ALPHABET) ** 7
+"""
+
+FILES["tests/test_redirect.py"] = r'''"""GET /<slug>: the redirect itself."""
+
+
+def test_redirects_with_302(client, make_link):
+    slug = make_link(url="https://example.com/target")["slug"]
+    resp = client.get(f"/{slug}")
+    assert resp.status_code == 302
+    assert resp.headers["Location"] == "https://example.com/target"
+
+
+def test_unknown_slug_is_404(client):
+    resp = client.get("/doesnotexist")
+    assert resp.status_code == 404
+
+
+def test_redirect_counts_a_click(client, make_link):
+    slug = make_link()["slug"]
+    client.get(f"/{slug}")
+    client.get(f"/{slug}")
+    assert client.get(f"/api/links/{slug}").get_json()["clicks"] == 2
+
+
+def test_redirect_keeps_query_and_fragment(client, make_link):
+    slug = make_link(url="https://example.com/p?utm_source=x#top")["slug"]
+    assert client.get(f"/{slug}").headers["Location"] == "https://example.com/p?utm_source=x#top"
+
+
+def test_healthz(client):
+    resp = client.get("/healthz")
+    assert resp.status_code == 200
+    assert resp.get_json()["status"] == "ok"
+
+
+def test_post_to_slug_is_405(client, make_link):
+    slug = make_link()["slug"]
+    assert client.post(f"/{slug}").status_code == 405
+'''
+
+FILES[
+    "tests/test_expiry.py"
+] = r'''"""Expiry: expires_in / expires_at on create, 410 Gone once expired."""
 
 import pytest
 from freezegun import freeze_time
@@ -1377,7 +1672,56 @@ def test_expiry_beyond_max_ttl_is_422(client):
     assert "too far" in resp.get_json()["message"]
 '''
 
-FILES['tests/test_ratelimit.py'] = r'''import pytest
+FILES["tests/test_stats.py"] = r'''"""GET /api/links/<slug>/stats."""
+
+from freezegun import freeze_time
+
+
+def test_stats_need_owner(client, make_link):
+    slug = make_link()["slug"]
+    assert client.get(f"/api/links/{slug}/stats").status_code == 401
+
+
+def test_stats_of_someone_elses_link_is_404(client, make_link):
+    slug = make_link()["slug"]
+    resp = client.get(f"/api/links/{slug}/stats", headers={"X-Owner-Token": "not-me"})
+    assert resp.status_code == 404
+
+
+def test_stats_count_clicks(client, make_link, owner):
+    slug = make_link()["slug"]
+    for _ in range(3):
+        client.get(f"/{slug}")
+    body = client.get(f"/api/links/{slug}/stats", headers=owner).get_json()
+    assert body["clicks"] == 3
+
+
+def test_stats_last_click_at(client, make_link, owner):
+    with freeze_time("2024-03-01 12:00:00"):
+        slug = make_link()["slug"]
+    with freeze_time("2024-03-02 08:15:30"):
+        client.get(f"/{slug}")
+    body = client.get(f"/api/links/{slug}/stats", headers=owner).get_json()
+    assert body["last_click_at"] == "2024-03-02T08:15:30Z"
+
+
+def test_stats_daily_histogram(client, make_link, owner):
+    with freeze_time("2024-03-01 12:00:00"):
+        slug = make_link()["slug"]
+    for day, clicks in (("2024-03-03", 2), ("2024-03-05", 1)):
+        with freeze_time(f"{day} 09:00:00"):
+            for _ in range(clicks):
+                client.get(f"/{slug}")
+    with freeze_time("2024-03-05 18:00:00"):
+        daily = client.get(f"/api/links/{slug}/stats", headers=owner).get_json()["daily"]
+    assert len(daily) == 30
+    assert daily["2024-03-03"] == 2
+    assert daily["2024-03-04"] == 0
+    assert daily["2024-03-05"] == 1
+    assert list(daily)[-1] == "2024-03-05"
+'''
+
+FILES["tests/test_ratelimit.py"] = r"""import pytest
 
 from shortlink.ratelimit import RateLimiter
 
@@ -1446,4 +1790,114 @@ def test_reads_are_not_limited(app, client):
     app.extensions["shortlink.limiter"] = RateLimiter(capacity=1, refill_per_second=0.01)
     for _ in range(5):
         assert client.get("/api/links/whatever").status_code == 404
-'''
+"""
+
+FILES["tests/test_cli.py"] = r"""from freezegun import freeze_time
+
+
+def test_init_db_is_idempotent(runner):
+    result = runner.invoke(args=["init-db"])
+    assert result.exit_code == 0
+    assert "already present" in result.output
+
+
+def test_purge_expired(runner, make_link, client):
+    with freeze_time("2024-03-01 12:00:00"):
+        old = make_link(expires_in="1h")["slug"]
+        keep = make_link(expires_in="7d")["slug"]
+        forever = make_link()["slug"]
+    with freeze_time("2024-03-02 12:00:00"):
+        result = runner.invoke(args=["purge-expired"])
+    assert result.exit_code == 0, result.output
+    assert "purged 1 expired link" in result.output
+    assert client.get(f"/api/links/{old}").status_code == 404
+    assert client.get(f"/api/links/{keep}").status_code == 200
+    assert client.get(f"/api/links/{forever}").status_code == 200
+
+
+def test_purge_bad_grace(runner):
+    result = runner.invoke(args=["purge-expired", "--grace", "soon"])
+    assert result.exit_code == 2
+    assert "Invalid value for --grace" in result.output
+
+
+def test_list_expiring(runner, make_link):
+    with freeze_time("2024-03-01 12:00:00"):
+        soon = make_link(url="https://example.com/soon", expires_in="3h")["slug"]
+        make_link(url="https://example.com/later", expires_in="3d")
+        result = runner.invoke(args=["list-expiring", "--within", "1d"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{soon}\t2024-03-01T15:00:00Z\t3h 0m\t")
+
+
+def test_list_expiring_none(runner):
+    result = runner.invoke(args=["list-expiring"])
+    assert result.output.strip() == "no links expire within 24h"
+
+
+def test_humanize():
+    from datetime import timedelta
+
+    from shortlink.cli import humanize
+
+    assert humanize(timedelta(hours=26, minutes=5)) == "1d 2h"
+    assert humanize(timedelta(minutes=90)) == "1h 30m"
+    assert humanize(timedelta(seconds=42)) == "42s"
+    assert humanize(timedelta(seconds=-1)) == "expired"
+"""
+
+FILES["AGENTS.md"] = r"""# Notes for coding agents (and humans new to the repo)
+
+## Layout
+- `src/shortlink/`: the package. `routes.py` (HTTP), `models.py` (all SQL lives here,
+  routes never touch the database directly), `timeutil.py` (every date/time helper),
+  `validators.py`, `slugs.py`, `ratelimit.py`, `cli.py` (Flask CLI commands).
+- `tests/`: pytest. Shared fixtures in `tests/conftest.py`: `app`, `client`, `runner`,
+  `owner` (headers with a fixed owner token) and `make_link(url=..., **fields)`.
+- `scripts/`: one-off maintenance scripts. Not packaged, not type-checked, but linted
+  and tested like everything else.
+
+## Rules
+- Python 3.10+ (CI runs 3.10, 3.11 and 3.12). `from __future__ import annotations` in
+  every module. Type hints everywhere in `src/`; mypy runs in strict mode.
+- Timestamps: UTC, stored as `YYYY-MM-DDTHH:MM:SSZ` text. Use the helpers in
+  `timeutil.py`; do not call `datetime.now()` / `datetime.utcnow()` anywhere else.
+- API errors are JSON `{"error": <code>, "message": <text>}`, built with
+  `routes._error()`. Error codes are part of the API; do not rename them.
+- Tests freeze time with freezegun; never `time.sleep()` in a test.
+- No new runtime dependencies without asking. Dev dependencies are fine if small.
+- Before you say you are done: `pytest`, `ruff check .` and `mypy` must all pass. CI
+  runs exactly these (see `.github/workflows/ci.yml`).
+
+## Style
+- Docstrings: one summary line, then details if needed. Comments say why, not what.
+- Keep functions small; prefer a clear name over a comment.
+- Changelog: every user-visible change gets a line under `## [Unreleased]` in
+  `CHANGELOG.md` (Keep a Changelog format).
+- Commit messages: imperative mood, subject at most 72 characters, then a blank line and
+  a short body explaining why. Reference the issue (`#NN`) when there is one.
+"""
+
+
+#: The files the demo's workspace holds (its scripted session was written for them).
+DEMO_FILES: tuple[str, ...] = (
+    "README.md",
+    "AGENTS.md",
+    "pyproject.toml",
+    "src/shortlink/__init__.py",
+    "src/shortlink/config.py",
+    "src/shortlink/schema.sql",
+    "src/shortlink/db.py",
+    "src/shortlink/timeutil.py",
+    "src/shortlink/slugs.py",
+    "src/shortlink/validators.py",
+    "src/shortlink/ratelimit.py",
+    "src/shortlink/models.py",
+    "src/shortlink/routes.py",
+    "src/shortlink/cli.py",
+    "tests/conftest.py",
+    "tests/test_expiry.py",
+    "tests/test_ratelimit.py",
+)
