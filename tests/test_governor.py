@@ -181,3 +181,15 @@ def test_bad_settings_fail_at_construction() -> None:
         Governor(context_window=-1)
     with pytest.raises(ConfigError):
         Governor(profile="nope")
+
+
+def test_changing_a_returned_list_does_not_change_the_next_answer() -> None:
+    full = _clean_session(random.Random(5), 30)
+    gov = Governor(context_window=60_000, max_output=1000)
+    history = full[:10]
+    gov.govern(history).messages.append({"role": "user", "content": "sneaked in"})
+    history = full[:12]
+    result = gov.govern(history)
+    result.messages.append({"role": "user", "content": "sneaked in again"})
+    history = full[:14]
+    _same(gov.govern(history), govern(history, context_window=60_000, max_output=1000))

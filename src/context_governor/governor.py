@@ -113,7 +113,8 @@ class Governor:
     >>> send(result.messages)                 # doctest: +SKIP
 
     Settings are checked once, here, so a misconfigured Governor fails at
-    construction rather than on the first model call. Treat the histories you pass
+    construction rather than on the first model call. A Governor is not
+    thread-safe: use one per conversation (that is what it is for). Treat the histories you pass
     as values: a Governor notices edits of earlier messages (it compares against
     its frozen copy), so appending, editing and truncating are all fine.
     """
@@ -318,7 +319,7 @@ class Governor:
             frozen=[*state.frozen, *(_freeze(m) for m in new)],
             tokens=[*state.tokens, *new_tokens],
             result=result,
-            sent=result.messages,
+            sent=list(result.messages),  # the caller may append to the list it got
             replay=replay,
             call_ids=state.call_ids | {str(c.get("id")) for m in new for c in _calls(m)},
             turn=_last_assistant(messages, n, turn),
