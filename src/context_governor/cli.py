@@ -285,8 +285,8 @@ def lint_command(
         sys.exit(EXIT_VIOLATIONS)
 
 
-# The agent commands (run, demo) register themselves on `main`.
-from . import cli_agent  # noqa: E402, F401
+# The agent commands (run, demo) and the proxy register themselves on `main`.
+from . import cli_agent, cli_proxy  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,157 @@
+"""``context-governor proxy``: the OpenAI-compatible governing proxy on the command line.
+
+Registered on the ``main`` group of cli.py. starlette and uvicorn are optional
+(the ``proxy`` extra), so they are imported only when the command runs, and
+their absence is one line of advice rather than a traceback. The port is bound
+here, before uvicorn starts, so a taken port is reported the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+
+import click
+
+from .cli import EXIT_BAD_INPUT, main
+from .errors import ContextGovernorError
+from .profiles import PROFILES
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _model_windows(pairs: tuple[str, ...]) -> dict[str, int]:
+    windows: dict[str, int] = {}
+    for pair in pairs:
+        model, sep, value = pair.rpartition("=")
+        if not sep or not model or not value.isdigit() or int(value) <= 0:
+            _fail(f"--model-window expects MODEL=TOKENS (e.g. gpt-4o=128000), got {pair!r}")
+        windows[model] = int(value)
+    return windows
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or exit 2 naming the address (taken, not ours, ...)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    return sock
+
+
+@main.command("proxy")
+@click.option(
+    "--upstream",
+    required=True,
+    metavar="URL",
+    help="The provider's base URL, as an SDK takes it (e.g. https://api.openai.com/v1).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True)
+@click.option(
+    "--profile",
+    type=click.Choice(sorted(PROFILES)),
+    default="openai",
+    show_default=True,
+    help="The upstream's rules and policy.",
+)
+@click.option(
+    "--context-window",
+    type=click.IntRange(min=1),
+    default=128_000,
+    show_default=True,
+    help="Context window of models without a --model-window.",
+)
+@click.option(
+    "--model-window",
+    "model_windows",
+    multiple=True,
+    metavar="MODEL=N",
+    help="A model's own window (repeatable); also covers names it prefixes.",
+)
+@click.option(
+    "--max-output",
+    type=click.IntRange(min=0),
+    default=4096,
+    show_default=True,
+    help="Tokens reserved for the answer when a request sets no max_tokens.",
+)
+@click.option(
+    "--compaction",
+    type=click.Choice(["cache", "seed"]),
+    default="cache",
+    show_default=True,
+    help="'cache' compacts rarely and in big steps (prompt cache keeps hitting); "
+    "'seed' is Nanobot's microcompact + snip on every call.",
+)
+@click.option(
+    "--api-key",
+    envvar="CONTEXT_GOVERNOR_UPSTREAM_KEY",
+    default=None,
+    help="Use this key upstream instead of the client's Authorization header "
+    "(env CONTEXT_GOVERNOR_UPSTREAM_KEY).",
+)
+def proxy_command(
+    upstream: str,
+    host: str,
+    port: int,
+    profile: str,
+    context_window: int,
+    model_windows: tuple[str, ...],
+    max_output: int,
+    compaction: str,
+    api_key: str | None,
+) -> None:
+    """Serve an OpenAI-compatible API that governs every chat-completions request.
+
+    Point any OpenAI client's base URL at http://HOST:PORT/v1. Each
+    /v1/chat/completions body is repaired and fitted to its model's window,
+    then forwarded; the answer (streamed or not) comes back unchanged, with
+    x-context-governor-* headers giving the token figures. Other /v1 paths
+    pass through. Stateless: replicas forward identical requests.
+
+    \b
+    Example:
+      context-governor proxy --upstream https://api.openai.com/v1 \\
+          --model-window gpt-4o-mini=128000 --model-window gpt-3.5-turbo=16385
+    """
+    try:
+        import uvicorn
+
+        from .proxy import ProxyConfig, create_app
+    except ImportError as exc:
+        _fail(
+            f"the proxy needs starlette and uvicorn ({exc}): pip install 'context-governor[proxy]'"
+        )
+        raise  # unreachable: _fail exits
+    try:
+        config = ProxyConfig(
+            upstream=upstream,
+            api_key=api_key,
+            profile=profile,
+            context_window=context_window,
+            model_windows=_model_windows(model_windows),
+            max_output=max_output,
+            compaction=compaction,
+        )
+    except ContextGovernorError as exc:
+        _fail(str(exc))
+        raise  # unreachable
+    sock = _bind(host, port)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    click.echo(
+        f"governing proxy on http://{host}:{sock.getsockname()[1]}/v1 → {config.upstream}", err=True
+    )
+    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

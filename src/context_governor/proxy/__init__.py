@@ -1,0 +1,11 @@
+"""An OpenAI-compatible HTTP proxy that governs every chat-completions request.
+
+Needs the ``proxy`` extra (starlette, uvicorn): ``pip install 'context-governor[proxy]'``.
+Run it with ``context-governor proxy --upstream URL`` or serve ``create_app(config)``
+with any ASGI server.
+"""
+
+from .app import create_app
+from .config import ProxyConfig
+
+__all__ = ["ProxyConfig", "create_app"]

@@ -1,0 +1,91 @@
+"""Turn a client's chat-completions body into the governed body to forward.
+
+Pure and synchronous (the app runs it in a worker thread, so a long history does
+not stall other requests). The output depends on the body and the config only:
+two replicas given the same request send the same bytes upstream, which is what
+lets the proxy scale out with no shared state and keeps the provider's prompt
+cache warm whichever replica answers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ContextGovernorError, InputError
+from ..pipeline import govern
+from ..report import Report
+from .config import ProxyConfig
+
+
+class BadRequest(Exception):
+    """The client's body cannot be governed; answered with a 400 in OpenAI's error shape."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+@dataclass(frozen=True, slots=True)
+class Governed:
+    """The bytes to forward, and what governance did to get them."""
+
+    body: bytes
+    report: Report
+    model: str | None
+    stream: bool
+
+
+def _reserve(data: dict[str, Any]) -> tuple[Any, str | None]:
+    """The answer's reserve from the body, and the field it came from (for error messages).
+
+    ``max_completion_tokens`` wins: it is the current name, and newer clients send
+    both with the same value or only it.
+    """
+    for name in ("max_completion_tokens", "max_tokens"):
+        if data.get(name) is not None:
+            return data[name], name
+    return None, None
+
+
+def encode(body: Any) -> bytes:
+    """One canonical serialization, so equal bodies are equal bytes.
+
+    ASCII escapes keep lone surrogates (legal in JSON, not in UTF-8) from failing.
+    """
+    return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
+def govern_body(raw: bytes, config: ProxyConfig) -> Governed:
+    """Parse, govern and re-serialize ``raw``; BadRequest says what the client got wrong."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"request body must be a JSON object, got {type(data).__name__}")
+    if "messages" not in data:
+        raise BadRequest("'messages' is a required property", "messages")
+    model = data.get("model") if isinstance(data.get("model"), str) else None
+    reserve, reserve_field = _reserve(data)
+    try:
+        result = govern(
+            data["messages"],
+            tools=data.get("tools"),
+            profile=config.profile,
+            model=model,
+            context_window=config.window_for(model),
+            max_output=config.max_output if reserve is None else reserve,
+            compaction=config.compaction,
+        )
+    except InputError as exc:
+        raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
+    except ContextGovernorError as exc:
+        text = str(exc)
+        if reserve_field is not None and text.startswith("max_output"):
+            raise BadRequest(text.replace("max_output", reserve_field, 1), reserve_field) from None
+        raise BadRequest(text) from None
+    governed = {**data, "messages": result.messages}
+    return Governed(encode(governed), result.report, model, data.get("stream") is True)
