@@ -146,7 +146,9 @@ def proxy_command(
         _fail(str(exc))
         raise  # unreachable
     sock = _bind(host, port)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # Our one line per request at INFO; everyone else (httpx logs every request) at WARNING.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("context_governor.proxy").setLevel(logging.INFO)
     click.echo(
         f"governing proxy on http://{host}:{sock.getsockname()[1]}/v1 → {config.upstream}", err=True
     )

@@ -35,7 +35,9 @@ _HOP_BY_HOP = frozenset(
 #: Not forwarded: the upstream's host is not ours, and httpx negotiates its own encoding
 #: (it decodes the answer, which is relayed decoded).
 _REQUEST_DROP = _HOP_BY_HOP | {"host", "accept-encoding"}
-_RESPONSE_DROP = _HOP_BY_HOP | {"content-encoding"}
+#: ``date`` and ``server`` are set by the ASGI server serving us; relayed too, they would
+#: appear twice.
+_RESPONSE_DROP = _HOP_BY_HOP | {"content-encoding", "date", "server"}
 
 
 class Upstream:
