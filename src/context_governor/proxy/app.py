@@ -83,17 +83,19 @@ def create_app(config: ProxyConfig) -> Starlette:
         headers = upstream.headers(request.headers, content_type="application/json")
         try:
             response = await upstream.send("POST", "chat/completions", "", headers, governed.body)
+            extra = report_headers(governed.report)
+            relayed = await relay(response, stream=governed.stream, extra=extra)
         except httpx.HTTPError as exc:
             log.warning("POST /v1/chat/completions %s → upstream: %r", summary(governed), exc)
             return _unreachable(exc)
-        elapsed = (time.perf_counter() - started) * 1000
+        elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
         log.info(
             "POST /v1/chat/completions %s → %d in %.0f ms",
             summary(governed),
-            response.status_code,
+            relayed.status_code,
             elapsed,
         )
-        return await relay(response, stream=governed.stream, extra=report_headers(governed.report))
+        return relayed
 
     async def passthrough(request: Request) -> Response:
         path = request.path_params["path"]
@@ -102,11 +104,12 @@ def create_app(config: ProxyConfig) -> Starlette:
             response = await upstream.send(
                 request.method, path, request.url.query, headers, await request.body()
             )
+            relayed = await relay(response, stream=True)
         except httpx.HTTPError as exc:
-            log.warning("%s /v1/%s → upstream failed: %r", request.method, path, exc)
+            log.warning("%s /v1/%s → upstream: %r", request.method, path, exc)
             return _unreachable(exc)
-        log.info("%s /v1/%s → %d (passed through)", request.method, path, response.status_code)
-        return await relay(response, stream=True)
+        log.info("%s /v1/%s → %d (passed through)", request.method, path, relayed.status_code)
+        return relayed
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
