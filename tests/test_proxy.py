@@ -324,6 +324,15 @@ def test_unreachable_upstream_gives_502(start_proxy: StartProxy) -> None:
     assert caught.value.status_code == 502
 
 
+def test_slow_upstream_gives_504(upstream: FakeUpstream, start_proxy: StartProxy) -> None:
+    url = start_proxy(read_timeout=0.2)
+    upstream.push(Reply.text("too late", delay=0.5))
+    response = _post(url, {"model": MODEL, "messages": DAMAGED})
+    assert response.status_code == 504
+    assert response.json()["error"]["message"].startswith("upstream timed out")
+    time.sleep(0.4)  # let the fake finish its answer before the next test resets it
+
+
 # ----------------------------------------------------------------------------- pass-through
 
 
