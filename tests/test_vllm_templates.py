@@ -94,3 +94,23 @@ def test_llama3_empty_tool_calls_are_removed(empty: Any) -> None:
     assert "tool_calls" not in result.messages[1]
     assert [a.kind for a in result.report.actions] == ["repair"]
     render("llama3", result.messages)
+
+
+@pytest.mark.parametrize(
+    ("messages", "rule", "text"),
+    [
+        # odd position: the alternation holds, the render loop meets the system message
+        ([{"role": "system", "content": "a"}, {"role": "user", "content": "hi"},
+          {"role": "system", "content": "b"}], "HF-1c", "Only user and assistant roles"),
+        # even position: the alternation check raises first
+        ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+          {"role": "system", "content": "b"}], "HF-1b", "conversation roles must alternate"),
+    ],
+)  # fmt: skip
+def test_mistral_v03_late_system_gets_the_text_the_template_raises(
+    messages: list[dict[str, Any]], rule: str, text: str
+) -> None:
+    model = MODELS["mistral"]
+    assert [v.rule for v in validate(messages, provider="vllm", model=model)] == [rule]
+    with pytest.raises(Exception, match=text):
+        render("mistral", messages)

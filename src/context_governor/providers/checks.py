@@ -229,6 +229,21 @@ def template_other_role(messages: list[Message]) -> Iterator[Finding]:
             yield i, {"role": role}
 
 
+def template_late_system(messages: list[Message]) -> Iterator[Finding]:
+    """Mistral v0.3's template: a later system message reaches the ``else`` branch only
+    at an odd position of its alternation count (tool calls and results not counted);
+    at an even one the alternation check raises first (``template_alternation``)."""
+    start = 1 if messages and messages[0].get("role") == "system" else 0
+    n = 0
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if m.get("role") == "tool" or m.get("tool_calls") is not None:
+            continue
+        if n % 2 == 1 and m.get("role") == "system":
+            yield i, {"role": "system"}
+        n += 1
+
+
 def first_is_function_call(messages: list[Message]) -> Iterator[Finding]:
     i = first_non_system(messages)
     if i is not None and messages[i].get("role") == "assistant" and has_tool_calls(messages[i]):

@@ -67,10 +67,10 @@ VLLM_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "HF-1c",
-        "Mistral v0.3 template: at most one system message, first",
+        "Mistral v0.3 template: no later system message where the alternation holds",
         ONLY_USER_AND_ASSISTANT,
         "merge system messages at the front",
-        checks.system_not_first,
+        checks.template_late_system,
         applies=_family("mistral"),  # v0.1/v0.2: HF-1f and HF-1g
     ),
     Rule(
