@@ -298,11 +298,15 @@ class Governor:
         old = state.result.report
         if old.budget is not None and old.tokens_after + added > old.budget:
             return None
+        history = list(messages)  # the caller's list grows in place: keep our own
         replay = state.replay
-        if replay is not None and not replay.extend(list(messages), new_tokens):
+        if replay is not None and not replay.extend(history, new_tokens):
             return None
+        # From here on the step is accepted: the state grows in place (one copy of the
+        # history per step, not one per field).
+        state.sent.extend(new)
         result = GovernResult(
-            messages=[*state.sent, *new],
+            messages=list(state.sent),  # the caller may append to the list it gets
             report=replace(
                 old,
                 tokens_before=old.tokens_before + added,
@@ -314,16 +318,12 @@ class Governor:
                 violations=[],
             ),
         )
-        self._state = _State(
-            history=list(messages),
-            frozen=[*state.frozen, *(_freeze(m) for m in new)],
-            tokens=[*state.tokens, *new_tokens],
-            result=result,
-            sent=list(result.messages),  # the caller may append to the list it got
-            replay=replay,
-            call_ids=state.call_ids | {str(c.get("id")) for m in new for c in _calls(m)},
-            turn=_last_assistant(messages, n, turn),
-        )
+        state.history = history
+        state.frozen.extend(_freeze(m) for m in new)
+        state.tokens.extend(new_tokens)
+        state.result = result
+        state.call_ids.update(str(c.get("id")) for m in new for c in _calls(m))
+        state.turn = _last_assistant(messages, n, turn)
         return result
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Protocol
 
+from .errors import ConfigError
 from .messages import Message
 
 #: Encoding names we can load offline, in order of preference for each alias.
@@ -344,8 +345,6 @@ def custom_counter(count: Callable[[str], int], name: str | None = None) -> Exac
     def checked(text: str) -> int:
         value = count(text)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            from .errors import ConfigError
-
             raise ConfigError(f"count_tokens must return a non-negative int, got {value!r}")
         return value
 
