@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from checks import newest_user_kept
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.providers import validate
@@ -56,19 +58,28 @@ def _is_prefix(short: list[Message], long: list[Message]) -> bool:
     return len(short) <= len(long) and long[: len(short)] == short
 
 
-def test_requests_only_append_between_compactions() -> None:
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_requests_only_append_between_compactions(seed: int) -> None:
     gov = Governor(context_window=WINDOW, max_output=1000)
     previous: list[Message] | None = None
     breaks = compactions_seen = 0
-    for history in _session(120):
+    seen = 0  # length of the history at the previous call
+    for history in _session(120, seed=seed):
         result = gov.govern(history)
         report = result.report
         assert report.within_budget, report.notes
         assert validate(result.messages, provider="openai") == []
+        # A compaction belongs to this call when it happened at one of the requests the
+        # new messages mark (each assistant message is one; the session generator does
+        # not call between a progress report and the next tool call).
         compacted_now = any(
-            a.stage == "compact" and f"at message {len(history)})" in a.detail
+            a.stage == "compact"
+            and "at message " in a.detail
+            and int(a.detail.rsplit("at message ", 1)[1][:-1]) > seen
             for a in report.actions
         )
+        seen = len(history)
         compactions_seen += compacted_now
         if previous is not None and not _is_prefix(previous, result.messages):
             breaks += 1
