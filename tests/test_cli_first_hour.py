@@ -361,3 +361,34 @@ def test_position_label_kinds() -> None:
     assert position(Action("s", "insert", 4, "x"), float("inf")) == "new #4"
     assert position(Action("s", "drop", 4, "x"), float("inf")) == "input #4"
     assert position(Action("s", "drop", 4, "x"), 4) == "#4"
+
+
+def test_run_verbose_says_which_list_each_index_counts() -> None:
+    """The one-action-per-line view of `run -v`: a drop and an insertion at "#4" are
+    different messages, and the lines now say so."""
+    from context_governor.run_render import ProgressPrinter
+    from context_governor.runner.types import ModelCall
+
+    actions = [
+        Action("alternation", "drop", 4, "trailing assistant message dropped"),
+        Action("opening", "insert", 4, "user message inserted"),
+        Action("names", "repair", 6, "name fixed"),
+    ]
+    report = Report("openai", "c", None, 0, None, actions=actions)
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append, lambda text: None, verbose=True)
+    for step in (1, 2):
+        printer.before_model(ModelCall(step, [], None, report))
+    assert "    alternation drop input #4: trailing assistant message dropped" in lines
+    assert "    opening insert new #4: user message inserted" in lines
+    assert "    names repair #6: name fixed" in lines  # after a drop below it
+    assert sum("input #N: message N" in line for line in lines) == 1  # the legend, once
+
+
+def test_list_rules_is_plain_when_piped() -> None:
+    result = _cli(["lint", "--list-rules", "--profile", "anthropic", "--model", "claude-opus-4-6"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("rules checked") and lines[1] == "Checked"
+    assert all("│" not in line and "─" not in line for line in lines)
+    assert any(re.match(r"  AN-\S+  \S", line) for line in lines)  # one rule a line

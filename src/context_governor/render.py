@@ -56,6 +56,12 @@ def position(action: Action, floor: float) -> str:
     return f"input #{action.index}" if action.index < floor else f"#{action.index}"
 
 
+def positions(actions: list[Action]) -> list[str]:
+    """Each action's position label (see ``position``), in order."""
+    floors = _stage_floors(actions)
+    return [position(a, floors[a.stage]) for a in actions]
+
+
 def _action_line(action: Action, floor: float) -> str:
     call = f" [{action.tool_call_id}]" if action.tool_call_id else ""
     where = position(action, floor)
