@@ -46,8 +46,12 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize(
     ("args", "stages"),
-    [([], CACHE_STAGES), (["--compaction", "seed"], SEED_STAGES)],
-    ids=["cache-by-default", "seed"],
+    [
+        ([], CACHE_STAGES),
+        (["--compaction", "seed"], SEED_STAGES),
+        (["--profile", "nanobot"], SEED_STAGES),
+    ],
+    ids=["cache-by-default", "seed", "nanobot-is-the-seed"],
 )
 def test_demo_makes_every_stage_of_its_policy_act_with_legal_requests(
     args: list[str], stages: tuple[str, ...]
@@ -56,7 +60,8 @@ def test_demo_makes_every_stage_of_its_policy_act_with_legal_requests(
     assert result.exit_code == 0, result.output
     out = result.output
     policy = "seed" if args else "cache"  # the cache policy is the default, as everywhere
-    assert f"profile openai, compaction {policy}, context window 11,000" in out
+    profile = args[1] if args[0:1] == ["--profile"] else "openai"
+    assert f"profile {profile}, compaction {policy}, context window 11,000" in out
     assert out.count("── turn ") == 6
     assert "step 1: " in out and "step 15: " in out
     assert "read_file(path='src/shortlink/timeutil.py') -> " in out  # the real tool ran

@@ -102,7 +102,8 @@ def test_known_windows_match_by_longest_prefix_and_ignore_vendor_prefixes() -> N
 def test_an_explicit_window_always_wins(model: str, suffix: str) -> None:
     assert resolve_window(5000, model + suffix) == (5000, "given")
     window, source = resolve_window(None, model + suffix)
-    assert source == "model" and window is not None and window >= KNOWN_WINDOWS[model] // 16
+    assert source == "model" and window in KNOWN_WINDOWS.values()
+    assert resolve_window(None, "acme/" + model + suffix) == (window, source)
 
 
 def test_library_uses_the_models_known_window() -> None:

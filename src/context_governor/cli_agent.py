@@ -351,6 +351,8 @@ def demo_command(context_window: int, profile: str, compaction: str, verbose: bo
         workspace = Path(tmp)
         write_project(workspace)
         click.echo(f"sample project written to a temporary directory ({workspace.name})")
+        if profile == "nanobot":
+            compaction = "seed"  # the nanobot profile is the seed whatever was asked
         click.echo(f"profile {profile}, compaction {compaction}, context window {context_window:,}")
         try:
             summary = asyncio.run(

@@ -248,7 +248,9 @@ async def run_demo(
     script = turns()
     model = ScriptedModel([item for turn in script for item in turn.script], model="gpt-4o-mini")
     runner = AgentRunner(model, tools, governor, max_iterations=10, tool_timeout=20)
-    summary = DemoSummary(stages=DEMO_STAGES.get(compaction, SEED_STAGES))
+    # The nanobot profile is the seed whatever the policy asked for.
+    policy = "seed" if governor.profile.name == "nanobot" else compaction
+    summary = DemoSummary(stages=DEMO_STAGES.get(policy, SEED_STAGES))
     history: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
     for number, turn in enumerate(script, 1):
         printer.info("")
