@@ -91,7 +91,8 @@ def test_known_windows_match_by_longest_prefix_and_ignore_vendor_prefixes() -> N
     assert known_window("gpt-4o-2024-08-06") == 128_000
     assert known_window("gpt-4.1-mini") == 1_047_576
     assert known_window("o1-mini-2024-09-12") == 128_000  # not o1's 200,000
-    assert known_window("openai/gpt-5-nano") == 400_000
+    assert known_window("openai/gpt-5-nano") == 272_000  # the input cap of its 400k
+    assert known_window("gpt-5-chat-latest") == 128_000
     assert known_window("us.anthropic.claude-sonnet-4-20250514-v1:0") == 200_000
     assert known_window("models/gemini-1.5-pro-002") == 2_097_152
     assert known_window("my-local-model") is None and known_window(None) is None

@@ -27,7 +27,11 @@ KNOWN_WINDOWS: dict[str, int] = {
     "gpt-4o": 128_000,
     "gpt-4o-mini": 128_000,
     "gpt-4.1": 1_047_576,  # also gpt-4.1-mini and gpt-4.1-nano
-    "gpt-5": 400_000,  # also gpt-5-mini and gpt-5-nano
+    # gpt-5 (and -mini, -nano): 400,000 in all, but the input is capped at 272,000 (the
+    # rest is kept for the answer; OpenAI's GPT-5 launch post): the prompt's bound is
+    # what the budget needs. gpt-5-chat-latest is a 128,000 model.
+    "gpt-5": 272_000,
+    "gpt-5-chat": 128_000,
     "o1": 200_000,
     "o1-mini": 128_000,
     "o1-preview": 128_000,
