@@ -394,3 +394,28 @@ def test_list_rules_is_plain_when_piped() -> None:
     assert lines[0].endswith("rules checked") and lines[1] == "Checked"
     assert all("│" not in line and "─" not in line for line in lines)
     assert any(re.match(r"  AN-\S+  \S", line) for line in lines)  # one rule a line
+
+
+def test_a_broken_rule_note_says_its_index_counts_the_output() -> None:
+    """Violations are found on the governed list, not on the history passed in."""
+    bad_name = [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    report = govern(bad_name, context_window=8000).report
+    (violation,) = report.violations
+    assert f"rule not met: {violation['rule']} at message 1 of the output: " in "\n".join(
+        report.notes
+    )
+    assert not report.ok

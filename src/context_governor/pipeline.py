@@ -303,7 +303,7 @@ def run(
     if s.profile.provider is not None:
         report.violations = [asdict(v) for v in find_violations(entry.rules, governed, target)]
         report.notes += [
-            f"rule not met: {v['rule']} at message {v['index']}: {v['error']}"
+            f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
             for v in report.violations
         ]
     if messages and not governed:
