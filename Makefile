@@ -1,5 +1,6 @@
 # Two commands for a fresh machine: `make run` (the main job on the bundled
-# example) and `make test` (everything). Both create or reuse .venv.
+# example) and `make test` (every test, with short random budgets). Both create
+# or reuse .venv. `make test-full` (what CI runs) uses the long budgets.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 REF_STAMP := $(REF_VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: run test lint typecheck bench clean
+.PHONY: run test test-full lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,10 @@ test: $(BENCH_STAMP) $(REF_STAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest
+
+# CI's level: the long property and differential budgets (CG_TEST_LEVEL=full).
+test-full:
+	CG_TEST_LEVEL=full $(MAKE) test
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

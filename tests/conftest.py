@@ -8,6 +8,11 @@ from collections.abc import Iterator
 import pytest
 from fake_upstream import FakeUpstream
 from hypothesis import settings
+from levels import FULL, LEVEL, examples
+
+# The differential test against nanobot-ai reads its case count from DIFF_CASES; an
+# explicit DIFF_CASES still wins over the level.
+os.environ.setdefault("DIFF_CASES", str(examples(full=400, fast=100)))
 
 # CI must not fail at random: by default the property tests draw the same examples on
 # every run. HYPOTHESIS_PROFILE=explore draws new ones (run it to hunt for bugs).
@@ -30,3 +35,9 @@ def upstream(upstream_server: FakeUpstream) -> Iterator[FakeUpstream]:
     yield upstream_server
     assert not upstream_server.violations, upstream_server.violations
     assert not upstream_server.replies, f"{len(upstream_server.replies)} scripted replies unused"
+
+
+def pytest_report_header() -> str:
+    """Say which level ran, so that a fast run is never mistaken for CI's full one."""
+    how = "long property and differential budgets" if FULL else "set CG_TEST_LEVEL=full for CI's"
+    return f"test level: {LEVEL} ({how})"

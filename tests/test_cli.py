@@ -46,7 +46,7 @@ def test_human_summary_lists_each_change() -> None:
 def test_json_output_is_the_governed_body() -> None:
     result = _run(["govern", "-", "--json"], json.dumps(BODY))
     assert result.exit_code == 0, result.output
-    printed = json.loads(result.output)
+    printed = json.loads(result.stdout)
     expected = govern(BODY["messages"], model="gpt-4o-mini", max_output=1000).messages
     assert printed["messages"] == expected
     assert printed["model"] == "gpt-4o-mini" and printed["max_tokens"] == 1000
@@ -55,7 +55,7 @@ def test_json_output_is_the_governed_body() -> None:
 def test_bare_list_in_bare_list_out() -> None:
     result = _run(["govern", "--json"], json.dumps(BODY["messages"]))
     assert result.exit_code == 0
-    assert isinstance(json.loads(result.output), list)
+    assert isinstance(json.loads(result.stdout), list)
 
 
 def test_jsonl_in_jsonl_out_and_report_file(tmp_path: Path) -> None:

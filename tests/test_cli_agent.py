@@ -17,7 +17,13 @@ from fake_upstream import FakeUpstream, Reply
 
 from context_governor.cli import main
 from context_governor.cli_agent import _run_agent, read_history
-from context_governor.demo import SEED_STAGES, run_demo, trim_like_a_store, write_project
+from context_governor.demo import (
+    CACHE_STAGES,
+    SEED_STAGES,
+    run_demo,
+    trim_like_a_store,
+    write_project,
+)
 from context_governor.llm import ScriptedModel, tool_call
 from context_governor.report import Action, Report
 from context_governor.run_render import ProgressPrinter, actions_summary, step_line, tool_line
@@ -38,16 +44,30 @@ def _closed_port() -> int:
 # --------------------------------------------------------------------------- demo
 
 
-def test_demo_makes_every_seed_stage_act_with_legal_requests() -> None:
-    result = _cli(["demo"])
+@pytest.mark.parametrize(
+    ("args", "stages"),
+    [
+        ([], CACHE_STAGES),
+        (["--compaction", "seed"], SEED_STAGES),
+        (["--profile", "nanobot"], SEED_STAGES),
+    ],
+    ids=["cache-by-default", "seed", "nanobot-is-the-seed"],
+)
+def test_demo_makes_every_stage_of_its_policy_act_with_legal_requests(
+    args: list[str], stages: tuple[str, ...]
+) -> None:
+    result = _cli(["demo", *args])
     assert result.exit_code == 0, result.output
     out = result.output
+    policy = "seed" if args else "cache"  # the cache policy is the default, as everywhere
+    profile = args[1] if args[0:1] == ["--profile"] else "openai"
+    assert f"profile {profile}, compaction {policy}, context window 11,000" in out
     assert out.count("── turn ") == 6
     assert "step 1: " in out and "step 15: " in out
     assert "read_file(path='src/shortlink/timeutil.py') -> " in out  # the real tool ran
     footer = out.splitlines()[-2:]
     assert footer[0].startswith("stages that acted: orphans (")
-    for stage in SEED_STAGES:
+    for stage in stages:
         assert f"{stage} (" in footer[0]
     assert footer[1].endswith("every request passed the openai rules")
     assert "did not act" not in out

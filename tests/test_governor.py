@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from levels import examples
 from transcripts import random_case
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
@@ -94,7 +95,11 @@ def _same(a: Any, b: Any) -> None:
     assert a.report.to_dict() == b.report.to_dict()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(full=60, fast=12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(seed=st.integers(0, 2**32 - 1), choice=st.sampled_from(SETTINGS_CHOICES))
 def test_growing_clean_sessions_match_stateless(seed: int, choice: dict[str, Any]) -> None:
     rng = random.Random(seed)
@@ -116,7 +121,11 @@ def test_growing_clean_sessions_match_stateless(seed: int, choice: dict[str, Any
         assert history == before
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(full=60, fast=12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(seed=st.integers(0, 2**32 - 1), choice=st.sampled_from(SETTINGS_CHOICES))
 def test_growing_messy_sessions_match_stateless(seed: int, choice: dict[str, Any]) -> None:
     """The generator of the core tests: orphans, lost results, same-role runs, list

@@ -11,11 +11,16 @@ from typing import Any
 
 from checks import alternation_problems, newest_user_kept, pairing_problems
 from hypothesis import HealthCheck, example, given, settings
+from levels import examples
 from transcripts import cases, random_case
 
 from context_governor import govern
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(full=150, fast=40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def _govern(case: dict[str, Any], profile: str = "openai", **extra: Any):

@@ -3,7 +3,8 @@
 The public API is what this module exports; everything else is private.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from .errors import ConfigError, ContextGovernorError, InputError
 from .governor import Governor
@@ -11,9 +12,11 @@ from .pipeline import GovernResult, govern
 from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
+from .render import render_report
 from .report import Action, Report
+from .windows import known_window
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from .llm import OpenAICompatClient, ScriptedModel
     from .runner import AgentRunner, RunResult
 
@@ -34,6 +37,8 @@ __all__ = [
     "ScriptedModel",
     "Violation",
     "govern",
+    "known_window",
+    "render_report",
     "validate",
 ]
 __version__ = "0.1.0"
@@ -48,10 +53,15 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
     return getattr(import_module(f".{module}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    """The public API only: not the submodules and typing names imported to build it."""
+    return sorted([*__all__, "__version__"])

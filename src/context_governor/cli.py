@@ -1,16 +1,26 @@
 """The ``context-governor`` command line.
 
-Exit codes: 0 success, 1 ``lint`` found violations, 2 bad input or usage (one
-line on stderr that points at the problem, never a traceback).
+Exit codes: 0 success; 1 the result is not usable as it stands (``govern``: over
+the budget or a provider rule still broken; ``lint``: violations; ``run``: no
+answer); 2 bad input or usage (one line on stderr that points at the problem,
+never a traceback).
+
+Every command names its target ``--profile`` (``--provider`` is kept as a hidden
+alias) and finds the context window the same way: ``--context-window``, else
+the model's published window (windows.py), else none, which a line on stderr
+says.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
+from click.core import ParameterSource
 
 from . import __version__
 from .cli_io import Body, dumps, read_bodies
@@ -21,7 +31,57 @@ from .providers import CATALOG
 from .render import render_report
 
 EXIT_VIOLATIONS = 1
+#: govern: a governed body is over its budget or still breaks a rule of its provider.
+EXIT_NOT_OK = 1
 EXIT_BAD_INPUT = 2
+
+GOVERN_EXIT_HELP = """\b
+Exit status:
+  0  every governed body fits its budget and passes its provider's rules
+  1  a body is over budget or still breaks a rule (output printed anyway;
+     the report's notes say why)
+  2  bad input or usage (a one-line error on stderr)"""
+
+
+def profile_option(
+    choices: Sequence[str], help: str, default: str = "openai"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--profile`` with ``--provider`` as a hidden alias: one name in every command's
+    help, while commands written with the other name keep working."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def wrapper(*args: Any, provider_alias: str | None = None, **kwargs: Any) -> Any:
+            if provider_alias is not None:
+                source = click.get_current_context().get_parameter_source("profile")
+                if source is ParameterSource.COMMANDLINE and kwargs["profile"] != provider_alias:
+                    raise click.UsageError("give --profile or its old name --provider, not both")
+                kwargs["profile"] = provider_alias
+            return command(*args, **kwargs)
+
+        hidden = click.option(
+            "--provider", "provider_alias", type=click.Choice(list(choices)), hidden=True
+        )
+        shown = click.option(
+            "--profile",
+            type=click.Choice(list(choices)),
+            default=default,
+            show_default=True,
+            help=help,
+        )
+        return shown(hidden(wrapper))
+
+    return decorate
+
+
+def window_note(reports: Sequence[Any]) -> str | None:
+    """The stderr line for reports governed without any window (nothing was cut), or None."""
+    models = sorted({r.model or "" for r in reports if r.window_source == "none"})
+    if not models:
+        return None
+    named = ", ".join(repr(m) for m in models if m)
+    why = f"no known window for model {named}" if named else "no model given"
+    return f"note: no context window ({why}): nothing was cut; set --context-window"
 
 
 def _fail(message: str) -> None:
@@ -89,23 +149,24 @@ def main() -> None:
     """
 
 
-@main.command("govern")
+@main.command("govern", epilog=GOVERN_EXIT_HELP)
 @click.argument("file", default="-", metavar="[FILE|-]")
-@click.option(
-    "--profile",
-    type=click.Choice(sorted(PROFILES)),
-    default="openai",
-    show_default=True,
+@profile_option(
+    sorted(PROFILES),
     help="Target rules and policy. 'nanobot' reproduces Nanobot 0.2.2 exactly.",
 )
 @click.option(
-    "--model", default=None, help="Model name (selects the tokenizer); default: the body's 'model'."
+    "--model",
+    default=None,
+    help="Model name (selects the tokenizer, the rules and the known window); "
+    "default: the body's 'model'.",
 )
 @click.option(
     "--context-window",
     type=click.IntRange(min=1),
     default=None,
-    help="Model context window in tokens. Without it nothing is snipped.",
+    help="Model context window in tokens; default: the model's published window when it "
+    "is a well-known model, else none (nothing is cut; a note on stderr says so).",
 )
 @click.option(
     "--max-output",
@@ -187,11 +248,16 @@ def govern_command(
         jsonl = bodies[0].line is not None
         for body, result in zip(bodies, results, strict=True):
             click.echo(dumps(_output_body(body, result), indent=None if jsonl else 1))
-        return
-    for body, result in zip(bodies, results, strict=True):
-        if len(bodies) > 1:
-            click.echo(f"── {body.where.rstrip(': ') or 'body'}")
-        click.echo(render_report(result.report, verbose=verbose))
+    else:
+        for body, result in zip(bodies, results, strict=True):
+            if len(bodies) > 1:
+                click.echo(f"── {body.where.rstrip(': ') or 'body'}")
+            click.echo(render_report(result.report, verbose=verbose))
+    note = window_note([r.report for r in results])
+    if note is not None:
+        click.echo(note, err=True)
+    if not all(r.report.ok for r in results):
+        sys.exit(EXIT_NOT_OK)
 
 
 def _providers_help() -> str:
@@ -206,7 +272,12 @@ FILE holds the same inputs as govern: a request body, a bare list of messages,
 or JSON Lines of bodies. The model is --model, else each body's 'model' (some
 rules hold for some models only). Prints a table of violations (message index,
 rule, the provider's own error text, the fix) and a one-line summary; --json
-prints one JSON document instead.
+prints one JSON document instead. When stdout is not a terminal (a pipe, a
+file) the table is plain text: one violation per line, never wrapped.
+
+The message number is the message's position (from 0) in the list you gave.
+A provider error quoting its own index ("messages.1") counts the provider's
+wire format, where system messages are sent apart: the row says so.
 
 \b
 Exit status:
@@ -222,51 +293,53 @@ Providers:
 Examples:
   context-governor lint examples/coding-session.json
   context-governor govern s.json --profile anthropic --json \\
-    | context-governor lint - --provider anthropic
-  context-governor lint --list-rules --provider anthropic --model claude-opus-4-6
+    | context-governor lint - --profile anthropic
+  context-governor lint --list-rules --profile anthropic --model claude-opus-4-6
 """
 
 
 @main.command("lint", help=LINT_HELP)
 @click.argument("file", default="-", metavar="[FILE|-]")
-@click.option(
-    "--provider",
-    type=click.Choice(list(CATALOG)),
-    default="openai",
-    show_default=True,
-    help="Whose rules to check.",
-)
+@profile_option(list(CATALOG), help="Whose rules to check (the provider of a govern profile).")
 @click.option("--model", default=None, help="Model name; default: each body's 'model'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON.")
 @click.option(
     "--list-rules",
     is_flag=True,
-    help="Print the rules checked for --provider/--model (and those not checked, with why); "
+    help="Print the rules checked for --profile/--model (and those not checked, with why); "
     "reads no input.",
 )
 def lint_command(
-    file: str, provider: str, model: str | None, as_json: bool, list_rules: bool
+    file: str, profile: str, model: str | None, as_json: bool, list_rules: bool
 ) -> None:
+    provider = profile
     # Imported here so that rich's import time is not paid by every govern call.
     from rich.console import Console
 
     from .lint_render import (
         lint_body,
         lint_json,
+        lint_lines,
         lint_summary,
         lint_table,
         render_rules,
         rules_heading,
         rules_json,
+        rules_lines,
     )
 
+    # A table for a person at a terminal; plain lines (no box, no wrapping) for a pipe.
+    console = Console()
     if list_rules:
         listing = rules_json(provider, model)
         if as_json:
             click.echo(dumps(listing, indent=1))
         else:
             click.echo(rules_heading(listing))  # one line even in a narrow terminal
-            Console().print(render_rules(listing))
+            if console.is_terminal:
+                console.print(render_rules(listing))
+            else:
+                click.echo("\n".join(rules_lines(listing)))
         return
     results = []
     for number, body in enumerate(_read_input(file), 1):
@@ -278,8 +351,10 @@ def lint_command(
     if as_json:
         click.echo(dumps(lint_json(results), indent=1))
     else:
-        if failed:
-            Console().print(lint_table(results))
+        if failed and console.is_terminal:
+            console.print(lint_table(results))
+        elif failed:
+            click.echo("\n".join(lint_lines(results)))
         click.echo(lint_summary(results))  # never wrapped: scripts grep this line
     if failed:
         sys.exit(EXIT_VIOLATIONS)

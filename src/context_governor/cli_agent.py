@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli import EXIT_BAD_INPUT, main
+from .cli import EXIT_BAD_INPUT, main, profile_option
 from .cli_io import dumps
 from .errors import ContextGovernorError
 from .profiles import PROFILES
@@ -154,19 +154,21 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
     show_default=True,
     help="Directory the tools work in.",
 )
-@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="openai", show_default=True)
+@profile_option(sorted(PROFILES), help="Target rules and policy (as for govern).")
 @click.option(
     "--compaction",
     type=click.Choice(COMPACTIONS),
-    default=None,
-    help="How the budget is spent: 'cache' (default; compact rarely, keep the prompt cache) "
-    "or 'seed' (Nanobot's microcompact + snip on every call).",
+    default="cache",
+    show_default=True,
+    help="How the budget is spent: 'cache' compacts rarely, so the prompt cache keeps "
+    "hitting; 'seed' is Nanobot's microcompact + snip on every call.",
 )
 @click.option(
     "--context-window",
     type=click.IntRange(min=1),
     default=None,
-    help="The model's context window in tokens; without it nothing is cut.",
+    help="The model's context window in tokens; default: the model's published window "
+    "when it is a well-known model, else none (nothing is cut; a note says so).",
 )
 @click.option(
     "--max-output", type=click.IntRange(min=1), default=None, help="max_tokens of each call."
@@ -193,7 +195,7 @@ def run_command(
     base_url: str | None,
     workspace: Path,
     profile: str,
-    compaction: str | None,
+    compaction: str,
     context_window: int | None,
     max_output: int | None,
     max_iterations: int,
@@ -212,7 +214,7 @@ def run_command(
 
     \b
     Examples:
-      context-governor run "Why does test_expiry fail?" --model gpt-4o-mini --context-window 128000
+      context-governor run "Why does test_expiry fail?" --model gpt-4o-mini
       context-governor run "List the TODOs" --model qwen2.5-coder \\
           --base-url http://localhost:11434/v1 --workspace ~/src/app --history chat.json
     """
@@ -225,20 +227,21 @@ def run_command(
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     if url is None and not os.environ.get("OPENAI_API_KEY"):
         _fail("no server given: set OPENAI_API_KEY for OpenAI, or --base-url for another server")
-    _check_budget(context_window, max_output)
+    from .windows import resolve_window
+
+    _check_budget(resolve_window(context_window, model)[0], max_output)
     history: list[Message] = []
     if history_path is not None and not history_path.parent.is_dir():
         _fail(f"--history {history_path}: the directory {history_path.parent} does not exist")
     try:
         if history_path is not None and history_path.exists():
             history = read_history(history_path)
-        settings: dict[str, Any] = {"compaction": compaction} if compaction else {}
         governor = Governor(
             profile=profile,
             model=model,
             context_window=context_window,
             max_output=max_output,
-            **settings,
+            compaction=compaction,
         )
         tools = builtin_tools(workspace, exec_timeout=tool_timeout, allow_exec=not no_exec)
     except ContextGovernorError as exc:
@@ -249,6 +252,11 @@ def run_command(
     history.append({"role": "user", "content": task})
 
     printer = ProgressPrinter(_err, _out, verbose=verbose)
+    if governor.settings.window is None:
+        printer.info(
+            f"note: no context window (no known window for model {model!r}): nothing "
+            f"will be cut; set --context-window"
+        )
 
     def on_retry(error: Exception, attempt: int, wait: float) -> None:
         printer.info(f"  model call failed ({error}); retry {attempt} in {wait:.1f}s")
@@ -289,10 +297,9 @@ def run_command(
 
 
 def _demo_footer(summary: Any, printer: ProgressPrinter, provider: str) -> None:
-    from .demo import SEED_STAGES
-
     acted = summary.stage_actions
-    shown = [s for s in SEED_STAGES if acted[s]] + sorted(set(acted) - set(SEED_STAGES))
+    stages = summary.stages
+    shown = [s for s in stages if acted[s]] + sorted(set(acted) - set(stages))
     printer.info("")
     printer.info("stages that acted: " + ", ".join(f"{s} ({acted[s]})" for s in shown))
     if summary.missing_stages:
@@ -318,13 +325,14 @@ def _demo_footer(summary: Any, printer: ProgressPrinter, provider: str) -> None:
     show_default=True,
     help="Small on purpose, so that snipping starts after a few file reads.",
 )
-@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="openai", show_default=True)
+@profile_option(sorted(PROFILES), help="Target rules and policy (as for govern).")
 @click.option(
     "--compaction",
     type=click.Choice(COMPACTIONS),
-    default="seed",
+    default="cache",
     show_default=True,
-    help="'seed' shows the seed pipeline's stages; 'cache' the cache-friendly policy.",
+    help="'cache' (the default everywhere) shows the cache-friendly compaction; 'seed' "
+    "the seed pipeline's microcompact and snip.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every governance action and note.")
 def demo_command(context_window: int, profile: str, compaction: str, verbose: bool) -> None:
@@ -343,6 +351,8 @@ def demo_command(context_window: int, profile: str, compaction: str, verbose: bo
         workspace = Path(tmp)
         write_project(workspace)
         click.echo(f"sample project written to a temporary directory ({workspace.name})")
+        if profile == "nanobot":
+            compaction = "seed"  # the nanobot profile is the seed whatever was asked
         click.echo(f"profile {profile}, compaction {compaction}, context window {context_window:,}")
         try:
             summary = asyncio.run(

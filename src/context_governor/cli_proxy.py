@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from .cli import EXIT_BAD_INPUT, main
+from .cli import EXIT_BAD_INPUT, main, profile_option
 from .errors import ContextGovernorError
 from .profiles import PROFILES
 
@@ -56,19 +56,13 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True)
-@click.option(
-    "--profile",
-    type=click.Choice(sorted(PROFILES)),
-    default="openai",
-    show_default=True,
-    help="The upstream's rules and policy.",
-)
+@profile_option(sorted(PROFILES), help="The upstream's rules and policy.")
 @click.option(
     "--context-window",
     type=click.IntRange(min=1),
-    default=128_000,
-    show_default=True,
-    help="Context window of models without a --model-window.",
+    default=None,
+    help="Context window of models without a --model-window; default: each request's "
+    "model's published window when it is a well-known model, else none (nothing is cut).",
 )
 @click.option(
     "--model-window",
@@ -104,7 +98,7 @@ def proxy_command(
     host: str,
     port: int,
     profile: str,
-    context_window: int,
+    context_window: int | None,
     model_windows: tuple[str, ...],
     max_output: int,
     compaction: str,

@@ -26,6 +26,12 @@ def _type_name(value: Any) -> str:
 
 def check_messages(messages: Any) -> list[Message]:
     """Raise InputError at the first problem that no repair can fix; return the list."""
+    if isinstance(messages, dict) and "messages" in messages:
+        raise InputError(
+            "messages",
+            "got a whole request body (a dict with 'messages'); pass body['messages'] "
+            "(and tools=body.get('tools'))",
+        )
     if not isinstance(messages, list):
         raise InputError(
             "messages", f"expected a list of message objects, got {_type_name(messages)}"

@@ -8,6 +8,7 @@ were read, so scripts never have to special-case JSON Lines.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -53,6 +54,44 @@ def _where(index: int) -> str:
     return str(index) if index >= 0 else "request"
 
 
+_WIRE_INDEX = re.compile(r"messages\.(\d+)")
+
+
+def index_note(v: Violation) -> str:
+    """Why the provider's quoted ``messages.N`` differs from our message number, if it does.
+
+    Our number is the position in the list the user gave; providers such as
+    Anthropic and Bedrock send system messages apart and number their own turns,
+    so their index counts a different list. Empty when they agree or none is quoted.
+    """
+    quoted = {int(n) for n in _WIRE_INDEX.findall(v.error)}
+    if v.index < 0 or not quoted or quoted == {v.index}:
+        return ""
+    named = ", ".join(f"messages.{n}" for n in sorted(quoted))
+    return (
+        f"(the provider's {named} counts its own turns, without the system messages; "
+        f"it is message {v.index} of your list)"
+    )
+
+
+def _error_text(v: Violation) -> str:
+    note = index_note(v)
+    return f"{v.error} {note}" if note else v.error
+
+
+def lint_lines(results: list[BodyLint]) -> list[str]:
+    """The violations for a pipe or a file: one per line, nothing wrapped or boxed, so
+    that grep, cut and a log viewer see whole call ids and whole errors."""
+    several = any(r.line is not None for r in results)
+    lines = []
+    for result in results:
+        for v in sorted(result.violations, key=lambda v: v.index):
+            where = "request" if v.index < 0 else f"message {v.index}"
+            line = f"line {result.line}: " if several else ""
+            lines.append(f"{line}{where}: {v.rule}: {_error_text(v)} | fix: {v.hint}")
+    return lines
+
+
 def _model_phrase(models: list[str]) -> str:
     named = sorted({m for m in models if m})
     if not named:
@@ -72,6 +111,7 @@ def lint_table(results: list[BodyLint]) -> Table:
     table = Table(show_lines=True, expand=False)
     if several:
         table.add_column("line", justify="right", no_wrap=True)
+    # The message's position (from 0) in the list the user gave.
     table.add_column("message", justify="right", no_wrap=True)
     table.add_column("rule", no_wrap=True, style="bold")
     # fold, not ellipsis: a cut-off tool_call id is no help in finding the message.
@@ -79,7 +119,7 @@ def lint_table(results: list[BodyLint]) -> Table:
     table.add_column("fix", ratio=2, overflow="fold")
     for result in results:
         for v in sorted(result.violations, key=lambda v: v.index):
-            cells = [Text(_where(v.index)), Text(v.rule), Text(v.error), Text(v.hint)]
+            cells = [Text(_where(v.index)), Text(v.rule), Text(_error_text(v)), Text(v.hint)]
             if several:
                 cells.insert(0, Text(str(result.line)))
             table.add_row(*cells)
@@ -159,6 +199,33 @@ def rules_heading(listing: dict[str, Any]) -> str:
         f"{listing['title']} ({listing['provider']}), {model}: "
         f"{count} rule{'' if count == 1 else 's'} checked"
     )
+
+
+def rules_lines(listing: dict[str, Any]) -> list[str]:
+    """``rules_json()`` as plain lines for a pipe: a heading per part, one rule a line."""
+    lines: list[str] = []
+    parts = [
+        (
+            "Checked",
+            [
+                (
+                    r["id"],
+                    r["summary"] + ("" if r["verbatim_error"] else " (error text paraphrased)"),
+                )
+                for r in listing["rules"]
+            ],
+        ),
+        (
+            "Only for other models (try --model)",
+            [(r["id"], r["summary"]) for r in listing["other_models"]],
+        ),
+        ("Not checked", [(r["id"], r["reason"]) for r in listing["not_checked"]]),
+    ]
+    for heading, rows in parts:
+        if rows:
+            lines.append(heading)
+            lines.extend(f"  {rule}  {text}" for rule, text in rows)
+    return lines
 
 
 def render_rules(listing: dict[str, Any]) -> RenderableType:

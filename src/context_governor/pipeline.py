@@ -17,6 +17,7 @@ from .report import Report
 from .stages import Context, Stage
 from .stages.snip import SAFETY_BUFFER
 from .tokens import TokenCounter, custom_counter
+from .windows import WindowSource, resolve_window
 
 DEFAULT_MAX_OUTPUT = 4096
 #: Below this, a truncation marker would not fit inside the cap.
@@ -147,8 +148,10 @@ def govern(
     """Return a model-facing copy of ``messages`` that is legal and inside the budget.
 
     The budget is ``context_window - max_output - 1024`` (the seed's safety
-    buffer); ``context_window=None`` means no snipping. ``messages`` and the
-    dicts in it are never modified.
+    buffer). ``context_window=None`` means the model's published window when
+    ``model`` is a well-known one (see windows.py), else no window: nothing is cut
+    and ``report.window_source`` is "none". ``messages`` and the dicts in it are
+    never modified.
 
     ``profile`` is a provider name (openai, anthropic, gemini, bedrock, mistral,
     deepseek, glm, qwen, moonshot, groq, ollama, vllm) or ``nanobot``; ``model``
@@ -199,6 +202,8 @@ class Settings:
     target: Any  # providers.Target
     policy: Any  # providers.Policy
     counter: TokenCounter
+    #: "given", "model" (the model's known window) or "none"
+    window_source: WindowSource = "given"
 
 
 def resolve_settings(
@@ -216,7 +221,7 @@ def resolve_settings(
     """Check and resolve govern()'s settings; ConfigError/InputError on unusable ones."""
     prof = get_profile(profile)
     checked_tools = check_tools(tools)
-    window = _check_window(context_window)
+    window, window_source = resolve_window(_check_window(context_window), model)
     out_tokens = _resolve_max_output(max_output, prof)
     cap = _check_cap(max_tool_result_chars)
     compaction_policy = get_policy(compaction)
@@ -236,6 +241,7 @@ def resolve_settings(
         target=target,
         policy=entry.policy(target),
         counter=_counter(prof, model, count_tokens),
+        window_source=window_source,
     )
 
 
@@ -282,6 +288,7 @@ def run(
         profile=s.profile.name,
         counter=counter.name,
         context_window=s.window,
+        window_source=s.window_source,
         max_output=s.max_output,
         budget=budget,
         tokens_before=tokens_before,
@@ -296,7 +303,7 @@ def run(
     if s.profile.provider is not None:
         report.violations = [asdict(v) for v in find_violations(entry.rules, governed, target)]
         report.notes += [
-            f"rule not met: {v['rule']} at message {v['index']}: {v['error']}"
+            f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
             for v in report.violations
         ]
     if messages and not governed:

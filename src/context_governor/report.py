@@ -28,7 +28,14 @@ class Action:
 
 @dataclass(slots=True)
 class Report:
-    """Everything govern() did, plus the token figures it decided with."""
+    """Everything govern() did, plus the token figures it decided with.
+
+    ``print(report)`` shows the readable summary (``render_report``); check
+    ``report.ok`` (inside the budget and no provider rule broken) or
+    ``report.over_budget`` before sending. ``window_source`` says where
+    ``context_window`` came from: "given", "model" (the model's published window)
+    or "none" (no window: nothing was cut).
+    """
 
     profile: str
     counter: str
@@ -45,6 +52,7 @@ class Report:
     model: str | None = None
     #: rules of the target provider the output still breaks (each also a note)
     violations: list[dict[str, Any]] = field(default_factory=list)
+    window_source: str = "given"
 
     @property
     def changed(self) -> bool:
@@ -53,6 +61,16 @@ class Report:
     @property
     def within_budget(self) -> bool:
         return self.budget is None or self.tokens_after <= self.budget
+
+    @property
+    def over_budget(self) -> bool:
+        """The output does not fit the budget (the notes say why)."""
+        return not self.within_budget
+
+    @property
+    def ok(self) -> bool:
+        """Safe to send as far as we know: inside the budget, no provider rule broken."""
+        return self.within_budget and not self.violations
 
     def by_stage(self) -> dict[str, list[Action]]:
         grouped: dict[str, list[Action]] = {}
@@ -67,4 +85,11 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["within_budget"] = self.within_budget
+        data["over_budget"] = self.over_budget
+        data["ok"] = self.ok
         return data
+
+    def __str__(self) -> str:
+        from .render import render_report  # render imports this module
+
+        return render_report(self)

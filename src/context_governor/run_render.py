@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from .render import INDEX_LEGEND, positions
 from .report import Report
 from .runner.types import ModelCall, RunHooks, ToolEvent
 
@@ -86,6 +87,7 @@ class ProgressPrinter:
         self.verbose = verbose
         self.steps = 0
         self._mid_line = False
+        self._legend_shown = False
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -106,8 +108,12 @@ class ProgressPrinter:
         self.steps += 1
         self.info(step_line(self.steps, call.report))
         if self.verbose:
-            for action in call.report.actions:
-                self.info(f"    {action.stage} {action.kind} #{action.index}: {action.detail}")
+            actions = call.report.actions
+            if actions and not self._legend_shown:
+                self.info(f"    {INDEX_LEGEND}")
+                self._legend_shown = True
+            for action, where in zip(actions, positions(actions), strict=True):
+                self.info(f"    {action.stage} {action.kind} {where}: {action.detail}")
             for note in call.report.notes:
                 self.info(f"    note: {note}")
 

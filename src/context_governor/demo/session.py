@@ -2,10 +2,11 @@
 
 A coding agent (the scripted model) investigates an expiry bug in a small
 project with the real built-in tools. The session is written so that, with a
-small context window, every stage of the seed pipeline has work to do, each
+small context window, every stage of the pipeline has work to do, each
 for the reason it exists in a real agent:
 
-* microcompact and snip: file reads pile up over several turns;
+* compact (the default cache policy), or microcompact and snip (the seed's
+  policy, ``--compaction seed``): file reads pile up over several turns;
 * backfill: the user cancels a run while a slow command is running, so a
   tool call is persisted without its result;
 * alternation: the model server fails (503) on a question, so the user's
@@ -39,6 +40,10 @@ SYSTEM_PROMPT = (
 )
 #: The seed's stages, in pipeline order: the demo is meant to make each act.
 SEED_STAGES = ("orphans", "backfill", "microcompact", "snip", "alternation")
+#: The same under the default cache policy, whose compact stage does the cutting.
+CACHE_STAGES = ("orphans", "backfill", "compact", "alternation")
+#: The stages the demo makes act, by compaction policy.
+DEMO_STAGES = {"seed": SEED_STAGES, "cache": CACHE_STAGES}
 #: The app's session store keeps the system prompt and about this many messages.
 STORE_KEEPS = 14
 
@@ -170,6 +175,8 @@ class DemoSummary:
     requests: int = 0
     violations: int = 0
     history: list[Message] = field(default_factory=list)
+    #: the stages this session is meant to make act (they depend on the policy)
+    stages: tuple[str, ...] = CACHE_STAGES
 
     @property
     def stage_actions(self) -> Counter[str]:
@@ -178,7 +185,7 @@ class DemoSummary:
     @property
     def missing_stages(self) -> list[str]:
         acted = self.stage_actions
-        return [s for s in SEED_STAGES if not acted[s]]
+        return [s for s in self.stages if not acted[s]]
 
 
 async def _run_turn(
@@ -225,7 +232,7 @@ async def run_demo(
     context_window: int,
     max_output: int = 1024,
     profile: str = "openai",
-    compaction: str = "seed",
+    compaction: str = "cache",
 ) -> DemoSummary:
     """Play the session over ``workspace`` (the sample project must be written there)."""
     from ..tools import builtin_tools
@@ -241,7 +248,9 @@ async def run_demo(
     script = turns()
     model = ScriptedModel([item for turn in script for item in turn.script], model="gpt-4o-mini")
     runner = AgentRunner(model, tools, governor, max_iterations=10, tool_timeout=20)
-    summary = DemoSummary()
+    # The nanobot profile is the seed whatever the policy asked for.
+    policy = "seed" if governor.profile.name == "nanobot" else compaction
+    summary = DemoSummary(stages=DEMO_STAGES.get(policy, SEED_STAGES))
     history: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
     for number, turn in enumerate(script, 1):
         printer.info("")

@@ -15,9 +15,9 @@ from ..errors import ConfigError
 from ..profiles import PROFILES
 
 COMPACTIONS = ("cache", "seed")
-#: gpt-4o's window: a safe default for the OpenAI-compatible servers most people put
-#: behind the proxy; set --context-window or a per-model window for anything smaller.
-DEFAULT_CONTEXT_WINDOW = 128_000
+#: None: a request's model's published window (windows.py), as everywhere else; set
+#: --context-window or a per-model window for models the table does not know.
+DEFAULT_CONTEXT_WINDOW: int | None = None
 DEFAULT_MAX_OUTPUT = 4096
 
 
@@ -37,7 +37,8 @@ class ProxyConfig:
 
     The window of a request is ``model_windows[model]`` when the model is listed,
     else the longest listed prefix of the model name (``gpt-4o`` covers
-    ``gpt-4o-2024-08-06``), else ``context_window`` (``None``: no snipping).
+    ``gpt-4o-2024-08-06``), else ``context_window``, else (``None``) govern()'s own
+    rule: the model's published window when it is well known, else no cut.
     The answer's reserve is the body's ``max_completion_tokens``/``max_tokens``,
     else ``max_output``.
     """
