@@ -47,9 +47,11 @@ def _resolve_max_output(value: Any, profile: Profile) -> int:
     return value
 
 
-def _check_window(context_window: Any) -> int | None:
+def _check_window(context_window: Any, profile: Profile) -> int | None:
     if context_window is None:
         return None
+    if profile.zero_window_is_none and context_window == 0 and type(context_window) is int:
+        return None  # the seed: a window of 0 means "no window", so nothing is snipped
     if (
         isinstance(context_window, bool)
         or not isinstance(context_window, int)
@@ -147,7 +149,8 @@ def govern(
     """Return a model-facing copy of ``messages`` that is legal and inside the budget.
 
     The budget is ``context_window - max_output - 1024`` (the seed's safety
-    buffer); ``context_window=None`` means no snipping. ``messages`` and the
+    buffer); ``context_window=None`` means no snipping (the nanobot profile reads 0
+    so too, as the seed does). ``messages`` and the
     dicts in it are never modified.
 
     ``profile`` is a provider name (openai, anthropic, gemini, bedrock, mistral,
@@ -216,7 +219,7 @@ def resolve_settings(
     """Check and resolve govern()'s settings; ConfigError/InputError on unusable ones."""
     prof = get_profile(profile)
     checked_tools = check_tools(tools)
-    window = _check_window(context_window)
+    window = _check_window(context_window, prof)
     out_tokens = _resolve_max_output(max_output, prof)
     cap = _check_cap(max_tool_result_chars)
     compaction_policy = get_policy(compaction)
