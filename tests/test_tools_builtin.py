@@ -501,6 +501,16 @@ def test_a_cancelled_exec_call_kills_processes_that_left_the_group(
     _assert_gone(int((ws / "child.pid").read_text()), command)
 
 
+def test_a_command_run_inside_another_keeps_both_marks(
+    tools: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent run by exec (whose environment carries the outer mark) marks its own
+    commands with a second variable, so the outer timeout still reaches them."""
+    monkeypatch.setenv("CONTEXT_GOVERNOR_EXEC_outer", "1")
+    out = call(tools, "exec", {"command": "env | grep -c '^CONTEXT_GOVERNOR_EXEC_.*=1$'"})
+    assert out.content == "exit code: 0\nstdout:\n2"
+
+
 def test_exec_leaves_other_processes_alone(ws: Path, tools: ToolRegistry) -> None:
     """Only processes carrying this call's marker are killed: not the agent, not a
     process another call started, not one started outside exec."""

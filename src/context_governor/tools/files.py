@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .lines import Deadline, LineReader, OutOfTime
 from .registry import ToolError
@@ -32,9 +33,11 @@ _LOOKAHEAD_BYTES = 8 << 20
 _CHECK_EVERY = 1024
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return b"\x00" in fh.read(_SNIFF_BYTES)
+def _sniff_binary(fh: BinaryIO) -> bool:
+    """A NUL byte near the start means binary; the stream is rewound either way."""
+    binary = b"\x00" in fh.read(_SNIFF_BYTES)
+    fh.seek(0)
+    return binary
 
 
 def _decode(head: bytes) -> str:
@@ -79,10 +82,9 @@ def read_file(
     target = _regular_file(ws, path)
     deadline = Deadline(time_budget)
     with target.open("rb") as fh:
-        if b"\x00" in fh.read(_SNIFF_BYTES):
+        if _sniff_binary(fh):
             size = os.fstat(fh.fileno()).st_size
             raise ToolError(f"{path} is a binary file ({size} bytes); not shown")
-        fh.seek(0)
         # 4 bytes per character at most: enough bytes for max_chars characters.
         reader = LineReader(fh, keep=4 * (max_chars + 1), deadline=deadline)
         try:
@@ -258,9 +260,8 @@ def _grep_file(
     """Append the file's matches to ``found``; True once ``cap`` is exceeded."""
     try:
         with file.open("rb") as fh:
-            if b"\x00" in fh.read(_SNIFF_BYTES):
+            if _sniff_binary(fh):
                 return False
-            fh.seek(0)
             name = ws.display(file)
             reader = LineReader(fh, keep=_GREP_LINE_BYTES, deadline=deadline)
             number = 0

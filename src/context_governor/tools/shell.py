@@ -8,9 +8,10 @@ prints gigabytes costs a bounded amount of memory. POSIX only.
 
 A process can leave that group: ``setsid`` (or a daemon's double fork) gives it a
 session of its own, and once its parent exits it is not even our descendant any
-more. To find those too, every command runs with a random marker in its
-environment (``CONTEXT_GOVERNOR_EXEC_ID``), which every process it starts
-inherits whatever session it moves to; on timeout, ``/proc/<pid>/environ`` is
+more. To find those too, every command runs with a marker in its environment
+(``CONTEXT_GOVERNOR_EXEC_<random>=1``, a variable of its own so that a command
+run inside another keeps both marks), which every process it starts inherits
+whatever session it moves to; on timeout, ``/proc/<pid>/environ`` is
 scanned for processes carrying the marker and they are killed, repeatedly until a
 scan finds none (a process may fork between a scan and its kill). This needs no
 root and no cgroup, and leaves the agent's own process untouched. The
@@ -46,8 +47,8 @@ _SHELL = "/bin/sh"
 _CHUNK = 65536
 #: How long to wait for a killed group to be reaped before giving up on it.
 _REAP_SECONDS = 5.0
-#: The environment variable that marks every process a command starts.
-MARKER = "CONTEXT_GOVERNOR_EXEC_ID"
+#: Prefix of the environment variable that marks every process a command starts.
+MARKER_PREFIX = "CONTEXT_GOVERNOR_EXEC_"
 #: Scans of /proc before giving up on a command that keeps forking.
 _KILL_ROUNDS = 50
 _PROC = "/proc"
@@ -156,7 +157,7 @@ async def run_command(command: str, *, cwd: Path, timeout: float, keep_bytes: in
     until the job closes it or the timeout kills the group, as with
     ``subprocess.run``; redirect the job's output to avoid that.
     """
-    token = secrets.token_hex(16)
+    marker = f"{MARKER_PREFIX}{secrets.token_hex(16)}"
     proc = await asyncio.create_subprocess_exec(
         _SHELL,
         "-c",
@@ -166,7 +167,7 @@ async def run_command(command: str, *, cwd: Path, timeout: float, keep_bytes: in
         stdout=PIPE,
         stderr=PIPE,
         start_new_session=True,
-        env={**os.environ, MARKER: token},
+        env={**os.environ, marker: "1"},
     )
     out, err = _Capture(keep_bytes), _Capture(keep_bytes)
     finished = False
@@ -181,7 +182,7 @@ async def run_command(command: str, *, cwd: Path, timeout: float, keep_bytes: in
     finally:
         if not finished:  # timed out, cancelled, or failed: leave nothing running
             _kill_group(proc.pid)
-            kill_marked(f"{MARKER}={token}".encode())
+            kill_marked(f"{marker}=1".encode())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), _REAP_SECONDS)
     if finished and proc.returncode is not None:
