@@ -87,45 +87,68 @@ def read_file(
             raise ToolError(f"{path} is a binary file ({size} bytes); not shown")
         # 4 bytes per character at most: enough bytes for max_chars characters.
         reader = LineReader(fh, keep=4 * (max_chars + 1), deadline=deadline)
+        shown: list[str] = []
         try:
-            return _page(reader, path, offset, limit, max_chars)
-        except OutOfTime:
-            raise ToolError(
-                f"reading {path} stopped after {time_budget:g}s before reaching line {offset}; "
-                "the file is too large to page through this far"
-            ) from None
-
-
-def _page(reader: LineReader, path: str, offset: int, limit: int | None, max_chars: int) -> str:
-    shown: list[str] = []
-    used = 0
-    number = 0
-    while (item := reader.next_line()) is not None:
-        number += 1
-        if number < offset:
-            continue
-        head, cut = item
-        entry = f"{number}|{_decode(head)}"
-        if (limit is not None and len(shown) >= limit) or (shown and used + len(entry) > max_chars):
-            shown.append(f"[more lines follow; continue with offset={number}]")
+            number = _page(reader, offset, limit, max_chars, shown)
+        except _Stopped as stop:
+            if not shown:
+                raise ToolError(
+                    f"reading {path} stopped after {time_budget:g}s before reaching line "
+                    f"{offset}; the file is too large to page through this far"
+                ) from None
+            shown.append(
+                f"[reading stopped after {time_budget:g}s; continue with offset={stop.next}]"
+            )
             return "\n".join(shown)
-        if cut or len(entry) > max_chars:  # a single huge line (minified code): its start
-            entry = f"{entry[:max_chars]}[... line {number} cut at {max_chars} characters]"
-            shown.append(entry)
-            # The output is full. Say whether more lines follow without reading an
-            # endless line to its end: look a bounded distance ahead.
-            if not reader.finish_line(_LOOKAHEAD_BYTES):
-                shown.append(f"[more lines may follow; continue with offset={number + 1}]")
-            elif not reader.at_end():
-                shown.append(f"[more lines follow; continue with offset={number + 1}]")
-            return "\n".join(shown)
-        shown.append(entry)
-        used += len(entry) + 1
     if not shown:
         if number == 0:
             return f"({path} is empty)"
         raise ToolError(f"offset {offset} is past the end of {path} ({number} lines)")
     return "\n".join(shown)
+
+
+class _Stopped(Exception):
+    """The deadline passed while paging; ``next`` is the line to continue from."""
+
+    def __init__(self, next_line: int) -> None:
+        self.next = next_line
+
+
+def _page(
+    reader: LineReader, offset: int, limit: int | None, max_chars: int, shown: list[str]
+) -> int:
+    """Append the page's entries and closing note to ``shown``; return the number of
+    lines read. Raises _Stopped when the deadline passes."""
+    used = 0
+    number = 0
+    try:
+        while (item := reader.next_line()) is not None:
+            number += 1
+            if number < offset:
+                continue
+            head, cut = item
+            entry = f"{number}|{_decode(head)}"
+            if (limit is not None and len(shown) >= limit) or (
+                shown and used + len(entry) > max_chars
+            ):
+                shown.append(f"[more lines follow; continue with offset={number}]")
+                return number
+            if cut or len(entry) > max_chars:  # a single huge line (minified code): its start
+                shown.append(
+                    f"{entry[:max_chars]}[... line {number} cut at {max_chars} characters]"
+                )
+                # The output is full. Say whether more lines follow without reading an
+                # endless line to its end: look a bounded distance ahead.
+                if not reader.finish_line(_LOOKAHEAD_BYTES):
+                    shown.append(f"[more lines may follow; continue with offset={number + 1}]")
+                elif not reader.at_end():
+                    shown.append(f"[more lines follow; continue with offset={number + 1}]")
+                return number
+            shown.append(entry)
+            used += len(entry) + 1
+    except OutOfTime:
+        raise _Stopped(number + 1) from None
+    return number
 
 
 # --------------------------------------------------------------------------- list_dir
