@@ -195,3 +195,18 @@ def test_an_unsafe_store_directory_is_refused(tmp_path: Path, kind: str) -> None
     assert not _offloaded(result.messages)
     assert any(n.startswith(f"offload to {store} failed") for n in result.report.notes)
     assert list(real.iterdir()) == []
+
+
+def test_a_stored_file_changed_later_is_not_trusted_again(tmp_path: Path) -> None:
+    """Checked files are remembered between calls, but a write to one (same size even)
+    makes it a stranger again."""
+    store = tmp_path / "store"
+    history = _history("alpha")
+    first = _offloaded(_govern(history, store).messages)
+    assert _offloaded(_govern(history, store).messages) == first  # remembered: still fine
+    path = first["call_0000"]
+    original = path.read_text(encoding="utf-8")
+    path.write_text("X" + original[1:], encoding="utf-8")
+    result = _govern(history, store)
+    _check_refused(result, store, "call_0000")
+    assert path.read_text(encoding="utf-8") == "X" + original[1:]  # and not overwritten
