@@ -8,7 +8,7 @@ Run with the reference interpreter, never with ours (nanobot lives only in
 The pipeline is exactly the one the differential test checks our ``nanobot``
 profile against: ``tests/reference/nanobot_oracle.py``'s ``_governed`` (what
 ``AgentRunner._run_core`` runs before every model call -- orphans, backfill,
-microcompact, snip, orphans, backfill -- then the provider layer's
+microcompact, tool-result budget, snip, orphans, backfill -- then the provider layer's
 ``_enforce_role_alternation``), called through nanobot's own functions. It is
 imported from there rather than copied so that the two cannot drift apart.
 
@@ -80,7 +80,7 @@ class _Side:
             tools=self.oracle._Tools(replay["tools"]),
             model=replay["model"],
             max_iterations=1,
-            max_tool_result_chars=0,
+            max_tool_result_chars=self.oracle._DEFAULT_CAP,
             max_tokens=self.max_output,
             context_window_tokens=self.window,
         )

@@ -24,6 +24,87 @@ REPO = Path(__file__).resolve().parents[1]
 ORACLE = REPO / "tests" / "reference" / "nanobot_oracle.py"
 N_CASES = int(os.environ.get("DIFF_CASES", "400"))
 SHOW_FAILURES = 5
+#: Nanobot's default tool-result cap (its AgentDefaults.max_tool_result_chars).
+SEED_CAP = 16_000
+
+#: Tool contents the seed's budget step reads as "no output" (content absent is one more).
+_EMPTY_CONTENTS: tuple[Any, ...] = (
+    "",
+    " ",
+    "\n\t  \n",
+    "\u3000\u2003",  # Unicode spaces: str.strip() removes them too
+    None,
+    [],
+    [{"type": "text", "text": ""}],
+    [{"type": "text", "text": " "}, {"type": "text", "text": "\n"}],
+)
+#: Contents that look empty but are not: a non-text part, or text that is not blank.
+_NEAR_EMPTY_CONTENTS: tuple[Any, ...] = (
+    [{"type": "text", "text": " "}, {"type": "image_url", "image_url": {"url": "data:,"}}],
+    [{"type": "text", "text": " x "}],
+    "\u200b",  # ZERO WIDTH SPACE is not whitespace to str.strip()
+    ".",
+)
+_FILLERS = ("x", "é", "🚀", "ab\n", "修复 ")
+
+
+def _long_text(rng: random.Random, size: int) -> str:
+    """``size`` characters (code points), some multi-byte or astral, as the cap counts them."""
+    unit = rng.choice(_FILLERS)
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def _widen_tool_result(rng: random.Random, message: dict[str, Any], cap: int) -> dict[str, Any]:
+    """One tool result made empty, near-empty, or long around the cap (and sometimes renamed)."""
+    out = dict(message)
+    roll = rng.random()
+    if roll < 0.35:
+        content = rng.choice(_EMPTY_CONTENTS)
+        if content is None and rng.random() < 0.5:
+            out.pop("content", None)
+        else:
+            out["content"] = copy.deepcopy(content)
+    elif roll < 0.45:
+        out["content"] = copy.deepcopy(rng.choice(_NEAR_EMPTY_CONTENTS))
+    else:  # at, just over, or well over the cap; sometimes as list content (never cut)
+        size = cap + rng.choice((-1, 0, 1, 2, 17, rng.randint(100, 3000)))
+        text = _long_text(rng, max(1, size))
+        out["content"] = [{"type": "text", "text": text}] if rng.random() < 0.1 else text
+    name_roll = rng.random()
+    if name_roll < 0.25:
+        out["name"] = "read_file"  # exempt from the cut, not from the empty marker
+    elif name_roll < 0.3:
+        out.pop("name", None)  # the marker then says "tool"
+    elif name_roll < 0.35:
+        out["name"] = ""
+    return out
+
+
+def nanobot_case(seed: int) -> dict[str, Any]:
+    """random_case(seed), widened for the seed's tool-result budget and its window rules.
+
+    The extra draws come from a second stream, so the base case is exactly
+    random_case(random.Random(seed)). In some cases tool results are made empty,
+    blank or longer than the cap (read_file and others); some cases set their own
+    cap, and some a context window of 0, which the seed reads as "no window".
+    """
+    case = random_case(random.Random(seed))
+    rng = random.Random(f"nanobot-widen-{seed}")
+    cap = SEED_CAP
+    if rng.random() < 0.25:
+        cap = rng.choice((100, 101, 250, 499, 500, 1000, 4096))
+        case["max_tool_result_chars"] = cap
+    if rng.random() < 0.4:
+        rate = rng.choice((0.1, 0.3, 0.6))
+        case["messages"] = [
+            _widen_tool_result(rng, m, cap)
+            if m.get("role") == "tool" and rng.random() < rate
+            else m
+            for m in case["messages"]
+        ]
+    if rng.random() < 0.04:
+        case["context_window"] = 0
+    return case
 
 
 def _ref_python() -> Path:
@@ -131,9 +212,11 @@ def _pair_diff(want: Any, got: Any) -> list[str]:
 
 def _describe(case: dict[str, Any]) -> str:
     max_tokens = case.get("max_tokens", "<absent>")
+    cap = case.get("max_tool_result_chars", "<default>")
     return (
         f"{len(case['messages'])} messages, tools={_tools_label(case['tools'])}, "
-        f"context_window={case['context_window']}, max_tokens={max_tokens!r}"
+        f"context_window={case['context_window']}, max_tokens={max_tokens!r}, "
+        f"max_tool_result_chars={cap}"
     )
 
 
@@ -167,11 +250,49 @@ def test_generator_is_deterministic() -> None:
     """A failing seed must reproduce exactly."""
     for seed in (0, 1, 12345, 2**32 - 1):
         assert random_case(random.Random(seed)) == random_case(random.Random(seed))
+        assert nanobot_case(seed) == nanobot_case(seed)
+
+
+def _tool_contents(cases: list[dict[str, Any]]) -> list[tuple[Any, Any, int]]:
+    """(name, content, cap) of every tool result of ``cases`` (content ... when absent)."""
+    return [
+        (m.get("name"), m.get("content", ...), c.get("max_tool_result_chars", SEED_CAP))
+        for c in cases
+        for m in c["messages"]
+        if m.get("role") == "tool"
+    ]
+
+
+def test_generator_reaches_the_budget_steps_edge_cases() -> None:
+    """The default run (400 cases) must contain what the tool-result budget step and the
+    window rule act on; otherwise agreement with nanobot would prove nothing about them."""
+    cases = [nanobot_case(seed) for seed in range(400)]
+    results = _tool_contents(cases)
+
+    def blank(content: Any) -> bool:
+        return content in (None, ...) or (isinstance(content, str) and not content.strip())
+
+    def blank_parts(content: Any) -> bool:
+        return (
+            isinstance(content, list)
+            and bool(content)
+            and all(p.get("type") == "text" and not p["text"].strip() for p in content)
+        )
+
+    over = [(n, c, cap) for n, c, cap in results if isinstance(c, str) and len(c) > cap]
+    assert sum(1 for _, c, _ in results if blank(c)) >= 20
+    assert sum(1 for _, c, _ in results if c is ...) >= 3
+    assert sum(1 for _, c, _ in results if blank_parts(c)) >= 3
+    assert sum(1 for n, _, _ in over if n == "read_file") >= 5
+    assert sum(1 for n, _, _ in over if n != "read_file") >= 20
+    assert sum(1 for n, c, cap in over if cap == SEED_CAP and n != "read_file") >= 5
+    assert sum(1 for n, c, cap in results if isinstance(c, str) and len(c) == cap) >= 3
+    assert sum(1 for c in cases if c["context_window"] == 0) >= 5
 
 
 def test_govern_matches_nanobot() -> None:
     """Seeds 0..N-1: govern(profile="nanobot") == nanobot's pipeline, message for message."""
-    cases = [random_case(random.Random(seed)) for seed in range(N_CASES)]
+    cases = [nanobot_case(seed) for seed in range(N_CASES)]
     answers = _run_oracle(cases)
     oracle_errors = [(s, a["error"]) for s, a in enumerate(answers) if "error" in a]
     assert not oracle_errors, f"oracle failed on {len(oracle_errors)} cases: {oracle_errors[:3]}"
@@ -189,6 +310,7 @@ def test_govern_matches_nanobot() -> None:
                 profile="nanobot",
                 context_window=case["context_window"],
                 max_output=case.get("max_tokens"),
+                max_tool_result_chars=case.get("max_tool_result_chars"),
             )
             got = _json(result.messages)
         except Exception as exc:  # report every case, not just the first crash
@@ -204,6 +326,45 @@ def test_govern_matches_nanobot() -> None:
         shown = "\n\n".join(failures[:SHOW_FAILURES])
         pytest.fail(
             f"{len(failures)}/{len(cases)} cases differ from nanobot "
-            f"(reproduce: random_case(random.Random(seed))):\n\n{shown}",
+            f"(reproduce: nanobot_case(seed)):\n\n{shown}",
             pytrace=False,
         )
+
+
+def test_zero_window_means_no_window_in_the_nanobot_profile_only() -> None:
+    """The seed reads context_window=0 as "no window": nothing is snipped, even with a
+    negative max_tokens that would make a budget positive. The other profiles refuse it."""
+    from context_governor import ConfigError, govern
+
+    big = "long output line\n" * 400
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+    for i in range(6):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "exec", "arguments": "{}"}}
+        messages += [
+            {"role": "user", "content": f"task {i}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "name": "exec", "content": big},
+            {"role": "assistant", "content": f"done {i}"},
+        ]
+    messages.append({"role": "user", "content": "and now?"})
+    cases = [
+        {"messages": messages, "tools": None, "context_window": 0},
+        {"messages": messages, "tools": None, "context_window": 0, "max_tokens": -3000},
+        {"messages": messages, "tools": None, "context_window": 2000, "max_tokens": -3000},
+    ]
+    answers = _run_oracle(cases)
+    for case, answer in zip(cases, answers, strict=True):
+        result = govern(
+            messages,
+            profile="nanobot",
+            context_window=case["context_window"],
+            max_output=case.get("max_tokens"),
+        )
+        assert _json(result.messages) == answer["messages"], _describe(case)
+    # Window 0 keeps every message; a positive window with the same max_tokens snips.
+    assert len(answers[0]["messages"]) == len(answers[1]["messages"]) == len(messages)
+    assert len(answers[2]["messages"]) < len(messages)
+    with pytest.raises(ConfigError, match="context_window"):
+        govern(messages, profile="openai", context_window=0)
+    with pytest.raises(ConfigError, match="context_window"):
+        govern(messages, profile="nanobot", context_window=-1)

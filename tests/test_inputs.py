@@ -391,18 +391,35 @@ class TestIntIds:
 
 @pytest.mark.parametrize("profile", PROFILES)
 class TestSettings:
-    @pytest.mark.parametrize("window", [0, -1, True, False, 1.5, "8000", [8000]])
+    @pytest.mark.parametrize("window", [-1, True, False, 1.5, "8000", [8000]])
     def test_bad_context_window(self, profile: str, window: Any) -> None:
         config_error("context_window", profile=profile, context_window=window)
+
+    def test_zero_context_window(self, profile: str) -> None:
+        """0 is "no window" for the nanobot profile, as in the seed; an error elsewhere."""
+        if profile != "nanobot":
+            config_error("context_window", profile=profile, context_window=0)
+            return
+        res = governed([u("q"), a("x" * 4000), u("n")], profile=profile, context_window=0)
+        assert res.report.context_window is None and res.report.budget is None
+        assert len(res.messages) == 3
 
     @pytest.mark.parametrize("cap", [0, 99, -1, True, 1.5, "1000", [1000]])
     def test_bad_max_tool_result_chars(self, profile: str, cap: Any) -> None:
         config_error("max_tool_result_chars", profile=profile, max_tool_result_chars=cap)
 
     def test_smallest_cap_is_accepted(self, profile: str) -> None:
-        msgs = [u("q"), with_calls(call()), tool(content="x" * 1000), u("n")]
+        msgs = [
+            u("q"),
+            with_calls(call(name="exec")),
+            tool(content="x" * 1000, name="exec"),
+            u("n"),
+        ]
         res = governed(msgs, profile=profile, max_tool_result_chars=100)
-        assert len(res.messages[2]["content"]) <= 100
+        if profile == "nanobot":  # the seed's format: the cap's worth, then its suffix
+            assert res.messages[2]["content"] == "x" * 100 + "\n... (truncated)"
+        else:
+            assert len(res.messages[2]["content"]) <= 100
 
     @pytest.mark.parametrize("model", [123, ["gpt-4o"], {"m": 1}, 4.0])
     def test_model_of_the_wrong_type(self, profile: str, model: Any) -> None:
@@ -509,9 +526,12 @@ class TestHugeContent:
         assert time.perf_counter() - start < 8
         capped = res.messages[3]
         assert capped["tool_call_id"] == "c1"
-        assert len(capped["content"]) <= 20_000
-        assert HUGE.startswith(capped["content"].split("\n… [truncated")[0])
-        cap = [x for x in res.report.actions if x.stage == "cap"]
+        # The nanobot profile cuts in the seed's format: the cap's worth, then a suffix.
+        seed = profile == "nanobot"
+        marker = "\n... (truncated)" if seed else "\n… [truncated"
+        assert len(capped["content"]) <= 20_000 + (len(marker) if seed else 0)
+        assert HUGE.startswith(capped["content"].split(marker)[0])
+        cap = [x for x in res.report.actions if x.stage == ("tool_budget" if seed else "cap")]
         assert [(x.kind, x.index, x.tool_call_id) for x in cap] == [("truncate", 3, "c1")]
         assert cap[0].tokens_saved > 100_000
         assert res.report.tokens_after < res.report.tokens_before
@@ -528,8 +548,10 @@ class TestHugeContent:
         assert all(m.get("content") is not content for m in res.messages)
         assert res.messages[0] is msgs[0]
         assert res.messages[-1] is msgs[-1]
-        # The seed snips it; the cache policy clears it or cuts its turn.
-        removed = [x.index for x in res.report.actions if x.stage in ("snip", "compact")]
+        # The seed cuts it to its default cap of 16,000 characters (then nothing more
+        # needs snipping); the cache policy clears it or cuts its turn.
+        stages = ("snip", "compact", "tool_budget")
+        removed = [x.index for x in res.report.actions if x.stage in stages]
         assert 3 in removed
 
     def test_many_messages(self, profile: str) -> None:

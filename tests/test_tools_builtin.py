@@ -8,6 +8,8 @@ directory holding a secret; no tool may ever show that secret, whichever path,
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import os
 import time
 from collections.abc import Mapping
@@ -15,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from context_governor.errors import ConfigError
 from context_governor.stages.microcompact import COMPACTABLE_TOOLS
-from context_governor.tools import ToolOutcome, ToolRegistry, builtin_tools
-from context_governor.tools.workspace import glob_matches
+from context_governor.tools import ToolOutcome, ToolRegistry, builtin_tools, files
+from context_governor.tools.lines import Deadline, LineReader, OutOfTime
+from context_governor.tools.registry import ToolError
+from context_governor.tools.workspace import Workspace, glob_matches
 
 SECRET = "TOP-SECRET-42"
 
@@ -447,11 +453,77 @@ def test_exec_timeout_kills_the_whole_process_group(ws: Path, tools: ToolRegistr
     took = time.perf_counter() - start
     assert out.is_error
     assert out.content == (
-        "Error: command timed out after 0.5s; its process group was killed.\nstdout:\nstarted"
+        "Error: command timed out after 0.5s; it and every process it started were killed.\n"
+        "stdout:\nstarted"
     )
     assert took < 3
     child = int((ws / "child.pid").read_text())
     assert _wait_gone(child), "the background sleep survived the timeout"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize(
+    "command",
+    [
+        # its own session and process group, still our descendant
+        "setsid sh -c 'echo $$ > child.pid; exec sleep 30' & wait",
+        # a daemon: a new session, then its parent exits, so it is reparented away
+        "setsid sh -c '(sleep 30 & echo $! > child.pid); exit 0' & sleep 30",
+        # setsid -f forks first; the waiting shell itself holds the call open
+        "setsid -f sh -c 'echo $$ > child.pid; exec sleep 30'; sleep 30",
+    ],
+    ids=["setsid", "daemon", "setsid-fork"],
+)
+def test_exec_timeout_kills_processes_that_left_the_group(
+    ws: Path, tools: ToolRegistry, command: str
+) -> None:
+    out = call(tools, "exec", {"command": command, "timeout": 1.0})
+    assert out.is_error and "timed out" in out.content
+    _assert_gone(int((ws / "child.pid").read_text()), command)
+
+
+def _assert_gone(pid: int, command: str) -> None:
+    """Fail if ``pid`` outlives the call, killing it then so that no test leaves it behind."""
+    gone = _wait_gone(pid)
+    if not gone:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    assert gone, f"{command!r}: pid {pid} survived the timeout"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_a_cancelled_exec_call_kills_processes_that_left_the_group(
+    ws: Path, tools: ToolRegistry
+) -> None:
+    command = "setsid sh -c 'echo $$ > child.pid; exec sleep 30' & wait"
+    out = call(tools, "exec", {"command": command}, timeout=1.0)
+    assert "abandoned" in out.content
+    _assert_gone(int((ws / "child.pid").read_text()), command)
+
+
+def test_a_command_run_inside_another_keeps_both_marks(
+    tools: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent run by exec (whose environment carries the outer mark) marks its own
+    commands with a second variable, so the outer timeout still reaches them."""
+    monkeypatch.setenv("CONTEXT_GOVERNOR_EXEC_outer", "1")
+    out = call(tools, "exec", {"command": "env | grep -c '^CONTEXT_GOVERNOR_EXEC_.*=1$'"})
+    assert out.content == "exit code: 0\nstdout:\n2"
+
+
+def test_exec_leaves_other_processes_alone(ws: Path, tools: ToolRegistry) -> None:
+    """Only processes carrying this call's marker are killed: not the agent, not a
+    process another call started, not one started outside exec."""
+    import subprocess
+
+    bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        out = call(tools, "exec", {"command": "sleep 30", "timeout": 0.5})
+        assert out.is_error
+        assert _alive(bystander.pid) and _alive(os.getpid())
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_exec_timeout_is_capped_by_exec_timeout(ws: Path) -> None:
@@ -482,3 +554,155 @@ def test_exec_is_absent_when_disabled(ws: Path) -> None:
     reg = builtin_tools(ws, allow_exec=False)
     out = call(reg, "exec", {"command": "cat ../outside/secret.txt"})
     assert out.is_error and out.content.startswith("Error: unknown tool 'exec'")
+
+
+# --------------------------------------------------------------------------- bounded reads
+
+
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bb", b"\r", b"\n", b"\r\n", b"\xc3\xa9"]), max_size=60),
+    keep=st.integers(1, 12),
+    chunk=st.integers(1, 9),
+)
+def test_line_reader_matches_universal_newlines(data: list[bytes], keep: int, chunk: int) -> None:
+    """Whatever the chunk size, the reader splits as Python's universal newlines do and
+    returns each line's first ``keep`` bytes, flagging the longer ones."""
+    raw = b"".join(data)
+    reader = LineReader(io.BytesIO(raw), keep=keep, deadline=Deadline(60), chunk=chunk)
+    got = []
+    while (item := reader.next_line()) is not None:
+        got.append(item)
+    expected = [line.encode() for line in raw.decode().splitlines()]
+    assert got == [(line[:keep], len(line) > keep) for line in expected]
+
+
+def test_line_reader_stops_at_its_deadline() -> None:
+    reader = LineReader(io.BytesIO(b"x" * 100), keep=10, deadline=Deadline(-1), chunk=4)
+    with pytest.raises(OutOfTime):
+        reader.next_line()
+
+
+_MEASURE = """
+import asyncio, json, resource, sys, time
+from context_governor.tools import builtin_tools
+workspace, tool, arguments, timeout = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), float(sys.argv[4])
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # a regression fails, not the host
+registry = builtin_tools(workspace, exec_timeout=timeout)
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # peak, KiB on Linux
+before, start = rss(), time.perf_counter()
+out = asyncio.run(registry.call(tool, arguments))  # waits for the worker thread to end
+print(json.dumps({"seconds": time.perf_counter() - start, "rss_growth_mib": (rss() - before) / 1024,
+                  "content": out.content[:400], "length": len(out.content), "error": out.is_error}))
+"""
+
+
+def _measure(ws: Path, tool: str, arguments: dict[str, Any], timeout: float = 10.0) -> Any:
+    """Run one tool call in a fresh interpreter: its time (the worker thread included)
+    and how much its peak RSS grew."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(ws), tool, json.dumps(arguments), str(timeout)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def huge_line(ws: Path) -> Path:
+    """512 MiB in one line: 9,000 characters of text, then a sparse run of NUL bytes
+    (past the binary sniff), so the file takes no disk space."""
+    path = ws / "huge.txt"
+    with path.open("wb") as fh:
+        fh.write(b"x" * 9000)
+        fh.truncate(512 << 20)
+    return path
+
+
+def test_read_file_on_a_512_mib_single_line_is_fast_and_small(ws: Path, huge_line: Path) -> None:
+    got = _measure(ws, "read_file", {"path": "huge.txt"})
+    assert not got["error"], got["content"]
+    assert got["content"].startswith("1|xxxx")
+    assert got["length"] <= 16000
+    assert got["seconds"] < 2.0, got
+    assert got["rss_growth_mib"] < 64, got
+
+
+def test_read_file_paging_past_a_huge_line_is_stopped_by_its_deadline(
+    ws: Path, huge_line: Path
+) -> None:
+    # Reaching line 2 means reading 512 MiB: far more than a 0.01 s budget allows.
+    with pytest.raises(ToolError, match=r"reading huge.txt stopped after 0.01s before reaching"):
+        files.read_file(Workspace(ws), "huge.txt", 2, max_chars=1000, time_budget=0.01)
+    # Through the registry, whichever timer fires first answers the call, and the
+    # worker thread stops by itself right after (the time includes waiting for it).
+    got = _measure(ws, "read_file", {"path": "huge.txt", "offset": 2}, timeout=0.05)
+    assert got["error"] and "0.0" in got["content"], got
+    assert got["seconds"] < 1.0, got
+    assert got["rss_growth_mib"] < 64, got
+
+
+def test_grep_on_a_512_mib_single_line_is_bounded(ws: Path, huge_line: Path) -> None:
+    got = _measure(ws, "grep", {"pattern": "needle", "path": "huge.txt"})
+    # Searched to the end (not stopped by the 8 s budget) with no memory growth.
+    assert got["content"] == "No matches for 'needle' (searched 'huge.txt').", got
+    assert got["rss_growth_mib"] < 64, got
+
+
+def test_grep_stops_inside_a_huge_file_at_its_deadline(ws: Path, huge_line: Path) -> None:
+    found = files.grep(Workspace(ws), "needle", "huge.txt", time_budget=0.01)
+    assert found == "[search stopped after 0.01s; narrow path or glob]"
+    got = _measure(ws, "grep", {"pattern": "needle", "path": "huge.txt"}, timeout=0.05)
+    assert "0.0" in got["content"], got
+    assert got["seconds"] < 1.0, got
+
+
+def test_listing_and_finding_stop_at_their_deadline(ws: Path) -> None:
+    many = ws / "many"
+    many.mkdir()
+    for i in range(1100):  # the deadline is checked every 1024 entries
+        (many / f"f{i:05d}").touch()
+    wspace = Workspace(ws)
+    with pytest.raises(ToolError, match=r"listing many stopped after 0s \(1024 entries read\)"):
+        files.list_dir(wspace, "many", max_entries=10, time_budget=0)
+    found = files.find_files(wspace, "*", "many", max_results=10, time_budget=0)
+    assert found.endswith("[search stopped after 0s; narrow path or pattern]")
+    listed = files.list_dir(wspace, "many", max_entries=3, time_budget=10)
+    assert listed.splitlines() == [
+        "f00000",
+        "f00001",
+        "f00002",
+        "[... 1097 more entries not shown]",
+    ]
+
+
+class _Countdown(Deadline):
+    """A deadline that passes at its ``n``-th check, whatever the clock says."""
+
+    def __init__(self, seconds: float, n: int = 2) -> None:
+        super().__init__(seconds)
+        self.left = n
+
+    def check(self) -> None:
+        self.left -= 1
+        if self.left <= 0:
+            raise OutOfTime
+
+
+def test_read_file_returns_what_it_has_when_the_deadline_passes(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "long.txt").write_text("short line\n" + "y" * 300_000 + "\nz\n")
+    monkeypatch.setattr(files, "Deadline", _Countdown)  # passes while looking past line 2
+    out = files.read_file(Workspace(ws), "long.txt", 2, max_chars=1000, time_budget=5)
+    assert out.splitlines()[0].endswith("[... line 2 cut at 1000 characters]")
+    assert out.splitlines()[1:] == ["[reading stopped after 5s; continue with offset=3]"]
+    monkeypatch.undo()
+    out = files.read_file(Workspace(ws), "long.txt", 2, max_chars=1000, time_budget=5)
+    assert out.splitlines()[1:] == ["[more lines follow; continue with offset=3]"]
+    assert files.read_file(Workspace(ws), "long.txt", 3, max_chars=1000, time_budget=5) == "3|z"

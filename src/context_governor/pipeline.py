@@ -48,9 +48,11 @@ def _resolve_max_output(value: Any, profile: Profile) -> int:
     return value
 
 
-def _check_window(context_window: Any) -> int | None:
+def _check_window(context_window: Any, profile: Profile) -> int | None:
     if context_window is None:
         return None
+    if profile.zero_window_is_none and context_window == 0 and type(context_window) is int:
+        return None  # the seed: a window of 0 means "no window", so nothing is snipped
     if (
         isinstance(context_window, bool)
         or not isinstance(context_window, int)
@@ -150,8 +152,8 @@ def govern(
     The budget is ``context_window - max_output - 1024`` (the seed's safety
     buffer). ``context_window=None`` means the model's published window when
     ``model`` is a well-known one (see windows.py), else no window: nothing is cut
-    and ``report.window_source`` is "none". ``messages`` and the dicts in it are
-    never modified.
+    and ``report.window_source`` is "none" (the nanobot profile reads 0 so too, as
+    the seed does). ``messages`` and the dicts in it are never modified.
 
     ``profile`` is a provider name (openai, anthropic, gemini, bedrock, mistral,
     deepseek, glm, qwen, moonshot, groq, ollama, vllm) or ``nanobot``; ``model``
@@ -221,7 +223,13 @@ def resolve_settings(
     """Check and resolve govern()'s settings; ConfigError/InputError on unusable ones."""
     prof = get_profile(profile)
     checked_tools = check_tools(tools)
-    window, window_source = resolve_window(_check_window(context_window), model)
+    checked_window = _check_window(context_window, prof)
+    window: int | None
+    window_source: WindowSource
+    if checked_window is None and context_window is not None:
+        window, window_source = None, "none"  # nanobot's 0: explicitly no window
+    else:
+        window, window_source = resolve_window(checked_window, model)
     out_tokens = _resolve_max_output(max_output, prof)
     cap = _check_cap(max_tool_result_chars)
     compaction_policy = get_policy(compaction)

@@ -27,6 +27,7 @@ from .stages import (
     microcompact,
     snip,
 )
+from .stages.tool_budget import apply_tool_result_budget
 from .tokens import TokenCounter, exact_counter, seed_counter
 
 
@@ -49,6 +50,8 @@ class Profile:
     provider: str | None = None
     #: The seed reads a non-int max_tokens as "not given" (4096); we reject it.
     lenient_max_output: bool = False
+    #: The seed reads context_window=0 as "no window" (no snipping); we reject it.
+    zero_window_is_none: bool = False
 
 
 def _seed_counter(model: str | None) -> TokenCounter:
@@ -73,7 +76,7 @@ NANOBOT = Profile(
         drop_orphans_seed,
         backfill_seed,
         microcompact,
-        cap_tool_results,
+        apply_tool_result_budget,
         partial(snip, systems_first=True, keep_last_turn=False),
         drop_orphans_seed,
         backfill_seed,
@@ -82,6 +85,7 @@ NANOBOT = Profile(
     finish=(enforce_alternation_seed,),
     counter=_seed_counter,
     lenient_max_output=True,
+    zero_window_is_none=True,
 )
 
 _STRICT_STAGES: tuple[Stage, ...] = (

@@ -6,15 +6,17 @@ nanobot is slow.
 
 Input, one JSON object per line on stdin:
   ``{"messages": [...], "tools": [...] | null, "context_window": int | null,
-  "max_tokens": <any JSON value, optional>}``
+  "max_tokens": <any JSON value, optional>, "max_tool_result_chars": int (optional)}``
   or ``{"count": "text"}`` (token-count probe).
 Output, one JSON line per input line:
   ``{"messages": [...]}`` (the model-facing list), ``{"tokens": int}`` for a probe,
   or ``{"error": "..."}``.
 
-The pipeline is the one ``AgentRunner._run_core`` runs before every model call, minus
-the tool-result size cap (off in the seed profile), followed by the provider layer's
-``LLMProvider._enforce_role_alternation``.
+The pipeline is the one ``AgentRunner._run_core`` runs before every model call (its
+tool-result budget step included, with no workspace, so nothing is persisted to disk),
+followed by the provider layer's ``LLMProvider._enforce_role_alternation``. Without
+``max_tool_result_chars`` the cap is the one a Nanobot agent gets by default
+(``AgentDefaults.max_tool_result_chars``), read from nanobot itself.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ _CACHE_DIR = _install_offline_cl100k()
 
 # Imported only after the cache is in place.
 from nanobot.agent.runner import AgentRunner, AgentRunSpec  # noqa: E402
+from nanobot.config.schema import AgentDefaults  # noqa: E402
 from nanobot.providers.base import LLMProvider  # noqa: E402
 from nanobot.utils import helpers  # noqa: E402
 
@@ -105,6 +108,9 @@ class _Tools:
         return self._definitions
 
 
+#: The cap a Nanobot agent runs with when its configuration names none.
+_DEFAULT_CAP = AgentDefaults().max_tool_result_chars
+
 _RUNNER = AgentRunner(_StubProvider())  # type: ignore[arg-type]
 
 
@@ -115,7 +121,7 @@ def _governed(spec: AgentRunSpec, messages: list[dict[str, Any]]) -> list[dict[s
         out = runner._drop_orphan_tool_results(messages)
         out = runner._backfill_missing_tool_results(out)
         out = runner._microcompact(out)
-        # _apply_tool_result_budget: not run, the cap is off in the seed profile.
+        out = runner._apply_tool_result_budget(spec, out)
         out = runner._snip_history(spec, out)
         out = runner._drop_orphan_tool_results(out)
         out = runner._backfill_missing_tool_results(out)
@@ -139,7 +145,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         tools=_Tools(tools if tools is not None else []),  # type: ignore[arg-type]
         model="oracle-model",
         max_iterations=1,
-        max_tool_result_chars=0,
+        max_tool_result_chars=case.get("max_tool_result_chars", _DEFAULT_CAP),
         max_tokens=case.get("max_tokens"),
         context_window_tokens=case.get("context_window"),
     )

@@ -15,22 +15,17 @@ The walk costs O(n) integer work over cached per-message token counts.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..messages import Message, text_parts
 from ..policies import CACHE, OFFLOAD_PLACEHOLDER, CompactionPolicy
 from .base import Context
 from .microcompact import microcompact
+from .offload import offload as _offload
 from .snip import snip
 
 STAGE = "compact"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _policy(ctx: Context) -> CompactionPolicy:
@@ -262,33 +257,6 @@ def replay_history(
             replay.request(j)
     replay.request(len(messages))
     return replay
-
-
-def _offload(directory: Path, message: Message) -> str:
-    """Write a cleared output to ``directory`` atomically; return its path."""
-    call_id = str(message.get("tool_call_id") or "result")
-    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    name = f"{_UNSAFE.sub('_', call_id)[:48]}-{digest}.txt"
-    path = directory / name
-    if not path.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        content = message.get("content")
-        text = (
-            content
-            if isinstance(content, str)
-            else "\n".join(
-                str(p.get("text", "")) for p in text_parts(content) if isinstance(p, dict)
-            )
-        )
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".txt")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    return str(path)
 
 
 class _Fields(dict[str, Any]):

@@ -74,7 +74,7 @@ def builtin_tools(
             limit: Maximum number of lines to show (default: as many as fit in the output limit).
         """
         room = max(1, max_output_chars - _NOTE_ROOM)
-        return files.read_file(ws, path, offset, limit, max_chars=room)
+        return files.read_file(ws, path, offset, limit, max_chars=room, time_budget=budget)
 
     @registry.tool(timeout=exec_timeout)
     def list_dir(path: str = ".") -> str:
@@ -83,7 +83,7 @@ def builtin_tools(
         Args:
             path: Directory path relative to the workspace root.
         """
-        return files.list_dir(ws, path, max_entries=_MAX_ENTRIES)
+        return files.list_dir(ws, path, max_entries=_MAX_ENTRIES, time_budget=budget)
 
     @registry.tool(timeout=exec_timeout)
     def grep(

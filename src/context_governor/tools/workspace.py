@@ -21,9 +21,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ConfigError
+from .lines import Deadline
 from .registry import ToolError
 
 __all__ = ["NOISE_DIRS", "Workspace", "glob_matcher", "glob_matches"]
+
+#: Directory entries read between two deadline checks.
+_CHECK_EVERY = 1024
 
 #: Directories a recursive search skips: tool caches and VCS internals, never what
 #: the model is looking for, and often most of the files. They can still be
@@ -89,23 +93,43 @@ class Workspace:
         """A path as the model should write it back: relative to the root, '/'-separated."""
         return path.relative_to(self.root).as_posix() if path != self.root else "."
 
-    def files(self, start: Path) -> Iterator[Path]:
+    def files(self, start: Path, deadline: Deadline | None = None) -> Iterator[Path]:
         """Regular files under ``start`` in sorted order, without following symlinks.
 
         Noise directories are pruned below ``start`` (not ``start`` itself), and
         unreadable directories are skipped silently, as ``find`` would report and
-        carry on.
+        carry on. With a ``deadline``, OutOfTime is raised once it passes, checked
+        between directory entries too, so one huge directory cannot hold the walk
+        (it still holds that directory's names while they are sorted).
         """
         if start.is_file():
             yield start
             return
-        for current, dirnames, filenames in os.walk(start, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in NOISE_DIRS)
-            base = Path(current)
-            for name in sorted(filenames):
-                candidate = base / name
-                if not candidate.is_symlink() and candidate.is_file():
-                    yield candidate
+        stack = [start]
+        while stack:
+            current = stack.pop()
+            dirnames, filenames = _entries(current, deadline)
+            for name in filenames:
+                yield current / name
+            stack.extend(current / d for d in reversed(dirnames))
+
+
+def _entries(directory: Path, deadline: Deadline | None) -> tuple[list[str], list[str]]:
+    """Sorted (subdirectories, regular files) of one directory, links left out."""
+    dirnames: list[str] = []
+    filenames: list[str] = []
+    try:
+        with os.scandir(directory) as it:
+            for count, entry in enumerate(it, start=1):
+                if deadline is not None and count % _CHECK_EVERY == 0:
+                    deadline.check()
+                if entry.is_dir(follow_symlinks=False):
+                    dirnames.append(entry.name)
+                elif entry.is_file(follow_symlinks=False):
+                    filenames.append(entry.name)
+    except OSError:
+        return [], []
+    return sorted(d for d in dirnames if d not in NOISE_DIRS), sorted(filenames)
 
 
 @lru_cache(maxsize=64)
