@@ -39,6 +39,14 @@ OFFLOAD_PLACEHOLDER = (
     "read_file if you need it.]"
 )
 
+#: Put where older history was cut, folded into the user message there (never a
+#: user turn of its own when one can carry it). Its text depends on the cut only, so
+#: it does not change between two compactions (the cache keeps hitting).
+DEFAULT_CUT_NOTE = (
+    "[{messages} earlier messages of this conversation ({turns} assistant turns, "
+    "{user_messages} user messages) were removed here to fit the context window.]"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
@@ -49,7 +57,9 @@ class CompactionPolicy:
     below which it is never cleared; ``keep_recent`` tool results are always kept
     verbatim; results of ``exclude_tools`` are never cleared; ``clear_arguments`` also
     empties the arguments of the calls whose results were cleared; ``offload_dir``
-    keeps each cleared output in a file there, named after its call.
+    keeps each cleared output in a file there, named after its call. ``cut_note`` is
+    the note put where older history was cut ({messages}, {turns} and {user_messages}
+    are what was removed); None leaves the model untold.
     """
 
     kind: PolicyKind = "cache"
@@ -67,6 +77,7 @@ class CompactionPolicy:
     clear_arguments: bool = False
     placeholder: str = DEFAULT_PLACEHOLDER
     offload_dir: Path | None = None
+    cut_note: str | None = DEFAULT_CUT_NOTE
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -86,6 +97,8 @@ class CompactionPolicy:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.cut_note is not None and (not isinstance(self.cut_note, str) or not self.cut_note):
+            raise ConfigError(f"cut_note must be a non-empty string or None, got {self.cut_note!r}")
         if not isinstance(self.exclude_tools, frozenset):
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
