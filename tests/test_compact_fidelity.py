@@ -14,7 +14,6 @@ Properties over long random sessions, for every provider profile:
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from typing import Any
@@ -22,67 +21,17 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from long_sessions import MODELS, TASK, long_session
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.providers import PROVIDERS, validate
 
 Message = dict[str, Any]
-TASK = "Fix the bug."
 NOTE = re.compile(
     r"\[(\d+) earlier messages of this conversation \((\d+) assistant turns, "
     r"(\d+) user messages\) were removed here to fit the context window\.\]"
 )
-#: a model per provider where the rules depend on it (the others: None)
-MODELS: dict[str, str | None] = {
-    "anthropic": "claude-sonnet-4-5",
-    "gemini": "gemini-2.5-pro",
-    "deepseek": "deepseek-reasoner",
-    "vllm": "meta-llama/Llama-3.1-8B-Instruct",
-}
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def long_session(rng: random.Random, steps: int, prompt: str | None = None) -> list[Message]:
-    """A legal agent history: a task, then tool steps (some parallel), with now and then a
-    reply and a new user prompt (``prompt``, or a random short one) — turns of very
-    different lengths, so that a cut can fall anywhere."""
-    msgs: list[Message] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": TASK},
-    ]
-    p_prompt = rng.choice([0.05, 0.2, 0.5])
-    for step in range(steps):
-        if rng.random() < p_prompt:
-            if rng.random() < 0.7:
-                msgs.append({"role": "assistant", "content": f"Done with part {step}."})
-            text = prompt or rng.choice(["continue", "go on", f"Now part {step}.", "ok"])
-            msgs.append({"role": "user", "content": text})
-        calls = [
-            {
-                "id": f"call{step}x{k}",
-                "type": "function",
-                "function": {
-                    "name": rng.choice(["read_file", "exec", "grep"]),
-                    "arguments": json.dumps({"path": f"src/m{step}.py"}),
-                },
-            }
-            for k in range(1 if rng.random() < 0.8 else 2)
-        ]
-        msgs.append({"role": "assistant", "content": None, "tool_calls": calls})
-        for call in calls:
-            size = rng.choice([60, 400, 1500, 5000])
-            msgs.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "name": call["function"]["name"],
-                    "content": " ".join(f"w{step}_{i}" for i in range(size // 6)),
-                }
-            )
-    if rng.random() < 0.3:
-        msgs.append({"role": "assistant", "content": "Here is where I am."})
-        msgs.append({"role": "user", "content": prompt or "What next?"})
-    return msgs
 
 
 def _texts(content: Any) -> list[str]:

@@ -9,9 +9,10 @@ prompt cache (which matches the longest unchanged prefix) keeps missing.
 steps: nothing changes while the request fits under the trigger (95% of the
 budget, at most 100k tokens); when it does not, old tool results are cleared
 (oldest first) and, if that is not enough, the oldest turns after the head are
-cut, down to the target (40% of the budget, at most 16k tokens). The low target
-is deliberate: each compaction costs one cache miss of what remains, so a deep
-cut that buys many append-only steps is cheaper than many shallow ones.
+cut (at a user message; one note says where and how much), down to the target
+(40% of the budget, at most 16k tokens). The low target is deliberate: each
+compaction costs one cache miss of what remains, so a deep cut that buys many
+append-only steps is cheaper than many shallow ones.
 The steps in between only append to an unchanged prefix. Where to cut is
 decided from the history alone (see stages/compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.

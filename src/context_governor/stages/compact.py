@@ -10,6 +10,15 @@ anywhere: the same history always gives the same request, and between two
 compactions each request only appends to the previous one, which is what the
 provider's prompt cache rewards.
 
+What the model sees of a cut: it starts at a user message, so every kept answer
+keeps the request it answers (GLM also rejects system→assistant); only a turn too
+long to keep whole is cut inside it, after its user message, at an assistant
+message (never between a call and its results). That user message is the one
+pinned message behind the cut; an older pin is released when a later cut passes
+its turn, so old prompts do not pile up in the head. One note, whose text depends
+on the cut alone, says where and how much was removed; it rides in a user message
+(see CutNote) and its tokens are part of the replayed totals.
+
 The walk costs O(n) integer work over cached per-message token counts.
 """
 
