@@ -19,9 +19,10 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from long_sessions import MODELS, TASK, long_session
+from transcripts import cases, random_case
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.providers import PROVIDERS, validate
@@ -31,7 +32,7 @@ NOTE = re.compile(
     r"\[(\d+) earlier messages of this conversation \((\d+) assistant turns, "
     r"(\d+) user messages\) were removed here to fit the context window\.\]"
 )
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _texts(content: Any) -> list[str]:
@@ -223,3 +224,51 @@ def test_the_note_does_not_change_between_compactions() -> None:
             appended += 1
         previous = out
     assert appended > 40
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_without_any_user_message_the_note_is_the_user_turn(provider: str) -> None:
+    """A history with no user message at all (a runner that puts the task in the system
+    prompt): the note becomes the user message after the system prompt, which every
+    provider accepts (GLM rejects system→assistant)."""
+    history = long_session(random.Random(3), 120)
+    history = [
+        m
+        for m in history
+        if m["role"] != "user" and not (m["role"] == "assistant" and not m.get("tool_calls"))
+    ]
+    model = MODELS.get(provider)
+    result = govern(history, profile=provider, model=model, context_window=12_000, max_output=1000)
+    out = result.messages
+    assert [m["role"] for m in out[:3]] == ["system", "user", "assistant"]
+    found = NOTE.fullmatch(out[1]["content"])
+    assert found is not None and int(found.group(1)) == len(_cut(result))
+    assert validate(out, provider=provider, model=model) == []
+    assert [a.kind for a in result.report.actions if "note" in a.detail] == ["insert"]
+
+
+@SETTINGS
+@given(case=cases(), provider=st.sampled_from(PROVIDERS))
+@example(case=random_case(random.Random(368)), provider="moonshot")  # system→assistant on main
+def test_messy_transcripts_never_start_system_assistant_after_a_cut(
+    case: dict[str, Any], provider: str
+) -> None:
+    """The core generator (orphans, lost results, odd content...): after a compaction
+    cut, the output's first non-system message is never an assistant's, and there is
+    one note."""
+    max_tokens = case.get("max_tokens")
+    result = govern(
+        case["messages"],
+        tools=case["tools"],
+        profile=provider,
+        model=MODELS.get(provider),
+        context_window=case["context_window"],
+        max_output=max_tokens
+        if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens >= 0
+        else None,
+    )
+    if not _cut(result):
+        return
+    first = _first_non_system(result.messages)
+    assert first is None or first.get("role") != "assistant"
+    assert len(NOTE.findall(_all_text(result.messages))) == 1

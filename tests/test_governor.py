@@ -197,12 +197,10 @@ def test_changing_a_returned_list_does_not_change_the_next_answer() -> None:
     _same(gov.govern(history), govern(history, context_window=60_000, max_output=1000))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    profile=st.sampled_from(["gemini", "qwen", "deepseek", "mistral"]),
+@pytest.mark.parametrize(
+    ("profile", "seed"), [("gemini", 10), ("gemini", 13), ("qwen", 4), ("deepseek", 7)]
 )
-def test_growing_sessions_near_the_trigger_match_stateless(seed: int, profile: str) -> None:
+def test_growing_sessions_near_the_trigger_match_stateless(profile: str, seed: int) -> None:
     """Windows whose compaction trigger falls between a step's input and its repaired
     output (where govern compacts for the repairs' sake), and cut notes: the fast
     path must still give govern()'s answer at every step."""
@@ -216,9 +214,12 @@ def test_growing_sessions_near_the_trigger_match_stateless(seed: int, profile: s
     budget = next(b for b in range(int(low / 0.95), high * 2) if CACHE.thresholds(b)[0] >= low)
     window = budget + 1000 + 1024
     gov = Governor(profile=profile, model=model, context_window=window, max_output=1000)
+    crossings = 0
     for k in steps:
         history = full[:k]
-        _same(
-            gov.govern(history),
-            govern(history, profile=profile, model=model, context_window=window, max_output=1000),
+        expected = govern(
+            history, profile=profile, model=model, context_window=window, max_output=1000
         )
+        crossings += any("provider repairs" in n for n in expected.report.notes)
+        _same(gov.govern(history), expected)
+    assert crossings  # the case this test is about happened

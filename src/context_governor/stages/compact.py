@@ -498,7 +498,11 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         out = _clear_arguments(out, cleared_calls, ctx)
     if plan.head < plan.cut < len(messages) and messages[plan.cut].get("role") != "user":
         owner = plan.pinned if plan.pinned is not None else _last_user_before(messages, plan.head)
-        kept = f"its user message (message {owner}) is kept" if owner >= 0 else "it has none"
+        kept = (
+            f"its user message (message {owner}) is kept"
+            if owner >= 0
+            else "no user message precedes it, so the note on the cut is one"
+        )
         ctx.notes.append(
             f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
             f"{kept} and the turn resumes at message {plan.cut}"
