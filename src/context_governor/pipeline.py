@@ -15,6 +15,7 @@ from .providers import resolve
 from .providers.rules import find_violations
 from .report import Report
 from .stages import Context, Stage
+from .stages.compact import Replay
 from .stages.snip import SAFETY_BUFFER
 from .tokens import TokenCounter, custom_counter
 
@@ -149,6 +150,9 @@ def _crossing_overhead(
     policy = ctx.compaction
     if policy is not None and policy.kind != "cache":
         return 0
+    replay = ctx.scratch.get("replay")
+    if isinstance(replay, Replay) and replay.compacted_now():
+        return 0  # compacted at this request already: counting the repairs changes nothing
     trigger = (policy or get_policy(None)).thresholds(budget)[0]
     tokens_before = ctx.counter.prompt_tokens(before, ctx.tools)
     tokens_after = ctx.counter.prompt_tokens(after, ctx.tools)

@@ -124,10 +124,9 @@ class Plan:
         )
 
 
-def _cut_note(messages: list[Message], head: int, cut: int, pin: int | None, owner: int) -> CutNote:
-    """The note for a cut at ``cut`` (``owner``: the newest user message before it, -1 if
-    none). Counts what the cut removes: everything in [head, cut) but system messages
-    and the pin."""
+def _cut_note(messages: list[Message], head: int, cut: int, pin: int | None) -> CutNote:
+    """The note for a cut at ``cut``, ``pin`` kept behind it. Counts what the cut removes:
+    everything in [head, cut) but system messages and the pin."""
     removed = turns = users = 0
     for i in range(head, cut):
         role = messages[i].get("role")
@@ -140,6 +139,7 @@ def _cut_note(messages: list[Message], head: int, cut: int, pin: int | None, own
         return CutNote(pin, "prepend", removed, turns, users)
     if messages[cut].get("role") == "user":
         return CutNote(cut, "prepend", removed, turns, users)
+    owner = _last_user_before(messages, cut)  # in the head: the cut is in the task's turn
     if owner >= 0:
         return CutNote(owner, "append", removed, turns, users)
     return CutNote(cut, "insert", removed, turns, users)
@@ -173,6 +173,7 @@ class Replay:
         self.clear_ptr = 0  # into results: everything before it is cleared, cut or kept
         self.last_user = -1
         self.last_assistant = -1
+        self.first_user = -1  # the first user message after the head
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -186,6 +187,8 @@ class Replay:
                 self.results.append(i)
             elif role == "user":
                 self.last_user = i
+                if self.first_user < 0 and i >= self.plan.head:
+                    self.first_user = i
             elif role == "assistant":
                 self.last_assistant = i
             self.j += 1
@@ -238,18 +241,29 @@ class Replay:
             k += 1
         return chosen, total
 
+    def compacted_now(self) -> bool:
+        """Whether the request the replay stands at (the last one) compacted."""
+        return bool(self.plan.compactions) and self.plan.compactions[-1] == self.j
+
     def max_cut(self) -> int:
-        """The furthest the cut may go: the newest model turn stays whole, and when the
-        request ends with a user message, that message starts the kept part."""
+        """The furthest the cut may go: the newest model turn stays whole when its user
+        message can stay too; otherwise the newest user message starts the kept part."""
         lu, la = self.last_user, self.last_assistant
-        return max(self.plan.cut, la if la > lu else lu)
+        far = la if la >= 0 and self._turn_kept(la) else lu
+        return max(self.plan.cut, far)
+
+    def _turn_kept(self, c: int) -> bool:
+        """Whether the user message of the turn of ``c`` survives a cut at ``c``: it is
+        the newest one (pinned, or in the head) or the task's (no user message after the
+        head comes before ``c``)."""
+        return c > self.last_user or self.first_user < 0 or c < self.first_user
 
     def _legal_cut(self, c: int) -> bool:
-        """A cut starts at a user message (a turn start) or, inside the newest turn only
-        (whose user message is then kept), at an assistant message (never between a
-        call and its results)."""
+        """A cut starts at a user message (a turn start) or, inside a turn whose user
+        message is kept (the newest turn or the task's), at an assistant message: never
+        between a call and its results, never stranding an answer from its request."""
         role = self.m[c].get("role")
-        return role == "user" if c <= self.last_user else role == "assistant"
+        return role == "user" or (role == "assistant" and self._turn_kept(c))
 
     def _pin_for(self, cut: int) -> int | None:
         """The user message kept although ``cut`` passes it: the newest turn's, when the
@@ -324,7 +338,7 @@ class Replay:
             return self.plan.note
         if self.note_cost is None:
             return None
-        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut), self.last_user)
+        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut))
 
     def _note_tokens(self, note: CutNote | None) -> int:
         if note is None or self.note_cost is None:
