@@ -277,3 +277,27 @@ def test_messy_transcripts_never_start_system_assistant_after_a_cut(
     first = _first_non_system(result.messages)
     assert first is None or first.get("role") != "assistant"
     assert len(NOTE.findall(_all_text(result.messages))) == 1
+
+
+def test_the_newest_reply_stays_when_its_request_is_the_task() -> None:
+    """Task, one huge tool result, the model's reply, a new prompt: the cut falls inside
+    the task's own turn (the task stays), so the reply the new prompt follows is kept."""
+    history: list[Message] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": TASK},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "exec", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "exec", "content": "x " * 60_000},
+        {"role": "assistant", "content": "The build printed a lot."},
+        {"role": "user", "content": "summarize"},
+    ]
+    result = govern(history, context_window=32_000)
+    out = result.messages
+    assert _cut(result) == {2, 3}
+    assert out[2:] == history[4:] and out[-1] is history[-1]
+    assert out[1]["content"].startswith(TASK + "\n\n[2 earlier messages")
