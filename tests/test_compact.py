@@ -125,7 +125,7 @@ def test_head_and_newest_turn_are_kept() -> None:
     history = _session(150)[-1]
     result = govern(history, context_window=WINDOW, max_output=1000)
     assert result.messages[0] == history[0]  # the system prompt
-    # the task, joined by the newest user message of each compaction (pinned)
+    # the task, maybe joined by the note on the cut and the prompt of the kept turn
     assert result.messages[1]["content"].startswith(history[1]["content"])
     assert result.messages[-2:] == history[-2:]  # the newest call and its result
     assert newest_user_kept(history, result.messages)
@@ -198,7 +198,9 @@ def test_clear_arguments_empties_the_calls_of_cleared_results() -> None:
 def test_offload_writes_each_output_safely_and_says_where(tmp_path: Path, call_id: str) -> None:
     history = _session(150)[-1]
     plain = govern(history, context_window=ROOMY, max_output=1000)
-    first_cleared = next(a.tool_call_id for a in plain.report.actions if a.kind == "replace")
+    first_cleared = next(
+        a.tool_call_id for a in plain.report.actions if a.kind == "replace" and a.tool_call_id
+    )
     target = next(m for m in history if m.get("tool_call_id") == first_cleared)
     renamed = [
         {**m, "tool_call_id": call_id} if m is target else

@@ -15,9 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
+from long_sessions import MODELS, long_session
 from transcripts import random_case
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
+from context_governor.policies import CACHE
 
 Message = dict[str, Any]
 
@@ -202,3 +204,31 @@ def test_changing_a_returned_list_does_not_change_the_next_answer() -> None:
     result.messages.append({"role": "user", "content": "sneaked in again"})
     history = full[:14]
     _same(gov.govern(history), govern(history, context_window=60_000, max_output=1000))
+
+
+@pytest.mark.parametrize(
+    ("profile", "seed"), [("gemini", 10), ("gemini", 13), ("qwen", 4), ("deepseek", 7)]
+)
+def test_growing_sessions_near_the_trigger_match_stateless(profile: str, seed: int) -> None:
+    """Windows whose compaction trigger falls between a step's input and its repaired
+    output (where govern compacts for the repairs' sake), and cut notes: the fast
+    path must still give govern()'s answer at every step."""
+    rng = random.Random(seed)
+    full = long_session(rng, rng.randint(30, 80))
+    model = MODELS.get(profile)
+    steps = [k for k in range(3, len(full) + 1) if full[k - 1]["role"] != "assistant"]
+    probe = full[: steps[len(steps) * 2 // 3]]
+    plain = govern(probe, profile=profile, model=model).report
+    low, high = plain.tokens_before, max(plain.tokens_after, plain.tokens_before + 1)
+    budget = next(b for b in range(int(low / 0.95), high * 2) if CACHE.thresholds(b)[0] >= low)
+    window = budget + 1000 + 1024
+    gov = Governor(profile=profile, model=model, context_window=window, max_output=1000)
+    crossings = 0
+    for k in steps:
+        history = full[:k]
+        expected = govern(
+            history, profile=profile, model=model, context_window=window, max_output=1000
+        )
+        crossings += any("provider repairs" in n for n in expected.report.notes)
+        _same(gov.govern(history), expected)
+    assert crossings  # the case this test is about happened

@@ -11,7 +11,9 @@ from typing import Any
 
 from checks import alternation_problems, newest_user_kept, pairing_problems
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from levels import examples
+from long_sessions import MODELS, long_session
 from transcripts import cases, random_case
 
 from context_governor import govern
@@ -137,3 +139,47 @@ def test_same_answer_in_another_process() -> None:
     )
     theirs = [json.loads(line) for line in proc.stdout.splitlines()]
     assert theirs == json.loads(json.dumps(ours))
+
+
+#: profiles whose repairs add tokens to a clean long session (ids rewritten, reasoning
+#: placeholders, tool calls written as template text...)
+_GROWING = ["mistral", "deepseek", "qwen", "ollama", "vllm", "gemini", "bedrock", "openai"]
+
+
+def _window_at_trigger(low: int, high: int, fraction: float, max_output: int) -> int | None:
+    """A context window whose cache-policy trigger lies in [low, high): the input is at
+    or under the trigger and the repaired output over it."""
+    from context_governor.policies import CACHE
+
+    for budget in range(int(low / CACHE.trigger), int(high / CACHE.trigger) + 2):
+        trigger = CACHE.thresholds(budget)[0]
+        if low + int(fraction * (high - low)) <= trigger < high:
+            return budget + max_output + 1024
+    return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    profile=st.sampled_from(_GROWING),
+    fraction=st.floats(0, 0.99),
+)
+def test_idempotent_for_long_sessions_near_the_compaction_trigger(
+    seed: int, profile: str, fraction: float
+) -> None:
+    """Long sessions whose size sits right at the cache policy's trigger, so that the
+    provider repairs alone carry the output over it: governing the output again must
+    not compact it (it would, if the first pass did not count the repairs)."""
+    rng = random.Random(seed)
+    history = long_session(rng, rng.randint(20, 70))
+    model = MODELS.get(profile)
+    plain = govern(history, profile=profile, model=model).report
+    window = _window_at_trigger(plain.tokens_before, plain.tokens_after, fraction, 1000)
+    if window is None:
+        return  # the repairs add nothing here: no crossing to test
+    first = govern(history, profile=profile, model=model, context_window=window, max_output=1000)
+    again = govern(
+        first.messages, profile=profile, model=model, context_window=window, max_output=1000
+    )
+    assert again.messages == first.messages
+    assert again.report.actions == []

@@ -150,6 +150,11 @@ class Governor:
             self.settings.counter.prompt_tokens([], self.settings.tools),
         )
         self._state: _State | None = None
+        budget = self.settings.budget
+        #: the cache policy's trigger: a step whose output crosses it is never a plain append
+        self._trigger = budget
+        if budget is not None and budget > 0:
+            self._trigger = self.settings.compaction.thresholds(budget)[0]
 
     # The settings, for callers (the runner reads max_output and the profile).
     @property
@@ -254,6 +259,10 @@ class Governor:
             return None
         if self.settings.budget is not None and replay is None:
             return None  # nothing to continue: the cache policy never ran (e.g. no messages)
+        if replay is not None and replay.final_overhead:
+            # compacted at this request for the repairs' sake (pipeline._fit): a later
+            # replay does not know those repairs, so it will not see that compaction
+            return None
         turn = _last_assistant(messages, 0, None)
         if turn is None:
             return None
@@ -296,8 +305,8 @@ class Governor:
         new_tokens = [counter.message_tokens(m) for m in new]
         added = sum(new_tokens)
         old = state.result.report
-        if old.budget is not None and old.tokens_after + added > old.budget:
-            return None
+        if self._trigger is not None and old.tokens_after + added > self._trigger:
+            return None  # over the budget, or the repairs' tokens cross the trigger (_fit)
         history = list(messages)  # the caller's list grows in place: keep our own
         replay = state.replay
         if replay is not None and not replay.extend(history, new_tokens):

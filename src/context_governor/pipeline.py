@@ -15,6 +15,7 @@ from .providers import resolve
 from .providers.rules import find_violations
 from .report import Report
 from .stages import Context, Stage
+from .stages.compact import Replay
 from .stages.snip import SAFETY_BUFFER
 from .tokens import TokenCounter, custom_counter
 from .windows import WindowSource, resolve_window
@@ -119,6 +120,16 @@ def _fit(
     if profile.provider is None or budget is None or budget <= 0:
         return governed, ctx
     counter, tools, target_budget = ctx.counter, ctx.tools, budget
+    overhead = _crossing_overhead(ctx, governed_before, governed, budget)
+    if overhead:
+        # The repairs carry the request over the compaction trigger: governing the output
+        # again would compact it. Compact now, as if the repairs had been counted.
+        ctx = replace(ctx, actions=[], notes=[], scratch={}, finish_overhead=overhead)
+        governed_before, governed = _governed(profile, messages, ctx)
+        ctx.notes.append(
+            f"cache policy: compacted at this request because the provider repairs "
+            f"({overhead} tokens) carry it over the compaction trigger"
+        )
     for _ in range(MAX_RESNIPS):
         after = counter.prompt_tokens(governed, tools)
         if after <= budget or counter.prompt_tokens(governed_before, tools) > target_budget:
@@ -132,6 +143,25 @@ def _fit(
         ctx = retry
     ctx.budget = budget
     return governed, ctx
+
+
+def _crossing_overhead(
+    ctx: Context, before: list[Message], after: list[Message], budget: int
+) -> int:
+    """What the finishing repairs add, when that alone carries the request over the cache
+    policy's trigger (0 otherwise, or when another policy is in use)."""
+    policy = ctx.compaction
+    if policy is not None and policy.kind != "cache":
+        return 0
+    replay = ctx.scratch.get("replay")
+    if isinstance(replay, Replay) and replay.compacted_now():
+        return 0  # compacted at this request already: counting the repairs changes nothing
+    trigger = (policy or get_policy(None)).thresholds(budget)[0]
+    tokens_before = ctx.counter.prompt_tokens(before, ctx.tools)
+    tokens_after = ctx.counter.prompt_tokens(after, ctx.tools)
+    if tokens_before <= trigger < tokens_after:
+        return tokens_after - tokens_before
+    return 0
 
 
 def govern(

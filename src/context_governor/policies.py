@@ -9,9 +9,10 @@ prompt cache (which matches the longest unchanged prefix) keeps missing.
 steps: nothing changes while the request fits under the trigger (95% of the
 budget, at most 100k tokens); when it does not, old tool results are cleared
 (oldest first) and, if that is not enough, the oldest turns after the head are
-cut, down to the target (40% of the budget, at most 16k tokens). The low target
-is deliberate: each compaction costs one cache miss of what remains, so a deep
-cut that buys many append-only steps is cheaper than many shallow ones.
+cut (at a user message; one note says where and how much), down to the target
+(40% of the budget, at most 16k tokens). The low target is deliberate: each
+compaction costs one cache miss of what remains, so a deep cut that buys many
+append-only steps is cheaper than many shallow ones.
 The steps in between only append to an unchanged prefix. Where to cut is
 decided from the history alone (see stages/compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
@@ -39,6 +40,14 @@ OFFLOAD_PLACEHOLDER = (
     "read_file if you need it.]"
 )
 
+#: Put where older history was cut, folded into the user message there (never a
+#: user turn of its own when one can carry it). Its text depends on the cut only, so
+#: it does not change between two compactions (the cache keeps hitting).
+DEFAULT_CUT_NOTE = (
+    "[{messages} earlier messages of this conversation ({turns} assistant turns, "
+    "{user_messages} user messages) were removed here to fit the context window.]"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
@@ -49,7 +58,9 @@ class CompactionPolicy:
     below which it is never cleared; ``keep_recent`` tool results are always kept
     verbatim; results of ``exclude_tools`` are never cleared; ``clear_arguments`` also
     empties the arguments of the calls whose results were cleared; ``offload_dir``
-    keeps each cleared output in a file there, named after its call.
+    keeps each cleared output in a file there, named after its call. ``cut_note`` is
+    the note put where older history was cut ({messages}, {turns} and {user_messages}
+    are what was removed); None leaves the model untold.
     """
 
     kind: PolicyKind = "cache"
@@ -67,6 +78,7 @@ class CompactionPolicy:
     clear_arguments: bool = False
     placeholder: str = DEFAULT_PLACEHOLDER
     offload_dir: Path | None = None
+    cut_note: str | None = DEFAULT_CUT_NOTE
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -86,6 +98,8 @@ class CompactionPolicy:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.cut_note is not None and (not isinstance(self.cut_note, str) or not self.cut_note):
+            raise ConfigError(f"cut_note must be a non-empty string or None, got {self.cut_note!r}")
         if not isinstance(self.exclude_tools, frozenset):
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):

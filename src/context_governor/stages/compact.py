@@ -10,15 +10,25 @@ anywhere: the same history always gives the same request, and between two
 compactions each request only appends to the previous one, which is what the
 provider's prompt cache rewards.
 
+What the model sees of a cut: it starts at a user message, so every kept answer
+keeps the request it answers (GLM also rejects system→assistant); only a turn too
+long to keep whole is cut inside it, after its user message, at an assistant
+message (never between a call and its results). That user message is the one
+pinned message behind the cut; an older pin is released when a later cut passes
+its turn, so old prompts do not pile up in the head. One note, whose text depends
+on the cut alone, says where and how much was removed; it rides in a user message
+(see CutNote) and its tokens are part of the replayed totals.
+
 The walk costs O(n) integer work over cached per-message token counts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from ..messages import Message, text_parts
+from ..messages import Message, merge_contents, text_parts
 from ..policies import CACHE, OFFLOAD_PLACEHOLDER, CompactionPolicy
 from .base import Context
 from .microcompact import microcompact
@@ -63,6 +73,27 @@ def _head_end(messages: list[Message]) -> int:
     return h
 
 
+NoteHow = Literal["prepend", "append", "insert"]
+
+
+@dataclass(frozen=True, slots=True)
+class CutNote:
+    """Where the note saying what was cut goes, and what it says.
+
+    ``how`` is "prepend" (into the first user message kept after the head: the one the
+    cut starts at, or the kept user message of the turn the cut is inside), "append"
+    (into the head's task, when the cut is inside the task's own turn) or "insert" (a
+    user message of its own before ``at``: there is no user message to carry it). It
+    is fixed when the cut is made, so between two compactions every request carries
+    the same note."""
+
+    at: int
+    how: NoteHow
+    messages: int
+    turns: int
+    user_messages: int
+
+
 @dataclass(slots=True)
 class Plan:
     """What the replay decided: the cut, the cleared results, and when it happened."""
@@ -73,16 +104,40 @@ class Plan:
     cleared: dict[int, int] = field(default_factory=dict)
     #: message index of the request of each compaction
     compactions: list[int] = field(default_factory=list)
-    #: user messages kept although the cut passed them: the newest one at each compaction
-    pinned: set[int] = field(default_factory=set)
+    #: the user message of the turn the cut is inside, kept although the cut passed it
+    #: (only the newest one: an older pin is released when a later cut passes its turn)
+    pinned: int | None = None
+    #: the note on the cut (None: nothing cut, or the policy's note is off)
+    note: CutNote | None = None
 
     def kept(self, index: int, message: Message) -> bool:
         return (
             index < self.head
             or index >= self.cut
-            or index in self.pinned
+            or index == self.pinned
             or message.get("role") == "system"
         )
+
+
+def _cut_note(messages: list[Message], head: int, cut: int, pin: int | None) -> CutNote:
+    """The note for a cut at ``cut``, ``pin`` kept behind it. Counts what the cut removes:
+    everything in [head, cut) but system messages and the pin."""
+    removed = turns = users = 0
+    for i in range(head, cut):
+        role = messages[i].get("role")
+        if role == "system" or i == pin:
+            continue
+        removed += 1
+        turns += role == "assistant"
+        users += role == "user"
+    if pin is not None:  # before the kept prompt: whatever joins the task reads as later
+        return CutNote(pin, "prepend", removed, turns, users)
+    if messages[cut].get("role") == "user":
+        return CutNote(cut, "prepend", removed, turns, users)
+    owner = _last_user_before(messages, cut)  # in the head: the cut is in the task's turn
+    if owner >= 0:
+        return CutNote(owner, "append", removed, turns, users)
+    return CutNote(cut, "insert", removed, turns, users)
 
 
 class Replay:
@@ -96,16 +151,24 @@ class Replay:
         fixed: int,
         budget: int,
         policy: CompactionPolicy,
+        note_tokens: Callable[[CutNote, Message | None], int] | None = None,
+        final_overhead: int = 0,
     ) -> None:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
         self.budget, self.policy = budget, policy
+        #: extra tokens the note of a cut adds (None: the policy has no note)
+        self.note_cost = note_tokens if policy.cut_note is not None else None
+        #: what the finishing repairs add to the request being made now (see pipeline._fit)
+        self.final_overhead = final_overhead
         self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
         self.total = fixed  # tokens of the request up to self.j, as compacted so far
+        self.note_total = 0  # of which the note on the cut
         self.j = 0
         self.results: list[int] = []  # tool result indices < j
         self.clear_ptr = 0  # into results: everything before it is cleared, cut or kept
         self.last_user = -1
         self.last_assistant = -1
+        self.first_user = -1  # the first user message after the head
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -119,6 +182,8 @@ class Replay:
                 self.results.append(i)
             elif role == "user":
                 self.last_user = i
+                if self.first_user < 0 and i >= self.plan.head:
+                    self.first_user = i
             elif role == "assistant":
                 self.last_assistant = i
             self.j += 1
@@ -171,38 +236,68 @@ class Replay:
             k += 1
         return chosen, total
 
-    def _pinned(self, i: int) -> bool:
-        """Kept even when the cut passes it."""
-        return self.m[i].get("role") == "system" or i == self.last_user or i in self.plan.pinned
+    def compacted_now(self) -> bool:
+        """Whether the request the replay stands at (the last one) compacted."""
+        return bool(self.plan.compactions) and self.plan.compactions[-1] == self.j
 
     def max_cut(self) -> int:
-        """The furthest the cut may go: the newest model turn stays (and the newest user
-        message is pinned, see cut_to)."""
-        return max(self.last_assistant, self.plan.cut)
+        """The furthest the cut may go: the newest model turn stays whole when its user
+        message can stay too; otherwise the newest user message starts the kept part."""
+        lu, la = self.last_user, self.last_assistant
+        far = la if la >= 0 and self._turn_kept(la) else lu
+        return max(self.plan.cut, far)
+
+    def _turn_kept(self, c: int) -> bool:
+        """Whether the user message of the turn of ``c`` survives a cut at ``c``: it is
+        the newest one (pinned, or in the head) or the task's (no user message after the
+        head comes before ``c``)."""
+        return c > self.last_user or self.first_user < 0 or c < self.first_user
+
+    def _legal_cut(self, c: int) -> bool:
+        """A cut starts at a user message (a turn start) or, inside a turn whose user
+        message is kept (the newest turn or the task's), at an assistant message: never
+        between a call and its results, never stranding an answer from its request."""
+        role = self.m[c].get("role")
+        return role == "user" or (role == "assistant" and self._turn_kept(c))
+
+    def _pin_for(self, cut: int) -> int | None:
+        """The user message kept although ``cut`` passes it: the newest turn's, when the
+        cut is inside that turn and the message is not in the head."""
+        lu = self.last_user
+        return lu if self.plan.head <= lu < cut else None
+
+    def _released(self, cut: int) -> int:
+        """Tokens of the old pin that moving the cut to ``cut`` lets go."""
+        old = self.plan.pinned
+        return self.t[old] if old is not None and old != self._pin_for(cut) else 0
 
     def cut_to(self, total: int, goal: int, cleared: set[int]) -> tuple[int, int]:
-        """Smallest turn start (an assistant message) that brings ``total`` down to
-        ``goal``; the furthest allowed one if none does. The newest user message and
-        system messages are never cut."""
+        """Smallest legal cut (see _legal_cut) that brings ``total`` down to ``goal``;
+        the furthest one if none does. System messages and the newest user message are
+        never cut."""
         limit = self.max_cut()
         c = best = self.plan.cut
         best_total = total
+        removed = 0
         while c < limit:
-            if not self._pinned(c):
-                total -= self.ph(c) if c in cleared else self.t[c]
+            if self.m[c].get("role") != "system" and c != self.last_user:
+                removed += self.ph(c) if c in cleared else self.t[c]
             c += 1
-            if c == limit or self.m[c].get("role") == "assistant":
-                best, best_total = c, total
-                if total <= goal:
+            if c == limit or self._legal_cut(c):
+                best, best_total = c, total - removed - self._released(c)
+                if best_total <= goal:
                     break
         return best, best_total
 
-    def request(self, j: int) -> None:
-        """The request made with the history up to ``j``: compact if it is over the trigger."""
+    def request(self, j: int, final: bool = False) -> None:
+        """The request made with the history up to ``j``: compact if it is over the trigger.
+        The final request (the one being made now) also counts what the finishing
+        repairs add to it, so that governing the output again sees what this pass saw."""
         self.advance(j)
         policy, budget = self.policy, self.budget
         trigger, goal = policy.thresholds(budget)
-        if self.total <= trigger:
+        overhead = self.final_overhead if final else 0
+        if self.total + overhead <= trigger:
             return
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
@@ -211,15 +306,18 @@ class Replay:
             cut, after = self.cut_to(total, goal, cleared_now)
             # results before the cut are gone: clearing them saved nothing
             chosen = [i for i in chosen if i >= cut]
-            after = self._total_with(chosen, cut)
-        if self.total - after < policy.min_savings and self.total <= budget:
+        note = self._note(cut)
+        after = self._total_with(chosen, cut, note)
+        if self.total - after < policy.min_savings and self.total + overhead <= budget:
             return  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
             return
         for i in chosen:
             self.plan.cleared[i] = j
-        if self.plan.head <= self.last_user < cut:
-            self.plan.pinned.add(self.last_user)
+        if cut != self.plan.cut:
+            self.plan.pinned = self._pin_for(cut)
+            self.plan.note = note
+            self.note_total = self._note_tokens(note)
         self.plan.cut = cut
         self.total = after
         self.plan.compactions.append(j)
@@ -230,16 +328,32 @@ class Replay:
         ):
             self.clear_ptr += 1
 
-    def _total_with(self, chosen: list[int], cut: int) -> int:
-        """Exact request size after clearing ``chosen`` and cutting at ``cut``."""
+    def _note(self, cut: int) -> CutNote | None:
+        if cut == self.plan.cut:
+            return self.plan.note
+        if self.note_cost is None:
+            return None
+        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut))
+
+    def _note_tokens(self, note: CutNote | None) -> int:
+        if note is None or self.note_cost is None:
+            return 0
+        return self.note_cost(note, None if note.how == "insert" else self.m[note.at])
+
+    def _total_with(self, chosen: list[int], cut: int, note: CutNote | None) -> int:
+        """Exact request size after clearing ``chosen`` and cutting at ``cut``, with the
+        note on that cut."""
         total = self.total
         for i in chosen:
             total -= self.t[i] - self.ph(i)
+        if cut == self.plan.cut:
+            return total
+        pin = self._pin_for(cut)
         for i in range(self.plan.cut, cut):
-            if self._pinned(i):
+            if self.m[i].get("role") == "system" or i == pin:
                 continue
             total -= self.ph(i) if (i in self.plan.cleared or i in chosen) else self.t[i]
-        return total
+        return total - self._released(cut) - self.note_total + self._note_tokens(note)
 
 
 def replay_history(
@@ -249,13 +363,17 @@ def replay_history(
     fixed: int,
     budget: int,
     policy: CompactionPolicy,
+    note_tokens: Callable[[CutNote, Message | None], int] | None = None,
+    final_overhead: int = 0,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
-    replay = Replay(messages, tokens, placeholder_tokens, fixed, budget, policy)
+    replay = Replay(
+        messages, tokens, placeholder_tokens, fixed, budget, policy, note_tokens, final_overhead
+    )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
             replay.request(j)
-    replay.request(len(messages))
+    replay.request(len(messages), final=True)
     return replay
 
 
@@ -273,9 +391,29 @@ def placeholder_for(message: Message, policy: CompactionPolicy, path: str | None
     return {**message, "content": template.format_map(fields)}
 
 
+def note_text(note: CutNote, policy: CompactionPolicy) -> str:
+    """The policy's note for ``note``: its text depends on the cut only (cache-stable)."""
+    template = policy.cut_note or ""
+    fields = _Fields(messages=note.messages, turns=note.turns, user_messages=note.user_messages)
+    return template.format_map(fields)
+
+
+def noted(note: CutNote, policy: CompactionPolicy, message: Message | None) -> Message:
+    """The message carrying the note: ``message`` with the note folded in, or (``insert``)
+    a user message of its own."""
+    text = note_text(note, policy)
+    if message is None or note.how == "insert":
+        return {"role": "user", "content": text}
+    content = message.get("content")
+    if note.how == "prepend":
+        return {**message, "content": merge_contents(text, content)}
+    return {**message, "content": merge_contents(content, text)}
+
+
 def compact(messages: list[Message], ctx: Context) -> list[Message]:
-    """Apply the cache policy's plan: cut the oldest turns after the head and replace
-    the cleared results by placeholders. Everything done is an action in the report."""
+    """Apply the cache policy's plan: cut the oldest turns after the head, say so where
+    the history was cut, and replace the cleared results by placeholders. Everything
+    done is an action in the report."""
     policy, budget = _policy(ctx), ctx.budget
     if budget is None or budget <= 0 or not messages:
         return messages
@@ -287,14 +425,29 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             placeholders[i] = placeholder_for(messages[i], policy)
         return ctx.tokens(placeholders[i])
 
+    def note_tokens(note: CutNote, message: Message | None) -> int:
+        extra = ctx.tokens(noted(note, policy, message))
+        return extra if message is None else extra - ctx.tokens(message)
+
     fixed = ctx.counter.prompt_tokens([], ctx.tools)
-    replay = replay_history(messages, tokens, placeholder_tokens, fixed, budget, policy)
+    replay = replay_history(
+        messages,
+        tokens,
+        placeholder_tokens,
+        fixed,
+        budget,
+        policy,
+        note_tokens,
+        ctx.finish_overhead,
+    )
     ctx.scratch["replay"] = replay
     plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:
         return messages
     out: list[Message] = []
     cleared_calls: set[str] = set()
+    note = plan.note
+    cut_count = sum(1 for i in range(plan.head, plan.cut) if not plan.kept(i, messages[i]))
     for i, message in enumerate(messages):
         if not plan.kept(i, message):
             ctx.record(
@@ -306,6 +459,8 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
                 tokens_saved=tokens[i],
             )
             continue
+        if note is not None and i == note.at:
+            message = _place_note(note, message, policy, plan, ctx, out)
         if i in plan.cleared:
             replaced = _cleared(message, policy, ctx)
             cleared_calls.add(str(message.get("tool_call_id")))
@@ -323,14 +478,63 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         out.append(message)
     if policy.clear_arguments and cleared_calls:
         out = _clear_arguments(out, cleared_calls, ctx)
+    if plan.head < plan.cut < len(messages) and messages[plan.cut].get("role") != "user":
+        owner = plan.pinned if plan.pinned is not None else _last_user_before(messages, plan.head)
+        kept = (
+            f"its user message (message {owner}) is kept"
+            if owner >= 0
+            else "no user message precedes it, so the note on the cut is one"
+        )
+        ctx.notes.append(
+            f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
+            f"{kept} and the turn resumes at message {plan.cut}"
+        )
     ctx.notes.append(
         f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
         f"{plan.compactions[-1]}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool results "
-        "cleared, "
-        f"{sum(1 for i in range(plan.head, plan.cut) if not plan.kept(i, messages[i]))} "
-        "messages cut"
+        f"cleared, {cut_count} messages cut"
     )
     return out
+
+
+def _place_note(
+    note: CutNote,
+    message: Message,
+    policy: CompactionPolicy,
+    plan: Plan,
+    ctx: Context,
+    out: list[Message],
+) -> Message:
+    """Put the note on the cut: as its own user message before ``message`` (appended to
+    ``out``), or folded into ``message``, which is returned. Reported either way."""
+    when = _when(plan, plan.cut - 1)
+    if note.how == "insert":
+        inserted = noted(note, policy, None)
+        out.append(inserted)
+        ctx.record(
+            STAGE,
+            "insert",
+            note.at,
+            f"note where older history was cut: {note.messages} messages removed "
+            f"(compaction at message {when})",
+            tokens_saved=-ctx.tokens(inserted),
+        )
+        return message
+    folded = noted(note, policy, message)
+    where = "before" if note.how == "prepend" else "after"
+    ctx.record(
+        STAGE,
+        "replace",
+        note.at,
+        f"note on the cut added {where} this user message's text: {note.messages} "
+        f"older messages removed (compaction at message {when})",
+        tokens_saved=ctx.tokens(message) - ctx.tokens(folded),
+    )
+    return folded
+
+
+def _last_user_before(messages: list[Message], end: int) -> int:
+    return next((i for i in range(end - 1, -1, -1) if messages[i].get("role") == "user"), -1)
 
 
 def _when(plan: Plan, index: int) -> int:
