@@ -57,7 +57,7 @@ print(json.dumps({"at_start": at_start, "after": dict(builds), "statuses": statu
 
 
 def _cold(windows: dict[str, int], model: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", COLD, json.dumps(windows), model],
                           capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

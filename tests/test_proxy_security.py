@@ -12,6 +12,7 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import re
 import socket
 import subprocess
@@ -180,7 +181,8 @@ def test_cli_banner_and_log_hide_credentials(upstream: FakeUpstream) -> None:
     upstream_url = upstream.base_url.replace("://", "://bob:s3cret-pw@") + "?api_key=q-s3cret&region=eu"
     args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream_url,
             "--port", "0", "--api-key", KEY]
-    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={"PYTHONUNBUFFERED": "1", "PATH": ""})
+    env = {k: v for k, v in os.environ.items() if k != "CONTEXT_GOVERNOR_UPSTREAM_KEY"}
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONUNBUFFERED": "1"})
     try:
         assert process.stderr is not None
         banner = process.stderr.readline()
