@@ -1,9 +1,9 @@
 """Turn a client's chat-completions body into the governed body to forward.
 
-Pure and synchronous (the app runs it in a worker thread, so a long history does
-not stall other requests). The output depends on the body and the config only:
-two replicas given the same request send the same bytes upstream, which is what
-lets the proxy scale out with no shared state and keeps the provider's prompt
+Pure and synchronous (the app runs it off the event loop, in a thread or a worker
+process, see executor.py, so a long history does not stall other requests). The
+output depends on the body and the config only: two replicas given the same
+request send the same bytes upstream, which is what lets the proxy scale out with no shared state and keeps the provider's prompt
 cache warm whichever replica answers.
 """
 
