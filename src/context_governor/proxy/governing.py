@@ -3,8 +3,9 @@
 Pure and synchronous (the app runs it off the event loop, in a thread or a worker
 process, see executor.py, so a long history does not stall other requests). The
 output depends on the body and the config only: two replicas given the same
-request send the same bytes upstream, which is what lets the proxy scale out with no shared state and keeps the provider's prompt
-cache warm whichever replica answers.
+request send the same bytes upstream, which is what lets the proxy scale out
+with no shared state and keeps the provider's prompt cache warm whichever
+replica answers.
 """
 
 from __future__ import annotations
