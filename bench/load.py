@@ -185,10 +185,21 @@ def _read_event(outcome: Outcome, line: str) -> None:
         outcome.text += choice.get("delta", {}).get("content") or ""
 
 
+#: Requests per client-side httpx pool: one pool for all 500 would make the load
+#: generator itself the bottleneck (see POOL_SHARDS in the proxy's upstream.py).
+PER_CLIENT = 10
+
+
 async def _wave(url: str, specs: Sequence[Spec]) -> list[Outcome]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    async with httpx.AsyncClient(limits=limits, timeout=120) as client:
-        return list(await asyncio.gather(*(_one(client, url, spec) for spec in specs)))
+    clients = [httpx.AsyncClient(limits=limits, timeout=120)
+               for _ in range(max(1, len(specs) // PER_CLIENT))]
+    try:
+        return list(await asyncio.gather(
+            *(_one(clients[i % len(clients)], url, spec) for i, spec in enumerate(specs))))
+    finally:
+        for client in clients:
+            await client.aclose()
 
 
 def wave(url: str, specs: Sequence[Spec]) -> tuple[list[Outcome], float]:

@@ -11,6 +11,7 @@ to each request, so the URL httpx logs and puts in its errors is the bare base.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -50,12 +51,20 @@ _REQUEST_DROP = _HOP_BY_HOP | {"host", "accept-encoding"}
 _RESPONSE_DROP = _HOP_BY_HOP | {"content-encoding", "date", "server"}
 
 
+#: How many HTTP clients share the upstream connections. One httpx pool gets slow
+#: with hundreds of connections in flight (its bookkeeping grows with the pool: 450
+#: concurrent requests took 18 s through one client and 4.5 s spread over 50 in
+#: bench/load.py's set-up), so requests are spread round-robin over a few pools.
+POOL_SHARDS = 16
+
+
 class Upstream:
-    """One pooled HTTP client to the upstream, made on first use (inside the event loop)."""
+    """Pooled HTTP clients to the upstream, made on first use (inside the event loop)."""
 
     def __init__(self, config: ProxyConfig) -> None:
         self._config = config
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._turn = itertools.count()
         parts = urlsplit(config.upstream)
         host = parts.netloc.rpartition("@")[2]
         self._base = urlunsplit((parts.scheme, host, parts.path, "", ""))
@@ -69,18 +78,22 @@ class Upstream:
 
     @property
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
+        """The next pool, round-robin."""
+        if not self._clients:
             timeout = httpx.Timeout(self._config.read_timeout, connect=self._config.connect_timeout)
             # No connection cap: concurrency is the clients' to choose, as if they called
-            # the upstream directly (httpx's default pool of 100 would queue the rest).
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
-            self._client = httpx.AsyncClient(timeout=timeout, limits=limits, auth=self._auth)
-        return self._client
+            # the upstream directly (httpx's default cap of 100 would queue the rest).
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
+            self._clients = [
+                httpx.AsyncClient(timeout=timeout, limits=limits, auth=self._auth)
+                for _ in range(POOL_SHARDS)
+            ]
+        return self._clients[next(self._turn) % len(self._clients)]
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients = self._clients, []
+        for client in clients:
+            await client.aclose()
 
     def headers(
         self, incoming: Headers, *, content_type: str | None = None
@@ -113,8 +126,9 @@ class Upstream:
         base = httpx.URL(self._base)
         if url.host != base.host or not url.raw_path.startswith(base.raw_path.rstrip(b"/") + b"/"):
             raise BadPath(f"refusing to forward outside the upstream's base path: {path!r}")
-        request = self.client.build_request(method, url, headers=headers, content=content)
-        return await self.client.send(request, stream=True)
+        client = self.client
+        request = client.build_request(method, url, headers=headers, content=content)
+        return await client.send(request, stream=True)
 
     def url(self, path: str, query: str) -> str:
         """The upstream URL of ``path`` below the base, with the base's query first."""
