@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -157,6 +158,7 @@ def create_app(config: ProxyConfig) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         await governance.start()
+        await run_in_threadpool(upstream.start)
         try:
             yield {}
         finally:

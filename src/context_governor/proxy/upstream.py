@@ -76,18 +76,26 @@ class Upstream:
         )
         self.redact = config.redactor()
 
+    def start(self) -> None:
+        """Make the pools. Each client would load the CA bundle into its own SSL context
+        (tens of ms); they share one, made here, at start-up, not on the event loop
+        of the first request."""
+        if self._clients:
+            return
+        timeout = httpx.Timeout(self._config.read_timeout, connect=self._config.connect_timeout)
+        # No connection cap: concurrency is the clients' to choose, as if they called
+        # the upstream directly (httpx's default cap of 100 would queue the rest).
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
+        ssl_context = httpx.create_ssl_context()
+        self._clients = [
+            httpx.AsyncClient(timeout=timeout, limits=limits, auth=self._auth, verify=ssl_context)
+            for _ in range(POOL_SHARDS)
+        ]
+
     @property
     def client(self) -> httpx.AsyncClient:
         """The next pool, round-robin."""
-        if not self._clients:
-            timeout = httpx.Timeout(self._config.read_timeout, connect=self._config.connect_timeout)
-            # No connection cap: concurrency is the clients' to choose, as if they called
-            # the upstream directly (httpx's default cap of 100 would queue the rest).
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
-            self._clients = [
-                httpx.AsyncClient(timeout=timeout, limits=limits, auth=self._auth)
-                for _ in range(POOL_SHARDS)
-            ]
+        self.start()
         return self._clients[next(self._turn) % len(self._clients)]
 
     async def aclose(self) -> None:
