@@ -50,6 +50,13 @@ lint: $(STAMP)
 bench: $(BENCH_STAMP) $(REF_STAMP)
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m bench.run --out docs/benchmarks.md
 
+# Load test of the proxy: 500 concurrent requests with faults through a real proxy
+# process, then cold start and a huge body (a few minutes, niced; progress on stderr);
+# writes docs/load.md.
+.PHONY: load
+load: $(STAMP)
+	nice -n 10 $(PY) -m bench.load --out docs/load.md
+
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 

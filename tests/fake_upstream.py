@@ -10,11 +10,16 @@ tests' fixture turns into a failure.
 Replies are scripted: push :class:`Reply` objects; each request takes the
 next one. A chat reply is served as JSON or as server-sent events, whichever
 the request asked for, with tool-call arguments split into small deltas.
+A streamed reply can break off (``cut_after``) or stall (``stall``); the
+server records the request target of every request it gets (``targets``) and
+how each stream ended (``stream_ends``). :class:`HangUp` is a raw socket
+server that reads a request and closes the connection without answering.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -29,6 +34,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_governor.providers import validate
 from context_governor.tokens import exact_counter
@@ -48,6 +54,8 @@ class Reply:
     delay: float = 0.0
     #: streamed replies: pause this long after the first chunk (for read timeouts)
     stall: float = 0.0
+    #: streamed replies: drop the connection after this many events (no [DONE])
+    cut_after: int | None = None
 
     @classmethod
     def text(cls, content: str, *, delay: float = 0.0, finish_reason: str = "stop") -> Reply:
@@ -89,6 +97,10 @@ class FakeUpstream:
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.violations: list[str] = []
+        #: every request's target as sent (raw path and query), whatever the route
+        self.targets: list[str] = []
+        #: how each streamed answer ended: (monotonic time, "complete" | "aborted" | "cut")
+        self.stream_ends: list[tuple[float, str]] = []
         self._counter = exact_counter("gpt-4o-mini")
         self._ids = 0
         self._lock = threading.Lock()
@@ -101,7 +113,7 @@ class FakeUpstream:
         self._sock = _free_socket()
         self.port = self._sock.getsockname()[1]
         config = uvicorn.Config(
-            app, log_level="error", lifespan="off", timeout_graceful_shutdown=1
+            self._recording(app), log_level="error", lifespan="off", timeout_graceful_shutdown=1
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -132,7 +144,22 @@ class FakeUpstream:
             self.requests.clear()
             self.request_headers.clear()
             self.violations.clear()
+            self.targets.clear()
+            self.stream_ends.clear()
             self.context_window = None
+
+    def _recording(self, app: ASGIApp) -> ASGIApp:
+        """``app``, recording each request's raw target first (any path, routed or not)."""
+
+        async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                query = scope.get("query_string", b"")
+                target = scope["raw_path"] + (b"?" + query if query else b"")
+                with self._lock:
+                    self.targets.append(target.decode("latin-1"))
+            await app(scope, receive, send)
+
+        return recorded
 
     def push(self, *replies: Reply | Callable[[dict[str, Any]], Reply]) -> None:
         self.replies.extend(replies)
@@ -206,7 +233,8 @@ class FakeUpstream:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = _stream_chunks(completion_id, body["model"], reply, calls, usage if include_usage else None)
-            return StreamingResponse(_sse(chunks, reply.stall), media_type="text/event-stream")
+            events = _sse(chunks, reply.stall, reply.cut_after, self.stream_ends)
+            return _ListeningStream(events, media_type="text/event-stream")
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
         if calls:
             message["tool_calls"] = calls
@@ -270,9 +298,77 @@ def _stream_chunks(
     return chunks
 
 
-async def _sse(chunks: list[dict[str, Any]], stall: float) -> AsyncIterator[bytes]:
-    for i, item in enumerate(chunks):
-        yield f"data: {json.dumps(item)}\n\n".encode()
-        if i == 0 and stall:
-            await asyncio.sleep(stall)
-    yield b"data: [DONE]\n\n"
+class _Cut(Exception):
+    """Raised inside a streamed answer: uvicorn then drops the connection mid-body."""
+
+
+class _ListeningStream(StreamingResponse):
+    """A StreamingResponse that stops as soon as the client goes away, even while
+    stalled (Starlette only notices at the next write under ASGI 2.4), so a test
+    can tell when the proxy closed its upstream request."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().__call__({**scope, "asgi": {**scope.get("asgi", {}), "spec_version": "2.3"}}, receive, send)
+
+
+async def _sse(
+    chunks: list[dict[str, Any]], stall: float, cut_after: int | None, ends: list[tuple[float, str]]
+) -> AsyncIterator[bytes]:
+    end = "aborted"
+    try:
+        for i, item in enumerate(chunks):
+            if cut_after is not None and i == cut_after:
+                end = "cut"
+                raise _Cut(f"cut after {cut_after} events")
+            yield f"data: {json.dumps(item)}\n\n".encode()
+            if i == 0 and stall:
+                await asyncio.sleep(stall)
+        yield b"data: [DONE]\n\n"
+        end = "complete"
+    finally:
+        ends.append((time.monotonic(), end))
+
+
+class HangUp:
+    """A raw TCP server that reads each request's head and body, then closes the
+    connection without a byte of answer (a crashed or restarting upstream)."""
+
+    def __init__(self) -> None:
+        self._sock = _free_socket()
+        self._sock.listen(16)
+        self.port: int = self._sock.getsockname()[1]
+        self.requests = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+                while len(body) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    body += chunk
+                self.requests += 1
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        self._sock.close()
+        self._thread.join(5)

@@ -409,9 +409,18 @@ def test_config_checks_and_window_lookup() -> None:
     assert config.window_for("gpt-4o-mini-2024-07-18") == 64_000  # the longest prefix wins
     assert config.window_for("llama-3") == 32_000 and config.window_for(None) == 32_000
     for bad in ({"upstream": "localhost:8000"}, {"profile": "nope"}, {"compaction": "lru"},
-                {"context_window": 0}, {"model_windows": {"m": -1}}, {"max_output": -1}, {"read_timeout": 0}):
+                {"context_window": 0}, {"model_windows": {"m": -1}}, {"max_output": -1}, {"read_timeout": 0},
+                {"connect_timeout": float("nan")}, {"read_timeout": True}, {"max_body_bytes": 0},
+                {"govern_in": "fork"}, {"govern_processes": 0}, {"upstream": "http://x/v1#frag"}):
         with pytest.raises(ConfigError):
             ProxyConfig(**{"upstream": "http://x/v1", **bad})
+    with pytest.raises(ConfigError) as caught:
+        ProxyConfig(upstream="ftp://bob:pw-secret@x/v1")
+    assert "pw-secret" not in str(caught.value)  # a refused URL is shown redacted too
+    again = ProxyConfig.from_json(config.to_json())  # how --workers hands it to each process
+    assert again.window_for("gpt-4o-mini-x") == 64_000 and again.upstream == config.upstream
+    with pytest.raises(ConfigError, match="unknown settings: colour"):
+        ProxyConfig.from_json('{"upstream": "http://x/v1", "colour": "red"}')
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -9,14 +9,20 @@ here, before uvicorn starts, so a taken port is reported the same way.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .cli import EXIT_BAD_INPUT, main, profile_option
 from .errors import ContextGovernorError
 from .profiles import PROFILES
+
+if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported when run
+    from .proxy.config import ProxyConfig
+    from .proxy.redact import Redactor
 
 
 def _fail(message: str) -> None:
@@ -87,6 +93,53 @@ def _bind(host: str, port: int) -> socket.socket:
     "'seed' is Nanobot's microcompact + snip on every call.",
 )
 @click.option(
+    "--connect-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Give up on reaching the upstream after this long (then 504).",
+)
+@click.option(
+    "--read-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest silence allowed between two bytes of the upstream's answer (then 504, "
+    "or an error event mid-stream). Generous: a long answer may start late.",
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1),
+    default=50 * 1024 * 1024,
+    show_default=True,
+    metavar="BYTES",
+    help="Larger request bodies get a 413, before they are read.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (use the cores; each loads its own encodings).",
+)
+@click.option(
+    "--govern-in",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="Where each body is governed, off the event loop: a thread, or a pool of "
+    "--govern-processes worker processes per server process.",
+)
+@click.option(
+    "--govern-processes",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Size of the --govern-in process pool.",
+)
+@click.option(
     "--api-key",
     envvar="CONTEXT_GOVERNOR_UPSTREAM_KEY",
     default=None,
@@ -102,6 +155,12 @@ def proxy_command(
     model_windows: tuple[str, ...],
     max_output: int,
     compaction: str,
+    connect_timeout: float,
+    read_timeout: float,
+    max_body: int,
+    workers: int,
+    govern_in: str,
+    govern_processes: int,
     api_key: str | None,
 ) -> None:
     """Serve an OpenAI-compatible API that governs every chat-completions request.
@@ -111,6 +170,9 @@ def proxy_command(
     then forwarded; the answer (streamed or not) comes back unchanged, with
     x-context-governor-* headers giving the token figures. Other /v1 paths
     pass through. Stateless: replicas forward identical requests.
+
+    Credentials in --upstream (user:password@, key=/token= parameters) and
+    --api-key are never printed or logged.
 
     \b
     Example:
@@ -135,19 +197,57 @@ def proxy_command(
             model_windows=_model_windows(model_windows),
             max_output=max_output,
             compaction=compaction,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_body_bytes=max_body,
+            govern_in=govern_in,
+            govern_processes=govern_processes,
         )
     except ContextGovernorError as exc:
         _fail(str(exc))
         raise  # unreachable
     sock = _bind(host, port)
-    # Our one line per request at INFO; everyone else (httpx logs every request) at WARNING.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("context_governor.proxy").setLevel(logging.INFO)
+    _log_redacted(config.redactor())
     click.echo(
-        f"governing proxy on http://{host}:{sock.getsockname()[1]}/v1 → {config.upstream}", err=True
+        f"governing proxy on http://{host}:{sock.getsockname()[1]}/v1 → {config.shown_upstream}"
+        + (f" ({workers} workers)" if workers > 1 else ""),
+        err=True,
     )
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning"))
     try:
-        server.run(sockets=[sock])
+        _serve(uvicorn, config, create_app, sock, workers)
     finally:
         sock.close()
+
+
+def _log_redacted(redact: Redactor) -> None:
+    """Our one line per request at INFO; everyone else (httpx logs every request) at
+    WARNING; every line, whoever logs it, with the upstream's credentials masked."""
+    from .proxy.redact import RedactingFilter
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter(redact))
+    logging.getLogger("context_governor.proxy").setLevel(logging.INFO)
+
+
+def _serve(
+    uvicorn: Any, config: ProxyConfig, create_app: Any, sock: socket.socket, workers: int
+) -> None:
+    """One server process, or ``workers`` of them sharing ``sock`` (uvicorn's supervisor
+    starts each from the import-string factory, the config in the environment)."""
+    if workers == 1:
+        server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning"))
+        server.run(sockets=[sock])
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    from .proxy.config import CONFIG_ENV
+
+    os.environ[CONFIG_ENV] = config.to_json()
+    uv_config = uvicorn.Config(
+        "context_governor.proxy.app:app_from_env",
+        factory=True,
+        workers=workers,
+        log_level="warning",
+    )
+    Multiprocess(uv_config, sockets=[sock]).run()

@@ -6,19 +6,43 @@ the first request, so every field is validated here and a ConfigError names it.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..profiles import PROFILES
+from .redact import Redactor, redact_url, url_secrets
 
 COMPACTIONS = ("cache", "seed")
 #: None: a request's model's published window (windows.py), as everywhere else; set
 #: --context-window or a per-model window for models the table does not know.
 DEFAULT_CONTEXT_WINDOW: int | None = None
 DEFAULT_MAX_OUTPUT = 4096
+#: OpenAI's own cap on a request's total payload (images included); a history that
+#: fills a 1M-token window is a few MB of JSON, far below it.
+DEFAULT_MAX_BODY = 50 * 1024 * 1024
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: between two bytes of the answer; generous, since a long answer may start late
+DEFAULT_READ_TIMEOUT = 600.0
+GOVERN_IN = ("thread", "process")
+#: The environment variable through which ``proxy --workers N`` hands the config to
+#: each worker process (see app.app_from_env).
+CONFIG_ENV = "CONTEXT_GOVERNOR_PROXY_CONFIG"
+
+
+def _seconds(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
 def _positive(name: str, value: object) -> None:
@@ -26,7 +50,7 @@ def _positive(name: str, value: object) -> None:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ProxyConfig:
     """Where to forward and how to govern.
 
@@ -41,6 +65,12 @@ class ProxyConfig:
     rule: the model's published window when it is well known, else no cut.
     The answer's reserve is the body's ``max_completion_tokens``/``max_tokens``,
     else ``max_output``.
+
+    Credentials in ``upstream`` (``user:password@`` or a ``key=``/``token=`` query
+    parameter) are used but never shown: ``repr`` and every log line redact them,
+    as they do ``api_key``. Bodies over ``max_body_bytes`` get a 413. Governance
+    runs in a thread (``govern_in="thread"``) or in a pool of ``govern_processes``
+    worker processes (``"process"``), never on the event loop.
     """
 
     upstream: str
@@ -50,15 +80,22 @@ class ProxyConfig:
     model_windows: Mapping[str, int] = field(default_factory=dict)
     max_output: int = DEFAULT_MAX_OUTPUT
     compaction: str = "cache"
-    connect_timeout: float = 10.0
-    #: between two bytes of the answer; generous, since a long answer may start late
-    read_timeout: float = 600.0
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    govern_in: str = "thread"
+    govern_processes: int = 2
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigError(f"upstream must be an http(s) URL, got {self.upstream!r}")
-        object.__setattr__(self, "upstream", self.upstream.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            shown = redact_url(self.upstream) if isinstance(self.upstream, str) else self.upstream
+            raise ConfigError(f"upstream must be an http(s) URL, got {shown!r}")
+        if parts.fragment:
+            raise ConfigError(f"upstream must not have a #fragment: {redact_url(self.upstream)!r}")
+        object.__setattr__(
+            self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl()
+        )
         if self.profile not in PROFILES:
             raise ConfigError(
                 f"unknown profile {self.profile!r}; choose from {', '.join(sorted(PROFILES))}"
@@ -76,9 +113,11 @@ class ProxyConfig:
         ):
             raise ConfigError(f"max_output must be a non-negative integer, got {self.max_output!r}")
         for name in ("connect_timeout", "read_timeout"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or value <= 0:
-                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+            _seconds(name, getattr(self, name))
+        _positive("max_body_bytes", self.max_body_bytes)
+        if self.govern_in not in GOVERN_IN:
+            raise ConfigError(f"govern_in must be 'thread' or 'process', got {self.govern_in!r}")
+        _positive("govern_processes", self.govern_processes)
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
 
@@ -91,3 +130,45 @@ class ProxyConfig:
             if prefixes:
                 return self.model_windows[max(prefixes, key=len)]
         return self.context_window
+
+    @property
+    def shown_upstream(self) -> str:
+        """The upstream URL as it may be printed: credentials masked."""
+        return redact_url(self.upstream)
+
+    def redactor(self) -> Redactor:
+        """Scrubs this config's secrets (upstream credentials, api_key) from any text."""
+        return Redactor([*url_secrets(self.upstream), self.api_key])
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{f.name}={self._shown(f.name)!r}" for f in fields(self) if f.name != "api_key"
+        )
+        key = "None" if self.api_key is None else "'***'"
+        return f"ProxyConfig({shown}, api_key={key})"
+
+    def _shown(self, name: str) -> object:
+        if name == "upstream":
+            return self.shown_upstream
+        value = getattr(self, name)
+        return dict(value) if name == "model_windows" else value
+
+    def to_json(self) -> str:
+        """Every field, for a worker process to rebuild the same config (from_json)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["model_windows"] = dict(self.model_windows)
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> ProxyConfig:
+        try:
+            data: Any = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{CONFIG_ENV} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{CONFIG_ENV} must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{CONFIG_ENV} has unknown settings: {', '.join(unknown)}")
+        return cls(**data)

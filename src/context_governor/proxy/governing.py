@@ -1,20 +1,24 @@
 """Turn a client's chat-completions body into the governed body to forward.
 
-Pure and synchronous (the app runs it in a worker thread, so a long history does
-not stall other requests). The output depends on the body and the config only:
-two replicas given the same request send the same bytes upstream, which is what
-lets the proxy scale out with no shared state and keeps the provider's prompt
-cache warm whichever replica answers.
+Pure and synchronous (the app runs it off the event loop, in a thread or a worker
+process, see executor.py, so a long history does not stall other requests). The
+output depends on the body and the config only: two replicas given the same
+request send the same bytes upstream, which is what lets the proxy scale out
+with no shared state and keeps the provider's prompt cache warm whichever
+replica answers.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ContextGovernorError, InputError
 from ..pipeline import govern
+from ..profiles import get_profile
 from ..report import Report
 from .config import ProxyConfig
 
@@ -23,7 +27,8 @@ class BadRequest(Exception):
     """The client's body cannot be governed; answered with a 400 in OpenAI's error shape."""
 
     def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
+        # Both in args: the exception crosses a process boundary by pickling them.
+        super().__init__(message, param)
         self.message = message
         self.param = param
 
@@ -58,18 +63,69 @@ def encode(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
-def govern_body(raw: bytes, config: ProxyConfig) -> Governed:
-    """Parse, govern and re-serialize ``raw``; BadRequest says what the client got wrong."""
+_counter_lock = threading.Lock()
+
+
+def warm_counter(config: ProxyConfig, model: str | None) -> None:
+    """Build (once) the token counter ``model``'s requests will use, under a lock.
+
+    The first request for a model loads its encoding (seconds, and ~100 MB for
+    o200k); N concurrent first requests used to load it N times over. Under the
+    lock the first one builds it and the others wait and then find it cached, so
+    governance never builds one itself. Also called for the configured models at
+    start-up (see preload).
+    """
+    with _counter_lock:
+        get_profile(config.profile).counter(model)
+
+
+def preload(config: ProxyConfig) -> None:
+    """Load the encodings of the default and every configured model before serving."""
+    for model in (None, *config.model_windows):
+        warm_counter(config, model)
+
+
+def _no_constant(name: str) -> Any:
+    raise BadRequest(f"request body is not valid JSON: {name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: valid JSON, but would be forwarded as Infinity
+        raise BadRequest(f"request body has a number out of range: {text[:40]}")
+    return value
+
+
+def parse(raw: bytes) -> Any:
+    """The body as JSON, strictly: NaN/Infinity literals and numbers that overflow
+    a float are refused (they are not JSON, and json.dumps would forward them)."""
     try:
-        data = json.loads(raw)
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except ValueError as exc:  # UnicodeDecodeError included
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
+
+
+def govern_body(raw: bytes, config: ProxyConfig) -> Governed:
+    """Parse, govern and re-serialize ``raw``; BadRequest says what the client got wrong.
+
+    A body nested deeper than Python's recursion limit (in the parser, governance
+    or the serializer) is a client error, not a crash.
+    """
+    try:
+        return _govern_body(raw, config)
+    except RecursionError:
+        raise BadRequest("request body is nested too deeply") from None
+
+
+def _govern_body(raw: bytes, config: ProxyConfig) -> Governed:
+    data = parse(raw)
     if not isinstance(data, dict):
         raise BadRequest(f"request body must be a JSON object, got {type(data).__name__}")
     if "messages" not in data:
         raise BadRequest("'messages' is a required property", "messages")
     model = data.get("model") if isinstance(data.get("model"), str) else None
     reserve, reserve_field = _reserve(data)
+    warm_counter(config, model)
     try:
         result = govern(
             data["messages"],

@@ -3,18 +3,29 @@
 Headers that describe one hop (connection, transfer encoding, the body's length
 and encoding) are dropped both ways: httpx and the ASGI server set their own,
 and a stale ``content-length`` or ``content-encoding`` would corrupt the body.
+
+Credentials in the upstream URL are taken out of it once: userinfo becomes the
+client's basic auth (what httpx did with it anyway) and the base query is added
+to each request, so the URL httpx logs and puts in its errors is the bare base.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+import anyio
 import httpx
 from starlette.datastructures import Headers
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from .config import ProxyConfig
+from .paths import BadPath
+from .redact import Redactor
+from .sse import EventSplitter, error_event
 
 log = logging.getLogger("context_governor.proxy")
 
@@ -40,24 +51,57 @@ _REQUEST_DROP = _HOP_BY_HOP | {"host", "accept-encoding"}
 _RESPONSE_DROP = _HOP_BY_HOP | {"content-encoding", "date", "server"}
 
 
+#: How many HTTP clients share the upstream connections. One httpx pool gets slow
+#: with hundreds of connections in flight (its bookkeeping grows with the pool: 450
+#: concurrent requests took 18 s through one client and 4.5 s spread over 50 in
+#: bench/load.py's set-up), so requests are spread round-robin over a few pools.
+POOL_SHARDS = 16
+
+
 class Upstream:
-    """One pooled HTTP client to the upstream, made on first use (inside the event loop)."""
+    """Pooled HTTP clients to the upstream, made on first use (inside the event loop)."""
 
     def __init__(self, config: ProxyConfig) -> None:
         self._config = config
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._turn = itertools.count()
+        parts = urlsplit(config.upstream)
+        host = parts.netloc.rpartition("@")[2]
+        self._base = urlunsplit((parts.scheme, host, parts.path, "", ""))
+        self._base_query = parts.query
+        self._auth = (
+            httpx.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+            if "@" in parts.netloc
+            else None
+        )
+        self.redact = config.redactor()
+
+    def start(self) -> None:
+        """Make the pools. Each client would load the CA bundle into its own SSL context
+        (tens of ms); they share one, made here, at start-up, not on the event loop
+        of the first request."""
+        if self._clients:
+            return
+        timeout = httpx.Timeout(self._config.read_timeout, connect=self._config.connect_timeout)
+        # No connection cap: concurrency is the clients' to choose, as if they called
+        # the upstream directly (httpx's default cap of 100 would queue the rest).
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
+        ssl_context = httpx.create_ssl_context()
+        self._clients = [
+            httpx.AsyncClient(timeout=timeout, limits=limits, auth=self._auth, verify=ssl_context)
+            for _ in range(POOL_SHARDS)
+        ]
 
     @property
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            timeout = httpx.Timeout(self._config.read_timeout, connect=self._config.connect_timeout)
-            self._client = httpx.AsyncClient(timeout=timeout)
-        return self._client
+        """The next pool, round-robin."""
+        self.start()
+        return self._clients[next(self._turn) % len(self._clients)]
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients = self._clients, []
+        for client in clients:
+            await client.aclose()
 
     def headers(
         self, incoming: Headers, *, content_type: str | None = None
@@ -81,12 +125,23 @@ class Upstream:
         headers: list[tuple[str, str]],
         content: bytes,
     ) -> httpx.Response:
-        """Send, returning as soon as the status and headers are in (the body streams)."""
-        url = f"{self._config.upstream}/{path.lstrip('/')}"
-        if query:
-            url = f"{url}?{query}"
-        request = self.client.build_request(method, url, headers=headers, content=content)
-        return await self.client.send(request, stream=True)
+        """Send, returning as soon as the status and headers are in (the body streams).
+
+        ``path`` and ``query`` must come from paths.forward_path/forward_query (or be
+        our own constants); the URL is checked again to be under the base.
+        """
+        url = httpx.URL(self.url(path, query))
+        base = httpx.URL(self._base)
+        if url.host != base.host or not url.raw_path.startswith(base.raw_path.rstrip(b"/") + b"/"):
+            raise BadPath(f"refusing to forward outside the upstream's base path: {path!r}")
+        client = self.client
+        request = client.build_request(method, url, headers=headers, content=content)
+        return await client.send(request, stream=True)
+
+    def url(self, path: str, query: str) -> str:
+        """The upstream URL of ``path`` below the base, with the base's query first."""
+        joined = "&".join(q for q in (self._base_query, query) if q)
+        return f"{self._base}/{path}" + (f"?{joined}" if joined else "")
 
 
 def _relayed_headers(
@@ -96,19 +151,83 @@ def _relayed_headers(
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in [*items, *extra]]
 
 
-async def _chunks(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The upstream's bytes as they arrive; a broken upstream ends the stream early."""
-    try:
-        async for chunk in response.aiter_bytes():
-            yield chunk
-    except httpx.HTTPError as exc:
-        log.warning("upstream stream broke off: %r", exc)
-    finally:
-        await response.aclose()
+def describe(exc: BaseException, redact: Redactor) -> str:
+    """An exception as one line for a log or an error message, secrets masked."""
+    return redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+class RelayedStream(Response):
+    """The upstream's body relayed as it arrives, ending honestly.
+
+    - Server-sent events are relayed whole (sse.py); if the upstream breaks off
+      or goes silent past the read timeout, the client gets an error event in
+      the API's streaming error shape, then the end of the stream.
+    - Any other body that breaks off is not completed: the connection is
+      dropped, so the client sees a truncated transfer, not a short file.
+    - If the client goes away, the upstream response is closed at once instead
+      of being read to its end.
+    """
+
+    def __init__(self, response: httpx.Response, redact: Redactor) -> None:
+        self.status_code = response.status_code
+        self.background = None
+        self.raw_headers = []
+        self._response = response
+        self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
+        self._redact = redact
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    log.info("client went away mid-stream; closing the upstream response")
+                    group.cancel_scope.cancel()
+
+                group.start_soon(watch)
+                await self._stream(send)
+                group.cancel_scope.cancel()
+        except OSError:  # the client's socket broke while we were sending
+            log.info("client went away mid-stream; closing the upstream response")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._response.aclose()
+
+    async def _stream(self, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        splitter = EventSplitter() if self._sse else None
+        try:
+            async for chunk in self._response.aiter_bytes():
+                out = splitter.feed(chunk) if splitter else chunk
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+        except httpx.HTTPError as exc:
+            what = describe(exc, self._redact)
+            if splitter is None:
+                log.warning("upstream body broke off (%s); dropping the client connection", what)
+                return  # without the final message: the server closes the connection
+            timed_out = isinstance(exc, httpx.TimeoutException)
+            reason = "went silent past the read timeout" if timed_out else "broke off the stream"
+            held = splitter.held
+            log.warning("upstream %s (%s, %d bytes of an event dropped)", reason, what, held)
+            event = error_event(f"the upstream {reason} ({what}); the answer is incomplete")
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        else:
+            rest = splitter.flush() if splitter else b""
+            if rest:
+                await send({"type": "http.response.body", "body": rest, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def relay(
-    response: httpx.Response, *, stream: bool, extra: Iterable[tuple[str, str]] = ()
+    response: httpx.Response,
+    *,
+    stream: bool,
+    redact: Redactor,
+    extra: Iterable[tuple[str, str]] = (),
 ) -> Response:
     """The upstream's answer as ours: status, headers and body unchanged.
 
@@ -118,7 +237,7 @@ async def relay(
     headers = _relayed_headers(response, extra)
     relayed: Response
     if stream and response.status_code < 400:
-        relayed = StreamingResponse(_chunks(response), status_code=response.status_code)
+        relayed = RelayedStream(response, redact)
     else:
         try:
             content = await response.aread()

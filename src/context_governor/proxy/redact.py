@@ -1,0 +1,84 @@
+"""Keeping credentials out of what the proxy prints and logs.
+
+An upstream URL may carry a password (``https://user:secret@host/v1``) or a key
+in its query (``?key=...``), and ``--api-key`` is a secret too. Anything that
+shows a URL or an exception text to a person goes through here first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+MASK = "***"
+#: Query parameter names whose values are treated as secrets (matched as substrings,
+#: case-insensitively: ``api_key``, ``X-Amz-Signature``, ``access_token``, ...).
+_SECRET_NAME_PARTS = ("key", "token", "secret", "password", "passwd", "signature", "sig", "auth")
+
+
+def is_secret_param(name: str) -> bool:
+    lowered = name.lower()
+    return any(part in lowered for part in _SECRET_NAME_PARTS)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credential strings ``url`` carries: userinfo and secret query values."""
+    parts = urlsplit(url)
+    found: list[str] = []
+    if parts.username:
+        found.append(parts.username)
+    if parts.password:
+        found.append(parts.password)
+    found += [value for name, value in parse_qsl(parts.query) if is_secret_param(name) and value]
+    return found
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its userinfo and secret query values replaced by ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
+    query = "&".join(
+        f"{name}={MASK}" if is_secret_param(unquote(name)) and value else piece
+        for piece in parts.query.split("&")
+        if piece
+        for name, _, value in [piece.partition("=")]
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class Redactor:
+    """Scrubs known secret strings (and their percent-encoded forms) out of any text."""
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        found = {s for s in secrets if s}
+        found |= {unquote(s) for s in found}
+        # Longest first, so a secret that contains another is masked whole.
+        self._secrets = sorted(found, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return text
+
+
+class RedactingFilter(logging.Filter):
+    """A handler filter that formats each record and scrubs it, whoever logged it
+    (httpx logs every request URL at INFO, uvicorn logs exceptions)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        record.msg = self._redactor(message)
+        record.args = None
+        if record.exc_text:
+            record.exc_text = self._redactor(record.exc_text)
+        record.exc_info = None
+        return True
