@@ -419,3 +419,18 @@ def test_a_broken_rule_note_says_its_index_counts_the_output() -> None:
         report.notes
     )
     assert not report.ok
+
+
+def test_cli_window_zero_is_no_window_for_nanobot_only(tmp_path: Path) -> None:
+    """The seed reads a window of 0 as "no window"; the CLI lets the nanobot profile do so
+    and gives the other profiles' refusal as a one-line error (exit 2), not a traceback."""
+    body = tmp_path / "b.json"
+    body.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    ok = CliRunner().invoke(
+        main, ["govern", str(body), "--profile", "nanobot", "--context-window", "0", "--json"]
+    )
+    assert ok.exit_code == 0, ok.output
+    refused = CliRunner().invoke(main, ["govern", str(body), "--context-window", "0"])
+    assert refused.exit_code == 2
+    assert "context_window must be a positive integer" in refused.output
+    assert "Traceback" not in refused.output

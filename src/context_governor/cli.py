@@ -163,10 +163,11 @@ def main() -> None:
 )
 @click.option(
     "--context-window",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     default=None,
     help="Model context window in tokens; default: the model's published window when it "
-    "is a well-known model, else none (nothing is cut; a note on stderr says so).",
+    "is a well-known model, else none (nothing is cut; a note on stderr says so). "
+    "0 means no window with --profile nanobot (the seed's reading); other profiles refuse it.",
 )
 @click.option(
     "--max-output",
