@@ -385,9 +385,12 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
             elif isinstance(content, list) and policy.text_only_content:
                 new_content = _joined_text(content)
         elif policy.empty == "required":
+            # One step to the fixed point: null becomes "" and a blank "" then takes the
+            # placeholder in the same pass (a second govern() would otherwise do it).
             if content is None:
                 new_content = ""
-            elif not calls and isinstance(content, str) and not content.strip() and index != last:
+            blank = isinstance(new_content, str) and not new_content.strip()
+            if blank and not calls and index != last:
                 new_content = EMPTY_PLACEHOLDER
         else:  # blocks: no blank text anywhere
             if isinstance(content, list):
