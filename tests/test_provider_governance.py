@@ -116,7 +116,9 @@ def test_output_validates_and_keeps_the_newest_user(
             assert any(n.startswith("nothing left to send") for n in result.report.notes)
         return
     assert result.report.violations == []
-    assert validate(result.messages, provider=provider, model=model) == []
+    # govern() is given the request's tools (None: the request declares none)
+    tools = case["tools"] or []
+    assert validate(result.messages, provider=provider, model=model, tools=tools) == []
     assert newest_user_kept(case["messages"], result.messages)
 
 
@@ -180,3 +182,42 @@ def test_governing_governed_output_changes_nothing(
     )
     assert second.messages == first.messages
     assert [str(a) for a in second.report.actions] == []
+
+
+BEDROCK_TOOL_HISTORY = [
+    {"role": "user", "content": "read a.txt"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "t1", "content": "hello"},
+    {"role": "user", "content": "summarise it"},
+]
+READ_TOOL = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize("tools", [None, []])
+def test_bedrock_without_tools_gets_its_tool_turns_as_text(tools: Any) -> None:
+    """BR-4: a toolUse/toolResult block needs a toolConfig; with none, govern writes the
+    tool turns as text, reports each, and the output validates for a tool-less request."""
+    model = "anthropic.claude-sonnet-4-5"
+    assert [v.rule for v in validate(BEDROCK_TOOL_HISTORY, provider="bedrock", tools=[])] == [
+        "BR-4"
+    ]
+    result = govern(BEDROCK_TOOL_HISTORY, tools=tools, profile="bedrock", model=model)
+    assert not any(m.get("tool_calls") or m["role"] == "tool" for m in result.messages)
+    text = _flattened_text(result.messages)
+    assert "[calls read({}) as t1]" in text and "hello" in text and "summarise it" in text
+    assert [a.stage for a in result.report.actions].count("flatten") == 2
+    assert result.report.violations == []
+    assert validate(result.messages, provider="bedrock", model=model, tools=[]) == []
+
+
+def test_bedrock_with_tools_keeps_its_tool_turns() -> None:
+    result = govern(BEDROCK_TOOL_HISTORY, tools=READ_TOOL, profile="bedrock")
+    assert result.messages[1]["tool_calls"][0]["id"] == "t1"
+    assert "flatten" not in {a.stage for a in result.report.actions}
+    assert validate(result.messages, provider="bedrock", tools=READ_TOOL) == []

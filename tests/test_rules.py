@@ -15,7 +15,7 @@ Model-aware rules are also checked on both sides of their model boundary
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -101,6 +101,9 @@ BR_START = (
     "A conversation must start with a user message. Try again with a conversation that "
     "starts with a user message."
 )
+BR_TOOL_CONFIG = (
+    "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+)
 BR_LAST_USER = (
     "The model that you are using requires the last turn in the conversation to be a user "
     "message. Add a user message to the conversation and try again."
@@ -141,6 +144,8 @@ class Case:
     accepted: list[Message]
     #: other rules the rejected list breaks too (the accepted list breaks none)
     also: frozenset[str] = field(default_factory=frozenset)
+    #: the request's tools, for rules that depend on them (None: not said)
+    tools: list[dict[str, Any]] | None = None
 
 
 def case(
@@ -658,6 +663,17 @@ CASES: dict[str, Case] = {
         ],
         [u("ls"), calls("tooluse_1"), t("tooluse_1"), calls("tooluse_2"), t("tooluse_2"), u("ok")],
     ),
+    "BR-4": replace(
+        case(
+            "bedrock",
+            BEDROCK_CLAUDE,
+            [s(), u("read"), calls("tooluse_1", name="read"), t("tooluse_1"), u("thanks")],
+            [(2, BR_TOOL_CONFIG)],
+            # the repair: the old tool turns as text (the request still declares no tools)
+            [s(), u("read"), a("[calls read({}) as tooluse_1]"), u("[result of tool tooluse_1]")],
+        ),
+        tools=[],
+    ),
     "BR-5": case(
         "bedrock",
         BEDROCK_CLAUDE,
@@ -1147,8 +1163,13 @@ CASES: dict[str, Case] = {
 # -- the tests ----------------------------------------------------------------------------------
 
 
-def _violations(messages: list[Message], provider: str, model: str | None) -> list[Any]:
-    found = validate(messages, provider=provider, model=model)
+def _violations(
+    messages: list[Message],
+    provider: str,
+    model: str | None,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[Any]:
+    found = validate(messages, provider=provider, model=model, tools=tools)
     assert all(v.provider == provider for v in found)
     return found
 
@@ -1174,7 +1195,7 @@ def _applies(rule_id: str, c: Case) -> bool:
 def test_rejected(rule_id: str) -> None:
     c = CASES[rule_id]
     assert _applies(rule_id, c), f"{rule_id} does not hold for {c.provider} {c.model}"
-    found = _violations(c.rejected, c.provider, c.model)
+    found = _violations(c.rejected, c.provider, c.model, c.tools)
     assert [(v.index, v.error) for v in found if v.rule == rule_id] == c.expected
     assert {v.rule for v in found} == {rule_id} | c.also
 
@@ -1183,7 +1204,7 @@ def test_rejected(rule_id: str) -> None:
 def test_accepted(rule_id: str) -> None:
     c = CASES[rule_id]
     assert c.accepted != c.rejected
-    assert [str(v) for v in _violations(c.accepted, c.provider, c.model)] == []
+    assert [str(v) for v in _violations(c.accepted, c.provider, c.model, c.tools)] == []
 
 
 # -- both sides of each model boundary ----------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..inputs import check_messages
+from ..inputs import check_messages, check_tools
 from ..messages import Message
 from . import (
     anthropic,
@@ -104,13 +104,15 @@ CATALOG: dict[str, Provider] = {
 assert tuple(CATALOG) == PROVIDERS
 
 
-def resolve(provider: Any, model: Any = None, *, prefill: bool = False) -> tuple[Provider, Target]:
+def resolve(
+    provider: Any, model: Any = None, *, prefill: bool = False, has_tools: bool | None = None
+) -> tuple[Provider, Target]:
     from ..errors import ConfigError
 
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"model must be a string, got {type(model).__name__}")
     entry = CATALOG[check_provider(provider)]
-    return entry, Target(entry.name, model or "", prefill)
+    return entry, Target(entry.name, model or "", prefill, has_tools)
 
 
 def applicable_rules(provider: str, model: str | None = None) -> list[Rule]:
@@ -120,14 +122,26 @@ def applicable_rules(provider: str, model: str | None = None) -> list[Rule]:
 
 
 def validate(
-    messages: list[Message], *, provider: str = "openai", model: str | None = None
+    messages: list[Message],
+    *,
+    provider: str = "openai",
+    model: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[Violation]:
     """Every rule of ``provider`` (for ``model``) that ``messages`` breaks, in rule order.
 
+    ``tools`` are the request's tool definitions: ``[]`` for a request that declares
+    none. Left out (None), the rules that depend on them are not checked (Bedrock's
+    BR-4: a history with tool use needs a ``toolConfig``), since validate() cannot tell
+    "no tools" from "not said".
+
     Raises InputError for input that is not a message list at all (the same
-    checks as govern()), ConfigError for an unknown provider.
+    checks as govern()) or tools that are not a list of objects, ConfigError for an
+    unknown provider.
     """
-    entry, target = resolve(provider, model)
+    checked = check_tools(tools)
+    has_tools = None if checked is None else bool(checked)
+    entry, target = resolve(provider, model, has_tools=has_tools)
     check_messages(messages)
     return list(find_violations(entry.rules, messages, target))
 

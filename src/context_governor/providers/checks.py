@@ -364,6 +364,15 @@ def any_system(messages: list[Message]) -> Iterator[Finding]:
             yield i, {}
 
 
+def first_tool_block(messages: list[Message]) -> Iterator[Finding]:
+    """The first tool call or tool result: what a converter turns into a toolUse or
+    toolResult block (an empty ``tool_calls`` makes no block)."""
+    for i, m in enumerate(messages):
+        if m.get("role") == "tool" or (m.get("role") == "assistant" and has_tool_calls(m)):
+            yield i, {"role": m.get("role")}
+            return
+
+
 def tool_messages_present(messages: list[Message]) -> Iterator[Finding]:
     for i, m in enumerate(messages):
         if m.get("role") == "tool" or (m.get("role") == "assistant" and has_tool_calls(m)):

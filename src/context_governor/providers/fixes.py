@@ -101,7 +101,9 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
 
 
 def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
-    """Turn tool calls and results into plain text, for chat templates without tool support."""
+    """Turn tool calls and results into plain text, for chat templates without tool support
+    and for Bedrock requests without tools (a toolUse or toolResult block needs a
+    toolConfig, BR-4; govern() returns messages, not the request's tool declarations)."""
     policy, target = _policy(ctx), ctx.target
     if target is None or not policy.flatten_tools(target):
         return messages
@@ -117,14 +119,14 @@ def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
             ]
             content = merge_contents(message.get("content"), "\n".join(lines))
             new = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": content}
-            edit.replace(index, new, "tool calls written as text (the template has no tool role)")
+            edit.replace(index, new, f"tool calls written as text ({policy.flatten_why})")
         elif role == "tool":
             head = f"[result of {message.get('name') or 'tool'} {message.get('tool_call_id')}]"
             new = {"role": "user", "content": merge_contents(head, message.get("content"))}
             edit.replace(
                 index,
                 new,
-                "tool result written as a user message",
+                f"tool result written as a user message ({policy.flatten_why})",
                 tool_call_id=message.get("tool_call_id"),
             )
     return edit.result()

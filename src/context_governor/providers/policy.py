@@ -44,6 +44,8 @@ class Policy:
     max_cache_control: int | None = None
     #: tool calls and results are rewritten as plain text (templates without tool support)
     flatten_tools: Callable[[Target], bool] = never
+    #: why they are (the report's words)
+    flatten_why: str = "the template has no tool role"
     #: content must be a string: text parts are joined (templates that concatenate content)
     text_only_content: bool = False
     #: one tool call per assistant message (Llama 3.x templates)

@@ -29,6 +29,9 @@ class Target:
     model: str = ""
     #: The caller wants a trailing assistant message kept as prefill where the model allows it.
     prefill: bool = False
+    #: The request declares tools (True), declares none (False), or nobody said (None):
+    #: Bedrock rejects tool blocks in the history of a request without tools.
+    has_tools: bool | None = None
 
     @property
     def lowered(self) -> str:
