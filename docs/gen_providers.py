@@ -51,6 +51,7 @@ SAMPLE_MODELS: dict[str, tuple[str, ...]] = {
         "Qwen/Qwen2.5-7B-Instruct",
         "Qwen/Qwen3.5-27B",
         "HuggingFaceH4/zephyr-7b-beta",
+        "mistralai/Devstral-Small-2507",
     ),
 }
 

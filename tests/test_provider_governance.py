@@ -50,6 +50,7 @@ TARGETS = [
     ("vllm", "Qwen/Qwen2.5-7B-Instruct", False),
     ("vllm", "Qwen/Qwen3.5-27B", False),
     ("vllm", "some-org/unknown-chatml-model", False),
+    ("vllm", "mistralai/Devstral-Small-2507", False),  # the Mistral tokenizer
 ]
 IDS = [f"{p}:{m}{':prefill' if f else ''}" for p, m, f in TARGETS]
 

@@ -94,7 +94,7 @@ CATALOG: dict[str, Provider] = {
         ),
         Provider(
             "vllm",
-            "vLLM / TGI (Hugging Face chat templates)",
+            "vLLM / TGI (Hugging Face chat templates, or the Mistral tokenizer)",
             local.VLLM_RULES,
             local.NOT_CHECKED,
             local.vllm_policy,

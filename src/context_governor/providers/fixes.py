@@ -357,7 +357,8 @@ def _blank(content: Any) -> bool:
 
 
 def _joined_text(content: list[Any]) -> str:
-    """A part list as one string, for templates that concatenate ``content``: text parts
+    """A part list as one string, for templates that concatenate ``content`` (and roles or
+    part types the Mistral tokenizer refuses): text parts
     joined by newlines, and a marker where a part that cannot be text was."""
     pieces = []
     for part in content:
@@ -365,8 +366,18 @@ def _joined_text(content: list[Any]) -> str:
             pieces.append(str(part.get("text") or ""))
         else:
             kind = part.get("type", "part") if isinstance(part, dict) else "part"
-            pieces.append(f"[{kind} omitted: the chat template renders text only]")
+            pieces.append(f"[{kind} omitted: only text can be sent here]")
     return "\n".join(pieces)
+
+
+def _text_only(policy: Policy, role: Any, content: list[Any]) -> bool:
+    """Whether a part list must be sent as one string (see Policy.text_only_*)."""
+    if policy.text_only_content or role in policy.text_only_roles:
+        return True
+    kinds = policy.part_types
+    return kinds is not None and any(
+        isinstance(p, dict) and p.get("type") not in kinds for p in content
+    )
 
 
 def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
@@ -384,7 +395,7 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
         elif policy.empty == "template":
             if content is None:
                 new_content = ""
-            elif isinstance(content, list) and policy.text_only_content:
+            elif isinstance(content, list) and _text_only(policy, message.get("role"), content):
                 new_content = _joined_text(content)
         elif policy.empty == "required":
             # One step to the fixed point: null becomes "" and a blank "" then takes the
