@@ -10,6 +10,7 @@ at all, which is what ``validate()`` sees without ``--model``).
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -75,7 +76,33 @@ Some rules hold for some models only: the *models* column says which of the
 sample models a rule is checked for; `(no model)` is what happens when no model
 is named.
 Run `context-governor lint --list-rules --provider P --model M` to see the rules
-for one model.
+for one model (`--json` adds each rule's sources).
+
+The *sources* column gives, for each rule, public pages where the provider was seen
+rejecting that shape: mostly issue reports that quote the error (evidence of what the
+API returned then, not documentation), some providers' docs, and the code that does the
+checking where it is open (chat templates, mistral_common, vLLM).
+
+Two repairs needed a choice:
+
+- **Bedrock without tools (BR-4).** A history with tool calls or results needs the
+  request's `toolConfig`. `govern()` returns messages, not the request's tool
+  declarations, so it writes the old tool turns as text (`[calls name(args) as id]`,
+  `[result of name id]`), each change reported. Declaring a placeholder tool instead
+  would be the caller's to add, and it is a tool the model may then call.
+- **vLLM with the Mistral tokenizer (`MT-*`).** Devstral, Magistral, Mistral Small 3
+  and later releases are served with `--tokenizer-mode mistral`: no chat template,
+  but vLLM's own checks and mistral_common's validator. The tokenizer version changes a
+  few rules and cannot be told from the model name, so the strictest one is checked
+  (9-character ids, id-based pairing, no reasoning_content).
+
+Governing governed output changes nothing (a property test holds every provider and
+model family to it). Two repairs were ordered for that: tool-call ids are rewritten
+before parallel calls are split (the split pairs calls with results by id, which needs
+unique ids), and a null content that must become text becomes its final text in one
+step (`null` -> `"(empty)"`, not `""` first). An assistant message resent as the user
+message (when nothing else is left) sheds its assistant-only keys (`tool_calls`,
+`prefix`, `partial`).
 """
 
 
@@ -94,6 +121,29 @@ def _models(provider: Provider, rule: Rule) -> str:
     return ", ".join(f"`{m}`" if m != NO_MODEL else m for m in checked) or "none of the samples"
 
 
+def _label(url: str) -> str:
+    """A short name for a source link: owner/repo#123, owner/repo: file, or the site."""
+    match = re.match(r"https://github\.com/([^/]+/[^/]+)/(issues|pull)/(\d+)", url)
+    if match:
+        return f"{match.group(1)}#{match.group(3)}"
+    match = re.match(r"https://github\.com/([^/]+/[^/]+)/blob/[^/]+/(?:.*/)?([^/]+)$", url)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    match = re.match(r"https://github\.com/([^/]+/[^/]+)/commit/(\w+)", url)
+    if match:
+        return f"{match.group(1)}@{match.group(2)[:9]}"
+    match = re.match(r"https://huggingface\.co/(.+)$", url)
+    if match:
+        return f"{match.group(1)} (chat template)"
+    return re.sub(r"^https://", "", url)
+
+
+def _sources(rule: Rule) -> str:
+    if not rule.source:
+        raise SystemExit(f"{rule.id} has no source: add it to providers/sources.py")
+    return ", ".join(f"[{_label(url)}]({url})" for url in rule.source)
+
+
 def _section(provider: Provider) -> list[str]:
     lines = [
         f"## {provider.title} (`{provider.name}`)",
@@ -106,13 +156,14 @@ def _section(provider: Provider) -> list[str]:
         lines += [f"Sample models: {samples}.", ""]
     if provider.rules:
         lines += [
-            "| rule | rejects | models | provider error | fix |",
-            "| --- | --- | --- | --- | --- |",
+            "| rule | rejects | models | provider error | fix | sources |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         for rule in provider.rules:
             error = rule.error if rule.verbatim else f"*paraphrased:* {rule.error}"
             cells = (rule.id, rule.summary, _models(provider, rule), error, rule.hint)
-            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            row = [*(_cell(c) for c in cells), _sources(rule)]
+            lines.append("| " + " | ".join(row) + " |")
     else:
         lines.append("No rule is checked.")
     if provider.not_checked:

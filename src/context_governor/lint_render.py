@@ -144,7 +144,13 @@ def rules_json(provider: str, model: str | None) -> dict[str, Any]:
         "title": entry.title,
         "model": target.model or None,
         "rules": [
-            {"id": r.id, "summary": r.summary, "verbatim_error": r.verbatim} for r in applied
+            {
+                "id": r.id,
+                "summary": r.summary,
+                "verbatim_error": r.verbatim,
+                "sources": list(r.source),
+            }
+            for r in applied
         ],
         "other_models": [{"id": r.id, "summary": r.summary} for r in others],
         "not_checked": [{"id": rid, "reason": why} for rid, why in entry.not_checked],

@@ -8,7 +8,7 @@ provider's own error text; each provider's Policy drives the repairs that
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..inputs import check_messages, check_tools
@@ -28,6 +28,7 @@ from . import (
 )
 from .policy import Policy
 from .rules import Rule, Violation, find_violations
+from .sources import SOURCES
 from .target import PROVIDERS, Target, check_provider
 
 
@@ -44,58 +45,79 @@ def _fixed(policy: Policy) -> Callable[[Target], Policy]:
     return lambda target: policy
 
 
+def _sourced(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """The rules with their public sources (providers/sources.py) attached."""
+    return tuple(replace(rule, source=SOURCES.get(rule.id, ())) for rule in rules)
+
+
 CATALOG: dict[str, Provider] = {
     p.name: p
     for p in (
         Provider(
             "openai",
             "OpenAI Chat Completions",
-            openai.RULES,
+            _sourced(openai.RULES),
             openai.NOT_CHECKED,
             _fixed(openai.POLICY),
         ),
         Provider(
             "anthropic",
             "Anthropic Messages",
-            anthropic.RULES,
+            _sourced(anthropic.RULES),
             anthropic.NOT_CHECKED,
             _fixed(anthropic.POLICY),
         ),
         Provider(
-            "gemini", "Google Gemini", gemini.RULES, gemini.NOT_CHECKED, _fixed(gemini.POLICY)
+            "gemini",
+            "Google Gemini",
+            _sourced(gemini.RULES),
+            gemini.NOT_CHECKED,
+            _fixed(gemini.POLICY),
         ),
         Provider(
             "bedrock",
             "AWS Bedrock Converse",
-            bedrock.RULES,
+            _sourced(bedrock.RULES),
             bedrock.NOT_CHECKED,
             _fixed(bedrock.POLICY),
         ),
-        Provider("mistral", "Mistral", mistral.RULES, mistral.NOT_CHECKED, _fixed(mistral.POLICY)),
         Provider(
-            "deepseek", "DeepSeek", deepseek.RULES, deepseek.NOT_CHECKED, deepseek.policy
+            "mistral",
+            "Mistral",
+            _sourced(mistral.RULES),
+            mistral.NOT_CHECKED,
+            _fixed(mistral.POLICY),
         ),
-        Provider("glm", "Zhipu GLM / Z.ai", glm.RULES, glm.NOT_CHECKED, _fixed(glm.POLICY)),
-        Provider("qwen", "Qwen (DashScope)", qwen.RULES, qwen.NOT_CHECKED, _fixed(qwen.POLICY)),
+        Provider(
+            "deepseek", "DeepSeek", _sourced(deepseek.RULES), deepseek.NOT_CHECKED, deepseek.policy
+        ),
+        Provider(
+            "glm", "Zhipu GLM / Z.ai", _sourced(glm.RULES), glm.NOT_CHECKED, _fixed(glm.POLICY)
+        ),
+        Provider(
+            "qwen", "Qwen (DashScope)", _sourced(qwen.RULES), qwen.NOT_CHECKED, _fixed(qwen.POLICY)
+        ),
         Provider(
             "moonshot",
             "Moonshot / Kimi",
-            moonshot.RULES,
+            _sourced(moonshot.RULES),
             moonshot.NOT_CHECKED,
             _fixed(moonshot.POLICY),
         ),
-        Provider("groq", "Groq / Cerebras", groq.RULES, groq.NOT_CHECKED, _fixed(groq.POLICY)),
+        Provider(
+            "groq", "Groq / Cerebras", _sourced(groq.RULES), groq.NOT_CHECKED, _fixed(groq.POLICY)
+        ),
         Provider(
             "ollama",
             "Ollama / llama.cpp",
-            local.OLLAMA_RULES,
+            _sourced(local.OLLAMA_RULES),
             local.OLLAMA_NOT_CHECKED,
             _fixed(local.OLLAMA_POLICY),
         ),
         Provider(
             "vllm",
             "vLLM / TGI (Hugging Face chat templates, or the Mistral tokenizer)",
-            local.VLLM_RULES,
+            _sourced(local.VLLM_RULES),
             local.NOT_CHECKED,
             local.vllm_policy,
         ),

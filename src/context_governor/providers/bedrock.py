@@ -1,4 +1,4 @@
-"""AWS Bedrock Converse (RULEBOOK §7).
+"""AWS Bedrock Converse.
 
 As for Anthropic, system messages leave the list (the request's ``system`` field): the
 pairing checks run without them, and the errors' ``messages.N`` count turns.

@@ -268,7 +268,7 @@ def consecutive_same_role(*, roles: tuple[str, ...] = ("user", "assistant")) -> 
 def turn_alternation(messages: list[Message]) -> Iterator[Finding]:
     """Strict user/assistant turns as converters build them (tool results are user turns);
     consecutive tool results form one turn, and so does user text right after them
-    (RULEBOOK §0: `user` right after `tool` is accepted, merged, by Gemini and Bedrock)."""
+    (`user` right after `tool` is accepted, merged, by Gemini and Bedrock)."""
     previous: str | None = None
     previous_role: Any = None
     for i, m in enumerate(messages):

@@ -1,5 +1,5 @@
 """Open-weight serving: Ollama and servers that render a Hugging Face chat template
-(vLLM, TGI, LM Studio) (RULEBOOK §8). A template's rules are its model family's."""
+(vLLM, TGI, LM Studio). A template's rules are its model family's."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _family(*families: str):  # type: ignore[no-untyped-def]
 
 
 def _qwen_needs_user_query(target: Target) -> bool:
-    """Qwen3.5 and 3.6 templates raise without a user query (RULEBOOK HF-2); Qwen2.5's and
+    """Qwen3.5 and 3.6 templates raise without a user query (HF-2); Qwen2.5's and
     Qwen3's (tests/chat_templates.py) render a list without one."""
     if template_family(target) != "qwen":
         return False
@@ -42,8 +42,8 @@ def _qwen_needs_user_query(target: Target) -> bool:
 STRICT = ("llama2", "mistral_v02", "gemma", "gemma3")
 #: The strict templates that raise ``ALTERNATE`` (Mistral v0.1/v0.2's raises its own texts).
 ALTERNATE_TEXT = ("llama2", "gemma", "gemma3")
-#: Templates that test ``messages[0]['role']`` first: Jinja raises on an empty list (RULEBOOK
-#: has no text; the one here is Jinja's, from the pinned templates in tests/chat_templates.py).
+#: Templates that test ``messages[0]['role']`` first: Jinja raises on an empty list (no server
+#: text was found; the one here is Jinja's, from the pinned templates in tests/chat_templates.py).
 INDEX_FIRST = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "gemma3", "qwen")
 #: Families that render a chat template (all but the Mistral tokenizer's).
 TEMPLATE_FAMILIES_ONLY = tuple(f for f in TEMPLATE_FAMILIES if f != "mistral_tokenizer")

@@ -35,8 +35,8 @@ class Rule:
     #: A condition on the request rather than the model (e.g. "declares no tools"): the
     #: rule holds for the model, but is checked only when the request meets it.
     when: Callable[[Target], bool] = always
-    #: Where the provider's behaviour is documented or was reported (a URL).
-    source: str = ""
+    #: Public pages where the provider's behaviour is documented or was reported (URLs).
+    source: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
