@@ -231,6 +231,9 @@ def vllm_policy(target: Target) -> Policy:
             _VLLM,
             # a system message after a tool result is rejected (MT-1)
             system="merge_front",
+            # the validator's pairing walk skips the first message: calls made there are
+            # unknown to it, and their results "unexpected" (MT-4)
+            user_before_tool_call_opening=True,
             id_style="mistral",
             names="pattern",
             reasoning=lambda target: "strip",
