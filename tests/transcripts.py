@@ -555,13 +555,12 @@ def _inject_quirks(rng: random.Random, msgs: list[Message]) -> None:
         if kind == 5 and m["role"] == "assistant":
             # all that is left of a history: its system prompt and an assistant message
             m["tool_calls"] = rng.choice(([], None, m.get("tool_calls")))
-            del msgs[: i + 1 if msgs[0]["role"] == "system" else 0]
-            msgs[1 if msgs and msgs[0]["role"] == "system" else 0 :] = [m]
+            msgs[:] = [*(msgs[:1] if msgs[0]["role"] == "system" else []), m]
             continue
-        if kind == 6 and m["role"] == "assistant" and m.get("tool_calls"):
+        calls = m.get("tool_calls")
+        if kind == 6 and m["role"] == "assistant" and calls and isinstance(calls[0], dict):
             # one call id used twice in one message (servers that count per message do)
-            calls = m["tool_calls"]
-            second = {**calls[-1], "id": calls[0].get("id") if isinstance(calls[0], dict) else 0}
+            second = {**calls[0], "function": {"name": "pwd", "arguments": "{}"}}
             m["tool_calls"] = [*calls, second]
             result = {"role": "tool", "tool_call_id": second["id"], "content": "done"}
             msgs.insert(i + 1, result)
