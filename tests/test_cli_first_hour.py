@@ -259,9 +259,6 @@ def test_the_wheel_ships_py_typed(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- item 12
 
-#: Generated from providers/*.py, whose citations are being restated on another branch
-#: (issue 10, item 12): drop this exclusion once that branch is merged.
-GENERATED_ELSEWHERE = {"providers.md"}
 FORBIDDEN = re.compile(r"\.\./shared|RULEBOOK|SEED-SPEC|/work/")
 
 
@@ -275,7 +272,6 @@ def _help_texts() -> dict[str, str]:
 def test_docs_and_help_stand_alone() -> None:
     """Nothing a user reads points at files only the project's authors have."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    pages = [p for p in pages if p.name not in GENERATED_ELSEWHERE]
     found = {str(p.relative_to(ROOT)): FORBIDDEN.findall(p.read_text()) for p in pages}
     found |= {f"{k} --help": FORBIDDEN.findall(v) for k, v in _help_texts().items()}
     assert {k: v for k, v in found.items() if v} == {}

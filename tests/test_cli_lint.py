@@ -400,3 +400,33 @@ def test_doc_models_column_comes_from_the_rules() -> None:
     assert gen._models(CATALOG["anthropic"], rules["AN-1"]) == "all"
     assert gen._models(CATALOG["anthropic"], rules["AN-6"]) == "`claude-opus-4-6`, (no model)"
     assert gen._models(CATALOG["anthropic"], rules["AN-4"]) == "`claude-3-opus-20240229`"
+
+
+# --- the request's tools (Bedrock's toolConfig, BR-4) ------------------------------------
+
+
+LS_TOOL = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]
+
+
+def test_a_body_without_tools_declares_none(tmp_path: Path) -> None:
+    """A request body is the whole request: no 'tools' means no toolConfig (BR-4)."""
+    result = _lint(["-", "--provider", "bedrock"], json.dumps({"messages": CLEAN}))
+    assert result.exit_code == 1
+    assert "BR-4" in result.output
+    with_tools = {"messages": CLEAN, "tools": LS_TOOL}
+    assert _lint(["-", "--provider", "bedrock"], json.dumps(with_tools)).exit_code == 0
+
+
+def test_tools_flag_for_a_bare_list(tmp_path: Path) -> None:
+    """A bare list says nothing of the tools (not checked) until --tools FILE does."""
+    bare = json.dumps(CLEAN)
+    assert _lint(["-", "--provider", "bedrock"], bare).exit_code == 0
+    none, some, bad = tmp_path / "none.json", tmp_path / "some.json", tmp_path / "bad.json"
+    none.write_text("[]")
+    some.write_text(json.dumps(LS_TOOL))
+    bad.write_text("{not json")
+    result = _lint(["-", "--provider", "bedrock", "--tools", str(none)], bare)
+    assert result.exit_code == 1 and "BR-4" in result.output
+    assert _lint(["-", "--provider", "bedrock", "--tools", str(some)], bare).exit_code == 0
+    result = _lint(["-", "--provider", "bedrock", "--tools", str(bad)], bare)
+    assert result.exit_code == 2 and "not valid JSON" in result.output

@@ -53,6 +53,7 @@ MODELS: dict[str, tuple[str | None, ...]] = {
         "Qwen/Qwen2.5-7B-Instruct",
         "Qwen/Qwen3.5-27B",
         "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+        "mistralai/Devstral-Small-2507",
     ),
 }
 

@@ -535,6 +535,62 @@ def random_case(rng: random.Random) -> dict[str, Any]:
     return case
 
 
-def cases() -> st.SearchStrategy[dict[str, Any]]:
-    """Hypothesis strategy over generated cases (shrinks toward small seeds)."""
-    return st.integers(0, 2**32 - 1).map(lambda seed: random_case(random.Random(seed)))
+#: Blank contents that providers treat differently: none, empty, whitespace, empty parts.
+_BLANKS: tuple[Any, ...] = (
+    "", " ", "\n\t", None, [], [{"type": "text", "text": ""}], [{"type": "text", "text": "  "}],
+)
+
+
+def _inject_quirks(rng: random.Random, msgs: list[Message]) -> None:
+    """Shapes that are legal JSON but odd, in place: blank contents on any role, an empty
+    or null ``tool_calls`` on any role, list contents, parallel calls answered in any order.
+    These are the inputs on which a repair that creates what an earlier stage repairs shows
+    up: governing the output changes it again."""
+    for _ in range(rng.randint(1, 4)):
+        if not msgs:
+            return
+        i = rng.randrange(len(msgs))
+        m = dict(msgs[i])
+        kind = rng.randrange(7)
+        if kind == 5 and m["role"] == "assistant":
+            # all that is left of a history: its system prompt and an assistant message
+            m["tool_calls"] = rng.choice(([], None, m.get("tool_calls")))
+            msgs[:] = [*(msgs[:1] if msgs[0]["role"] == "system" else []), m]
+            continue
+        calls = m.get("tool_calls")
+        if kind == 6 and m["role"] == "assistant" and calls and isinstance(calls[0], dict):
+            # one call id used twice in one message (servers that count per message do)
+            second = {**calls[0], "function": {"name": "pwd", "arguments": "{}"}}
+            m["tool_calls"] = [*calls, second]
+            result = {"role": "tool", "tool_call_id": second["id"], "content": "done"}
+            msgs.insert(i + 1, result)
+        elif kind == 0 and not (m["role"] == "tool" and rng.random() < 0.5):
+            m["content"] = rng.choice(_BLANKS)
+        elif kind == 1:
+            m["tool_calls"] = rng.choice(([], [], None))
+        elif kind == 2 and isinstance(m.get("content"), str) and m["content"]:
+            m["content"] = [{"type": "text", "text": m["content"]}]
+        elif kind == 3 and m["role"] == "assistant" and m.get("tool_calls"):
+            m["content"] = rng.choice((*_BLANKS, "Let me check."))
+        elif kind == 4:
+            blank = {"role": rng.choice(("user", "assistant")), "content": rng.choice(_BLANKS)}
+            msgs.insert(rng.randint(0, len(msgs)), blank)
+            continue
+        msgs[i] = m
+
+
+def quirky_case(rng: random.Random) -> dict[str, Any]:
+    """random_case with odd-but-valid shapes injected (_inject_quirks); no snipping."""
+    case = random_case(rng)
+    messages = [dict(m) for m in case["messages"]]
+    _inject_quirks(rng, messages)
+    return {**case, "messages": messages}
+
+
+def cases(*, quirks: bool = False) -> st.SearchStrategy[dict[str, Any]]:
+    """Hypothesis strategy over generated cases (shrinks toward small seeds).
+
+    ``quirks=True`` adds the odd shapes of ``_inject_quirks`` to every case; the nanobot
+    differential test keeps the plain distribution (the seed does not repair these)."""
+    make = quirky_case if quirks else random_case
+    return st.integers(0, 2**32 - 1).map(lambda seed: make(random.Random(seed)))

@@ -14,6 +14,7 @@ says.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -107,6 +108,18 @@ def _read_input(path: str) -> list[Body]:
     except ContextGovernorError as exc:
         _fail(str(exc))
         raise  # unreachable: _fail exits
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _read_tools(path: str) -> Any:
+    """The JSON in FILE for ``--tools`` (validate() checks that it is a list of objects)."""
+    stream = _open_input(path)
+    try:
+        return json.loads(stream.read().decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        _fail(f"--tools {path}: not valid JSON ({exc})")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -305,13 +318,26 @@ Examples:
 @click.option("--model", default=None, help="Model name; default: each body's 'model'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON.")
 @click.option(
+    "--tools",
+    "tools_file",
+    default=None,
+    metavar="FILE",
+    help="JSON list of the request's tool definitions; default: each body's 'tools' (none "
+    "for a bare message list: the rules that depend on them are not checked).",
+)
+@click.option(
     "--list-rules",
     is_flag=True,
     help="Print the rules checked for --profile/--model (and those not checked, with why); "
     "reads no input.",
 )
 def lint_command(
-    file: str, profile: str, model: str | None, as_json: bool, list_rules: bool
+    file: str,
+    profile: str,
+    model: str | None,
+    as_json: bool,
+    tools_file: str | None,
+    list_rules: bool,
 ) -> None:
     provider = profile
     # Imported here so that rich's import time is not paid by every govern call.
@@ -342,10 +368,11 @@ def lint_command(
             else:
                 click.echo("\n".join(rules_lines(listing)))
         return
+    tools = None if tools_file is None else _read_tools(tools_file)
     results = []
     for number, body in enumerate(_read_input(file), 1):
         try:
-            results.append(lint_body(body, number, provider, model))
+            results.append(lint_body(body, number, provider, model, tools))
         except ContextGovernorError as exc:
             _fail(f"{body.where}{exc}")
     failed = any(r.violations for r in results)

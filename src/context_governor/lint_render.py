@@ -34,8 +34,13 @@ class BodyLint:
     violations: tuple[Violation, ...]
 
 
-def lint_body(body: Body, number: int, provider: str, model: str | None) -> BodyLint:
-    """Validate one body; ``model`` (from --model) wins over the body's own ``model``.
+def lint_body(
+    body: Body, number: int, provider: str, model: str | None, tools: Any = None
+) -> BodyLint:
+    """Validate one body; ``model`` (from --model) wins over the body's own ``model``,
+    and ``tools`` (from --tools) over its ``tools``. A request body without ``tools``
+    declares none; a bare message list says nothing about them (rules that depend on
+    the tools, like Bedrock's toolConfig, are then not checked).
 
     Raises the library's InputError/ConfigError unchanged, so the CLI prints the
     same one-line errors as ``govern`` does.
@@ -43,8 +48,12 @@ def lint_body(body: Body, number: int, provider: str, model: str | None) -> Body
     chosen = model if model is not None else body.data.get("model")
     if chosen is not None and not isinstance(chosen, str):
         raise InputError("model", f"expected a string, got {type(chosen).__name__}")
+    if tools is None and not body.bare:
+        tools = body.data.get("tools") or []
     _, target = resolve(provider, chosen)
-    violations = validate(body.data["messages"], provider=provider, model=target.model or None)
+    violations = validate(
+        body.data["messages"], provider=provider, model=target.model or None, tools=tools
+    )
     checked = len(applicable_rules(provider, target.model or None))
     return BodyLint(number, body.line, provider, target.model, checked, tuple(violations))
 
@@ -175,7 +184,13 @@ def rules_json(provider: str, model: str | None) -> dict[str, Any]:
         "title": entry.title,
         "model": target.model or None,
         "rules": [
-            {"id": r.id, "summary": r.summary, "verbatim_error": r.verbatim} for r in applied
+            {
+                "id": r.id,
+                "summary": r.summary,
+                "verbatim_error": r.verbatim,
+                "sources": list(r.source),
+            }
+            for r in applied
         ],
         "other_models": [{"id": r.id, "summary": r.summary} for r in others],
         "not_checked": [{"id": rid, "reason": why} for rid, why in entry.not_checked],

@@ -264,7 +264,9 @@ def resolve_settings(
     cap = _check_cap(max_tool_result_chars)
     compaction_policy = get_policy(compaction)
     budget = None if window is None else window - out_tokens - SAFETY_BUFFER
-    entry, target = resolve(prof.provider or "openai", model, prefill=prefill)
+    # govern() is given the request's tools: None is a request that declares none.
+    has_tools = bool(checked_tools)
+    entry, target = resolve(prof.provider or "openai", model, prefill=prefill, has_tools=has_tools)
     return Settings(
         profile=prof,
         tools=checked_tools,

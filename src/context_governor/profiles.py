@@ -104,12 +104,14 @@ _PROVIDER_STAGES: tuple[Stage, ...] = (
     enforce_alternation,
     fixes.opening,
     fixes.bridge_user_after_tool,
+    # before the split: it pairs each call with its result by id, which needs unique ids
+    # (with a repeated id it would leave the message whole and split it on a second pass)
+    fixes.rekey_ids,
     fixes.split_parallel_calls,
     fixes.names,
     fixes.reasoning,
     fixes.allowed_keys,
     fixes.empty_content,
-    fixes.rekey_ids,
     fixes.thought_signatures,
     fixes.cache_control,
     fixes.prefill,

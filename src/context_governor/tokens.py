@@ -160,7 +160,7 @@ def _dumps(value: Any) -> str:
 
 
 def seed_message_payload(message: Message) -> str:
-    """The text the seed counts for one message (SEED-SPEC, token counter of the seed)."""
+    """The text the seed counts for one message (docs/pipeline.md, the seed's token counter)."""
     content = message.get("content")
     parts: list[str] = []
     if isinstance(content, str):

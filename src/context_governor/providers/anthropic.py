@@ -1,4 +1,4 @@
-"""Anthropic Messages API, as reached from OpenAI-format messages (RULEBOOK §2).
+"""Anthropic Messages API, as reached from OpenAI-format messages.
 
 System messages become the top-level ``system``; tool results become ``tool_result``
 blocks of a user turn; tool calls become ``tool_use`` blocks. Hence the pairing checks
@@ -132,7 +132,7 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ("AN-9", "thinking blocks and signatures do not exist in OpenAI-format messages"),
     (
         "AN-empty",
-        "an empty message list: RULEBOOK.md gives no Anthropic error text for it, so it is not "
+        "an empty message list: no published Anthropic error text for it was found, so it is not "
         "flagged; send at least one message",
     ),
 )

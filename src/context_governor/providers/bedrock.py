@@ -1,4 +1,4 @@
-"""AWS Bedrock Converse (RULEBOOK §7).
+"""AWS Bedrock Converse.
 
 As for Anthropic, system messages leave the list (the request's ``system`` field): the
 pairing checks run without them, and the errors' ``messages.N`` count turns.
@@ -10,6 +10,11 @@ from . import checks
 from .policy import Policy
 from .rules import Rule
 from .target import Target, claude_accepts_prefill
+
+
+def _no_tools(target: Target) -> bool:
+    """The request declares no tools (unknown: not checked, see validate())."""
+    return target.has_tools is False
 
 
 def _trailing_rejected(target: Target) -> bool:
@@ -66,6 +71,14 @@ RULES: tuple[Rule, ...] = (
         verbatim=False,
     ),
     Rule(
+        "BR-4",
+        "a history with tool calls or results needs the request's tools (toolConfig)",
+        "The toolConfig field must be defined when using toolUse and toolResult content blocks.",
+        "send the tool definitions, or write the old tool turns as text (govern does)",
+        checks.first_tool_block,
+        when=_no_tools,
+    ),
+    Rule(
         "BR-5",
         "no empty content and no blank text",
         "The text field in the ContentBlock object at messages.{turn}.content.0 is blank. Add "
@@ -101,11 +114,6 @@ RULES: tuple[Rule, ...] = (
 )
 
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
-    (
-        "BR-4",
-        "toolConfig is a request field, not part of the message list; send the tool "
-        "definitions whenever the history has tool calls",
-    ),
     ("BR-6b", "toolResult JSON must be an object: depends on how the adapter wraps results"),
 )
 
@@ -121,4 +129,10 @@ POLICY = Policy(
     prefill=claude_accepts_prefill,
     rstrip_prefill=True,
     max_cache_control=4,
+    # BR-4 without tools: the tool turns become text. The other way out, a placeholder
+    # tool declaration (Nanobot's no-op tool), is not ours to add: govern() returns the
+    # messages, the request's tools are the caller's, and a made-up tool is one the
+    # model may call.
+    flatten_tools=_no_tools,
+    flatten_why="the request declares no tools, and Bedrock wants a toolConfig for tool blocks",
 )

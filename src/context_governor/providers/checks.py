@@ -268,7 +268,7 @@ def consecutive_same_role(*, roles: tuple[str, ...] = ("user", "assistant")) -> 
 def turn_alternation(messages: list[Message]) -> Iterator[Finding]:
     """Strict user/assistant turns as converters build them (tool results are user turns);
     consecutive tool results form one turn, and so does user text right after them
-    (RULEBOOK §0: `user` right after `tool` is accepted, merged, by Gemini and Bedrock)."""
+    (`user` right after `tool` is accepted, merged, by Gemini and Bedrock)."""
     previous: str | None = None
     previous_role: Any = None
     for i, m in enumerate(messages):
@@ -362,6 +362,15 @@ def any_system(messages: list[Message]) -> Iterator[Finding]:
     for i, m in enumerate(messages):
         if m.get("role") == "system":
             yield i, {}
+
+
+def first_tool_block(messages: list[Message]) -> Iterator[Finding]:
+    """The first tool call or tool result: what a converter turns into a toolUse or
+    toolResult block (an empty ``tool_calls`` makes no block)."""
+    for i, m in enumerate(messages):
+        if m.get("role") == "tool" or (m.get("role") == "assistant" and has_tool_calls(m)):
+            yield i, {"role": m.get("role")}
+            return
 
 
 def tool_messages_present(messages: list[Message]) -> Iterator[Finding]:

@@ -1,4 +1,4 @@
-"""DeepSeek (RULEBOOK §5): OpenAI-style pairing, and thinking mode's reasoning_content."""
+"""DeepSeek: OpenAI-style pairing, and thinking mode's reasoning_content."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ("DS-5", "an empty tools array is a request field, not a message"),
     (
         "DS-empty",
-        "an empty message list: RULEBOOK.md gives no DeepSeek error text for it, so it is not "
+        "an empty message list: no published DeepSeek error text for it was found, so it is not "
         "flagged; send at least one message",
     ),
 )

@@ -101,7 +101,9 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
 
 
 def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
-    """Turn tool calls and results into plain text, for chat templates without tool support."""
+    """Turn tool calls and results into plain text, for chat templates without tool support
+    and for Bedrock requests without tools (a toolUse or toolResult block needs a
+    toolConfig, BR-4; govern() returns messages, not the request's tool declarations)."""
     policy, target = _policy(ctx), ctx.target
     if target is None or not policy.flatten_tools(target):
         return messages
@@ -117,14 +119,14 @@ def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
             ]
             content = merge_contents(message.get("content"), "\n".join(lines))
             new = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": content}
-            edit.replace(index, new, "tool calls written as text (the template has no tool role)")
+            edit.replace(index, new, f"tool calls written as text ({policy.flatten_why})")
         elif role == "tool":
             head = f"[result of {message.get('name') or 'tool'} {message.get('tool_call_id')}]"
             new = {"role": "user", "content": merge_contents(head, message.get("content"))}
             edit.replace(
                 index,
                 new,
-                "tool result written as a user message",
+                f"tool result written as a user message ({policy.flatten_why})",
                 tool_call_id=message.get("tool_call_id"),
             )
     return edit.result()
@@ -355,7 +357,8 @@ def _blank(content: Any) -> bool:
 
 
 def _joined_text(content: list[Any]) -> str:
-    """A part list as one string, for templates that concatenate ``content``: text parts
+    """A part list as one string, for templates that concatenate ``content`` (and roles or
+    part types the Mistral tokenizer refuses): text parts
     joined by newlines, and a marker where a part that cannot be text was."""
     pieces = []
     for part in content:
@@ -363,8 +366,18 @@ def _joined_text(content: list[Any]) -> str:
             pieces.append(str(part.get("text") or ""))
         else:
             kind = part.get("type", "part") if isinstance(part, dict) else "part"
-            pieces.append(f"[{kind} omitted: the chat template renders text only]")
+            pieces.append(f"[{kind} omitted: only text can be sent here]")
     return "\n".join(pieces)
+
+
+def _text_only(policy: Policy, role: Any, content: list[Any]) -> bool:
+    """Whether a part list must be sent as one string (see Policy.text_only_*)."""
+    if policy.text_only_content or role in policy.text_only_roles:
+        return True
+    kinds = policy.part_types
+    return kinds is not None and any(
+        isinstance(p, dict) and p.get("type") not in kinds for p in content
+    )
 
 
 def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
@@ -382,12 +395,15 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
         elif policy.empty == "template":
             if content is None:
                 new_content = ""
-            elif isinstance(content, list) and policy.text_only_content:
+            elif isinstance(content, list) and _text_only(policy, message.get("role"), content):
                 new_content = _joined_text(content)
         elif policy.empty == "required":
+            # One step to the fixed point: null becomes "" and a blank "" then takes the
+            # placeholder in the same pass (a second govern() would otherwise do it).
             if content is None:
                 new_content = ""
-            elif not calls and isinstance(content, str) and not content.strip() and index != last:
+            blank = isinstance(new_content, str) and not new_content.strip()
+            if blank and not calls and index != last:
                 new_content = EMPTY_PLACEHOLDER
         else:  # blocks: no blank text anywhere
             if isinstance(content, list):

@@ -1,4 +1,4 @@
-"""Google Gemini, native generateContent or its OpenAI-compatible endpoint (RULEBOOK §3)."""
+"""Google Gemini, native generateContent or its OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 

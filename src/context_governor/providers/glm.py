@@ -1,4 +1,4 @@
-"""Zhipu GLM / Z.ai (RULEBOOK §4): error 1214 covers every sequence problem."""
+"""Zhipu GLM / Z.ai: error 1214 covers every sequence problem."""
 
 from __future__ import annotations
 

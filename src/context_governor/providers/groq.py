@@ -1,4 +1,4 @@
-"""Groq (and Cerebras): a strict schema that rejects unknown message keys (RULEBOOK §11)."""
+"""Groq (and Cerebras): a strict schema that rejects unknown message keys."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ RULES: tuple[Rule, ...] = (
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
     (
         "GQ-empty",
-        "an empty message list: RULEBOOK.md gives no Groq/Cerebras error text for it, so it is "
+        "an empty message list: no published Groq/Cerebras error text for it was found, so it is "
         "not flagged; send at least one message",
     ),
 )

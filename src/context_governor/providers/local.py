@@ -1,15 +1,15 @@
 """Open-weight serving: Ollama and servers that render a Hugging Face chat template
-(vLLM, TGI, LM Studio) (RULEBOOK §8). A template's rules are its model family's."""
+(vLLM, TGI, LM Studio). A template's rules are its model family's."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
 
-from . import checks
+from . import checks, vllm_mistral
 from .policy import Policy
 from .rules import Rule
-from .target import Target, template_family
+from .target import TEMPLATE_FAMILIES, Target, template_family
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 #: Mistral's templates (v0.1/v0.2 and v0.3) spell the alternation error their own way.
@@ -31,7 +31,7 @@ def _family(*families: str):  # type: ignore[no-untyped-def]
 
 
 def _qwen_needs_user_query(target: Target) -> bool:
-    """Qwen3.5 and 3.6 templates raise without a user query (RULEBOOK HF-2); Qwen2.5's and
+    """Qwen3.5 and 3.6 templates raise without a user query (HF-2); Qwen2.5's and
     Qwen3's (tests/chat_templates.py) render a list without one."""
     if template_family(target) != "qwen":
         return False
@@ -42,9 +42,11 @@ def _qwen_needs_user_query(target: Target) -> bool:
 STRICT = ("llama2", "mistral_v02", "gemma", "gemma3")
 #: The strict templates that raise ``ALTERNATE`` (Mistral v0.1/v0.2's raises its own texts).
 ALTERNATE_TEXT = ("llama2", "gemma", "gemma3")
-#: Templates that test ``messages[0]['role']`` first: Jinja raises on an empty list (RULEBOOK
-#: has no text; the one here is Jinja's, from the pinned templates in tests/chat_templates.py).
+#: Templates that test ``messages[0]['role']`` first: Jinja raises on an empty list (no server
+#: text was found; the one here is Jinja's, from the pinned templates in tests/chat_templates.py).
 INDEX_FIRST = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "gemma3", "qwen")
+#: Families that render a chat template (all but the Mistral tokenizer's).
+TEMPLATE_FAMILIES_ONLY = tuple(f for f in TEMPLATE_FAMILIES if f != "mistral_tokenizer")
 #: Templates that concatenate ``content`` as a string (all but Gemma 3's, which iterates parts).
 TEXT_ONLY = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "qwen", "chatml")
 
@@ -130,6 +132,7 @@ VLLM_RULES: tuple[Rule, ...] = (
         "TypeError: can only concatenate str (not \"NoneType\") to str",
         "use an empty string",
         checks.null_content,
+        applies=_family(*TEMPLATE_FAMILIES_ONLY),
         verbatim=False,
     ),
     Rule(
@@ -148,7 +151,7 @@ VLLM_RULES: tuple[Rule, ...] = (
         "assistant. Consider using `continue_final_message` instead.",
         "drop it, or send continue_final_message=true, add_generation_prompt=false",
         checks.ends_with_assistant,
-        applies=_family("mistral", "mistral_v02"),
+        applies=_family("mistral", "mistral_v02", "mistral_tokenizer"),
     ),
     Rule(
         "HF-6",
@@ -166,6 +169,7 @@ VLLM_RULES: tuple[Rule, ...] = (
         checks.call_id_format(r"[a-zA-Z0-9]{9}"),
         applies=_family("mistral"),
     ),
+    *(replace(rule, applies=_family("mistral_tokenizer")) for rule in vllm_mistral.RULES),
 )
 
 OLLAMA_RULES: tuple[Rule, ...] = ()
@@ -179,6 +183,7 @@ OLLAMA_NOT_CHECKED: tuple[tuple[str, str], ...] = (
 )
 
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
+    *vllm_mistral.NOT_CHECKED,
     (
         "HF-1h",
         "Mistral v0.1/v0.2 templates render an assistant message's content and drop its "
@@ -188,8 +193,8 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     (
         "HF-8",
         "Llama 3.x with tools raises when nothing follows the system message: it depends "
-        "on the request's tools, which validate() does not see; govern always leaves a "
-        "user message for these templates",
+        "on the request's tools, and no rule checks it yet; govern always leaves a user "
+        "message for these templates",
     ),
 )
 
@@ -221,4 +226,20 @@ def vllm_policy(target: Target) -> Policy:
         )
     if family == "llama3":
         return replace(_VLLM, single_tool_call=True)
+    if family == "mistral_tokenizer":
+        return replace(
+            _VLLM,
+            # a system message after a tool result is rejected (MT-1)
+            system="merge_front",
+            # the validator's pairing walk skips the first message: calls made there are
+            # unknown to it, and their results "unexpected" (MT-4)
+            user_before_tool_call_opening=True,
+            id_style="mistral",
+            names="pattern",
+            reasoning=lambda target: "strip",
+            # user messages keep their images; other roles take text only (MT-9, MT-10)
+            text_only_content=False,
+            text_only_roles=frozenset({"system", "assistant", "tool"}),
+            part_types=frozenset(vllm_mistral.CHUNKS),
+        )
     return _VLLM

@@ -1,4 +1,4 @@
-"""Mistral la Plateforme, and vLLM with --tokenizer-mode mistral (RULEBOOK §6)."""
+"""Mistral la Plateforme (vLLM with the Mistral tokenizer: vllm_mistral.py)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ),
     (
         "MI-empty",
-        "an empty message list: RULEBOOK.md gives no Mistral error text for it, so it is not "
+        "an empty message list: no published Mistral error text for it was found, so it is not "
         "flagged; send at least one message",
     ),
 )

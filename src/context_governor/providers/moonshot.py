@@ -1,4 +1,4 @@
-"""Moonshot / Kimi (RULEBOOK §9)."""
+"""Moonshot / Kimi."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ("KM-3", "reasoning_effort with thinking is a request parameter, not a message"),
     (
         "KM-empty",
-        "an empty message list: RULEBOOK.md gives no Moonshot error text for it, so it is not "
+        "an empty message list: no published Moonshot error text for it was found, so it is not "
         "flagged; send at least one message",
     ),
 )

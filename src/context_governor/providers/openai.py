@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions (RULEBOOK §1) and the OpenAI-style pairing rules others reuse."""
+"""OpenAI Chat Completions and the OpenAI-style pairing rules others reuse."""
 
 from __future__ import annotations
 

@@ -44,7 +44,14 @@ class Policy:
     max_cache_control: int | None = None
     #: tool calls and results are rewritten as plain text (templates without tool support)
     flatten_tools: Callable[[Target], bool] = never
+    #: why they are (the report's words)
+    flatten_why: str = "the template has no tool role"
     #: content must be a string: text parts are joined (templates that concatenate content)
     text_only_content: bool = False
+    #: ...or only in messages of these roles
+    text_only_roles: frozenset[str] = frozenset()
+    #: the content part types the provider parses (None: any); a list with another type
+    #: is joined as text
+    part_types: frozenset[str] | None = None
     #: one tool call per assistant message (Llama 3.x templates)
     single_tool_call: bool = False

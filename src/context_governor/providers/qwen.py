@@ -1,4 +1,4 @@
-"""Qwen on DashScope, OpenAI-compatible mode (RULEBOOK §10)."""
+"""Qwen on DashScope, OpenAI-compatible mode."""
 
 from __future__ import annotations
 

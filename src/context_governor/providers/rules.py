@@ -32,6 +32,11 @@ class Rule:
     check: Check
     applies: Callable[[Target], bool] = always
     verbatim: bool = True
+    #: A condition on the request rather than the model (e.g. "declares no tools"): the
+    #: rule holds for the model, but is checked only when the request meets it.
+    when: Callable[[Target], bool] = always
+    #: Public pages where the provider's behaviour is documented or was reported (URLs).
+    source: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,7 @@ def find_violations(
     rules: Iterable[Rule], messages: list[Message], target: Target
 ) -> Iterator[Violation]:
     for rule in rules:
-        if not rule.applies(target):
+        if not (rule.applies(target) and rule.when(target)):
             continue
         for index, fields in rule.check(messages):
             text = rule.error.format_map(_Fields(fields, index=index, model=target.model))

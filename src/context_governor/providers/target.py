@@ -20,6 +20,7 @@ PROVIDERS = (
 #: Chat-template families of open-weight models served by vLLM/TGI/LM Studio.
 TEMPLATE_FAMILIES = (
     "llama2", "llama3", "mistral", "mistral_v02", "gemma", "gemma3", "qwen", "chatml",
+    "mistral_tokenizer",
 )  # fmt: skip
 
 
@@ -29,6 +30,9 @@ class Target:
     model: str = ""
     #: The caller wants a trailing assistant message kept as prefill where the model allows it.
     prefill: bool = False
+    #: The request declares tools (True), declares none (False), or nobody said (None):
+    #: Bedrock rejects tool blocks in the history of a request without tools.
+    has_tools: bool | None = None
 
     @property
     def lowered(self) -> str:
@@ -93,6 +97,27 @@ def qwen_thinking(target: Target) -> bool:
     return "thinking" in model or model.startswith(("qwq", "qvq"))
 
 
+#: Mistral's own model names: a major version, or a release date (YYMM) as the newer ones use.
+_MISTRAL_RELEASE = re.compile(
+    r"(?:mistral-(?:small|medium|large)|ministral)(?:-\d+b)?(?:-instruct)?-(\d+)(?:[.-](\d+))?"
+)
+
+
+def mistral_tokenizer_model(model: str) -> bool:
+    """Models vLLM serves with the Mistral tokenizer (``--tokenizer-mode mistral``, the mode
+    their model cards ask for): Devstral, Magistral, and Mistral Small 3 (2501) and later
+    releases, whose requests mistral_common validates instead of a chat template.
+
+    ``model`` is lowered and without its organisation (Target.lowered)."""
+    if "devstral" in model or "magistral" in model:
+        return True
+    for found in _MISTRAL_RELEASE.finditer(model):
+        number = int(found.group(1))
+        if 3 <= number < 100 or number >= 2501:  # a major version, or a YYMM date
+            return True
+    return False
+
+
 def template_family(target: Target) -> str:
     """The chat-template family a vLLM-served model renders with (chatml when unknown)."""
     model = target.lowered
@@ -100,6 +125,8 @@ def template_family(target: Target) -> str:
         return "llama2"
     if "llama-3" in model or "llama3" in model:
         return "llama3"
+    if mistral_tokenizer_model(model):
+        return "mistral_tokenizer"
     if "mistral" in model or "mixtral" in model:
         # v0.1/v0.2 templates have no tool support; v0.3 and later ones do, and so does
         # Mixtral-8x22B-Instruct-v0.1, which ships the v0.3 template.

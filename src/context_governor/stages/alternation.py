@@ -14,6 +14,8 @@ from .base import Context
 STAGE = "alternation"
 SYNTHETIC_USER = "(conversation continued)"
 _MERGEABLE = ("user", "assistant")
+#: Keys that only an assistant message may carry: tool calls and the prefill flags.
+_ASSISTANT_ONLY = ("tool_calls", "prefix", "partial")
 
 
 def _merge_seed(prev: Message, curr: Message) -> tuple[Message | None, str]:
@@ -100,13 +102,19 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
         and not any(m.get("role") in ("user", "tool") for m in out)
     ):
         recovered = {**popped, "role": "user"}
+        shed = [k for k in _ASSISTANT_ONLY if k in popped] if lossless else []
+        for key in shed:
+            # A user message cannot carry them (an empty tool_calls would be stripped by
+            # the input check of the next govern() call: not idempotent).
+            del recovered[key]
         out.append(recovered)
         # Booked as an insertion: the drop above already accounts for the assistant.
         ctx.record(
             STAGE,
             "insert",
             len(out) - 1,
-            "last dropped assistant message resent as user (nothing else is left)",
+            "last dropped assistant message resent as user (nothing else is left)"
+            + (f"; its {', '.join(shed)} left out" if shed else ""),
             tokens_saved=-ctx.tokens(recovered),
         )
     for index, message in enumerate(out):
