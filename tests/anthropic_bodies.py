@@ -258,7 +258,7 @@ def _mark(draw: st.DrawFn, body: dict[str, Any]) -> None:
     spots = [
         b
         for m in body["messages"]
-        if isinstance(m.get("content"), list)
+        if m["role"] in ("user", "assistant") and isinstance(m.get("content"), list)
         for b in m["content"]
         if b.get("type") == "text"
     ]

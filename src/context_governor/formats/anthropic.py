@@ -308,6 +308,9 @@ def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin 
         _same(a, b) for a, b in zip(window, group, strict=True)
     ):
         return None
+    follows = messages[at + len(group)] if at + len(group) < len(messages) else None
+    if group[-1].get("role") == "tool" and follows is not None and follows.get("role") == "tool":
+        return None  # a result was added to this turn: all results go in one message
     return origin
 
 

@@ -240,9 +240,10 @@ def repair_thinking(messages: list[Message], ctx: Context, *, mode: ThinkingMode
     """Make the thinking blocks legal where they are, the way the API's errors recommend.
 
     Earlier assistant turns whose thinking would be rejected (not first, or last)
-    lose their thinking blocks whole; with thinking off, so does an assistant
-    message in the final position (AN-9c). The latest assistant message's
-    thinking is otherwise never touched (AN-9e): when thinking is enabled and the
+    lose their thinking blocks whole; with thinking off, so do the latest turn's
+    (the API keeps none then) and an assistant message in the final position
+    (AN-9c). With thinking on, the latest assistant message's thinking is never
+    touched (AN-9e): when thinking is enabled and the
     turn a tool result continues does not start with thinking (AN-9a), thinking
     is disabled for the request instead (``ctx.scratch["disable_thinking"]``).
     """
@@ -253,17 +254,20 @@ def repair_thinking(messages: list[Message], ctx: Context, *, mode: ThinkingMode
         if message.get("role") != "assistant":
             continue
         final_when_off = mode == "off" and i == len(messages) - 1
-        if i == latest and not final_when_off:
+        # With thinking on, the latest assistant's thinking is sent exactly as returned;
+        # with it off, the API keeps no thinking of any turn, so none is protected.
+        protected = i == latest and mode != "off"
+        if protected:
             continue
         if not (final_when_off and any(_is_thinking(p) for p in _parts(message))) and not (
-            i != latest and _illegal_earlier(message)
+            _illegal_earlier(message)
         ):
             continue
         new = _without_thinking(message)
         why = (
             "thinking is disabled and the message is in the final position (AN-9c)"
             if final_when_off
-            else "they were not first, or last, in an earlier turn (AN-9b/AN-9d)"
+            else "they were not first, or last, in the message (AN-9b/AN-9d)"
         )
         at = i - dropped
         if new is None:

@@ -21,8 +21,9 @@ from ..messages import Message
 from ..pipeline import resolve_settings, run
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile
-from ..providers import resolve
+from ..providers import Provider, resolve
 from ..providers.rules import Violation, find_violations
+from ..providers.target import Target
 from ..report import Report
 from ..tokens import TokenCounter
 from . import anthropic as an
@@ -176,15 +177,15 @@ def _govern_anthropic(
         )
     out = an.encode(result.messages, decoded, updates)
     report = result.report
-    target = replace(settings.target)
-    native_found = rules.native_violations(out, target)
-    chat_found = [v for v in report.violations if v.get("rule") != "AN-10"]
-    report.notes = [n for n in report.notes if not n.startswith("rule not met: AN-10 ")]
-    report.violations = chat_found + [asdict(v) for v in native_found]
+    # The report judges what is sent: the output body, decoded again (positions are
+    # the output body's messages).
+    found = _validate_anthropic(out, settings.provider, settings.target)
+    report.violations = [asdict(v) for v in found]
+    report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
     report.notes += [
         f"rule not met: {v.rule} at {'request' if v.index < 0 else f'message {v.index}'} of the "
         f"output body: {v.error}"
-        for v in native_found
+        for v in found
     ]
     report.messages_before = len(native)
     report.messages_after = len(out["messages"])
@@ -248,9 +249,13 @@ def validate_request(
         messages, _, body_model, _ = _chat_settings(body)
         entry, target = resolve(name, model or body_model)
         return list(find_violations(entry.rules, messages, target))
+    entry, target = resolve(name, model or (body.get("model") if isinstance(body, dict) else None))
+    return _validate_anthropic(body, entry, target)
+
+
+def _validate_anthropic(body: Any, entry: Provider, target: Target) -> list[Violation]:
     decoded = an.decode(body)
     check_messages(decoded.messages)
-    entry, target = resolve(name, model or decoded.model)
     found = [
         replace(v, index=decoded.native_index(decoded.messages[v.index]) if v.index >= 0 else -1)
         for v in find_violations(entry.rules, decoded.messages, target)
