@@ -210,9 +210,16 @@ def wild_bodies(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def sessions(
-    draw: st.DrawFn, *, thinking: bool, min_turns: int = 1, max_turns: int = 8, big: bool = True
+    draw: st.DrawFn,
+    *,
+    thinking: bool,
+    min_turns: int = 1,
+    max_turns: int = 8,
+    big: bool = True,
+    opaque: bool = True,
 ) -> dict[str, Any]:
-    """A legal agent session: user, then assistant turns that call tools and get results."""
+    """A legal agent session: user, then assistant turns that call tools and get results.
+    ``opaque=False``: no message-level unknown fields or unknown-role messages."""
     counter = iter(range(10_000))
     messages: list[dict[str, Any]] = [
         {
@@ -231,12 +238,13 @@ def sessions(
         blocks += [draw(tool_use(i)) for i in ids]
         if not any(b["type"] not in ("thinking", "redacted_thinking") for b in blocks):
             blocks.append(draw(text_block))
-        messages.append({"role": "assistant", "content": blocks, **draw(extra_fields)})
+        extra = draw(extra_fields) if opaque else {}
+        messages.append({"role": "assistant", "content": blocks, **extra})
         reply: list[dict[str, Any]] = [draw(tool_result(i, big)) for i in ids]
         if not ids or draw(st.booleans()):
             reply += draw(st.lists(user_blocks, min_size=1, max_size=2))
         messages.append({"role": "user", "content": reply})
-        if draw(st.integers(0, 6)) == 0:
+        if opaque and draw(st.integers(0, 6)) == 0:
             messages.append({"role": "future_role", "content": draw(json_values)})
     if not thinking and draw(st.integers(0, 3)) == 0:  # a prefill
         messages.append({"role": "assistant", "content": [draw(text_block)]})

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
 
-from context_governor import InputError, govern_request, validate_request
+from context_governor import InputError, govern, govern_request, validate_request
 from context_governor.formats import anthropic as an
 from context_governor.formats.anthropic_rules import breakpoints
 
@@ -447,3 +447,38 @@ def test_openai_bodies_go_through_the_same_entry_point() -> None:
     result = govern_request(broken, api="openai")
     assert result.body["messages"] == body["messages"] and result.body["temperature"] == 0.2
     assert validate_request(result.body, api="openai") == []
+
+
+# -- differential: the native path decides what govern() decides -----------------------------
+
+
+@GOVERN_SETTINGS
+@given(
+    sessions(thinking=False, min_turns=3, max_turns=12, opaque=False),
+    st.sampled_from([3000, 8000]),
+)
+def test_native_bodies_are_governed_like_the_same_chat_messages(
+    body: dict[str, Any], window: int
+) -> None:
+    """One pipeline: govern_request on a Messages body makes the decisions govern() makes
+    on its chat view (when nothing opaque adds to the count)."""
+    decoded = an.decode(body)
+    assert not decoded.extra and not any(m[an.CARRY].extra for m in decoded.messages[1:])
+    chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
+    native = govern_request(body, context_window=window)
+    plain = govern(
+        chat,
+        tools=body["tools"],
+        profile="anthropic",
+        model=body["model"],
+        context_window=window,
+        max_output=body["max_tokens"],
+        prefill=body["messages"][-1]["role"] == "assistant",
+    )
+    assert [(a.stage, a.kind, a.index) for a in native.report.actions] == [
+        (a.stage, a.kind, a.index) for a in plain.report.actions
+    ]
+    assert native.report.tokens_after == plain.report.tokens_after
+    assert [
+        {k: v for k, v in m.items() if k != an.CARRY} for m in native.messages
+    ] == plain.messages
