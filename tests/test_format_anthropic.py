@@ -482,3 +482,16 @@ def test_native_bodies_are_governed_like_the_same_chat_messages(
     assert [
         {k: v for k, v in m.items() if k != an.CARRY} for m in native.messages
     ] == plain.messages
+
+
+def test_a_prefill_of_text_blocks_loses_its_trailing_whitespace() -> None:
+    """AN-6b holds for block content too (found by the round-trip property: the fix only
+    stripped string content, so a Messages prefill went out broken)."""
+    prefill = [{"type": "text", "text": "Once upon a time "}]
+    messages = [{"role": "user", "content": "a story"}, {"role": "assistant", "content": prefill}]
+    chat = govern(messages, profile="anthropic", model="claude-sonnet-4-5", prefill=True)
+    assert chat.messages[-1]["content"] == [{"type": "text", "text": "Once upon a time"}]
+    assert chat.report.violations == []
+    result = govern_request(_body(messages))
+    assert result.body["messages"][-1]["content"] == [{"type": "text", "text": "Once upon a time"}]
+    assert validate_request(result.body) == [] and prefill[0]["text"].endswith(" ")
