@@ -297,7 +297,7 @@ def _same(a: Message, b: Message) -> bool:
     return a is b or a == b
 
 
-def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
+def _matches(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
     """The origin of messages[at:] if they start with its whole, unchanged group."""
     origin = _origin(messages[at])
     if origin is None or origin.part != 0:
@@ -308,9 +308,24 @@ def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin 
         _same(a, b) for a, b in zip(window, group, strict=True)
     ):
         return None
-    follows = messages[at + len(group)] if at + len(group) < len(messages) else None
-    if group[-1].get("role") == "tool" and follows is not None and follows.get("role") == "tool":
-        return None  # a result was added to this turn: all results go in one message
+    return origin
+
+
+def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
+    """The origin of messages[at:] if it can go out as the native message itself: its
+    group is whole and unchanged, and no new tool result follows that belongs with it
+    (all the results of a turn go in one message)."""
+    origin = _matches(messages, at, decoded)
+    if origin is None:
+        return None
+    end = at + len(decoded.groups[origin.index])
+    if (
+        messages[end - 1].get("role") == "tool"
+        and end < len(messages)
+        and messages[end].get("role") == "tool"
+        and _matches(messages, end, decoded) is None
+    ):
+        return None
     return origin
 
 
