@@ -57,6 +57,9 @@ class _CarryCounter:
     def __init__(self, inner: TokenCounter, fixed_text: str) -> None:
         self.inner = inner
         self.fixed = self._text(fixed_text)
+        # Stages count a message several times per call: remember each count by identity
+        # (the entry holds the message, so its id cannot be reused while it lives).
+        self._known: dict[int, tuple[Message, int]] = {}
 
     @property
     def name(self) -> str:
@@ -66,10 +69,14 @@ class _CarryCounter:
         return self.inner.message_tokens({"role": "user", "content": text}) if text else 0
 
     def message_tokens(self, message: Message) -> int:
+        known = self._known.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
         tokens = self.inner.message_tokens(message)
         origin = message.get(an.CARRY)
         if isinstance(origin, an.Origin) and origin.extra:
             tokens += self._text(origin.extra)
+        self._known[id(message)] = (message, tokens)
         return tokens
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
