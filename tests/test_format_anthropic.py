@@ -513,3 +513,32 @@ def test_consecutive_user_messages_of_results_round_trip_apart() -> None:
     decoded = an.decode(body)
     assert an.encode(decoded.messages, decoded) == body
     assert govern_request(body).body is body
+
+
+def test_a_changed_message_keeps_its_opaque_companions() -> None:
+    """An id the API rejects is rewritten (AN-8b): the assistant message is rebuilt, with
+    its signed thinking block (the same object), its tool_use block's other fields and
+    its own unknown fields; the result follows the new id and keeps is_error."""
+    use = {"type": "tool_use", "id": "functions.Bash:0", "name": "bash", "input": {"c": 1},
+           "x_future": 7}  # fmt: skip
+    assistant = {"role": "assistant", "content": [SIG_A, use], "x_client": "kept"}
+    result_block = {"type": "tool_result", "tool_use_id": "functions.Bash:0", "content": "ok",
+                    "is_error": False}  # fmt: skip
+    body = _body(
+        [
+            {"role": "user", "content": "go"},
+            assistant,
+            {"role": "user", "content": [result_block, {"type": "text", "text": "next"}]},
+        ],
+        thinking=ENABLED,
+    )
+    assert "AN-8b" in _rules(body)
+    out = govern_request(body).body["messages"]
+    thinking, tool_use = out[1]["content"]
+    assert thinking is SIG_A and out[1]["x_client"] == "kept"
+    assert tool_use == {**use, "id": "functions_Bash_0"}
+    assert out[2]["content"] == [
+        {**result_block, "tool_use_id": "functions_Bash_0"},
+        {"type": "text", "text": "next"},
+    ]
+    assert validate_request({**body, "messages": out}) == []
