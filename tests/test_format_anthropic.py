@@ -542,3 +542,19 @@ def test_a_changed_message_keeps_its_opaque_companions() -> None:
         {"type": "text", "text": "next"},
     ]
     assert validate_request({**body, "messages": out}) == []
+
+
+def test_a_stricter_compatible_target_keeps_what_messages_carry() -> None:
+    """profile="glm" (an Anthropic-compatible endpoint): its Chat Completions key filter
+    must not strip what the decoded messages carry (found while writing docs/formats.md)."""
+    body = _body(
+        [
+            {"role": "user", "content": "go", "x_client": 1},
+            {"role": "assistant", "content": [USE_1]},
+            {"role": "user", "content": [RESULT_1]},
+            {"role": "critic", "content": "noted"},
+        ],
+        model="glm-4.6",
+    )
+    result = govern_request(body, profile="glm")
+    assert result.body is body and result.report.actions == []

@@ -22,6 +22,7 @@ from ..pipeline import resolve_settings, run
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile
 from ..providers import Provider, resolve
+from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..providers.target import Target
 from ..report import Report
@@ -141,6 +142,17 @@ def _tools_within_limit(tools: list[dict[str, Any]], ctx_record: Any) -> list[di
     return out
 
 
+def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
+    """The target's repair policy, for a Messages body: the breakpoint limit leaves room
+    for the tools' breakpoints, and the chat-level key filter is off (it is about the
+    Chat Completions wire; the edge writes only Messages fields, and the filter would
+    strip what each message carries)."""
+    tool_marks = rules.tool_breakpoints(decoded.body)
+    limit = policy.max_cache_control
+    room = None if limit is None else max(0, limit - tool_marks)
+    return replace(policy, max_cache_control=room, allowed_keys=None)
+
+
 def _govern_anthropic(
     body: Any, profile: str | Profile, model: str | None, **kw: Any
 ) -> RequestResult:
@@ -166,16 +178,13 @@ def _govern_anthropic(
         prefill=last_known is not None and last_known.get("role") == "assistant",
         **kw,
     )
-    tool_marks = rules.tool_breakpoints(decoded.body)
-    if settings.policy.max_cache_control is not None:
-        room = max(0, settings.policy.max_cache_control - tool_marks)
-        settings = replace(settings, policy=replace(settings.policy, max_cache_control=room))
+    settings = replace(settings, policy=_native_policy(settings.policy, decoded))
     counter = _CarryCounter(settings.counter, decoded.extra)
     result, ctx = run(decoded.messages, settings, counter)
     updates: dict[str, Any] = {}
     if ctx.scratch.get("disable_thinking"):
         updates["thinking"] = {"type": "disabled"}
-    if tool_marks > rules.MAX_BREAKPOINTS and decoded.tools is not None:
+    if rules.tool_breakpoints(decoded.body) > rules.MAX_BREAKPOINTS and decoded.tools:
         updates["tools"] = _tools_within_limit(
             decoded.tools,
             lambda n: ctx.record(
