@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from levels import examples
 
-from context_governor import InputError, govern, govern_request, validate_request
+from context_governor import ConfigError, InputError, govern, govern_request, validate_request
 from context_governor.formats import anthropic as an
 from context_governor.formats.anthropic_rules import breakpoints
 
@@ -98,9 +98,12 @@ def _within_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
 # -- governance stays legal ------------------------------------------------------------------
 
 
-def _check_governed(body: dict[str, Any], window: int) -> None:
+PROFILES = st.sampled_from(["anthropic", "anthropic", "glm", "moonshot", "deepseek", "qwen"])
+
+
+def _check_governed(body: dict[str, Any], window: int, profile: str = "anthropic") -> None:
     snapshot = copy.deepcopy(body)
-    result = govern_request(body, context_window=window)
+    result = govern_request(body, context_window=window, profile=profile)
     out = result.body
     assert body == snapshot, "the input body was modified"
     assert validate_request(out) == [], result.report
@@ -126,17 +129,28 @@ def _check_governed(body: dict[str, Any], window: int) -> None:
 
 
 @GOVERN_SETTINGS
-@given(sessions(thinking=True, min_turns=4, max_turns=14), st.sampled_from([3000, 6000, 12000]))
-def test_governed_thinking_sessions_validate_clean(body: dict[str, Any], window: int) -> None:
-    _check_governed(body, window)
+@given(
+    sessions(thinking=True, min_turns=4, max_turns=14),
+    st.sampled_from([3000, 6000, 12000]),
+    PROFILES,
+)
+def test_governed_thinking_sessions_validate_clean(
+    body: dict[str, Any], window: int, profile: str
+) -> None:
+    """Also in front of Anthropic-compatible targets (their repairs, the Messages rules)."""
+    _check_governed(body, window, profile)
 
 
 @GOVERN_SETTINGS
-@given(sessions(thinking=False, min_turns=4, max_turns=14), st.sampled_from([3000, 6000, 12000]))
+@given(
+    sessions(thinking=False, min_turns=4, max_turns=14),
+    st.sampled_from([3000, 6000, 12000]),
+    PROFILES,
+)
 def test_governed_sessions_without_thinking_validate_clean(
-    body: dict[str, Any], window: int
+    body: dict[str, Any], window: int, profile: str
 ) -> None:
-    _check_governed(body, window)
+    _check_governed(body, window, profile)
 
 
 @GOVERN_SETTINGS
@@ -558,3 +572,12 @@ def test_a_stricter_compatible_target_keeps_what_messages_carry() -> None:
     )
     result = govern_request(body, profile="glm")
     assert result.body is body and result.report.actions == []
+
+
+def test_a_messages_body_is_checked_against_the_messages_rules() -> None:
+    body = _body([{"role": "user", "content": "hi", "x_client": 1}], model="glm-4.6")
+    assert validate_request(body) == validate_request(body, provider="anthropic") == []
+    with pytest.raises(ConfigError, match="Messages API's rules"):
+        validate_request(body, provider="glm")
+    with pytest.raises(ConfigError, match="unknown api"):
+        govern_request(body, api="gemini")  # type: ignore[arg-type]

@@ -21,10 +21,9 @@ from ..messages import Message
 from ..pipeline import resolve_settings, run
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile
-from ..providers import Provider, resolve
+from ..providers import resolve
 from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
-from ..providers.target import Target
 from ..report import Report
 from ..tokens import TokenCounter
 from . import anthropic as an
@@ -143,13 +142,11 @@ def _tools_within_limit(tools: list[dict[str, Any]], ctx_record: Any) -> list[di
 
 
 def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
-    """The target's repair policy, for a Messages body: the breakpoint limit leaves room
-    for the tools' breakpoints, and the chat-level key filter is off (it is about the
-    Chat Completions wire; the edge writes only Messages fields, and the filter would
-    strip what each message carries)."""
-    tool_marks = rules.tool_breakpoints(decoded.body)
-    limit = policy.max_cache_control
-    room = None if limit is None else max(0, limit - tool_marks)
+    """The target's repair policy, for a Messages body: the Messages API's breakpoint
+    limit (whoever serves it), less the tools' breakpoints; and no chat-level key
+    filter (it is about the Chat Completions wire; the edge writes only Messages
+    fields, and the filter would strip what each message carries)."""
+    room = max(0, rules.MAX_BREAKPOINTS - rules.tool_breakpoints(decoded.body))
     return replace(policy, max_cache_control=room, allowed_keys=None)
 
 
@@ -195,7 +192,7 @@ def _govern_anthropic(
     report = result.report
     # The report judges what is sent: the output body, decoded again (positions are
     # the output body's messages).
-    found = _validate_anthropic(out, settings.provider, settings.target)
+    found = _validate_anthropic(out, settings.model)
     report.violations = [asdict(v) for v in found]
     report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
     report.notes += [
@@ -252,26 +249,33 @@ def validate_request(
     provider: str | None = None,
     model: str | None = None,
 ) -> list[Violation]:
-    """Every rule of ``provider`` (default: the format's own) that the body breaks.
+    """Every rule the body breaks, with the provider's error text.
 
-    Indices are positions in the body's ``messages`` (-1: the request as a whole,
-    or its ``system``). For "anthropic" this includes the rules only a native body
-    shows: thinking-mode rules (AN-9) and the breakpoint limit over tools, system
-    and messages (AN-10).
+    "openai": the rules of ``provider`` (default "openai") for the body's messages.
+    "anthropic": the Messages API's own rules, whoever serves it (a compatible
+    provider's Chat Completions rules, such as key filters or ``partial`` flags, are
+    about another wire); ``provider`` must be None or "anthropic". These include the
+    rules only a native body shows: thinking-mode rules (AN-9) and the breakpoint
+    limit over tools, system and messages (AN-10). Indices are positions in the
+    body's ``messages`` (-1: the request as a whole, or its ``system``).
     """
     checked = _check_api(api)
-    name = provider or _DEFAULT_PROFILE[checked]
     if checked == "openai":
         messages, _, body_model, _ = _chat_settings(body)
-        entry, target = resolve(name, model or body_model)
+        entry, target = resolve(provider or "openai", model or body_model)
         return list(find_violations(entry.rules, messages, target))
-    entry, target = resolve(name, model or (body.get("model") if isinstance(body, dict) else None))
-    return _validate_anthropic(body, entry, target)
+    if provider not in (None, "anthropic"):
+        raise ConfigError(
+            f"a Messages body is checked against the Messages API's rules; got provider "
+            f"{provider!r} (choose the target's repairs with govern_request(profile=...))"
+        )
+    return _validate_anthropic(body, model)
 
 
-def _validate_anthropic(body: Any, entry: Provider, target: Target) -> list[Violation]:
+def _validate_anthropic(body: Any, model: str | None) -> list[Violation]:
     decoded = an.decode(body)
     check_messages(decoded.messages)
+    entry, target = resolve("anthropic", model or decoded.model)
     found = [
         replace(v, index=decoded.native_index(decoded.messages[v.index]) if v.index >= 0 else -1)
         for v in find_violations(entry.rules, decoded.messages, target)
