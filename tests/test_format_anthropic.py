@@ -581,3 +581,18 @@ def test_a_messages_body_is_checked_against_the_messages_rules() -> None:
         validate_request(body, provider="glm")
     with pytest.raises(ConfigError, match="unknown api"):
         govern_request(body, api="gemini")  # type: ignore[arg-type]
+
+
+def test_ids_of_any_json_type_are_read_not_crashed_on() -> None:
+    body = _body(
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{**USE_1, "id": {"odd": 1}}]},
+            {"role": "user", "content": [{**RESULT_1, "tool_use_id": ["odd"]}]},
+        ]
+    )
+    decoded = an.decode(body)
+    assert an.encode(decoded.messages, decoded) == body
+    result = govern_request(body)  # a call without a usable id is removed, and reported
+    assert result.body["messages"] == [{"role": "user", "content": "go"}]
+    assert {a.stage for a in result.report.actions} == {"input", "orphans"}

@@ -103,12 +103,11 @@ def _check_body(body: Any) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise InputError("messages", f"expected a list of messages, got {_type_name(messages)}")
-    for key in ("tools",):
-        value = body.get(key)
-        if value is not None and not (
-            isinstance(value, list) and all(isinstance(t, dict) for t in value)
-        ):
-            raise InputError(key, "expected a list of tool definition objects")
+    tools = body.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+    ):
+        raise InputError("tools", "expected a list of tool definition objects")
     max_tokens = body.get("max_tokens")
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
@@ -196,7 +195,8 @@ def _decode_user(message: dict[str, Any], names: dict[Any, Any]) -> list[tuple[M
             out.append(({"role": "user", "content": run}, None))
             run = []
         tool: Message = {"role": "tool", "tool_call_id": block.get("tool_use_id")}
-        name = names.get(block.get("tool_use_id"))
+        use_id = block.get("tool_use_id")
+        name = names.get(use_id) if isinstance(use_id, str) else None
         if isinstance(name, str):
             tool["name"] = name
         result = block.get("content", "")
@@ -235,8 +235,8 @@ def decode(body: Any) -> Decoded:
         if message["role"] == "assistant":
             decoded[i] = [(m, None) for m in _decode_assistant(message)]
             for b in message["content"] if isinstance(message["content"], list) else ():
-                if b.get("type") == "tool_use":
-                    names[b.get("id")] = b.get("name")
+                if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    names[b["id"]] = b.get("name")
         else:
             decoded[i] = _decode_user(message, names)
         last_known = i
