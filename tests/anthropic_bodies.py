@@ -160,6 +160,9 @@ any_block = st.one_of(
     server_tool(1).map(lambda pair: pair[1]),
     st.builds(lambda b: {**b, "cache_control": CACHE}, text_block),
     st.builds(lambda t: {"type": "tool_result", "tool_use_id": t}, st.just("toolu_w2")),
+    # ids of any JSON type, as a broken client might send them
+    st.builds(lambda v: {"type": "tool_use", "id": v, "name": "read", "input": {}}, json_values),
+    st.builds(lambda v: {"type": "tool_result", "tool_use_id": v, "content": "r"}, json_values),
 )
 wild_content = st.one_of(words, st.just(""), st.lists(any_block, max_size=5))
 wild_message = st.builds(
