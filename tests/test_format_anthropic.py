@@ -596,3 +596,8 @@ def test_ids_of_any_json_type_are_read_not_crashed_on() -> None:
     result = govern_request(body)  # a call without a usable id is removed, and reported
     assert result.body["messages"] == [{"role": "user", "content": "go"}]
     assert {a.stage for a in result.report.actions} == {"input", "orphans"}
+
+
+def test_govern_points_a_whole_body_at_govern_request() -> None:
+    with pytest.raises(InputError, match=r"govern_request\(body, api=\.\.\.\)"):
+        govern(_body([{"role": "user", "content": "hi"}]))  # type: ignore[arg-type]
