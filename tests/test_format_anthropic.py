@@ -110,6 +110,17 @@ def _check_governed(body: dict[str, Any], window: int, profile: str = "anthropic
     assert result.report.violations == [], result.report
     # signed thinking blocks: byte-identical where kept, never made up
     assert set(_thinking_blocks(out)) <= set(_thinking_blocks(body))
+    # never half of a message's thinking: an assistant message goes out with all the
+    # thinking blocks it came with, in their order, or none
+    thought = [
+        [b for b in m["content"] if isinstance(b, dict) and b.get("type") in THINKING]
+        for m in body["messages"]
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+    ]
+    for m in out["messages"]:
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list):
+            kept = [b for b in m["content"] if b.get("type") in THINKING]
+            assert not kept or kept in thought
     # the latest assistant message's thinking blocks are never modified
     latest_in, latest_out = _latest_assistant(body), _latest_assistant(out)
     if (
