@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from .errors import ConfigError, ContextGovernorError, InputError
+from .formats import RequestResult, govern_request, validate_request
 from .governor import Governor
 from .pipeline import GovernResult, govern
 from .policies import CompactionPolicy
@@ -33,13 +34,16 @@ __all__ = [
     "OpenAICompatClient",
     "Profile",
     "Report",
+    "RequestResult",
     "RunResult",
     "ScriptedModel",
     "Violation",
     "govern",
+    "govern_request",
     "known_window",
     "render_report",
     "validate",
+    "validate_request",
 ]
 __version__ = "0.1.0"
 

@@ -30,7 +30,7 @@ def check_messages(messages: Any) -> list[Message]:
         raise InputError(
             "messages",
             "got a whole request body (a dict with 'messages'); pass body['messages'] "
-            "(and tools=body.get('tools'))",
+            "(and tools=body.get('tools')), or govern the body with govern_request(body, api=...)",
         )
     if not isinstance(messages, list):
         raise InputError(

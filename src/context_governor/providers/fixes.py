@@ -572,6 +572,14 @@ def prefill(messages: list[Message], ctx: Context) -> list[Message]:
     content = message.get("content")
     if policy.rstrip_prefill and isinstance(content, str):
         new["content"] = content.rstrip()
+    elif policy.rstrip_prefill and isinstance(content, list) and content:
+        last = content[-1]  # the text the model continues: the last block, if it is text
+        if (
+            isinstance(last, dict)
+            and last.get("type") == "text"
+            and isinstance(last.get("text"), str)
+        ):
+            new["content"] = [*content[:-1], {**last, "text": last["text"].rstrip()}]
     if new == message:
         return messages
     edit = _Editor(messages, ctx, "prefill")

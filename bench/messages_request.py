@@ -1,0 +1,102 @@
+"""Time govern_request() on a long Anthropic Messages session (thinking on, tool use).
+
+    .venv/bin/python -m bench.messages_request [--turns 150] [--repeats 7]
+
+Prints, per window, the median time of govern_request() on the whole body, of
+govern() on the same messages in chat form (what the edge adds is the
+difference), and of the edge alone (decode + encode). Token cache warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from context_governor import govern, govern_request
+from context_governor.formats import anthropic as an
+
+SIGNATURE = "EqQBCkYIBxgCKkA" + "x" * 200
+
+
+def session(turns: int) -> dict[str, Any]:
+    """A coding agent's Messages body: each turn thinks (signed), says a line, reads a file."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the failing test in src/"}]
+    for n in range(turns):
+        call = f"toolu_{n:05d}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": f"step {n}: read file {n}",
+                     "signature": SIGNATURE},
+                    {"type": "text", "text": f"Reading file {n}."},
+                    {"type": "tool_use", "id": call, "name": "read",
+                     "input": {"path": f"src/f{n}.py"}},
+                ],
+            }
+        )  # fmt: skip
+        output = f"def f():\n    return {n}\n" * 40
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+                                          "content": output}]}
+        )  # fmt: skip
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8192,
+        "thinking": {"type": "enabled", "budget_tokens": 4096},
+        "system": "You are a coding agent.",
+        "tools": [{"name": "read", "description": "read a file",
+                   "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
+        "messages": messages,
+    }  # fmt: skip
+
+
+def _median_ms(run: Callable[[], object], repeats: int) -> float:
+    run()  # warm the token cache
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
+    decoded = an.decode(body)
+    return an.encode(decoded.messages, decoded)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    body = session(args.turns)
+    decoded = an.decode(body)
+    chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
+    for window in (200_000, 64_000):
+        result = govern_request(body, context_window=window)
+        native = _median_ms(lambda w=window: govern_request(body, context_window=w), args.repeats)
+        plain = _median_ms(
+            lambda w=window: govern(chat, tools=body["tools"], profile="anthropic",
+                                    model=body["model"], context_window=w, max_output=8192),
+            args.repeats,
+        )  # fmt: skip
+        edge = _median_ms(
+            lambda: an.encode(an.decode(body).messages, an.decode(body)), args.repeats
+        )
+        report = result.report
+        print(
+            f"{len(body['messages'])} messages, window {window:,}: govern_request "
+            f"{native:.1f} ms, govern() on the chat view {plain:.1f} ms, decode+encode "
+            f"{edge:.1f} ms; tokens {report.tokens_before:,} -> {report.tokens_after:,}, "
+            f"messages {report.messages_before} -> {report.messages_after}, "
+            f"rules broken: {len(report.violations)}"
+        )
+
+
+if __name__ == "__main__":
+    main()

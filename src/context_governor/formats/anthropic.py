@@ -1,0 +1,508 @@
+"""The Anthropic Messages edge: a request body <-> the pipeline's chat messages, losslessly.
+
+Decoding turns each native message into the chat-completions dicts the stages
+understand, in the body's own order:
+
+* system (a string or blocks) -> one system message;
+* an assistant message -> one assistant message: its ``tool_use`` blocks become
+  ``tool_calls``, every other block (text, thinking with its signature,
+  server tool blocks, citations, unknown types) stays in ``content`` as it is;
+* a user message -> one ``tool`` message per ``tool_result`` block and one user
+  message per run of other blocks, in block order (so a text before the results,
+  which the API rejects, is an interjection the pipeline's regrouping moves).
+
+Every decoded message carries its :class:`Origin` under the private key
+:data:`CARRY`; stages copy it along (they build new messages as ``{**old, ...}``).
+Encoding emits the native message *itself* for every native message whose decoded
+messages all came back unchanged and adjacent; only a message the pipeline changed
+is rebuilt, from its new content plus what it carried (unknown fields, the
+original ``tool_use``/``tool_result`` blocks and their extra fields). Messages of a
+role the edge does not know travel as they are, after the message they followed.
+Hence ``encode(decode(body)) == body`` for any body whose shape we can read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..messages import Message
+
+#: Private key of a decoded message: its Origin. Not a chat field; never sent.
+CARRY = "_anthropic"
+#: Top-level fields that are settings, not prompt: not counted as prompt tokens.
+_SETTINGS = frozenset(
+    {
+        "model", "max_tokens", "messages", "system", "tools", "thinking", "stream",
+        "temperature", "top_p", "top_k", "stop_sequences", "metadata", "tool_choice",
+        "service_tier",
+    }
+)  # fmt: skip
+_KNOWN_ROLES = frozenset({"user", "assistant"})
+THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass(frozen=True, eq=False)
+class Origin:
+    """Where a decoded chat message came from (compared by identity, cheap to copy along).
+
+    ``extra`` is the text of what this message carries that the token counter
+    would not see otherwise (unknown message fields, unknown-role messages that
+    follow it): counted with it, and gone with it if it is cut.
+    """
+
+    index: int  # the native message's position in body["messages"]
+    part: int  # position among the chat messages decoded from it
+    message: dict[str, Any]  # the native message, as given
+    block: dict[str, Any] | None = None  # tool messages: their tool_result block
+    after: tuple[Any, ...] = ()  # messages of unknown role that followed it
+    extra: str = ""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded request: what the pipeline governs and what it must not lose."""
+
+    body: dict[str, Any]
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    model: str | None
+    max_output: int | None
+    thinking: bool
+    #: chat messages decoded from each native message, by native index
+    groups: dict[int, tuple[Message, ...]] = field(default_factory=dict)
+    system: Message | None = None
+    #: messages of unknown role before the first known one
+    head: tuple[Any, ...] = ()
+    #: text of top-level fields we do not know (counted as prompt, to be safe)
+    extra: str = ""
+
+    def native_index(self, message: Message) -> int:
+        """The native message a chat message came from; -1 for system and new ones."""
+        origin = message.get(CARRY)
+        return origin.index if isinstance(origin, Origin) else -1
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+# -- decode -----------------------------------------------------------------------------------
+
+
+def _check_body(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InputError("body", f"expected a Messages request object, got {_type_name(body)}")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise InputError("messages", f"expected a list of messages, got {_type_name(messages)}")
+    tools = body.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+    ):
+        raise InputError("tools", "expected a list of tool definition objects")
+    max_tokens = body.get("max_tokens")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+    ):
+        raise InputError("max_tokens", f"expected a non-negative integer, got {max_tokens!r}")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InputError("model", f"expected a string, got {_type_name(model)}")
+    system = body.get("system")
+    if system is not None and not isinstance(system, str | list):
+        raise InputError(
+            "system", f"expected a string or a list of blocks, got {_type_name(system)}"
+        )
+    if isinstance(system, list):
+        _check_blocks(system, "system")
+    return body
+
+
+def _check_blocks(blocks: list[Any], where: str) -> None:
+    for j, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            raise InputError(
+                f"{where}[{j}]", f"expected a content block object, got {_type_name(block)}"
+            )
+        if block.get("type") == "text" and not isinstance(block.get("text", ""), str):
+            raise InputError(
+                f"{where}[{j}].text", f"expected a string, got {_type_name(block.get('text'))}"
+            )
+
+
+def _known(message: Any, i: int) -> bool:
+    """A message the edge decodes (True) or carries as it is (False); InputError if it
+    cannot be a message at all."""
+    where = f"messages[{i}]"
+    if not isinstance(message, dict):
+        raise InputError(where, f"expected a message object, got {_type_name(message)}")
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise InputError(f"{where}.role", "missing" if role is None else "expected a string")
+    if role not in _KNOWN_ROLES:
+        return False
+    content = message.get("content")
+    if not isinstance(content, str | list):
+        raise InputError(
+            f"{where}.content", f"expected a string or a list of blocks, got {_type_name(content)}"
+        )
+    if isinstance(content, list):
+        _check_blocks(content, f"{where}.content")
+    return True
+
+
+def _call(block: dict[str, Any]) -> dict[str, Any]:
+    """A tool_use block as a chat tool call."""
+    return {
+        "id": block.get("id"),
+        "type": "function",
+        "function": {"name": block.get("name"), "arguments": _dumps(block.get("input", {}))},
+    }
+
+
+def _decode_assistant(message: dict[str, Any]) -> list[Message]:
+    content = message["content"]
+    if isinstance(content, str):
+        return [{"role": "assistant", "content": content}]
+    parts = [b for b in content if b.get("type") != "tool_use"]
+    calls = [_call(b) for b in content if b.get("type") == "tool_use"]
+    out: Message = {"role": "assistant", "content": parts if parts or not calls else None}
+    if calls:
+        out["tool_calls"] = calls
+    return [out]
+
+
+def _decode_user(message: dict[str, Any], names: dict[Any, Any]) -> list[tuple[Message, Any]]:
+    """(chat message, tool_result block or None) per run of the user message's blocks."""
+    content = message["content"]
+    if isinstance(content, str) or not content:
+        return [({"role": "user", "content": content}, None)]
+    out: list[tuple[Message, Any]] = []
+    run: list[dict[str, Any]] = []
+    for block in content:
+        if block.get("type") != "tool_result":
+            run.append(block)
+            continue
+        if run:
+            out.append(({"role": "user", "content": run}, None))
+            run = []
+        tool: Message = {"role": "tool", "tool_call_id": block.get("tool_use_id")}
+        use_id = block.get("tool_use_id")
+        name = names.get(use_id) if isinstance(use_id, str) else None
+        if isinstance(name, str):
+            tool["name"] = name
+        result = block.get("content", "")
+        tool["content"] = result if isinstance(result, str | list) else _dumps(result)
+        if "cache_control" in block:
+            tool["cache_control"] = block["cache_control"]
+        out.append((tool, block))
+    if run:
+        out.append(({"role": "user", "content": run}, None))
+    return out
+
+
+def decode(body: Any) -> Decoded:
+    """The pipeline's view of a Messages request body (which is never modified)."""
+    body = _check_body(body)
+    native = body["messages"]
+    messages: list[Message] = []
+    groups: dict[int, tuple[Message, ...]] = {}
+    system: Message | None = None
+    raw_system = body.get("system")
+    if raw_system:  # "" and [] stay as they are, outside the pipeline
+        system = {"role": "system", "content": raw_system}
+        messages.append(system)
+    names: dict[Any, Any] = {}
+    head: list[Any] = []
+    pending: list[Any] = []  # unknown-role messages waiting for the message they follow
+    last_known: int | None = None
+    decoded: dict[int, list[tuple[Message, Any]]] = {}
+    for i, message in enumerate(native):
+        if not _known(message, i):
+            (pending if last_known is not None else head).append(message)
+            continue
+        if last_known is not None and pending:
+            decoded[last_known] = _with_after(decoded[last_known], pending)
+            pending = []
+        if message["role"] == "assistant":
+            decoded[i] = [(m, None) for m in _decode_assistant(message)]
+            for b in message["content"] if isinstance(message["content"], list) else ():
+                if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    names[b["id"]] = b.get("name")
+        else:
+            decoded[i] = _decode_user(message, names)
+        last_known = i
+    if last_known is not None and pending:
+        decoded[last_known] = _with_after(decoded[last_known], pending)
+    for i, parts in decoded.items():
+        group = tuple(_attach(native[i], i, n, m, b, len(parts)) for n, (m, b) in enumerate(parts))
+        groups[i] = group
+        messages.extend(group)
+    max_output = body.get("max_tokens")
+    unknown = {k: v for k, v in body.items() if k not in _SETTINGS}
+    return Decoded(
+        body=body,
+        messages=messages,
+        tools=body.get("tools"),
+        model=body.get("model"),
+        max_output=max_output,
+        thinking=thinking_enabled(body),
+        groups=groups,
+        system=system,
+        head=tuple(head),
+        extra=_dumps([*head, unknown]) if head or unknown else "",
+    )
+
+
+def _with_after(parts: list[tuple[Message, Any]], after: list[Any]) -> list[tuple[Message, Any]]:
+    """Mark the last decoded part of a message as followed by ``after`` (opaque messages)."""
+    *rest, (message, block) = parts
+    return [*rest, ({**message, "__after__": tuple(after)}, block)]
+
+
+def _attach(
+    native: dict[str, Any], index: int, part: int, message: Message, block: Any, count: int
+) -> Message:
+    after = message.pop("__after__", ())
+    last = part == count - 1
+    unknown = {k: v for k, v in native.items() if k not in ("role", "content")}
+    extra = _dumps([unknown, *after]) if last and (unknown or after) else ""
+    message[CARRY] = Origin(index, part, native, block, after if last else (), extra)
+    return message
+
+
+def thinking_enabled(body: dict[str, Any]) -> bool:
+    """Thinking is on unless ``thinking`` is absent or of type "disabled"."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+
+
+# -- encode -----------------------------------------------------------------------------------
+
+
+def _origin(message: Message) -> Origin | None:
+    origin = message.get(CARRY)
+    return origin if isinstance(origin, Origin) else None
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or a == b
+
+
+def _matches(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
+    """The origin of messages[at:] if they start with its whole, unchanged group."""
+    origin = _origin(messages[at])
+    if origin is None or origin.part != 0:
+        return None
+    group = decoded.groups.get(origin.index, ())
+    window = messages[at : at + len(group)]
+    if len(window) != len(group) or not all(
+        _same(a, b) for a, b in zip(window, group, strict=True)
+    ):
+        return None
+    return origin
+
+
+def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
+    """The origin of messages[at:] if it can go out as the native message itself: its
+    group is whole and unchanged, and no new tool result follows that belongs with it
+    (all the results of a turn go in one message)."""
+    origin = _matches(messages, at, decoded)
+    if origin is None:
+        return None
+    end = at + len(decoded.groups[origin.index])
+    if (
+        messages[end - 1].get("role") == "tool"
+        and end < len(messages)
+        and messages[end].get("role") == "tool"
+        and _matches(messages, end, decoded) is None
+    ):
+        return None
+    return origin
+
+
+def _fields(origin: Origin | None) -> dict[str, Any]:
+    """A rebuilt message keeps the native message's other fields, in their order."""
+    if origin is None:
+        return {}
+    return {k: v for k, v in origin.message.items() if k != "content"}
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    if isinstance(content, str) and content:
+        return [{"type": "text", "text": content}]
+    return []
+
+
+def _tool_use(call: Any, origin: Origin | None, position: int) -> Any:
+    """A chat tool call as a tool_use block, from its original block where there is one."""
+    if not isinstance(call, dict):
+        return call
+    originals = (
+        [b for b in origin.message["content"] if b.get("type") == "tool_use"]
+        if origin is not None and isinstance(origin.message.get("content"), list)
+        else []
+    )
+    by_id = next((b for b in originals if b.get("id") == call.get("id")), None)
+    original = by_id or (originals[position] if position < len(originals) else None)
+    if original is not None and _same(call, _call(original)):
+        return original
+    found = call.get("function")
+    function: dict[str, Any] = found if isinstance(found, dict) else {}
+    arguments = function.get("arguments")
+    if original is not None and arguments == _dumps(original.get("input", {})):
+        tool_input = original.get("input", {})
+    else:
+        tool_input = _parse_arguments(arguments)
+    base = original if original is not None else {"type": "tool_use"}
+    return {**base, "id": call.get("id"), "name": function.get("name"), "input": tool_input}
+
+
+def _parse_arguments(arguments: Any) -> Any:
+    """Chat arguments (a JSON string) as a tool_use input object."""
+    if not isinstance(arguments, str) or not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {"arguments": arguments}  # kept, as text, rather than lost
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _assistant(message: Message) -> dict[str, Any]:
+    origin = _origin(message)
+    content = message.get("content")
+    calls = message.get("tool_calls") or []
+    uses = [_tool_use(c, origin, n) for n, c in enumerate(calls)]
+    native = content if isinstance(content, str) and not uses else _blocks(content) + uses
+    return {**_fields(origin), "role": "assistant", "content": native}
+
+
+def _tool_result(message: Message, decoded: Decoded) -> dict[str, Any]:
+    origin = _origin(message)
+    block = origin.block if origin is not None else None
+    if block is not None and origin is not None:
+        group = decoded.groups.get(origin.index, ())
+        if origin.part < len(group) and _same(message, group[origin.part]):
+            return block
+    base = {k: v for k, v in (block or {}).items() if k not in ("content", "cache_control")}
+    out: dict[str, Any] = {
+        "type": "tool_result",
+        **base,
+        "tool_use_id": message.get("tool_call_id"),
+    }
+    if message.get("content") is not None:
+        out["content"] = message["content"]
+    if "cache_control" in message:
+        out["cache_control"] = message["cache_control"]
+    return out
+
+
+def _user(parts: list[Message], decoded: Decoded) -> dict[str, Any]:
+    """One user message from a run of tool messages and at most one user message after."""
+    origin = _origin(parts[0])
+    if len(parts) == 1 and parts[0].get("role") == "user":
+        return {**_fields(origin), "role": "user", "content": parts[0].get("content")}
+    blocks: list[Any] = []
+    for part in parts:
+        if part.get("role") == "tool":
+            blocks.append(_tool_result(part, decoded))
+        else:
+            blocks.extend(_blocks(part.get("content")))
+    return {**_fields(origin), "role": "user", "content": blocks}
+
+
+def _afters(messages: Sequence[Message]) -> Iterator[Any]:
+    for message in messages:
+        origin = _origin(message)
+        if origin is not None:
+            yield from origin.after
+
+
+def _joins(
+    messages: Sequence[Message], at: int, run_origin: Origin | None, decoded: Decoded
+) -> bool:
+    """Does the user message at ``at`` belong to the tool results before it?"""
+    if at >= len(messages) or messages[at].get("role") != "user":
+        return False
+    origin = _origin(messages[at])
+    if origin is None or run_origin is None or origin.index == run_origin.index:
+        return True
+    return _verbatim(messages, at, decoded) is None
+
+
+def _encode_messages(messages: Sequence[Message], decoded: Decoded) -> list[Any]:
+    out: list[Any] = list(decoded.head)
+    at = 0
+    while at < len(messages):
+        origin = _verbatim(messages, at, decoded)
+        if origin is not None:
+            size = len(decoded.groups[origin.index])
+            out.append(origin.message)
+            out.extend(_afters(messages[at : at + size]))
+            at += size
+            continue
+        message = messages[at]
+        role = message.get("role")
+        if role == "assistant":
+            taken = [message]
+            out.append(_assistant(message))
+        elif role == "tool":
+            end = at
+            while end < len(messages) and messages[end].get("role") == "tool":
+                end += 1
+            if _joins(messages, end, _origin(messages[end - 1]), decoded):
+                end += 1
+            taken = list(messages[at:end])
+            out.append(_user(taken, decoded))
+        else:  # user (system messages are taken out before)
+            taken = [message]
+            out.append(_user(taken, decoded))
+        out.extend(_afters(taken))
+        at += len(taken)
+    return out
+
+
+def _system(systems: list[Message], decoded: Decoded) -> tuple[bool, Any]:
+    """(present, value) of the body's ``system`` for the system messages of the output."""
+    if decoded.system is None and not systems:
+        return "system" in decoded.body, decoded.body.get("system")
+    if len(systems) == 1 and decoded.system is not None and _same(systems[0], decoded.system):
+        return True, decoded.body["system"]
+    contents = [m.get("content") for m in systems]
+    if all(isinstance(c, str) for c in contents):
+        return True, "\n\n".join(c for c in contents if isinstance(c, str))
+    return True, [b for c in contents for b in _blocks(c)]
+
+
+def encode(
+    messages: Sequence[Message], decoded: Decoded, updates: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Messages body for governed chat messages: the input body's fields, in their
+    order, with ``system`` and ``messages`` rebuilt and ``updates`` applied. Returns
+    the decoded body itself when nothing differs from it."""
+    systems = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    present, system = _system(systems, decoded)
+    native = _encode_messages(rest, decoded)
+    body = decoded.body
+    out = dict(body)
+    if present:
+        out["system"] = system
+    else:
+        out.pop("system", None)
+    out["messages"] = native
+    out.update(updates or {})
+    if out == body:
+        return body
+    return out
