@@ -58,6 +58,8 @@ OUTPUTS = frozenset(CALLS.values())
 INPUT_ROLES = {"user": "user", "system": "system", "developer": "system"}
 #: What makes a body continue a history the body does not carry.
 SERVER_STATE = ("previous_response_id", "conversation", "prompt")
+#: Origin.index of the system message decoded from ``instructions``.
+INSTRUCTIONS = -2
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +71,7 @@ class Origin:
     counted with it, and gone with it if it is cut.
     """
 
-    index: int  # position of the run's first item in body["input"] (-1: a string input)
+    index: int  # the run's first item in body["input"] (-1: a string input; -2: instructions)
     items: tuple[Any, ...]
     extra: str = ""
 
@@ -154,7 +156,12 @@ def _check_item(item: Any, i: int) -> None:
             )
         if isinstance(content, list):
             _check_parts(content, f"{where}.content")
-    elif kind in OUTPUTS:
+    if kind in CALLS or kind in OUTPUTS:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            got = "missing" if call_id is None else f"expected a string, got {_type_name(call_id)}"
+            raise InputError(f"{where}.call_id", got)
+    if kind in OUTPUTS:
         output = item.get("output")
         if not isinstance(output, str | list):
             raise InputError(
@@ -299,7 +306,7 @@ def decode(body: Any) -> Decoded:
     instructions: Message | None = None
     raw = body.get("instructions")
     if isinstance(raw, str) and raw:
-        instructions = {"role": "system", "content": raw}
+        instructions = {"role": "system", "content": raw, CARRY: Origin(INSTRUCTIONS, ())}
         messages.append(instructions)
     state = server_state(body)
     groups: dict[int, Message] = {}
@@ -455,7 +462,8 @@ def encode(messages: Sequence[Message], decoded: Decoded) -> dict[str, Any]:
     """The Responses body for governed chat messages: the input body's fields, in their
     order, with ``input`` rebuilt. Returns the decoded body itself when nothing differs."""
     body = decoded.body
-    rest = [m for m in messages if m is not decoded.instructions]
+    # The pipeline never rewrites a system message: ``instructions`` stays as it was.
+    rest = [m for m in messages if getattr(origin_of(m), "index", None) != INSTRUCTIONS]
     if isinstance(body.get("input"), str) and len(rest) == 1 and _unchanged(rest[0], decoded):
         return body
     items: list[Any] = []
