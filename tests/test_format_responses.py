@@ -91,9 +91,13 @@ def _followers(body: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _check_governed(body: dict[str, Any], window: int, compaction: str) -> Any:
+def _check_governed(
+    body: dict[str, Any], window: int, compaction: str, profile: str = "openai"
+) -> Any:
     snapshot = copy.deepcopy(body)
-    result = govern_request(body, api="responses", context_window=window, compaction=compaction)
+    result = govern_request(
+        body, api="responses", context_window=window, compaction=compaction, profile=profile
+    )
     out = result.body
     assert body == snapshot, "the input body was modified"
     assert validate_request(out, api="responses") == [], result.report
@@ -119,11 +123,13 @@ def _check_governed(body: dict[str, Any], window: int, compaction: str) -> Any:
     sessions(min_turns=4, max_turns=16),
     st.sampled_from([3000, 6000, 12000]),
     st.sampled_from(["cache", "seed"]),
+    st.sampled_from(["openai", "openai", "nanobot", "deepseek", "glm"]),
 )
 def test_governed_sessions_validate_clean_at_small_windows(
-    body: dict[str, Any], window: int, compaction: str
+    body: dict[str, Any], window: int, compaction: str, profile: str
 ) -> None:
-    _check_governed(body, window, compaction)
+    """Whichever profile's stages govern, the Responses rules hold for the output."""
+    _check_governed(body, window, compaction, profile)
 
 
 @GOVERN_SETTINGS
@@ -304,6 +310,18 @@ def test_call_ids_over_64_characters_are_shortened_on_both_sides() -> None:
     assert call["id"] == "fc_1" and call["arguments"] == CALL_1["arguments"]
     assert validate_request(result.body, api="responses") == []
     assert govern_request(body, api="responses").body == result.body  # deterministic
+
+
+def test_unknown_items_and_fields_are_counted_with_their_step() -> None:
+    small = _body([USER, ANSWER])
+    future = {"type": "future_item", "id": "fut_1", "payload": "data " * 2000}
+    big = _body([USER, future, ANSWER])
+    extra = _body([USER, {**ANSWER, "x_future": "data " * 2000}])
+    base = govern_request(small, api="responses").report.tokens_before
+    assert govern_request(big, api="responses").report.tokens_before > base + 1000
+    assert govern_request(extra, api="responses").report.tokens_before > base + 1000
+    top = {**small, "x_new_setting": "data " * 2000}
+    assert govern_request(top, api="responses").report.tokens_before > base + 1000
 
 
 def test_string_input_and_unknown_items_travel_untouched() -> None:

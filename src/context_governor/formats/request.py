@@ -225,9 +225,9 @@ def govern_request(
     ``api`` is the body's format: "anthropic" (Messages API: ``system``, ``messages``
     of content blocks, ``tools``, ``max_tokens``, ``thinking``), "openai" (Chat
     Completions) or "responses" (OpenAI Responses: ``instructions``, ``input`` items,
-    ``max_output_tokens``; see responses_request.py). ``profile`` is the target's rules (default: the format's own
-    provider; e.g. ``profile="glm"`` for an Anthropic-style client in front of GLM).
-    ``model`` overrides the body's. The other settings are govern()'s.
+    ``max_output_tokens``; see responses_request.py). ``profile`` is the target's rules
+    (default: the format's own provider; e.g. ``profile="glm"`` for an Anthropic-style
+    client in front of GLM). ``model`` overrides the body's. The other settings are govern()'s.
 
     What the pipeline need not understand (thinking blocks and signatures, images,
     documents, citations, server tools, unknown block types, fields and roles) is

@@ -111,10 +111,12 @@ def _type_name(value: Any) -> str:
 
 def item_type(item: Any) -> str:
     """An item's type; a message item may omit it (the "easy" input message)."""
-    kind = item.get("type") if isinstance(item, dict) else None
-    if kind is None and isinstance(item, dict) and "role" in item:
-        return "message"
-    return kind if isinstance(kind, str) else ""
+    if not isinstance(item, dict):
+        return ""
+    kind = item.get("type")
+    if isinstance(kind, str):
+        return kind
+    return "message" if kind is None and "role" in item else ""
 
 
 def input_side(item: Any) -> bool:

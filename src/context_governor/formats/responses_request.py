@@ -45,7 +45,9 @@ def govern_responses(
     result, _ = run(decoded.messages, settings, counter)
     out = rs.encode(result.messages, decoded)
     report = result.report
-    found = _validate(out, settings.model)
+    # The report judges what is sent: the output body's items (positions in its input).
+    _, target = resolve("openai", settings.model)
+    found = rules.native_violations(out, bool(decoded.server_state), target)
     report.violations = [asdict(v) for v in found]
     report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
     report.notes += [
