@@ -386,3 +386,25 @@ def test_a_responses_body_is_checked_against_the_responses_rules() -> None:
     with pytest.raises(ConfigError):
         validate_request(_body([USER]), api="responses", provider="anthropic")
     assert validate_request(_body([USER]), api="responses", provider="openai") == []
+
+
+def test_a_user_message_between_calls_and_outputs_moves_after_the_outputs() -> None:
+    body = _body([USER, CALL_1, {"role": "user", "content": "stop"}, OUT_1])
+    result = govern_request(body, api="responses")
+    assert result.body["input"] == [USER, CALL_1, OUT_1, {"role": "user", "content": "stop"}]
+    assert [(a.stage, a.kind) for a in result.report.actions] == [("regroup", "move")]
+
+
+def test_hosted_tool_items_stay_in_their_step() -> None:
+    """A computer call and the output the client sent for it are one step's items:
+    never split, never paired like function outputs."""
+    computer = {"type": "computer_call", "id": "cu_1", "call_id": "call_c",
+                "action": {"type": "screenshot"}, "pending_safety_checks": []}  # fmt: skip
+    shot = {"type": "computer_call_output", "call_id": "call_c",
+            "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA"}}  # fmt: skip
+    body = _body([USER, RS_1, computer, shot, ANSWER])
+    decoded = rs.decode(body)
+    assert [m["role"] for m in decoded.messages] == ["system", "user", "assistant"]
+    assert decoded.messages[2]["content"] == ANSWER["content"]
+    assert "tool_calls" not in decoded.messages[2]
+    assert govern_request(body, api="responses").body is body
