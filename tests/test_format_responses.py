@@ -408,3 +408,21 @@ def test_hosted_tool_items_stay_in_their_step() -> None:
     assert decoded.messages[2]["content"] == ANSWER["content"]
     assert "tool_calls" not in decoded.messages[2]
     assert govern_request(body, api="responses").body is body
+
+
+def test_a_long_custom_call_id_gets_a_custom_output_under_its_short_id() -> None:
+    long_id = "call_" + "p" * 90
+    body = _body([USER, {**PATCH, "call_id": long_id}])
+    result = govern_request(body, api="responses")
+    call, output = result.body["input"][1], result.body["input"][2]
+    assert output == {"type": "custom_tool_call_output", "call_id": call["call_id"],
+                      "output": BACKFILL_CONTENT}  # fmt: skip
+    assert len(call["call_id"]) <= 64 and call["input"] == PATCH["input"]
+    assert validate_request(result.body, api="responses") == []
+
+
+def test_a_string_input_with_invalid_unicode_is_repaired_as_a_message() -> None:
+    body = _body("bad \ud800 text")
+    result = govern_request(body, api="responses")
+    assert result.body["input"] == [{"role": "user", "content": "bad \ufffd text"}]
+    assert [(a.stage, a.kind) for a in result.report.actions] == [("input", "repair")]

@@ -31,6 +31,7 @@ rather than dropped as an orphan.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -58,6 +59,7 @@ OUTPUTS = frozenset(CALLS.values())
 INPUT_ROLES = {"user": "user", "system": "system", "developer": "system"}
 #: What makes a body continue a history the body does not carry.
 SERVER_STATE = ("previous_response_id", "conversation", "prompt")
+MAX_CALL_ID = 64
 #: Origin.index of the system message decoded from ``instructions``.
 INSTRUCTIONS = -2
 
@@ -126,6 +128,15 @@ def input_side(item: Any) -> bool:
     if kind == "message":
         return item.get("role") in INPUT_ROLES
     return kind in OUTPUTS
+
+
+def short_id(call_id: str) -> str:
+    """A deterministic call id of at most 64 characters for a longer one: a prefix, "_",
+    and 16 hex digits of its SHA-256 (the API's limit, RS-4)."""
+    if len(call_id) <= MAX_CALL_ID:
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{call_id[: MAX_CALL_ID - 17]}_{digest}"
 
 
 # -- decode -----------------------------------------------------------------------------------
@@ -326,6 +337,7 @@ def decode(body: Any) -> Decoded:
             declared.add(item["call_id"])
             names.setdefault(item["call_id"], item.get("name"))
             call_types.setdefault(item["call_id"], item_type(item))
+            call_types.setdefault(short_id(item["call_id"]), item_type(item))
     for start, run in _runs(items or []):
         if input_side(run[0]):
             item = run[0]
@@ -452,6 +464,8 @@ def _rebuild(message: Message, decoded: Decoded) -> list[Any]:
     if role == "tool":
         return [_output_item(message, origin, decoded)]
     native = origin.items[0] if origin is not None else None
+    if isinstance(native, str):  # the string input, changed (e.g. invalid unicode replaced)
+        return [{"role": "user", "content": message.get("content")}]
     if isinstance(native, dict) and item_type(native) == "message":
         return [{**native, "content": message.get("content")}]
     if native is not None:

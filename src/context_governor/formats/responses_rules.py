@@ -18,7 +18,6 @@ providers/sources.py so that they can move there: :data:`SOURCES`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,9 +25,18 @@ from ..messages import Message
 from ..providers.rules import Rule, Violation, find_violations
 from ..providers.target import Target
 from ..stages.base import Context
-from .responses import CALL_ORIGIN, CALLS, OUTPUTS, input_side, item_type, origin_of, with_items
+from .responses import (
+    CALL_ORIGIN,
+    CALLS,
+    MAX_CALL_ID,
+    OUTPUTS,
+    input_side,
+    item_type,
+    origin_of,
+    short_id,
+    with_items,
+)
 
-MAX_CALL_ID = 64
 STAGE = "responses"
 Finding = tuple[int, dict[str, Any]]
 
@@ -247,12 +255,6 @@ def drop_dangling_reasoning(messages: list[Message], ctx: Context) -> list[Messa
         ctx.record(STAGE, "drop", i, why, tokens_saved=saved)
         out[at] = new
     return messages if out is None else out
-
-
-def short_id(call_id: str) -> str:
-    """A deterministic id of at most 64 characters for a longer one (prefix + digest)."""
-    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{call_id[: MAX_CALL_ID - 17]}_{digest}"
 
 
 def shorten_call_ids(messages: list[Message], ctx: Context) -> list[Message]:
