@@ -213,10 +213,16 @@ def wild_bodies(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def sessions(
-    draw: st.DrawFn, *, min_turns: int = 1, max_turns: int = 8, big: bool = True
+    draw: st.DrawFn,
+    *,
+    min_turns: int = 1,
+    max_turns: int = 8,
+    big: bool = True,
+    long_ids: bool = False,
 ) -> dict[str, Any]:
     """A legal agent session: user, then steps that reason, call tools (in parallel,
-    custom, hosted) and get their outputs, with follow-up user messages."""
+    custom, hosted) and get their outputs, with follow-up user messages.
+    ``long_ids``: some call ids are over the API's 64 characters (to be repaired)."""
     counter = iter(range(100_000))
     items: list[dict[str, Any]] = [draw(message("user", next(counter)))]
     for _ in range(draw(st.integers(min_turns, max_turns))):
@@ -231,7 +237,8 @@ def sessions(
         calls = draw(st.integers(0, 3))
         for _ in range(calls):
             n = next(counter)
-            call_id = f"call_{n:05d}" + ("x" * draw(st.sampled_from([0, 0, 0, 40])))
+            pad = draw(st.sampled_from([0, 0, 0, 60 if long_ids else 40]))
+            call_id = f"call_{n:05d}" + "x" * pad
             if draw(st.integers(0, 3)) == 0:
                 step.append(draw(custom_call(call_id, n)))
                 answers.append(draw(output(call_id, "custom_tool_call_output", big)))

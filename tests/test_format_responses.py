@@ -81,11 +81,14 @@ def test_a_body_that_needs_nothing_comes_back_as_the_same_object(body: dict[str,
 # -- governance stays legal ------------------------------------------------------------------
 
 
-def _followers(body: dict[str, Any]) -> dict[str, str]:
-    """Each reasoning item (canonical JSON) -> the item right after it."""
+def _followers(body: dict[str, Any]) -> dict[str, Any]:
+    """Each reasoning item (canonical JSON) -> the type and id of the item right after it
+    (its id, not its JSON: a call after it may have had its call_id shortened)."""
     items = _items(body)
     return {
-        _canon(it): _canon(items[i + 1]) if i + 1 < len(items) else ""
+        _canon(it): (rs.item_type(items[i + 1]), items[i + 1].get("id"))
+        if i + 1 < len(items)
+        else None
         for i, it in enumerate(items)
         if rs.item_type(it) == "reasoning"
     }
@@ -120,7 +123,7 @@ def _check_governed(
 
 @GOVERN_SETTINGS
 @given(
-    sessions(min_turns=4, max_turns=16),
+    sessions(min_turns=4, max_turns=16, long_ids=True),
     st.sampled_from([3000, 6000, 12000]),
     st.sampled_from(["cache", "seed"]),
     st.sampled_from(["openai", "openai", "nanobot", "deepseek", "glm"]),
