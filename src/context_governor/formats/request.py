@@ -223,11 +223,11 @@ def govern_request(
     """Govern a whole request body in its own wire format; return a body of the same format.
 
     ``api`` is the body's format: "anthropic" (Messages API: ``system``, ``messages``
-    of content blocks, ``tools``, ``max_tokens``, ``thinking``), "openai" (Chat
-    Completions) or "responses" (OpenAI Responses: ``instructions``, ``input`` items,
-    ``max_output_tokens``; see responses_request.py). ``profile`` is the target's rules
-    (default: the format's own provider; e.g. ``profile="glm"`` for an Anthropic-style
-    client in front of GLM). ``model`` overrides the body's. The other settings are govern()'s.
+    of content blocks, ``tools``, ``max_tokens``, ``thinking``) or "openai" (Chat
+    Completions). ``profile`` is the target's rules (default: the format's own
+    provider; e.g. ``profile="glm"`` for an Anthropic-style client in front of GLM).
+    ``model`` overrides the body's. The other settings are govern()'s.
+    ``api="responses"``: an OpenAI Responses body (see responses_request.py).
 
     What the pipeline need not understand (thinking blocks and signatures, images,
     documents, citations, server tools, unknown block types, fields and roles) is
