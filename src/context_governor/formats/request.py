@@ -29,9 +29,9 @@ from ..tokens import TokenCounter
 from . import anthropic as an
 from . import anthropic_rules as rules
 
-Api = Literal["anthropic", "openai"]
-APIS: tuple[str, ...] = ("anthropic", "openai")
-_DEFAULT_PROFILE = {"anthropic": "anthropic", "openai": "openai"}
+Api = Literal["anthropic", "openai", "responses"]
+APIS: tuple[str, ...] = ("anthropic", "openai", "responses")
+_DEFAULT_PROFILE = {"anthropic": "anthropic", "openai": "openai", "responses": "openai"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,9 @@ class RequestResult:
     body: dict[str, Any]
     report: Report
     messages: list[Message]
+    #: what the request continues server-side and governance could not see (Responses:
+    #: "previous_response_id=resp_1", "conversation=conv_1", item references); empty if none
+    ungoverned: tuple[str, ...] = ()
 
 
 class _CarryCounter:
@@ -54,8 +57,9 @@ class _CarryCounter:
     messages of unknown roles are counted (as JSON text) with the message they travel
     with, unknown top-level fields with the request."""
 
-    def __init__(self, inner: TokenCounter, fixed_text: str) -> None:
+    def __init__(self, inner: TokenCounter, fixed_text: str, key: str = an.CARRY) -> None:
         self.inner = inner
+        self.key = key  # the edge's private key for what a message carries
         self.fixed = self._text(fixed_text)
         # Stages count a message several times per call: remember each count by identity
         # (the entry holds the message, so its id cannot be reused while it lives).
@@ -73,9 +77,9 @@ class _CarryCounter:
         if known is not None and known[0] is message:
             return known[1]
         tokens = self.inner.message_tokens(message)
-        origin = message.get(an.CARRY)
-        if isinstance(origin, an.Origin) and origin.extra:
-            tokens += self._text(origin.extra)
+        extra = getattr(message.get(self.key), "extra", "")
+        if isinstance(extra, str) and extra:
+            tokens += self._text(extra)
         self._known[id(message)] = (message, tokens)
         return tokens
 
@@ -223,6 +227,7 @@ def govern_request(
     Completions). ``profile`` is the target's rules (default: the format's own
     provider; e.g. ``profile="glm"`` for an Anthropic-style client in front of GLM).
     ``model`` overrides the body's. The other settings are govern()'s.
+    ``api="responses"``: an OpenAI Responses body (see responses_request.py).
 
     What the pipeline need not understand (thinking blocks and signatures, images,
     documents, citations, server tools, unknown block types, fields and roles) is
@@ -239,6 +244,10 @@ def govern_request(
     chosen = _DEFAULT_PROFILE[checked] if profile is None else profile
     if checked == "anthropic":
         return _govern_anthropic(body, chosen, model, **settings)
+    if checked == "responses":
+        from .responses_request import govern_responses  # it imports this module
+
+        return govern_responses(body, chosen, model, **settings)
     return _govern_chat(body, chosen, model, **settings)
 
 
@@ -264,6 +273,10 @@ def validate_request(
         messages, _, body_model, _ = _chat_settings(body)
         entry, target = resolve(provider or "openai", model or body_model)
         return list(find_violations(entry.rules, messages, target))
+    if checked == "responses":
+        from .responses_request import validate_responses  # it imports this module
+
+        return validate_responses(body, provider, model)
     if provider not in (None, "anthropic"):
         raise ConfigError(
             f"a Messages body is checked against the Messages API's rules; got provider "

@@ -1,0 +1,108 @@
+"""Time govern_request() on a long OpenAI Responses session, next to Chat Completions.
+
+    .venv/bin/python -m bench.responses_request [--turns 150] [--repeats 7]
+
+The same coding-agent session twice: as a Responses body (each step reasons with
+encrypted content, says a line and calls a tool; outputs as items, ``store=false``)
+and as a Chat Completions body. Prints, per window, the median time of
+govern_request() on each, of the Responses edge alone (decode + encode), and of
+``json.dumps`` of the Responses body (what sending it costs anyway). Token cache warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from context_governor import govern_request
+from context_governor.formats import responses as rs
+
+ENCRYPTED = "gAAAAABo" + "x" * 600
+PATH = {"type": "object", "properties": {"path": {"type": "string"}}}
+TOOLS = [{"type": "function", "name": "read_file", "parameters": PATH}]
+
+
+def responses_session(turns: int) -> dict[str, Any]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "fix the failing test in src/"}]
+    for n in range(turns):
+        call = f"call_{n:05d}"
+        items += [
+            {"type": "reasoning", "id": f"rs_{n:05d}", "encrypted_content": ENCRYPTED,
+             "summary": [{"type": "summary_text", "text": f"step {n}: read file {n}"}]},
+            {"type": "message", "id": f"msg_{n:05d}", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": f"Reading file {n}.", "annotations": []}]},
+            {"type": "function_call", "id": f"fc_{n:05d}", "call_id": call, "name": "read_file",
+             "arguments": json.dumps({"path": f"src/f{n}.py"}), "status": "completed"},
+            {"type": "function_call_output", "call_id": call,
+             "output": f"def f():\n    return {n}\n" * 40},
+        ]  # fmt: skip
+    return {"model": "gpt-5", "instructions": "You are a coding agent.", "input": items,
+            "tools": TOOLS, "max_output_tokens": 8192, "store": False,
+            "include": ["reasoning.encrypted_content"]}  # fmt: skip
+
+
+def chat_session(turns: int) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "fix the failing test in src/"},
+    ]
+    for n in range(turns):
+        call = f"call_{n:05d}"
+        messages += [
+            {"role": "assistant", "content": f"Reading file {n}.", "tool_calls": [
+                {"id": call, "type": "function", "function": {
+                    "name": "read_file", "arguments": json.dumps({"path": f"src/f{n}.py"})}}]},
+            {"role": "tool", "tool_call_id": call, "content": f"def f():\n    return {n}\n" * 40},
+        ]  # fmt: skip
+    tools = [{"type": "function", "function": {k: v for k, v in TOOLS[0].items() if k != "type"}}]
+    return {"model": "gpt-5", "messages": messages, "tools": tools, "max_completion_tokens": 8192}
+
+
+def _median_ms(run: Callable[[], object], repeats: int) -> float:
+    run()  # warm the token cache
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
+    decoded = rs.decode(body)
+    return rs.encode(decoded.messages, decoded)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    body, chat = responses_session(args.turns), chat_session(args.turns)
+    dumps = _median_ms(lambda: json.dumps(body), args.repeats)
+    edge = _median_ms(lambda: _round_trip(body), args.repeats)
+    for window in (272_000, 64_000):
+        report = govern_request(body, api="responses", context_window=window).report
+        native = _median_ms(
+            lambda w=window: govern_request(body, api="responses", context_window=w),
+            args.repeats,
+        )
+        plain = _median_ms(
+            lambda w=window: govern_request(chat, api="openai", context_window=w), args.repeats
+        )
+        print(
+            f"{len(body['input'])} items, window {window:,}: Responses {native:.1f} ms, "
+            f"Chat Completions (same session) {plain:.1f} ms, Responses decode+encode "
+            f"{edge:.1f} ms, json.dumps of the body {dumps:.1f} ms; tokens "
+            f"{report.tokens_before:,} -> {report.tokens_after:,}, items "
+            f"{report.messages_before} -> {report.messages_after}, rules broken: "
+            f"{len(report.violations)}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,507 @@
+"""The OpenAI Responses edge: a request body <-> the pipeline's chat messages, losslessly.
+
+A Responses body carries its history as ``input``: a string (one user message) or
+a list of *items*. Decoding cuts the item list into runs, one chat message per run,
+in the body's own order:
+
+* a ``message`` item of role user -> a user message; system or developer -> a
+  system message (content as it is: ``input_text``, images, files...);
+* a ``function_call_output`` / ``custom_tool_call_output`` -> a ``tool`` message
+  (``output`` as content, the call's name as ``name``);
+* every other item joins the *assistant step* it stands in: a maximal run of
+  items the model produced (assistant messages, ``function_call``,
+  ``custom_tool_call``, ``reasoning``, hosted-tool items and their outputs,
+  ``item_reference``, item types we do not know) -> one assistant message whose
+  ``tool_calls`` are the step's function and custom tool calls and whose content
+  is the text parts of its assistant messages.
+
+So a reasoning item travels with the item that follows it (they are in one
+step, and a stage removes a message whole), a computer call with its output, and
+encrypted reasoning is never looked at. Each chat message carries its
+:class:`Origin` (the native items of its run) under the private key :data:`CARRY`.
+Encoding emits a run's native items *themselves* when its chat message came back
+unchanged; a changed message is rebuilt from its items, with the calls, outputs
+and content the pipeline changed. Hence ``encode(decode(body)) == body``.
+
+With server-side state (``previous_response_id``, ``conversation``, a stored
+``prompt`` or ``item_reference`` items), an output may answer a call the body
+does not carry: it is then decoded as an opaque user message, kept as it is,
+rather than dropped as an orphan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import InputError
+from ..messages import Message
+
+#: Private key of a decoded message: its Origin. Not a chat field; never sent.
+CARRY = "_responses"
+#: Private key on a chat tool call: the call_id it had in the body (ids can be rekeyed).
+CALL_ORIGIN = "_responses_call_id"
+#: Top-level fields that are settings, not prompt: not counted as prompt tokens.
+_SETTINGS = frozenset(
+    {
+        "model", "input", "instructions", "tools", "tool_choice", "max_output_tokens",
+        "temperature", "top_p", "stream", "stream_options", "store", "reasoning", "text",
+        "include", "metadata", "parallel_tool_calls", "previous_response_id", "conversation",
+        "truncation", "user", "service_tier", "background", "prompt", "prompt_cache_key",
+        "safety_identifier", "max_tool_calls", "top_logprobs",
+    }
+)  # fmt: skip
+CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
+OUTPUTS = frozenset(CALLS.values())
+INPUT_ROLES = {"user": "user", "system": "system", "developer": "system"}
+#: What makes a body continue a history the body does not carry.
+SERVER_STATE = ("previous_response_id", "conversation", "prompt")
+MAX_CALL_ID = 64
+#: Origin.index of the system message decoded from ``instructions``.
+INSTRUCTIONS = -2
+
+
+@dataclass(frozen=True, eq=False)
+class Origin:
+    """The native items a chat message was decoded from (compared by identity).
+
+    ``extra`` is the text of what the message carries that the token counter does
+    not see otherwise (reasoning, hosted-tool items, unknown items and fields):
+    counted with it, and gone with it if it is cut.
+    """
+
+    index: int  # the run's first item in body["input"] (-1: a string input; -2: instructions)
+    items: tuple[Any, ...]
+    extra: str = ""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded request: what the pipeline governs and what it must not lose."""
+
+    body: dict[str, Any]
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    model: str | None
+    max_output: int | None
+    #: the chat message decoded from each run, by the run's first item index
+    groups: dict[int, Message] = field(default_factory=dict)
+    instructions: Message | None = None
+    #: call_id -> the type of the call item declaring it ("function_call", ...)
+    call_types: dict[str, str] = field(default_factory=dict)
+    #: what continues server-side ("previous_response_id=resp_1", "item_reference"...)
+    server_state: tuple[str, ...] = ()
+    #: text of top-level fields we do not know (counted as prompt, to be safe)
+    extra: str = ""
+
+    def native_index(self, message: Message) -> int:
+        """The first input item a chat message came from; -1 for instructions and new ones."""
+        origin = message.get(CARRY)
+        return origin.index if isinstance(origin, Origin) else -1
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def item_type(item: Any) -> str:
+    """An item's type; a message item may omit it (the "easy" input message)."""
+    if not isinstance(item, dict):
+        return ""
+    kind = item.get("type")
+    if isinstance(kind, str):
+        return kind
+    return "message" if kind is None and "role" in item else ""
+
+
+def input_side(item: Any) -> bool:
+    """Items the client writes: user/system/developer messages and call outputs. Every
+    other item belongs to an assistant step."""
+    kind = item_type(item)
+    if kind == "message":
+        return item.get("role") in INPUT_ROLES
+    return kind in OUTPUTS
+
+
+def short_id(call_id: str) -> str:
+    """A deterministic call id of at most 64 characters for a longer one: a prefix, "_",
+    and 16 hex digits of its SHA-256 (the API's limit, RS-4)."""
+    if len(call_id) <= MAX_CALL_ID:
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{call_id[: MAX_CALL_ID - 17]}_{digest}"
+
+
+# -- decode -----------------------------------------------------------------------------------
+
+
+def _check_parts(parts: list[Any], where: str) -> None:
+    for j, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise InputError(
+                f"{where}[{j}]", f"expected a content part object, got {_type_name(part)}"
+            )
+        if part.get("type") == "text" and not isinstance(part.get("text", ""), str):
+            raise InputError(f"{where}[{j}].text", "expected a string")
+
+
+def _check_item(item: Any, i: int) -> None:
+    where = f"input[{i}]"
+    if not isinstance(item, dict):
+        raise InputError(where, f"expected an item object, got {_type_name(item)}")
+    kind = item_type(item)
+    if kind == "message":
+        role = item.get("role")
+        if not isinstance(role, str):
+            raise InputError(f"{where}.role", "missing" if role is None else "expected a string")
+        content = item.get("content")
+        if not isinstance(content, str | list):
+            raise InputError(
+                f"{where}.content",
+                f"expected a string or a list of content parts, got {_type_name(content)}",
+            )
+        if isinstance(content, list):
+            _check_parts(content, f"{where}.content")
+    if kind in CALLS or kind in OUTPUTS:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            got = "missing" if call_id is None else f"expected a string, got {_type_name(call_id)}"
+            raise InputError(f"{where}.call_id", got)
+    if kind in OUTPUTS:
+        output = item.get("output")
+        if not isinstance(output, str | list):
+            raise InputError(
+                f"{where}.output",
+                f"expected a string or a list of content parts, got {_type_name(output)}",
+            )
+        if isinstance(output, list):
+            _check_parts(output, f"{where}.output")
+
+
+def _check_body(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InputError("body", f"expected a Responses request object, got {_type_name(body)}")
+    items = body.get("input")
+    if items is not None and not isinstance(items, str | list):
+        raise InputError("input", f"expected a string or a list of items, got {_type_name(items)}")
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        _check_item(item, i)
+    tools = body.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+    ):
+        raise InputError("tools", "expected a list of tool definition objects")
+    out = body.get("max_output_tokens")
+    if out is not None and (isinstance(out, bool) or not isinstance(out, int) or out < 0):
+        raise InputError("max_output_tokens", f"expected a non-negative integer, got {out!r}")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InputError("model", f"expected a string, got {_type_name(model)}")
+    return body
+
+
+def _runs(items: list[Any]) -> list[tuple[int, list[Any]]]:
+    """(first index, items) of each run: one per input-side item, one per assistant step."""
+    runs: list[tuple[int, list[Any]]] = []
+    step: list[Any] = []
+    start = 0
+    for i, item in enumerate(items):
+        if input_side(item):
+            if step:
+                runs.append((start, step))
+                step = []
+            runs.append((i, [item]))
+        else:
+            if not step:
+                start = i
+            step.append(item)
+    if step:
+        runs.append((start, step))
+    return runs
+
+
+def to_call(item: dict[str, Any]) -> dict[str, Any]:
+    """A function or custom tool call item as a chat tool call (custom input as arguments)."""
+    arguments = item.get("arguments") if item_type(item) == "function_call" else item.get("input")
+    return {
+        "id": item.get("call_id"),
+        "type": "function",
+        "function": {"name": item.get("name"), "arguments": arguments},
+    }
+
+
+def _text_parts(item: dict[str, Any]) -> list[Any]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def _step(items: list[Any]) -> tuple[Message, str]:
+    """An assistant step as one chat message, and the text of what it carries opaquely."""
+    content: list[Any] = []
+    calls: list[dict[str, Any]] = []
+    opaque: list[Any] = []
+    for item in items:
+        kind = item_type(item)
+        if kind in CALLS:
+            calls.append(to_call(item))
+            rest = {k: v for k, v in item.items() if k not in ("name", "arguments", "input")}
+            opaque.append(rest)
+        elif kind == "message" and item.get("role") == "assistant":
+            content.extend(_text_parts(item))
+            opaque.append({k: v for k, v in item.items() if k != "content"})
+        else:
+            opaque.append(item)
+    message: Message = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message, _dumps(opaque)
+
+
+def _single(
+    item: dict[str, Any], names: dict[str, Any], declared: set[str], server: bool
+) -> Message:
+    """The chat message of one input-side item."""
+    kind = item_type(item)
+    if kind == "message":
+        message: Message = {"role": INPUT_ROLES[item["role"]], "content": item["content"]}
+        return message
+    call_id = item.get("call_id")
+    if server and not (isinstance(call_id, str) and call_id in declared):
+        # It may answer a call stored server-side: carried as it is, never an orphan.
+        return {"role": "user", "content": item["output"]}
+    tool: Message = {"role": "tool", "tool_call_id": call_id, "content": item["output"]}
+    name = names.get(call_id) if isinstance(call_id, str) else None
+    if isinstance(name, str):
+        tool["name"] = name
+    return tool
+
+
+def _fields_text(item: dict[str, Any], known: frozenset[str]) -> str:
+    rest = {k: v for k, v in item.items() if k not in known}
+    return _dumps(rest) if rest else ""
+
+
+_MESSAGE_KEYS = frozenset({"type", "role", "content"})
+_OUTPUT_KEYS = frozenset({"type", "call_id", "output"})
+
+
+def server_state(body: dict[str, Any]) -> tuple[str, ...]:
+    """What of the conversation lives server-side: the body's references to it."""
+    found = [
+        f"{key}={body[key] if isinstance(body[key], str) else _dumps(body[key])}"
+        for key in SERVER_STATE
+        if body.get(key) is not None
+    ]
+    items = body.get("input")
+    refs = (
+        sum(1 for it in items if item_type(it) == "item_reference")
+        if isinstance(items, list)
+        else 0
+    )
+    if refs:
+        found.append(f"{refs} item_reference item(s)")
+    return tuple(found)
+
+
+def decode(body: Any) -> Decoded:
+    """The pipeline's view of a Responses request body (which is never modified)."""
+    body = _check_body(body)
+    messages: list[Message] = []
+    instructions: Message | None = None
+    raw = body.get("instructions")
+    if isinstance(raw, str) and raw:
+        instructions = {"role": "system", "content": raw, CARRY: Origin(INSTRUCTIONS, ())}
+        messages.append(instructions)
+    state = server_state(body)
+    groups: dict[int, Message] = {}
+    call_types: dict[str, str] = {}
+    items = body.get("input")
+    if isinstance(items, str):
+        message: Message = {"role": "user", "content": items, CARRY: Origin(-1, (items,))}
+        groups[-1] = message
+        messages.append(message)
+        items = []
+    names: dict[str, Any] = {}
+    declared: set[str] = set()
+    for item in items or ():
+        if item_type(item) in CALLS and isinstance(item.get("call_id"), str):
+            declared.add(item["call_id"])
+            names.setdefault(item["call_id"], item.get("name"))
+            call_types.setdefault(item["call_id"], item_type(item))
+            call_types.setdefault(short_id(item["call_id"]), item_type(item))
+    for start, run in _runs(items or []):
+        if input_side(run[0]):
+            item = run[0]
+            chat = _single(item, names, declared, bool(state))
+            known = _MESSAGE_KEYS if item_type(item) == "message" else _OUTPUT_KEYS
+            extra = _fields_text(item, known)
+        else:
+            chat, extra = _step(run)
+        chat[CARRY] = Origin(start, tuple(run), extra)
+        groups[start] = chat
+        messages.append(chat)
+    unknown = {k: v for k, v in body.items() if k not in _SETTINGS}
+    return Decoded(
+        body=body,
+        messages=messages,
+        tools=body.get("tools"),
+        model=body.get("model"),
+        max_output=body.get("max_output_tokens"),
+        groups=groups,
+        instructions=instructions,
+        call_types=call_types,
+        server_state=state,
+        extra=_dumps(unknown) if unknown else "",
+    )
+
+
+# -- encode -----------------------------------------------------------------------------------
+
+
+def origin_of(message: Message) -> Origin | None:
+    origin = message.get(CARRY)
+    return origin if isinstance(origin, Origin) else None
+
+
+def _unchanged(message: Message, decoded: Decoded) -> Origin | None:
+    """The origin of a message that came back as it was decoded (or an equal copy)."""
+    origin = origin_of(message)
+    if origin is None:
+        return None
+    original = decoded.groups.get(origin.index)
+    if original is None or original.get(CARRY) is not origin:
+        return None  # a stage rebuilt the origin (e.g. dropped a reasoning item)
+    return origin if (message is original or message == original) else None
+
+
+def _call_item(call: Any, original: dict[str, Any] | None, decoded: Decoded) -> dict[str, Any]:
+    """A chat tool call as a call item, from its original item where there is one."""
+    function = call.get("function") if isinstance(call, dict) else None
+    fn: dict[str, Any] = function if isinstance(function, dict) else {}
+    call_id = call.get("id") if isinstance(call, dict) else None
+    if original is not None and to_call(original) == {
+        k: v for k, v in call.items() if k != CALL_ORIGIN
+    }:
+        return original
+    kind = item_type(original) if original is not None else "function_call"
+    base = original if original is not None else {"type": kind}
+    field_name = "arguments" if kind == "function_call" else "input"
+    return {**base, "call_id": call_id, "name": fn.get("name"), field_name: fn.get("arguments")}
+
+
+def _rebuild_step(message: Message, origin: Origin | None, decoded: Decoded) -> list[Any]:
+    """The items of a changed assistant step: its own items, with the pipeline's calls
+    (matched to the originals by the call_id they were decoded with) and content."""
+    calls = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
+    by_origin: dict[Any, dict[str, Any]] = {}
+    for call in calls:
+        by_origin.setdefault(call.get(CALL_ORIGIN, call.get("id")), call)
+    used: set[int] = set()
+    items: list[Any] = []
+    content_changed = (
+        message.get("content") != _step(list(origin.items))[0].get("content") if origin else True
+    )
+    for item in origin.items if origin is not None else ():
+        kind = item_type(item)
+        if kind in CALLS:
+            match = by_origin.get(item.get("call_id"))
+            if match is None or id(match) in used:
+                continue  # the pipeline removed this call
+            used.add(id(match))
+            items.append(_call_item(match, item, decoded))
+        elif kind == "message" and item.get("role") == "assistant" and content_changed:
+            continue  # re-emitted below from the message's new content
+        else:
+            items.append(item)
+    if content_changed and message.get("content"):
+        items.append(_assistant_message(message.get("content"), origin))
+    items.extend(_call_item(c, None, decoded) for c in calls if id(c) not in used)
+    return items
+
+
+def _assistant_message(content: Any, origin: Origin | None) -> dict[str, Any]:
+    first = next(
+        (
+            it
+            for it in (origin.items if origin else ())
+            if item_type(it) == "message" and it.get("role") == "assistant"
+        ),
+        None,
+    )
+    base = {k: v for k, v in (first or {"type": "message"}).items() if k != "content"}
+    parts = [
+        {"type": "output_text", "text": p.get("text", ""), "annotations": []}
+        if isinstance(p, dict) and p.get("type") == "text"
+        else p
+        for p in (content if isinstance(content, list) else [{"type": "text", "text": content}])
+    ]
+    return {**base, "role": "assistant", "content": parts}
+
+
+def _output_item(message: Message, origin: Origin | None, decoded: Decoded) -> dict[str, Any]:
+    call_id = message.get("tool_call_id")
+    if origin is not None:
+        native = origin.items[0]
+        return {**native, "call_id": call_id, "output": message.get("content")}
+    kind = CALLS.get(decoded.call_types.get(str(call_id), "function_call"), "function_call_output")
+    return {"type": kind, "call_id": call_id, "output": message.get("content")}
+
+
+def _rebuild(message: Message, decoded: Decoded) -> list[Any]:
+    origin = origin_of(message)
+    role = message.get("role")
+    if role == "assistant":
+        return _rebuild_step(message, origin, decoded)
+    if role == "tool":
+        return [_output_item(message, origin, decoded)]
+    native = origin.items[0] if origin is not None else None
+    if isinstance(native, str):  # the string input, changed (e.g. invalid unicode replaced)
+        return [{"role": "user", "content": message.get("content")}]
+    if isinstance(native, dict) and item_type(native) == "message":
+        return [{**native, "content": message.get("content")}]
+    if native is not None:
+        return [native]  # an opaque output (server-side call): sent as it came
+    return [{"type": "message", "role": "user" if role == "user" else "developer",
+             "content": message.get("content")}]  # fmt: skip
+
+
+def encode(messages: Sequence[Message], decoded: Decoded) -> dict[str, Any]:
+    """The Responses body for governed chat messages: the input body's fields, in their
+    order, with ``input`` rebuilt. Returns the decoded body itself when nothing differs."""
+    body = decoded.body
+    # The pipeline never rewrites a system message: ``instructions`` stays as it was.
+    rest = [m for m in messages if getattr(origin_of(m), "index", None) != INSTRUCTIONS]
+    if isinstance(body.get("input"), str) and len(rest) == 1 and _unchanged(rest[0], decoded):
+        return body
+    items: list[Any] = []
+    for message in rest:
+        origin = _unchanged(message, decoded)
+        if origin is not None and origin.index >= 0:
+            items.extend(origin.items)
+        elif origin is not None:  # the string input, unchanged but not alone
+            items.append({"role": "user", "content": origin.items[0]})
+        else:
+            items.extend(_rebuild(message, decoded))
+    out = dict(body)
+    if "input" in body or items:
+        out["input"] = items
+    if out == body:
+        return body
+    return out
+
+
+def with_items(message: Message, items: tuple[Any, ...]) -> Message:
+    """The message carrying ``items`` instead of its own (a repair of its run)."""
+    origin = origin_of(message)
+    if origin is None:
+        return message
+    return {**message, CARRY: replace(origin, items=items, extra=_step(list(items))[1])}

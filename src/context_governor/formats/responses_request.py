@@ -1,0 +1,83 @@
+"""govern_request(api="responses") and validate_request(api="responses").
+
+The profile's stages (orphan cleanup, backfill, compaction, snip...) run on the
+decoded items as on any chat history; its finishing stages, which are about the
+Chat Completions wire of its provider (alternation, prefill, key filters, id
+formats), are replaced by the Responses API's own repairs (responses_rules.py):
+whoever serves a Responses body, the Responses rules hold.
+
+What the body does not carry (a ``previous_response_id``, a ``conversation``, a
+stored ``prompt``, ``item_reference`` items) is not governed: what is sent is, and
+the report says what was not (a note, and ``RequestResult.ungoverned``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from typing import Any
+
+from ..errors import ConfigError
+from ..inputs import check_messages
+from ..pipeline import resolve_settings, run
+from ..profiles import Profile, get_profile
+from ..providers import resolve
+from ..providers.rules import Violation
+from . import responses as rs
+from . import responses_rules as rules
+from .request import RequestResult, _CarryCounter
+
+
+def govern_responses(
+    body: Any, profile: str | Profile, model: str | None, **kw: Any
+) -> RequestResult:
+    decoded = rs.decode(body)
+    check_messages(decoded.messages)
+    prof = replace(get_profile(profile), finish=rules.FINISH)
+    settings = resolve_settings(
+        profile=prof,
+        tools=decoded.tools,
+        model=model or decoded.model,
+        max_output=decoded.max_output,
+        **kw,
+    )
+    settings = replace(settings, policy=replace(settings.policy, allowed_keys=None))
+    counter = _CarryCounter(settings.counter, decoded.extra, key=rs.CARRY)
+    result, _ = run(decoded.messages, settings, counter)
+    out = rs.encode(result.messages, decoded)
+    report = result.report
+    # The report judges what is sent: the output body's items (positions in its input).
+    _, target = resolve("openai", settings.model)
+    found = rules.native_violations(out, bool(decoded.server_state), target)
+    report.violations = [asdict(v) for v in found]
+    report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    report.notes += [
+        f"rule not met: {v.rule} at {'request' if v.index < 0 else f'input[{v.index}]'} of the "
+        f"output body: {v.error}"
+        for v in found
+    ]
+    if decoded.server_state:
+        report.notes.append(
+            "not governed: the conversation continues server-side ("
+            + ", ".join(decoded.server_state)
+            + "); only the items sent were governed and counted against the window"
+        )
+    native = body.get("input")
+    report.messages_before = len(native) if isinstance(native, list) else int(native is not None)
+    sent = out.get("input")
+    report.messages_after = len(sent) if isinstance(sent, list) else int(sent is not None)
+    return RequestResult(out, report, result.messages, decoded.server_state)
+
+
+def validate_responses(body: Any, provider: str | None, model: str | None) -> list[Violation]:
+    if provider not in (None, "openai"):
+        raise ConfigError(
+            f"a Responses body is checked against the Responses API's rules; got provider "
+            f"{provider!r} (choose the target's repairs with govern_request(profile=...))"
+        )
+    return _validate(body, model)
+
+
+def _validate(body: Any, model: str | None) -> list[Violation]:
+    decoded = rs.decode(body)
+    _, target = resolve("openai", model or decoded.model)
+    return rules.native_violations(decoded.body, bool(decoded.server_state), target)
