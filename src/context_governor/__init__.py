@@ -12,6 +12,7 @@ from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
 from .report import Action, Report
+from .tokens import warm_up
 
 if TYPE_CHECKING:
     from .llm import OpenAICompatClient, ScriptedModel
@@ -35,6 +36,7 @@ __all__ = [
     "Violation",
     "govern",
     "validate",
+    "warm_up",
 ]
 __version__ = "0.1.0"
 
