@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from context_governor import Governor, InputError, govern, validate
+from context_governor import ConfigError, Governor, InputError, govern, validate
 from context_governor.cli import main
 from context_governor.inputs import MAX_DEPTH, structure_problem, unserializable_path
 from context_governor.profiles import PROFILES
@@ -235,3 +235,20 @@ def test_cli_deep_json_in_a_real_process_has_no_traceback() -> None:
     assert proc.stderr == (
         f"error: messages[0].k[0][0][0][...][0][0]: nested deeper than {MAX_DEPTH} levels\n"
     )
+
+
+def test_error_messages_never_render_a_hostile_value() -> None:
+    """repr() of a deep value raises RecursionError; of a huge one, makes a huge message."""
+    deep = nested_lists(100_000)
+    with pytest.raises(InputError) as info:
+        govern([{"role": deep, "content": "x"}])
+    assert (
+        str(info.value) == "messages[0].role: unknown role a list; expected system, user, "
+        "assistant or tool"
+    )
+    with pytest.raises(InputError, match=r"unknown role 'xxxx.*\.\.\.; expected"):
+        govern([{"role": "x" * 10_000_000, "content": "x"}])
+    for setting in ("context_window", "max_output", "max_tool_result_chars", "compaction"):
+        with pytest.raises(ConfigError) as config:
+            govern([{"role": "user", "content": "x"}], **{setting: deep})
+        assert "got a list" in str(config.value)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, brief
 from .messages import ROLES, Message
 from .stages.base import Context
 
@@ -58,7 +58,7 @@ def check_messages(messages: Any) -> list[Message]:
             hint = " (use 'system' for developer messages)" if role == "developer" else ""
             raise InputError(
                 f"{where}.role",
-                f"unknown role {role!r}; expected system, user, assistant or tool{hint}",
+                f"unknown role {brief(role)}; expected system, user, assistant or tool{hint}",
             )
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):
@@ -106,7 +106,7 @@ def _label(key: Any) -> str:
     """One step of a path as the error messages write it: ``.key`` or ``[index]``."""
     if isinstance(key, str):
         return f".{key}"
-    return f"[{key!r}]" if not isinstance(key, int) or isinstance(key, bool) else f"[{key}]"
+    return f"[{brief(key)}]" if not isinstance(key, int) or isinstance(key, bool) else f"[{key}]"
 
 
 def _short_path(where: str, labels: Sequence[str]) -> str:
@@ -368,7 +368,7 @@ def unserializable_path(value: Any, path: str) -> str | None:
             if isinstance(key, str | int | float | bool) or key is None:
                 pass
             else:
-                return _short_path(path, [*labels, f".{key!r}"])
+                return _short_path(path, [*labels, f".{brief(key)}"])
             if isinstance(item, _JSON_LEAVES):
                 continue
             if not isinstance(item, _CONTAINERS) or id(item) in ancestors:
