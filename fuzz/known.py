@@ -28,6 +28,11 @@ KNOWN: list[tuple[str, str, str]] = [
         "stages (cap): a list-of-parts tool result is cut again, growing (tokens_saved < 0)",
     ),
     ("not-idempotent", "split/", "providers/fixes.py: split_parallel_calls splits again"),
+    (
+        "not-idempotent",
+        "alternation/",
+        "alternation: merged assistant turns leave tool results the second pass drops",
+    ),
 ]
 
 

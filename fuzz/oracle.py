@@ -4,6 +4,8 @@
 - ``slow``: more than SLOW_SECONDS of CPU for one govern() of an input under 1 MB;
 - ``mutation``: govern() changed the caller's messages or tools;
 - ``not-idempotent``: governing the output again changes it (or fails);
+  provider profiles only, like the two classes after it: the nanobot profile
+  reproduces the seed output for output, and the seed is not idempotent;
 - ``unreported-violation``: the profile's own validator flags the output and the
   report does not list that violation;
 - ``newest-user-lost``: the text of the newest user message is in no output message
@@ -144,6 +146,8 @@ def check(case: Case) -> list[Finding]:
         return findings
     output = result.messages
     profile = PROFILES[kwargs["profile"]]
+    if profile.provider is None:
+        return findings  # the nanobot profile reproduces the seed, defects included
     try:
         again = govern(output, **kwargs)
     except Exception as exc:
@@ -164,18 +168,16 @@ def check(case: Case) -> list[Finding]:
                     f"second pass: {again.report.actions[:3]}",
                 )
             )
-    if profile.provider is not None:
-        model = kwargs.get("model")
-        try:
-            flagged = validate(output, provider=profile.provider, model=model)
-        except Exception as exc:
-            findings.append(_crash(exc, "validate"))
-        else:
-            reported = {(v["rule"], v["index"]) for v in result.report.violations}
-            missing = [v for v in flagged if (v.rule, v.index) not in reported]
-            if missing:
-                findings.append(Finding("unreported-violation", missing[0].rule, str(missing[0])))
-        lost = _newest_user_lost(case.messages, output)
-        if lost:
-            findings.append(Finding("newest-user-lost", profile.name, lost))
+    try:
+        flagged = validate(output, provider=profile.provider, model=kwargs.get("model"))
+    except Exception as exc:
+        findings.append(_crash(exc, "validate"))
+    else:
+        reported = {(v["rule"], v["index"]) for v in result.report.violations}
+        missing = [v for v in flagged if (v.rule, v.index) not in reported]
+        if missing:
+            findings.append(Finding("unreported-violation", missing[0].rule, str(missing[0])))
+    lost = _newest_user_lost(case.messages, output)
+    if lost:
+        findings.append(Finding("newest-user-lost", profile.name, lost))
     return findings

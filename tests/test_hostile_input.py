@@ -252,3 +252,14 @@ def test_error_messages_never_render_a_hostile_value() -> None:
         with pytest.raises(ConfigError) as config:
             govern([{"role": "user", "content": "x"}], **{setting: deep})
         assert "got a list" in str(config.value)
+
+
+def test_shared_lists_that_expand_exponentially_are_refused() -> None:
+    """60 lists of two, each holding the next twice: 2^60 copies once serialized."""
+    bomb: Any = []
+    for _ in range(60):
+        bomb = [bomb, bomb]
+    with pytest.raises(InputError, match=r"^messages\[0\]\.x.*holds more than 1,000,000"):
+        govern([{"role": "user", "content": "hi", "x": bomb}])
+    wide = [[] for _ in range(200_000)]  # many containers, none shared: fine
+    assert structure_problem({"x": wide}, "m") is None

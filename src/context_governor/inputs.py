@@ -34,6 +34,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: in a comprehension-based copy, so 256 levels use at most ~520 of the 1,000 frames
 #: a thread may have, leaving the rest to the caller's own stack.
 MAX_DEPTH = 256
+#: How many objects and lists one message or tool definition may hold, a shared
+#: one counted each time it occurs (its JSON has that many). Far above any real
+#: message (a 1 MB JSON document of empty lists has 500,000).
+MAX_CONTAINERS = 1_000_000
 _CONTAINERS = (dict, list, tuple)
 
 
@@ -129,9 +133,10 @@ def structure_problem(value: Any, where: str) -> tuple[str, str] | None:
     depth. Iterative, linear in the number of containers for trees.
 
     A container reached twice without being its own ancestor (the same dict used
-    in two places) is shared, not a cycle: JSON can carry it, as two copies. It is
-    walked again only when reached deeper than before, so that its depth counts
-    where it is deepest.
+    in two places) is shared, not a cycle: JSON carries it as two copies, and so it
+    is walked once per place. That is also why the walk stops after MAX_CONTAINERS:
+    a few shared lists nested in each other stand for exponentially many copies
+    (2^60 from 60 lists of two), which json.dumps and every stage would expand.
     """
     if not isinstance(value, _CONTAINERS):
         return None
@@ -139,7 +144,7 @@ def structure_problem(value: Any, where: str) -> tuple[str, str] | None:
     labels: list[str] = []
     on_path: list[int] = [id(value)]
     ancestors = {id(value)}
-    walked_at: dict[int, int] = {}  # id -> deepest depth its subtree was checked at
+    budget = MAX_CONTAINERS
     while stack:
         found = next(((k, v) for k, v in stack[-1] if isinstance(v, _CONTAINERS)), None)
         if found is None:
@@ -160,9 +165,13 @@ def structure_problem(value: Any, where: str) -> tuple[str, str] | None:
                 _short_path(where, [*labels, _label(key)]),
                 f"nested deeper than {MAX_DEPTH} levels",
             )
-        if walked_at.get(child_id, 0) >= depth:
-            continue
-        walked_at[child_id] = depth
+        budget -= 1
+        if budget < 0:
+            return (
+                _short_path(where, [*labels, _label(key)]),
+                f"holds more than {MAX_CONTAINERS:,} objects and lists "
+                "(counting a shared one each time it occurs)",
+            )
         stack.append(_children(child))
         labels.append(_label(key))
         on_path.append(child_id)
