@@ -15,23 +15,20 @@ KNOWN: list[tuple[str, str, str]] = [
     (
         "not-idempotent",
         "microcompact/replace",
-        "stages (compaction): a second pass stubs more old tool results (seed policy)",
-    ),
-    (
-        "not-idempotent",
-        "orphans/drop",
-        "stages: tool results moved by the first pass answer no earlier call the second time",
+        "stages (seed compaction): openai + compaction='seed', assistant tool-call turns"
+        " without results; the second pass stubs old results again (replay 2:358)",
     ),
     (
         "not-idempotent",
         "cap/truncate",
-        "stages (cap): a list-of-parts tool result is cut again, growing (tokens_saved < 0)",
+        "stages (cap): vllm, max_tool_result_chars=100, a tool result that is a list of"
+        " parts (empty text, image_url, file); the second pass cuts it again (109 -> 99)",
     ),
-    ("not-idempotent", "split/", "providers/fixes.py: split_parallel_calls splits again"),
     (
         "not-idempotent",
-        "alternation/",
-        "alternation: merged assistant turns leave tool results the second pass drops",
+        "split/",
+        "providers/fixes.py: vllm + llama-3.3-70b, one assistant turn with two calls"
+        " both id 'c1' and no results; split_parallel_calls splits again",
     ),
 ]
 

@@ -54,7 +54,7 @@ def _same(case: Case, finding: Finding) -> bool:
     return any(f.kind == finding.kind and f.signature == finding.signature for f in check(case))
 
 
-def shrink(case: Case, finding: Finding, attempts: int = 80) -> Case:
+def shrink(case: Case, finding: Finding, attempts: int = 150) -> Case:
     """A smaller case with the same finding: drop messages, tools, settings one by one."""
     for key in list(case.settings):
         if key == "profile" or attempts <= 0:
@@ -78,6 +78,34 @@ def shrink(case: Case, finding: Finding, attempts: int = 80) -> Case:
             if _same(trial, finding):
                 case = trial
             i -= 1
+    if isinstance(case.messages, list):
+        case = _shrink_fields(case, finding, attempts)
+    return case
+
+
+def _shrink_fields(case: Case, finding: Finding, attempts: int) -> Case:
+    """Shorten long strings and drop optional keys of each message, one at a time."""
+    for i in range(len(case.messages)):
+        message = case.messages[i]
+        if not isinstance(message, dict):
+            continue
+        for key in list(message):
+            if attempts <= 0:
+                return case
+            value = message[key]
+            if key in ("role", "tool_call_id") or (key == "content" and not value):
+                continue
+            if isinstance(value, str) and len(value) > 40:
+                smaller = {**message, key: value[:40]}
+            elif key in ("content", "tool_calls"):
+                continue
+            else:
+                smaller = {k: v for k, v in message.items() if k != key}
+            attempts -= 1
+            messages = [*case.messages[:i], smaller, *case.messages[i + 1 :]]
+            trial = Case(messages, case.tools, case.settings, case.mutations)
+            if _same(trial, finding):
+                case, message = trial, smaller
     return case
 
 

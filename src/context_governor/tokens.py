@@ -425,6 +425,10 @@ class ExactCounter:
     - special-token text is counted as ordinary text (it is, on the wire);
     - the whole prompt is the sum of its messages plus the tool definitions, so
       that what snip adds up is what the budget check sees;
+    - work is linear in the text (bounded_count): counts are exact for any text
+      without a run of RUN_LIMIT (1,000) characters of one kind (letters, symbols,
+      white space, newlines/slashes); the part of a text around such a run is
+      counted as its UTF-8 length, an upper bound, so budgets err on the safe side;
     - counts are memoised by a 128-bit digest of the payload (not the payload
       itself, which would keep a second copy of every message alive), so an
       unchanged message is never tokenized twice in a process.
