@@ -179,8 +179,27 @@ def structure_problem(value: Any, where: str) -> tuple[str, str] | None:
     return None
 
 
+def _plain_tree(value: Any) -> bool:
+    """The fast check for the common case: at most MAX_DEPTH levels and MAX_CONTAINERS
+    containers, counting a shared one each time (so a cycle, being infinitely deep,
+    fails too). False means "look closer" with structure_problem."""
+    budget = MAX_CONTAINERS
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        budget -= 1
+        if depth > MAX_DEPTH or budget < 0:
+            return False
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, _CONTAINERS):
+                pending.append((child, depth + 1))
+    return True
+
+
 def check_structure(value: Any, where: str) -> None:
     """Raise InputError when ``value`` is too deep or cyclic (see structure_problem)."""
+    if not isinstance(value, _CONTAINERS) or _plain_tree(value):
+        return
     problem = structure_problem(value, where)
     if problem is not None:
         raise InputError(*problem)
