@@ -15,8 +15,12 @@
 from __future__ import annotations
 
 import hashlib
+import signal
+import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,38 @@ from context_governor.profiles import PROFILES
 from .generate import Case
 
 SLOW_SECONDS = 2.0
+#: Wall-clock seconds after which one govern() is stopped and reported as ``slow``
+#: (a hang would otherwise stall the whole campaign).
+HANG_SECONDS = 60
+
+
+class Hang(BaseException):
+    """Raised into govern() by the watchdog (a BaseException: no ``except Exception``
+    in the code under test can swallow it)."""
+
+
+@contextmanager
+def watchdog(seconds: float) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (Unix main thread; elsewhere a no-op)."""
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Hang
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 SMALL_INPUT = 1_000_000  # bytes-ish: characters of strings plus one per value
 
 
@@ -131,9 +167,12 @@ def check(case: Case) -> list[Finding]:
     kwargs = case.kwargs()
     started = time.process_time()
     try:
-        result = govern(case.messages, **kwargs)
+        with watchdog(HANG_SECONDS):
+            result = govern(case.messages, **kwargs)
     except (InputError, ConfigError):
         result = None
+    except Hang as exc:
+        return [Finding("slow", "hang", f"no answer after {HANG_SECONDS}s: {_where(exc)}")]
     except Exception as exc:  # the class we look for
         return [_crash(exc, "govern")]
     spent = time.process_time() - started

@@ -71,3 +71,14 @@ def test_replay_rebuilds_the_same_input(spec: str) -> None:
         oracle.fingerprint([first.messages, first.tools, first.settings])[0]
         == (oracle.fingerprint([again.messages, again.tools, again.settings])[0])
     )
+
+
+def test_a_hang_is_stopped_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forever(*args: object, **kwargs: object) -> None:
+        while True:
+            pass
+
+    monkeypatch.setattr(oracle, "HANG_SECONDS", 0.2)
+    monkeypatch.setattr(oracle, "govern", forever)
+    case = generate.Case([{"role": "user", "content": "x"}], None, {"profile": "openai"})
+    assert [(f.kind, f.signature) for f in oracle.check(case)] == [("slow", "hang")]
