@@ -19,7 +19,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -189,8 +189,8 @@ def campaign(n: int, seed: int, jobs: int, out: Path | None, quiet: bool = False
     else:
         with ProcessPoolExecutor(jobs) as pool:
             pending = {pool.submit(run_range, seed, a, b): b - a for a, b in _chunks(n)}
-            for future, size in pending.items():
-                take(future.result(), size)
+            for future in as_completed(pending):
+                take(future.result(), pending[future])
     return {"counts": counts, "first": first, "seconds": time.monotonic() - started}
 
 
