@@ -162,17 +162,23 @@ def _newest_user_lost(messages: list[Any], output: list[Any]) -> str | None:
 
 
 def check(case: Case) -> list[Finding]:
-    """Every finding on ``case`` (empty: the input passed every class)."""
+    """Every finding on ``case`` (empty: the input passed every class); a check that
+    takes longer than HANG_SECONDS is stopped and reported as ``slow``/``hang``."""
+    try:
+        with watchdog(HANG_SECONDS):
+            return _check(case)
+    except Hang as exc:
+        return [Finding("slow", "hang", f"no answer after {HANG_SECONDS}s: {_where(exc)}")]
+
+
+def _check(case: Case) -> list[Finding]:
     before, size = fingerprint([case.messages, case.tools])
     kwargs = case.kwargs()
     started = time.process_time()
     try:
-        with watchdog(HANG_SECONDS):
-            result = govern(case.messages, **kwargs)
+        result = govern(case.messages, **kwargs)
     except (InputError, ConfigError):
         result = None
-    except Hang as exc:
-        return [Finding("slow", "hang", f"no answer after {HANG_SECONDS}s: {_where(exc)}")]
     except Exception as exc:  # the class we look for
         return [_crash(exc, "govern")]
     spent = time.process_time() - started
