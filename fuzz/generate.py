@@ -300,7 +300,11 @@ def mutate(rnd: random.Random, case: Case) -> None:
         del messages[rnd.randrange(len(messages))]
     elif kind == "duplicate" and isinstance(messages, list) and messages:
         i = rnd.randrange(len(messages))
-        messages.insert(i, copy.deepcopy(messages[i]))
+        try:
+            twin = copy.deepcopy(messages[i])
+        except RecursionError:  # a deep mutation came first: share it instead
+            twin = messages[i]
+        messages.insert(i, twin)
     elif kind == "share" and isinstance(messages, list) and messages:
         messages.append(rnd.choice(messages))  # the same dict twice
     elif kind == "not-a-list":

@@ -45,7 +45,12 @@ def run_range(seed: int, start: int, stop: int) -> list[tuple[int, Finding]]:
     found = []
     corpus = _corpus()
     for index in range(start, stop):
-        for finding in check(make_case(seed, index, corpus)):
+        try:
+            case = make_case(seed, index, corpus)
+        except Exception as exc:  # a bug of the harness, not of the library: say so
+            found.append((index, Finding("harness", type(exc).__name__, repr(exc)[:300])))
+            continue
+        for finding in check(case):
             found.append((index, finding))
     return found
 
