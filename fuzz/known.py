@@ -30,6 +30,18 @@ KNOWN: list[tuple[str, str, str]] = [
         "providers/fixes.py: vllm + llama-3.3-70b, one assistant turn with two calls"
         " both id 'c1' and no results; split_parallel_calls splits again",
     ),
+    (
+        "not-idempotent",
+        "content/repair",
+        "providers/fixes.py (empty content): qwen, [assistant 'x' calling a and b,"
+        " tool b with content null, user]; the second pass writes '(empty)'",
+    ),
+    (
+        "not-idempotent",
+        "compact/drop",
+        "stages/compact.py (cache policy): vllm + mistral-large, window 8000, 30"
+        " messages; the second pass cuts old turns again (replay 3:21344)",
+    ),
 ]
 
 
