@@ -57,6 +57,16 @@ bench: $(BENCH_STAMP) $(REF_STAMP)
 load: $(STAMP)
 	nice -n 10 $(PY) -m bench.load --out docs/load.md
 
+# Hostile inputs through govern() across all profiles (fuzz/README.md): crashes,
+# > 2 s on an input under 1 MB, input mutation, non-idempotence, unreported
+# violations, a lost newest user message. Progress on stderr; findings in fuzz/findings/.
+FUZZ_N ?= 1000000
+FUZZ_SEED ?= 1
+FUZZ_JOBS ?= 1
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(PY) -m fuzz.run --n $(FUZZ_N) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
+
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 

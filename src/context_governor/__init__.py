@@ -15,6 +15,7 @@ from .profiles import PROFILES, Profile
 from .providers import Violation, validate
 from .render import render_report
 from .report import Action, Report
+from .tokens import warm_up
 from .windows import known_window
 
 if _TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = [
     "render_report",
     "validate",
     "validate_request",
+    "warm_up",
 ]
 __version__ = "0.1.0"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from .errors import InputError
+from .inputs import MAX_DEPTH
 
 
 @dataclass(slots=True)
@@ -49,13 +50,24 @@ def _as_body(value: Any, line: int | None) -> Body:
     )
 
 
+def _loads(text: str, where: str) -> Any:
+    """json.loads, except that input nested too deeply for the parser (it recurses once
+    per level) is an InputError, not a RecursionError traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError(
+            where, f"nested too deeply to parse (a message may nest at most {MAX_DEPTH} levels)"
+        ) from None
+
+
 def read_bodies(stream: BinaryIO) -> list[Body]:
     """Parse the whole input; JSON Lines is tried only when it is not one JSON document."""
     text = _decode(stream.read())
     if not text.strip():
         raise InputError("input", "empty; expected JSON")
     try:
-        return [_as_body(json.loads(text), None)]
+        return [_as_body(_loads(text, "input"), None)]
     except json.JSONDecodeError as whole_error:
         lines = [(n, s) for n, s in enumerate(text.splitlines(), 1) if s.strip()]
         if len(lines) < 2:
@@ -67,7 +79,7 @@ def read_bodies(stream: BinaryIO) -> list[Body]:
     bodies = []
     for number, line in lines:
         try:
-            value = json.loads(line)
+            value = _loads(line, f"line {number}")
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"line {number}", f"not JSON: {exc.msg} at column {exc.colno}"

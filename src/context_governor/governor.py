@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import InputError
-from .inputs import check_messages
+from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
@@ -143,6 +143,8 @@ class Governor:
             "compaction": compaction,
         }
         # A private copy: the caller may change its list; our counts must not go stale.
+        # Checked first: a copy of tools nested too deeply (or cyclic) would recurse forever.
+        check_tools(tools)
         private_tools = None if tools is None else _freeze(tools)
         self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
         self._tools_count = (

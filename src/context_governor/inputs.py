@@ -3,21 +3,42 @@
 Two levels, because some problems leave nothing sensible to send (a message that
 is not an object, an unknown role) while others have one obvious repair (a tool
 call without an id can never be answered: strip it).
+
+Every walk over user data here is iterative: a hostile message may nest 10^5
+levels deep or contain itself, and Python's recursion limit (1,000 frames) must
+never be what stops it. check_messages() refuses such input up front
+(``MAX_DEPTH``, cycles), so the stages after it, and json.dumps inside the token
+counters, only ever see finite trees of bounded depth.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, brief
 from .messages import ROLES, Message
 from .stages.base import Context
 
 STAGE = "input"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: How many containers (objects and lists) one message or tool definition may nest,
+#: itself included. Real messages nest 3-5 levels (message, content list, part,
+#: image_url) and tool schemas a few dozen; strict JSON parsers in front of model
+#: APIs stop far earlier (serde_json, common in Rust services, at 128). 256 leaves
+#: room for every legitimate use while keeping the recursive code that is not ours
+#: safe: CPython 3.11 spends one frame per level in json.dumps and json.loads and two
+#: in a comprehension-based copy, so 256 levels use at most ~520 of the 1,000 frames
+#: a thread may have, leaving the rest to the caller's own stack.
+MAX_DEPTH = 256
+#: How many objects and lists one message or tool definition may hold, a shared
+#: one counted each time it occurs (its JSON has that many). Far above any real
+#: message (a 1 MB JSON document of empty lists has 500,000).
+MAX_CONTAINERS = 1_000_000
+_CONTAINERS = (dict, list, tuple)
 
 
 def _type_name(value: Any) -> str:
@@ -47,7 +68,7 @@ def check_messages(messages: Any) -> list[Message]:
             hint = " (use 'system' for developer messages)" if role == "developer" else ""
             raise InputError(
                 f"{where}.role",
-                f"unknown role {role!r}; expected system, user, assistant or tool{hint}",
+                f"unknown role {brief(role)}; expected system, user, assistant or tool{hint}",
             )
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):
@@ -73,6 +94,7 @@ def check_messages(messages: Any) -> list[Message]:
         name = message.get("name")
         if name is not None and not isinstance(name, str):
             raise InputError(f"{where}.name", f"expected a string, got {_type_name(name)}")
+        check_structure(message, where)
     return messages
 
 
@@ -86,7 +108,107 @@ def check_tools(tools: Any) -> Sequence[dict[str, Any]] | None:
             raise InputError(
                 f"tools[{i}]", f"expected a tool definition object, got {_type_name(tool)}"
             )
+        check_structure(tool, f"tools[{i}]")
     return tools
+
+
+def _label(key: Any) -> str:
+    """One step of a path as the error messages write it: ``.key`` or ``[index]``."""
+    if isinstance(key, str):
+        return f".{key}"
+    return f"[{brief(key)}]" if not isinstance(key, int) or isinstance(key, bool) else f"[{key}]"
+
+
+def _short_path(where: str, labels: Sequence[str]) -> str:
+    """``where`` plus the steps, eliding the middle of a very long path (one of 10^5
+    levels would otherwise make a megabyte of error message)."""
+    if len(labels) <= 8:
+        return where + "".join(labels)
+    return where + "".join(labels[:4]) + "[...]" + "".join(labels[-2:])
+
+
+def _children(value: Any) -> Iterator[tuple[Any, Any]]:
+    if isinstance(value, dict):
+        return iter(value.items())
+    return enumerate(value)
+
+
+def structure_problem(value: Any, where: str) -> tuple[str, str] | None:
+    """The first place where ``value`` nests deeper than MAX_DEPTH containers or
+    contains itself, as (path, problem); None when it is a finite tree of bounded
+    depth. Iterative, linear in the number of containers for trees.
+
+    A container reached twice without being its own ancestor (the same dict used
+    in two places) is shared, not a cycle: JSON carries it as two copies, and so it
+    is walked once per place. That is also why the walk stops after MAX_CONTAINERS:
+    a few shared lists nested in each other stand for exponentially many copies
+    (2^60 from 60 lists of two), which json.dumps and every stage would expand.
+    """
+    if not isinstance(value, _CONTAINERS):
+        return None
+    stack: list[Iterator[tuple[Any, Any]]] = [_children(value)]
+    labels: list[str] = []
+    on_path: list[int] = [id(value)]
+    ancestors = {id(value)}
+    budget = MAX_CONTAINERS
+    while stack:
+        found = next(((k, v) for k, v in stack[-1] if isinstance(v, _CONTAINERS)), None)
+        if found is None:
+            stack.pop()
+            ancestors.discard(on_path.pop())
+            if labels:
+                labels.pop()
+            continue
+        key, child = found
+        depth = len(stack) + 1
+        child_id = id(child)
+        if child_id in ancestors:
+            return _short_path(
+                where, [*labels, _label(key)]
+            ), "contains a cycle (it contains itself)"
+        if depth > MAX_DEPTH:
+            return (
+                _short_path(where, [*labels, _label(key)]),
+                f"nested deeper than {MAX_DEPTH} levels",
+            )
+        budget -= 1
+        if budget < 0:
+            return (
+                _short_path(where, [*labels, _label(key)]),
+                f"holds more than {MAX_CONTAINERS:,} objects and lists "
+                "(counting a shared one each time it occurs)",
+            )
+        stack.append(_children(child))
+        labels.append(_label(key))
+        on_path.append(child_id)
+        ancestors.add(child_id)
+    return None
+
+
+def _plain_tree(value: Any) -> bool:
+    """The fast check for the common case: at most MAX_DEPTH levels and MAX_CONTAINERS
+    containers, counting a shared one each time (so a cycle, being infinitely deep,
+    fails too). False means "look closer" with structure_problem."""
+    budget = MAX_CONTAINERS
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        budget -= 1
+        if depth > MAX_DEPTH or budget < 0:
+            return False
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, _CONTAINERS):
+                pending.append((child, depth + 1))
+    return True
+
+
+def check_structure(value: Any, where: str) -> None:
+    """Raise InputError when ``value`` is too deep or cyclic (see structure_problem)."""
+    if not isinstance(value, _CONTAINERS) or _plain_tree(value):
+        return
+    problem = structure_problem(value, where)
+    if problem is not None:
+        raise InputError(*problem)
 
 
 def _clean_text(text: str) -> str:
@@ -126,43 +248,77 @@ def _repair_call(call: Any, where: str) -> tuple[dict[str, Any] | None, list[str
 
 
 def _has_surrogate(value: Any) -> bool:
-    """Whether a lone surrogate hides anywhere in ``value`` (cheap: most text is ASCII)."""
-    if isinstance(value, str):
-        return not value.isascii() and _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_surrogate(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+    """Whether a lone surrogate hides anywhere in ``value`` (cheap: most text is ASCII).
+
+    Iterative, and each container is looked at once, so depth and sharing cost nothing."""
+    pending = [value]
+    seen: set[int] = set()
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, dict | list):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            pending.extend(item.values() if isinstance(item, dict) else item)
     return False
+
+
+def _surrogate_paths(value: Any) -> list[tuple[Any, ...]]:
+    """The key paths, in document order, of every string with a lone surrogate inside
+    ``value`` (dicts and lists; iterative; a container that contains itself is not
+    followed into itself)."""
+    found: list[tuple[Any, ...]] = []
+    stack: list[tuple[tuple[Any, ...], Iterator[tuple[Any, Any]]]] = [((), _children(value))]
+    ancestors = [id(value)]
+    while stack:
+        keys, items = stack[-1]
+        for key, item in items:
+            if isinstance(item, str):
+                if not item.isascii() and _SURROGATE.search(item) is not None:
+                    found.append((*keys, key))
+            elif isinstance(item, dict | list) and id(item) not in ancestors:
+                stack.append(((*keys, key), _children(item)))
+                ancestors.append(id(item))
+                break
+        else:
+            stack.pop()
+            ancestors.pop()
+    return found
 
 
 def _clean_unicode(value: Any, path: str, fixes: list[str]) -> Any:
     """``value`` with lone surrogates replaced in every string inside it (the same
-    object when there are none), so that the output can always be sent as UTF-8."""
+    object when there are none), so that the output can always be sent as UTF-8.
+
+    Only the containers on the way to a repaired string are copied; the rest of the
+    copy shares the input's objects (which are never modified)."""
     if not _has_surrogate(value):
         return value
     if isinstance(value, str):
-        if _SURROGATE.search(value):
-            fixes.append(f"{path}: invalid unicode (lone surrogate) replaced")
-            return _clean_text(value)
+        fixes.append(f"{path}: invalid unicode (lone surrogate) replaced")
+        return _clean_text(value)
+    if not isinstance(value, dict | list):
         return value
-    if isinstance(value, dict):
-        cleaned_dict: dict[str, Any] | None = None
-        for key, item in value.items():
-            new = _clean_unicode(item, f"{path}.{key}", fixes)
-            if new is not item:
-                cleaned_dict = cleaned_dict if cleaned_dict is not None else dict(value)
-                cleaned_dict[key] = new
-        return value if cleaned_dict is None else cleaned_dict
-    if isinstance(value, list):
-        cleaned_list: list[Any] | None = None
-        for i, item in enumerate(value):
-            new = _clean_unicode(item, f"{path}[{i}]", fixes)
-            if new is not item:
-                cleaned_list = cleaned_list if cleaned_list is not None else list(value)
-                cleaned_list[i] = new
-        return value if cleaned_list is None else cleaned_list
-    return value
+    root: Any = dict(value) if isinstance(value, dict) else list(value)
+    copies: dict[tuple[Any, ...], Any] = {(): root}
+    for keys in _surrogate_paths(value):
+        fixes.append(
+            f"{path}{''.join(map(_label, keys))}: invalid unicode (lone surrogate) replaced"
+        )
+        parent = root
+        for n, key in enumerate(keys[:-1], 1):
+            copied = copies.get(keys[:n])
+            if copied is None:
+                original = parent[key]
+                copied = dict(original) if isinstance(original, dict) else list(original)
+                parent[key] = copied
+                copies[keys[:n]] = copied
+            parent = copied
+        parent[keys[-1]] = _clean_text(parent[keys[-1]])
+    return root
 
 
 def _repair_message(message: Message, i: int) -> tuple[Message | None, list[str]]:
@@ -231,22 +387,33 @@ _JSON_LEAVES = (str, int, float, bool, type(None))
 
 
 def unserializable_path(value: Any, path: str) -> str | None:
-    """Where in ``value`` something is that JSON cannot carry (slow: only used to explain
-    an error once one has happened)."""
+    """Where in ``value`` something is that JSON cannot carry: a value of another type,
+    a key that is not a string or a number, or a container that contains itself (slow:
+    only used to explain an error once one has happened; iterative, so any depth)."""
     if isinstance(value, _JSON_LEAVES):
         return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str | int | float | bool):
-                return f"{path}.{key!r}"
-            found = unserializable_path(item, f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = unserializable_path(item, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    return path
+    if not isinstance(value, _CONTAINERS):
+        return path
+    stack: list[Iterator[tuple[Any, Any]]] = [_children(value)]
+    labels: list[str] = []
+    ancestors: list[int] = [id(value)]
+    while stack:
+        for key, item in stack[-1]:
+            if isinstance(key, str | int | float | bool) or key is None:
+                pass
+            else:
+                return _short_path(path, [*labels, f".{brief(key)}"])
+            if isinstance(item, _JSON_LEAVES):
+                continue
+            if not isinstance(item, _CONTAINERS) or id(item) in ancestors:
+                return _short_path(path, [*labels, _label(key)])
+            stack.append(_children(item))
+            labels.append(_label(key))
+            ancestors.append(id(item))
+            break
+        else:
+            stack.pop()
+            ancestors.pop()
+            if labels:
+                labels.pop()
+    return None

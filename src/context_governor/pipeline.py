@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools, unserializable_path
 from .messages import Message
 from .policies import CompactionPolicy, get_policy
@@ -45,7 +45,7 @@ def _resolve_max_output(value: Any, profile: Profile) -> int:
     if value is None:
         return DEFAULT_MAX_OUTPUT
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"max_output must be a non-negative integer, got {value!r}")
+        raise ConfigError(f"max_output must be a non-negative integer, got {brief(value)}")
     return value
 
 
@@ -59,7 +59,9 @@ def _check_window(context_window: Any, profile: Profile) -> int | None:
         or not isinstance(context_window, int)
         or context_window <= 0
     ):
-        raise ConfigError(f"context_window must be a positive integer, got {context_window!r}")
+        raise ConfigError(
+            f"context_window must be a positive integer, got {brief(context_window)}"
+        )
     return context_window
 
 
@@ -68,7 +70,8 @@ def _check_cap(value: Any) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < MIN_TOOL_RESULT_CHARS:
         raise ConfigError(
-            f"max_tool_result_chars must be an integer >= {MIN_TOOL_RESULT_CHARS}, got {value!r}"
+            f"max_tool_result_chars must be an integer >= {MIN_TOOL_RESULT_CHARS}, "
+            f"got {brief(value)}"
         )
     return value
 

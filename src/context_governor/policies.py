@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
+from .errors import ConfigError, brief
 
 PolicyKind = Literal["seed", "cache"]
 
@@ -128,4 +128,6 @@ def get_policy(policy: Any) -> CompactionPolicy:
         return CACHE
     if policy == "seed":
         return SEED
-    raise ConfigError(f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {policy!r}")
+    raise ConfigError(
+        f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {brief(policy)}"
+    )

@@ -12,6 +12,16 @@ itself pins for the official file. When no encoding can be loaded, counters fall
 documented estimate: ``len(text) // 4`` (characters per token of English prose
 and code under cl100k; it over-counts CJK less than it under-counts it, so the
 snip safety buffer matters more there).
+
+Work per text is bounded (see ``bounded_count``): tiktoken's byte-pair merge is
+superlinear in the length of one pre-token, and a single 10 MB run of one
+character would take seconds (a 1 MB run of spaces even makes its regex give up).
+Counts are exact for any text without a run of ``RUN_LIMIT`` characters of one
+kind; the part of a text around such a run is counted as its UTF-8 length, an
+upper bound, so budgets can only err on the safe side.
+
+Encodings are built once per process, under a lock (``load_encoding``), and can
+be built ahead of time with ``warm_up()``.
 """
 
 from __future__ import annotations
@@ -19,12 +29,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import struct
-from collections.abc import Callable, Sequence
-from functools import cache
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 from .messages import Message
 
 #: Encoding names we can load offline, in order of preference for each alias.
@@ -127,9 +138,41 @@ def _load_o200k() -> Encoding | None:
     return enc
 
 
-@cache
+_ENCODINGS: dict[str, Encoding | None] = {}
+_ENCODINGS_LOCK = threading.Lock()
+#: Called with an encoding's name each time one is built (tests count builds with it).
+build_hooks: list[Callable[[str], None]] = []
+
+
 def load_encoding(name: str) -> Encoding | None:
-    """Load a tiktoken encoding without touching the network, or None."""
+    """Load a tiktoken encoding without touching the network, or None.
+
+    Built at most once per process and name: building o200k_base takes seconds and
+    ~70 MB, and twenty threads asking at once must not build it twenty times. The
+    lock is held while building, so the others wait for the first one's result.
+    """
+    try:
+        return _ENCODINGS[name]
+    except KeyError:
+        pass
+    with _ENCODINGS_LOCK:
+        if name not in _ENCODINGS:
+            for hook in build_hooks:
+                hook(name)
+            _ENCODINGS[name] = _build_encoding(name)
+        return _ENCODINGS[name]
+
+
+def warm_up(models: Iterable[str | None] = (None,)) -> list[str]:
+    """Build the encodings ``models`` are counted with now, not on the first request
+    (a server calls this at start-up). ``None`` stands for the default, cl100k_base,
+    which every profile may fall back to. Returns the names of the encodings that
+    could be loaded; ``[]`` means counting will use the chars/4 estimate."""
+    wanted = ["cl100k_base", *(encoding_for_model(model) for model in models)]
+    return [name for name in dict.fromkeys(wanted) if load_encoding(name) is not None]
+
+
+def _build_encoding(name: str) -> Encoding | None:
     if name == "o200k_base":
         return _load_o200k()
     try:
@@ -156,7 +199,117 @@ def encoding_for_model(model: str | None) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """JSON text of ``value``; too deep or cyclic input becomes an InputError (a
+    ValueError, which govern() turns into one that names the place)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        raise InputError("", "nested too deeply to serialize as JSON") from None
+
+
+#: A run of this many characters of one kind (letters, symbols, whitespace) can make
+#: one pre-token this long, which is where byte-pair merging gets slow.
+RUN_LIMIT = 1000
+#: Longest piece the byte-pair merge is ever handed by bounded_count (a symbol run
+#: and its newline/slash tail are the longest pre-tokens of both encodings).
+MAX_PIECE = 2 * RUN_LIMIT
+# Characters that end a letter pre-token (none is a letter or a combining mark): ASCII
+# other than letters, general punctuation, CJK and fullwidth punctuation.
+_NOT_LETTER = (
+    r"\x00-\x40\x5b-\x60\x7b-\x7f\u2000-\u206f\u3000-\u3004\u3008-\u3020"
+    r"\uff01-\uff20\uff3b-\uff40\uff5b-\uff65"
+)
+# Unicode White_Space, as the pre-tokenizers' \s means it (not Python's isspace()).
+_SPACE = r"\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# Characters that end a symbol pre-token: white space, ASCII letters and digits.
+_NOT_SYMBOL = _SPACE + "A-Za-z0-9"
+_CLASSES = (f"[^{_NOT_LETTER}]", f"[^{_NOT_SYMBOL}]", f"[{_SPACE}]", r"[\r\n/]")
+# Every run of RUN_LIMIT characters of one class holds a whole window of _STEP + 1
+# characters starting at a multiple of _STEP: looking there finds every long run in
+# len(text) / _STEP short regex matches (most fail on their first character).
+_STEP = RUN_LIMIT // 2
+_WINDOWS = tuple(re.compile(f"{cls}{{{_STEP + 1}}}") for cls in _CLASSES)
+_RUNS = tuple(re.compile(f"{cls}*") for cls in _CLASSES)
+
+
+def _long_run(text: str, start: int) -> tuple[int, int] | None:
+    """The first run of at least RUN_LIMIT characters of one class that holds a
+    window starting at or after ``start``, as (start, end); None when there is none."""
+    first = -(-start // _STEP) * _STEP
+    for position in range(first, len(text) - _STEP, _STEP):
+        for window, run in zip(_WINDOWS, _RUNS, strict=True):
+            if window.match(text, position) is None:
+                continue
+            end = run.match(text, position).end()  # type: ignore[union-attr]
+            # an earlier window would have found a run starting _STEP or more before
+            back = text[max(0, position - _STEP) : position][::-1]
+            begin = position - run.match(back).end()  # type: ignore[union-attr]
+            if end - begin >= RUN_LIMIT:
+                return begin, end
+    return None
+
+
+def _cut_before(text: str, index: int) -> int:
+    """The last position <= ``index`` where both pre-tokenizers must split: a space
+    right after a character that is not white space (no pre-token reaches from such a
+    character into a following space, and none looks behind), or 0."""
+    limit = max(0, index - RUN_LIMIT)
+    while index > limit:
+        index = text.rfind(" ", limit, index + 1)
+        if index <= 0:
+            return 0
+        if not text[index - 1].isspace():
+            return index
+        index -= 1
+    return 0
+
+
+def _cut_after(text: str, index: int) -> int:
+    """The first such position >= ``index``, or ``len(text)``."""
+    limit = min(len(text), index + RUN_LIMIT)
+    while index < limit:
+        index = text.find(" ", index, limit)
+        if index < 0:
+            break
+        if index > 0 and not text[index - 1].isspace():
+            return index
+        index += 1
+    return len(text)
+
+
+def bounded_segments(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut, at positions where every pre-token ends, into pieces to count
+    exactly (True) and pieces around a run of RUN_LIMIT letters, symbols, white
+    space or newlines/slashes, to bound by their UTF-8 length (False). The exact
+    pieces pre-tokenize into pre-tokens of at most MAX_PIECE characters."""
+    if len(text) < RUN_LIMIT:
+        return [(text, True)]  # the common case: nothing to look for
+    segments: list[tuple[str, bool]] = []
+    done = 0
+    while (run := _long_run(text, done)) is not None:
+        start = max(done, _cut_before(text, run[0]))
+        end = _cut_after(text, run[1])
+        if start > done:
+            segments.append((text[done:start], True))
+        if segments and not segments[-1][1] and start == done:
+            segments[-1] = (segments[-1][0] + text[start:end], False)
+        else:
+            segments.append((text[start:end], False))
+        done = end
+    if done < len(text):
+        segments.append((text[done:], True))
+    return segments
+
+
+def bounded_count(encode: Callable[[str], Sequence[int]], text: str) -> int:
+    """Tokens of ``text`` by ``encode``: exact when ``text`` has no run of RUN_LIMIT
+    characters of one kind, else an upper bound (byte-level BPE never yields more
+    tokens than bytes, and the cuts are where the encodings cut anyway, so the exact
+    parts add up exactly). Time is linear in the length of ``text``."""
+    total = 0
+    for segment, exact in bounded_segments(text):
+        total += len(encode(segment)) if exact else len(segment.encode("utf-8", "surrogatepass"))
+    return total
 
 
 def seed_message_payload(message: Message) -> str:
@@ -211,6 +364,10 @@ def _seed_prompt_parts(message: Message) -> list[str]:
 class SeedCounter:
     """Nanobot 0.2.2's estimator, reproduced with its quirks (for the ``nanobot`` profile).
 
+    Like the seed's, except that its work is bounded (bounded_count): text with a
+    run of RUN_LIMIT characters of one kind, on which the seed spends seconds, is
+    counted with an upper bound around that run.
+
     Plain ``encode()`` raises on special-token text such as ``<|endoftext|>``: a
     message estimate then falls back to ``len // 4 + 4`` and a whole-prompt
     estimate becomes 0 ("fits"). Those are the seed's defects, kept on purpose.
@@ -218,6 +375,15 @@ class SeedCounter:
 
     def __init__(self, encoding: Encoding | None) -> None:
         self._enc = encoding
+        self._special: tuple[str, ...] = tuple(getattr(encoding, "special_tokens_set", ()))
+
+    def _count(self, text: str) -> int:
+        """What the seed's ``len(encode(text))`` gives: ValueError on special-token text
+        wherever it is in ``text`` (as the seed's encode), else bounded_count."""
+        assert self._enc is not None
+        if any(special in text for special in self._special):
+            raise ValueError("special-token text")
+        return bounded_count(self._enc.encode, text)
 
     @property
     def name(self) -> str:
@@ -230,7 +396,7 @@ class SeedCounter:
         try:
             if self._enc is None:
                 raise LookupError("no encoding")
-            return max(4, len(self._enc.encode(payload)) + PER_MESSAGE_OVERHEAD)
+            return max(4, self._count(payload) + PER_MESSAGE_OVERHEAD)
         except Exception:
             return max(4, len(payload) // 4 + PER_MESSAGE_OVERHEAD)
 
@@ -246,8 +412,8 @@ class SeedCounter:
                 rendered = _dumps(tools)
                 if parts:
                     rendered = "\n" + rendered
-                tool_tokens = len(self._enc.encode(rendered))
-            text_tokens = len(self._enc.encode("\n".join(parts))) if parts else 0
+                tool_tokens = self._count(rendered)
+            text_tokens = self._count("\n".join(parts)) if parts else 0
             return text_tokens + tool_tokens + PER_MESSAGE_OVERHEAD * len(messages)
         except Exception:
             return 0
@@ -259,6 +425,10 @@ class ExactCounter:
     - special-token text is counted as ordinary text (it is, on the wire);
     - the whole prompt is the sum of its messages plus the tool definitions, so
       that what snip adds up is what the budget check sees;
+    - work is linear in the text (bounded_count): counts are exact for any text
+      without a run of RUN_LIMIT (1,000) characters of one kind (letters, symbols,
+      white space, newlines/slashes); the part of a text around such a run is
+      counted as its UTF-8 length, an upper bound, so budgets err on the safe side;
     - counts are memoised by a 128-bit digest of the payload (not the payload
       itself, which would keep a second copy of every message alive), so an
       unchanged message is never tokenized twice in a process.
@@ -288,8 +458,14 @@ class ExactCounter:
         return self._enc.name.removesuffix("_offline") if self._enc else "estimate:chars/4"
 
     def _count_exact(self, text: str) -> int:
+        """Exact for text without a run of RUN_LIMIT characters of one kind, an upper
+        bound otherwise (bounded_count); never hands the BPE a piece over MAX_PIECE."""
         assert self._enc is not None
-        return len(self._enc.encode(text, disallowed_special=()))
+        return bounded_count(self._encode_ordinary, text)
+
+    def _encode_ordinary(self, text: str) -> Sequence[int]:
+        assert self._enc is not None
+        return self._enc.encode(text, disallowed_special=())
 
     def text_tokens(self, text: str) -> int:
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

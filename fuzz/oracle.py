@@ -1,0 +1,228 @@
+"""What counts as a finding: the classes `make fuzz` checks on every input.
+
+- ``crash``: an exception other than the documented InputError / ConfigError;
+- ``slow``: more than SLOW_SECONDS of CPU for one govern() of an input under 1 MB;
+- ``mutation``: govern() changed the caller's messages or tools;
+- ``not-idempotent``: governing the output again changes it (or fails);
+  provider profiles only, like the two classes after it: the nanobot profile
+  reproduces the seed output for output, and the seed is not idempotent;
+- ``unreported-violation``: the profile's own validator flags the output and the
+  report does not list that violation;
+- ``newest-user-lost``: the text of the newest user message is in no output message
+  (provider profiles; the nanobot profile reproduces the seed, which may drop it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from context_governor import ConfigError, InputError, govern, validate
+from context_governor.profiles import PROFILES
+
+from .generate import Case
+
+SLOW_SECONDS = 2.0
+#: Wall-clock seconds after which one govern() is stopped and reported as ``slow``
+#: (a hang would otherwise stall the whole campaign).
+HANG_SECONDS = 60
+
+
+class Hang(BaseException):
+    """Raised into govern() by the watchdog (a BaseException: no ``except Exception``
+    in the code under test can swallow it)."""
+
+
+@contextmanager
+def watchdog(seconds: float) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (Unix main thread; elsewhere a no-op)."""
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Hang
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+SMALL_INPUT = 1_000_000  # bytes-ish: characters of strings plus one per value
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    signature: str  # what makes two findings the same defect (for de-duplication)
+    detail: str
+
+
+def fingerprint(value: Any) -> tuple[list[Any], int]:
+    """A comparable picture of ``value`` (iterative: any depth; a container met again
+    is written as a back-reference, so cycles end) and its size in characters."""
+    out: list[Any] = []
+    size = 0
+    seen: dict[int, int] = {}
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        size += 1
+        if isinstance(item, str):
+            size += len(item)
+            out.append(
+                (
+                    "s",
+                    len(item),
+                    hashlib.blake2b(item.encode("utf-8", "surrogatepass")).hexdigest()[:16],
+                )
+            )
+        elif isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                out.append(("ref", seen[id(item)]))
+                continue
+            seen[id(item)] = len(seen)
+            if isinstance(item, dict):
+                out.append(("d", len(item), tuple(repr(k) for k in item)))
+                pending.extend(reversed(list(item.values())))
+            else:
+                out.append((type(item).__name__, len(item)))
+                pending.extend(reversed(item))
+        elif isinstance(item, float):
+            out.append(("f", repr(item)))  # nan == nan here
+        elif isinstance(item, bool | int) or item is None:
+            out.append((type(item).__name__, item))
+        else:
+            out.append(("o", type(item).__name__))
+    return out, size
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of our package that raised ``exc``: file:function."""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if "context_governor" in f.filename
+    ]
+    if not frames:
+        return "?"
+    last = frames[-1]
+    return f"{last.filename.rsplit('context_governor/', 1)[-1]}:{last.name}"
+
+
+def _crash(exc: BaseException, during: str) -> Finding:
+    short = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return Finding(
+        "crash",
+        f"{during}:{type(exc).__name__}@{_where(exc)}",
+        f"{type(exc).__name__}: {short}\n" + "".join(traceback.format_exception(exc)[-6:]),
+    )
+
+
+def _texts(message: Any) -> list[str]:
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+    return []
+
+
+def _clean(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8").replace("?", "\ufffd")
+
+
+def _newest_user_lost(messages: list[Any], output: list[Any]) -> str | None:
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        return None
+    wanted = [t for t in _texts(users[-1]) if t.strip()]
+    have = [_clean(t) for m in output for t in _texts(m)]
+    for text in wanted:
+        needle = _clean(text)
+        if not any(needle in t for t in have):
+            return f"newest user text ({len(text)} chars) {text[:60]!r} is not in the output"
+    return None
+
+
+def check(case: Case) -> list[Finding]:
+    """Every finding on ``case`` (empty: the input passed every class); a check that
+    takes longer than HANG_SECONDS is stopped and reported as ``slow``/``hang``."""
+    try:
+        with watchdog(HANG_SECONDS):
+            return _check(case)
+    except Hang as exc:
+        return [Finding("slow", "hang", f"no answer after {HANG_SECONDS}s: {_where(exc)}")]
+
+
+def _check(case: Case) -> list[Finding]:
+    before, size = fingerprint([case.messages, case.tools])
+    kwargs = case.kwargs()
+    started = time.process_time()
+    try:
+        result = govern(case.messages, **kwargs)
+    except (InputError, ConfigError):
+        result = None
+    except Exception as exc:  # the class we look for
+        return [_crash(exc, "govern")]
+    spent = time.process_time() - started
+    findings: list[Finding] = []
+    if spent > SLOW_SECONDS and size < SMALL_INPUT:
+        findings.append(Finding("slow", "govern", f"{spent:.2f}s CPU for {size} chars"))
+    if fingerprint([case.messages, case.tools])[0] != before:
+        findings.append(Finding("mutation", "govern", "the input changed"))
+    if result is None:
+        return findings
+    output = result.messages
+    profile = PROFILES[kwargs["profile"]]
+    if profile.provider is None:
+        return findings  # the nanobot profile reproduces the seed, defects included
+    try:
+        again = govern(output, **kwargs)
+    except Exception as exc:
+        findings.append(
+            Finding(
+                "not-idempotent",
+                f"raises:{type(exc).__name__}@{_where(exc)}",
+                f"governing the output raised {exc!r}",
+            )
+        )
+    else:
+        if fingerprint(again.messages)[0] != fingerprint(output)[0]:
+            stages = sorted({f"{a.stage}/{a.kind}" for a in again.report.actions})
+            findings.append(
+                Finding(
+                    "not-idempotent",
+                    ",".join(stages) or "silent",
+                    f"second pass: {again.report.actions[:3]}",
+                )
+            )
+    try:
+        flagged = validate(output, provider=profile.provider, model=kwargs.get("model"))
+    except Exception as exc:
+        findings.append(_crash(exc, "validate"))
+    else:
+        reported = {(v["rule"], v["index"]) for v in result.report.violations}
+        missing = [v for v in flagged if (v.rule, v.index) not in reported]
+        if missing:
+            findings.append(Finding("unreported-violation", missing[0].rule, str(missing[0])))
+    lost = _newest_user_lost(case.messages, output)
+    if lost:
+        findings.append(Finding("newest-user-lost", profile.name, lost))
+    return findings

@@ -1,0 +1,243 @@
+"""`make fuzz`: govern() on N generated hostile inputs across all profiles.
+
+    python -m fuzz.run --n 1000000 --seed 1 --jobs 2     # the campaign
+    python -m fuzz.run --replay 1:4711                    # one input, its findings
+
+Progress goes to stderr; each new finding (class + signature) is shrunk to a
+small reproducer and written to --out as JSON, and a summary table ends the run.
+Exit status: 0 when nothing new was found (known open classes, fuzz/known.py,
+are counted but do not fail the run), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .generate import Case, load_corpus, make_case
+from .known import is_known
+from .oracle import Finding, check
+
+CHUNK = 250
+
+_CORPUS: list[Case] | None = None
+
+
+def _corpus() -> list[Case]:
+    global _CORPUS
+    if _CORPUS is None:
+        _CORPUS = load_corpus()
+    return _CORPUS
+
+
+def run_range(seed: int, start: int, stop: int) -> list[tuple[int, Finding]]:
+    """Findings on inputs ``start`` to ``stop`` - 1 (a worker's unit of work)."""
+    found = []
+    corpus = _corpus()
+    for index in range(start, stop):
+        try:
+            case = make_case(seed, index, corpus)
+        except Exception as exc:  # a bug of the harness, not of the library: say so
+            found.append((index, Finding("harness", type(exc).__name__, repr(exc)[:300])))
+            continue
+        for finding in check(case):
+            found.append((index, finding))
+    return found
+
+
+def _same(case: Case, finding: Finding) -> bool:
+    return any(f.kind == finding.kind and f.signature == finding.signature for f in check(case))
+
+
+def shrink(case: Case, finding: Finding, attempts: int = 150) -> Case:
+    """A smaller case with the same finding: drop messages, tools, settings one by one."""
+    for key in list(case.settings):
+        if key == "profile" or attempts <= 0:
+            continue
+        attempts -= 1
+        trial = Case(
+            case.messages, case.tools, {k: v for k, v in case.settings.items() if k != key}
+        )
+        if _same(trial, finding):
+            case = trial
+    if case.tools is not None and attempts > 0:
+        attempts -= 1
+        trial = Case(case.messages, None, case.settings)
+        if _same(trial, finding):
+            case = trial
+    if isinstance(case.messages, list):
+        i = len(case.messages) - 1
+        while i >= 0 and attempts > 0:
+            attempts -= 1
+            trial = Case(case.messages[:i] + case.messages[i + 1 :], case.tools, case.settings)
+            if _same(trial, finding):
+                case = trial
+            i -= 1
+    if isinstance(case.messages, list):
+        case = _shrink_fields(case, finding, attempts)
+    return case
+
+
+def _shrink_fields(case: Case, finding: Finding, attempts: int) -> Case:
+    """Shorten long strings and drop optional keys of each message, one at a time."""
+    for i in range(len(case.messages)):
+        message = case.messages[i]
+        if not isinstance(message, dict):
+            continue
+        for key in list(message):
+            if attempts <= 0:
+                return case
+            value = message[key]
+            if key in ("role", "tool_call_id") or (key == "content" and not value):
+                continue
+            if isinstance(value, str) and len(value) > 40:
+                smaller = {**message, key: value[:40]}
+            elif key in ("content", "tool_calls"):
+                continue
+            else:
+                smaller = {k: v for k, v in message.items() if k != key}
+            attempts -= 1
+            messages = [*case.messages[:i], smaller, *case.messages[i + 1 :]]
+            trial = Case(messages, case.tools, case.settings, case.mutations)
+            if _same(trial, finding):
+                case, message = trial, smaller
+    return case
+
+
+def _jsonable(case: Case) -> Any:
+    try:
+        text = json.dumps(
+            {"messages": case.messages, "tools": case.tools, "settings": case.settings},
+            ensure_ascii=True,
+        )
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return json.loads(text) if len(text) < 200_000 else None
+
+
+def _record(out: Path, seed: int, index: int, finding: Finding) -> Path:
+    case = shrink(make_case(seed, index, _corpus()), finding)
+    out.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.blake2b(finding.signature.encode(), digest_size=4).hexdigest()
+    name = f"{finding.kind}-{digest}.json"
+    path = out / name
+    path.write_text(
+        json.dumps(
+            {
+                **asdict(finding),
+                "replay": f"{seed}:{index}",
+                "mutations": case.mutations,
+                "case": _jsonable(case),
+            },
+            indent=1,
+            ensure_ascii=True,
+        )
+    )
+    return path
+
+
+def _chunks(n: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, CHUNK):
+        yield start, min(n, start + CHUNK)
+
+
+def campaign(n: int, seed: int, jobs: int, out: Path | None, quiet: bool = False) -> dict[str, Any]:
+    """Run ``n`` inputs; returns the counts and the first finding of each signature."""
+    counts: Counter[tuple[str, str]] = Counter()
+    first: dict[tuple[str, str], tuple[int, Finding]] = {}
+    done = 0
+    started = last = time.monotonic()
+
+    def take(results: list[tuple[int, Finding]], size: int) -> None:
+        nonlocal done, last
+        done += size
+        for index, finding in results:
+            key = (finding.kind, finding.signature)
+            counts[key] += 1
+            if key not in first:
+                first[key] = (index, finding)
+                known = " (known)" if is_known(*key) else ""
+                where = ""
+                if out is not None:
+                    where = f" -> {_record(out, seed, index, finding)}"
+                if not quiet:
+                    print(
+                        f"finding{known}: {finding.kind} {finding.signature} at {seed}:{index}"
+                        f"{where}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        now = time.monotonic()
+        if not quiet and (now - last > 10 or done == n):
+            last = now
+            rate = done / max(now - started, 1e-9)
+            print(
+                f"fuzz: {done:,}/{n:,} inputs, {rate:,.0f}/s, {sum(counts.values())} findings "
+                f"in {len(counts)} signatures",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    if jobs <= 1:
+        for start, stop in _chunks(n):
+            take(run_range(seed, start, stop), stop - start)
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            pending = {pool.submit(run_range, seed, a, b): b - a for a, b in _chunks(n)}
+            for future in as_completed(pending):
+                take(future.result(), pending[future])
+    return {"counts": counts, "first": first, "seconds": time.monotonic() - started}
+
+
+def _summary(result: dict[str, Any], seed: int) -> int:
+    counts: Counter[tuple[str, str]] = result["counts"]
+    new = 0
+    print(f"{'class':<22} {'signature':<60} {'count':>7}  first input", file=sys.stderr)
+    for (kind, signature), count in sorted(counts.items()):
+        index = result["first"][(kind, signature)][0]
+        known = is_known(kind, signature)
+        new += not known
+        mark = " known" if known else ""
+        print(f"{kind:<22} {signature[:60]:<60} {count:>7}  {seed}:{index}{mark}", file=sys.stderr)
+    print(
+        f"{new} new signature(s), {len(counts) - new} known; {result['seconds']:.0f}s",
+        file=sys.stderr,
+    )
+    return 1 if new else 0
+
+
+def replay(spec: str) -> int:
+    seed, index = (int(part) for part in spec.split(":"))
+    case = make_case(seed, index, _corpus())
+    print(case.describe(), file=sys.stderr)
+    findings = check(case)
+    for finding in findings:
+        print(f"{finding.kind} {finding.signature}\n{finding.detail}\n", file=sys.stderr)
+    return 1 if findings else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fuzz.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=int(os.environ.get("FUZZ_N", 1_000_000)))
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", 1)))
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("FUZZ_JOBS", 1)))
+    parser.add_argument("--out", type=Path, default=Path("fuzz/findings"))
+    parser.add_argument("--replay", metavar="SEED:INDEX")
+    args = parser.parse_args(argv)
+    if args.replay:
+        return replay(args.replay)
+    return _summary(campaign(args.n, args.seed, args.jobs, args.out), args.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
