@@ -14,33 +14,28 @@ from __future__ import annotations
 KNOWN: list[tuple[str, str, str]] = [
     (
         "not-idempotent",
-        "microcompact/replace",
-        "stages (seed compaction): openai + compaction='seed', assistant tool-call turns"
-        " without results; the second pass stubs old results again (replay 2:358)",
-    ),
-    (
-        "not-idempotent",
         "cap/truncate",
         "stages (cap): vllm, max_tool_result_chars=100, a tool result that is a list of"
-        " parts (empty text, image_url, file); the second pass cuts it again (109 -> 99)",
+        " parts (empty text, image_url, file); the second pass cuts it again (109 -> 99;"
+        " replay 7:2580)",
     ),
     (
         "not-idempotent",
-        "split/",
-        "providers/fixes.py: vllm + llama-3.3-70b, one assistant turn with two calls"
-        " both id 'c1' and no results; split_parallel_calls splits again",
+        "compact/",
+        "stages/compact.py (cache policy): rare (1 in 20,000): mistral, the second pass"
+        " cuts old turns again (replay 7:5468); vllm + mistral-large, window 8000"
+        " (replay 3:21344) no longer reproduces",
     ),
     (
         "not-idempotent",
-        "content/repair",
-        "providers/fixes.py (empty content): qwen, [assistant 'x' calling a and b,"
-        " tool b with content null, user]; the second pass writes '(empty)'",
+        "alternation/merge",
+        "with compact/ above (replay 7:5468)",
     ),
     (
         "not-idempotent",
-        "compact/drop",
-        "stages/compact.py (cache policy): vllm + mistral-large, window 8000, 30"
-        " messages; the second pass cuts old turns again (replay 3:21344)",
+        "snip/drop",
+        "stages/snip.py: rare (1 in 20,000): bedrock, the second pass snips again"
+        " (replay 7:2233)",
     ),
 ]
 

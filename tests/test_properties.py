@@ -183,3 +183,25 @@ def test_idempotent_for_long_sessions_near_the_compaction_trigger(
     )
     assert again.messages == first.messages
     assert again.report.actions == []
+
+
+def test_seed_policy_reads_tool_names_as_the_provider_will_send_them() -> None:
+    """Found by `make fuzz`: a tool named "web.search" is renamed "web_search" by the
+    provider's name repair, after microcompact; the second pass then counted it as a
+    compactable tool and stubbed more results (not idempotent)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(14):
+        name = "web.search" if n % 2 else "read_file"
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+            ]},
+            {"role": "tool", "tool_call_id": f"c{n}", "name": name, "content": f"row {n}\n" * 120},
+        ]  # fmt: skip
+    messages.append({"role": "user", "content": "next"})
+    once = govern(messages, profile="openai", compaction="seed")
+    twice = govern(once.messages, profile="openai", compaction="seed")
+    assert twice.messages == once.messages
+    assert twice.report.actions == []
+    stubbed = [a for a in once.report.actions if a.stage == "microcompact"]
+    assert len(stubbed) == 4  # 14 compactable results (web.search included), 10 kept

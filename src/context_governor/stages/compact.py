@@ -45,7 +45,7 @@ def _policy(ctx: Context) -> CompactionPolicy:
 def clear_stage(messages: list[Message], ctx: Context) -> list[Message]:
     """Where the seed microcompacts (before the size cap): the seed policy does it here."""
     if _policy(ctx).kind == "seed":
-        return microcompact(messages, ctx)
+        return microcompact(messages, ctx, repaired_names=True)
     return messages
 
 

@@ -6,6 +6,8 @@ the least valuable part of it: the model can run the tool again.
 
 from __future__ import annotations
 
+import re
+
 from ..messages import Message
 from .base import Context
 
@@ -30,12 +32,31 @@ def summary_for(name: str) -> str:
     return f"[{name} result omitted from context]"
 
 
-def microcompact(messages: list[Message], ctx: Context) -> list[Message]:
-    """All but the newest KEEP_RECENT compactable results with >= MIN_CHARS of text."""
+#: What a provider's name repair replaces (names must match ^[a-zA-Z0-9_-]+$).
+_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _repaired_name(name: object) -> object:
+    return _NAME_BAD_CHARS.sub("_", name) if isinstance(name, str) else name
+
+
+def microcompact(
+    messages: list[Message], ctx: Context, *, repaired_names: bool = False
+) -> list[Message]:
+    """All but the newest KEEP_RECENT compactable results with >= MIN_CHARS of text.
+
+    ``repaired_names`` (the provider profiles' seed policy) reads each tool name as the
+    provider's name repair will send it (``web.search`` is ``web_search``): the repair
+    runs after this stage, and a decision that changed with it would make governing
+    the governed output stub more results (not idempotent). The nanobot profile keeps
+    the seed's exact reading.
+    """
     indices = [
         i
         for i, m in enumerate(messages)
-        if m.get("role") == "tool" and m.get("name") in COMPACTABLE_TOOLS
+        if m.get("role") == "tool"
+        and (_repaired_name(m.get("name")) if repaired_names else m.get("name"))
+        in COMPACTABLE_TOOLS
     ]
     if len(indices) <= KEEP_RECENT:
         return messages
