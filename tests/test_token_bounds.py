@@ -189,3 +189,19 @@ def test_warm_up_builds_ahead_and_requests_build_nothing(monkeypatch: pytest.Mon
     tokens.exact_counter("gpt-4o-mini").message_tokens({"role": "user", "content": "hi"})
     tokens.exact_counter("gpt-4").message_tokens({"role": "user", "content": "hi"})
     assert builds == ["cl100k_base", "o200k_base"]
+
+
+def test_the_seed_counter_is_exact_on_runs_up_to_a_megabyte() -> None:
+    """The nanobot profile must count as the seed does: a 16,019-char run of one letter
+    (an over-cap tool result of the differential test) counted as its byte length made
+    snip cut differently from nanobot-ai 0.2.2."""
+    from context_governor.tokens import SEED_EXACT_CHARS, load_encoding, seed_counter
+
+    encoding = load_encoding("cl100k_base")
+    assert encoding is not None
+    counter = seed_counter()
+    for text in ("x" * 16_019, " " * 50_000, "ab" * 30_000):
+        message = {"role": "tool", "tool_call_id": "c", "content": text}
+        expected = len(encoding.encode("\n".join([text, "c"]))) + 4
+        assert counter.message_tokens(message) == expected
+    assert SEED_EXACT_CHARS >= 1_000_000

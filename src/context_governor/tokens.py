@@ -361,12 +361,19 @@ def _seed_prompt_parts(message: Message) -> list[str]:
     return parts
 
 
+#: Up to this many characters the seed counter counts exactly whatever the text (see
+#: SeedCounter); 1 MB of one repeated character costs tiktoken about 0.4 s.
+SEED_EXACT_CHARS = 1_000_000
+
+
 class SeedCounter:
     """Nanobot 0.2.2's estimator, reproduced with its quirks (for the ``nanobot`` profile).
 
-    Like the seed's, except that its work is bounded (bounded_count): text with a
-    run of RUN_LIMIT characters of one kind, on which the seed spends seconds, is
-    counted with an upper bound around that run.
+    Exact, as the seed's, for any text up to SEED_EXACT_CHARS (1,000,000) characters:
+    the profile's contract is the seed's output, and tiktoken needs under half a
+    second for a run of one character that long. A longer text, on which the seed
+    spends seconds, is counted with bounded_count (an upper bound around each run
+    of RUN_LIMIT characters of one kind).
 
     Plain ``encode()`` raises on special-token text such as ``<|endoftext|>``: a
     message estimate then falls back to ``len // 4 + 4`` and a whole-prompt
@@ -383,6 +390,8 @@ class SeedCounter:
         assert self._enc is not None
         if any(special in text for special in self._special):
             raise ValueError("special-token text")
+        if len(text) <= SEED_EXACT_CHARS:
+            return len(self._enc.encode(text))
         return bounded_count(self._enc.encode, text)
 
     @property
