@@ -30,6 +30,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..messages import Message
+from ._fields import check_common
+from ._fields import dumps as _dumps
+from ._fields import type_name as _type_name
 
 #: Private key of a decoded message: its Origin. Not a chat field; never sent.
 CARRY = "_anthropic"
@@ -86,14 +89,6 @@ class Decoded:
         return origin.index if isinstance(origin, Origin) else -1
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr)
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
 # -- decode -----------------------------------------------------------------------------------
 
 
@@ -103,19 +98,7 @@ def _check_body(body: Any) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise InputError("messages", f"expected a list of messages, got {_type_name(messages)}")
-    tools = body.get("tools")
-    if tools is not None and not (
-        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-    ):
-        raise InputError("tools", "expected a list of tool definition objects")
-    max_tokens = body.get("max_tokens")
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
-    ):
-        raise InputError("max_tokens", f"expected a non-negative integer, got {max_tokens!r}")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InputError("model", f"expected a string, got {_type_name(model)}")
+    check_common(body, "max_tokens")
     system = body.get("system")
     if system is not None and not isinstance(system, str | list):
         raise InputError(

@@ -32,13 +32,15 @@ rather than dropped as an orphan.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
 from ..messages import Message
+from ._fields import check_common
+from ._fields import dumps as _dumps
+from ._fields import type_name as _type_name
 
 #: Private key of a decoded message: its Origin. Not a chat field; never sent.
 CARRY = "_responses"
@@ -101,14 +103,6 @@ class Decoded:
         """The first input item a chat message came from; -1 for instructions and new ones."""
         origin = message.get(CARRY)
         return origin.index if isinstance(origin, Origin) else -1
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr)
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 def item_type(item: Any) -> str:
@@ -193,17 +187,7 @@ def _check_body(body: Any) -> dict[str, Any]:
         raise InputError("input", f"expected a string or a list of items, got {_type_name(items)}")
     for i, item in enumerate(items if isinstance(items, list) else ()):
         _check_item(item, i)
-    tools = body.get("tools")
-    if tools is not None and not (
-        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-    ):
-        raise InputError("tools", "expected a list of tool definition objects")
-    out = body.get("max_output_tokens")
-    if out is not None and (isinstance(out, bool) or not isinstance(out, int) or out < 0):
-        raise InputError("max_output_tokens", f"expected a non-negative integer, got {out!r}")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InputError("model", f"expected a string, got {_type_name(model)}")
+    check_common(body, "max_output_tokens")
     return body
 
 
