@@ -14,13 +14,6 @@ from __future__ import annotations
 KNOWN: list[tuple[str, str, str]] = [
     (
         "not-idempotent",
-        "cap/truncate",
-        "stages (cap): vllm, max_tool_result_chars=100, a tool result that is a list of"
-        " parts (empty text, image_url, file); the second pass cuts it again (109 -> 99;"
-        " replay 7:2580)",
-    ),
-    (
-        "not-idempotent",
         "compact/",
         "stages/compact.py (cache policy): rare (1 in 20,000): mistral, the second pass"
         " cuts old turns again (replay 7:5468); vllm + mistral-large, window 8000"

@@ -222,3 +222,25 @@ def test_bedrock_with_tools_keeps_its_tool_turns() -> None:
     assert result.messages[1]["tool_calls"][0]["id"] == "t1"
     assert "flatten" not in {a.stage for a in result.report.actions}
     assert validate(result.messages, provider="bedrock", tools=READ_TOOL) == []
+
+
+def test_a_capped_part_list_joined_as_text_stays_capped() -> None:
+    """Found by `make fuzz`: vLLM's text-only templates join a tool result's parts with a
+    marker for each image or file, after the cap stage measured only the text; the joined
+    string went over the cap and the next govern() cut it (not idempotent)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "exec", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": [
+            {"type": "text", "text": "f(x): 42 naive 42 fails on"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            {"type": "file", "file": {"file_id": "f1"}},
+        ]},
+    ]  # fmt: skip
+    once = govern(messages, profile="vllm", max_tool_result_chars=100)
+    assert len(once.messages[2]["content"]) <= 100
+    twice = govern(once.messages, profile="vllm", max_tool_result_chars=100)
+    assert twice.messages == once.messages
+    assert twice.report.actions == []

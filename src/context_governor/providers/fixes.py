@@ -15,6 +15,7 @@ from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind
 from ..stages.alternation import SYNTHETIC_USER
 from ..stages.base import Context
+from ..stages.cap import truncate
 from ..stages.pairing import pair_in
 from .policy import IdStyle, Policy
 
@@ -397,6 +398,11 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
                 new_content = ""
             elif isinstance(content, list) and _text_only(policy, message.get("role"), content):
                 new_content = _joined_text(content)
+                cap = ctx.max_tool_result_chars
+                if cap is not None and message.get("role") == "tool":
+                    # The markers of omitted parts are text the cap stage could not see:
+                    # cap the joined string here, or the next pass would cut it.
+                    new_content = truncate(new_content, cap)
         elif policy.empty == "required":
             # One step to the fixed point: null becomes "" and a blank "" then takes the
             # placeholder in the same pass (a second govern() would otherwise do it).
