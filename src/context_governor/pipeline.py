@@ -123,7 +123,16 @@ def _fit(
     if profile.provider is None or budget is None or budget <= 0:
         return governed, ctx
     counter, tools, target_budget = ctx.counter, ctx.tools, budget
-    overhead = _crossing_overhead(ctx, governed_before, governed, budget)
+
+    def sizes() -> tuple[int, int]:
+        """Tokens of the list before and after the finishing repairs (counted once per
+        governed pass, for both the trigger check and the resnip loop)."""
+        return counter.prompt_tokens(governed_before, tools), counter.prompt_tokens(
+            governed, tools
+        )
+
+    before, after = sizes()
+    overhead = _crossing_overhead(ctx, before, after, budget)
     if overhead:
         # The repairs carry the request over the compaction trigger: governing the output
         # again would compact it. Compact now, as if the repairs had been counted.
@@ -133,9 +142,9 @@ def _fit(
             f"cache policy: compacted at this request because the provider repairs "
             f"({overhead} tokens) carry it over the compaction trigger"
         )
+        before, after = sizes()
     for _ in range(MAX_RESNIPS):
-        after = counter.prompt_tokens(governed, tools)
-        if after <= budget or counter.prompt_tokens(governed_before, tools) > target_budget:
+        if after <= budget or before > target_budget:
             break
         target_budget -= after - budget
         retry = replace(ctx, budget=target_budget, actions=[], notes=[])
@@ -144,15 +153,15 @@ def _fit(
             f"snipped to {target_budget} tokens to leave room for the provider repairs"
         )
         ctx = retry
+        before, after = sizes()
     ctx.budget = budget
     return governed, ctx
 
 
-def _crossing_overhead(
-    ctx: Context, before: list[Message], after: list[Message], budget: int
-) -> int:
-    """What the finishing repairs add, when that alone carries the request over the cache
-    policy's trigger (0 otherwise, or when another policy is in use)."""
+def _crossing_overhead(ctx: Context, tokens_before: int, tokens_after: int, budget: int) -> int:
+    """What the finishing repairs add (``tokens_after - tokens_before``), when that alone
+    carries the request over the cache policy's trigger (0 otherwise, or when another
+    policy is in use)."""
     policy = ctx.compaction
     if policy is not None and policy.kind != "cache":
         return 0
@@ -160,8 +169,6 @@ def _crossing_overhead(
     if isinstance(replay, Replay) and replay.compacted_now():
         return 0  # compacted at this request already: counting the repairs changes nothing
     trigger = (policy or get_policy(None)).thresholds(budget)[0]
-    tokens_before = ctx.counter.prompt_tokens(before, ctx.tools)
-    tokens_after = ctx.counter.prompt_tokens(after, ctx.tools)
     if tokens_before <= trigger < tokens_after:
         return tokens_after - tokens_before
     return 0
