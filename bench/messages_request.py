@@ -10,11 +10,9 @@ difference), and of the edge alone (decode + encode). Token cache warm.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
+from bench.timing import median_ms
 from context_governor import govern, govern_request
 from context_governor.formats import anthropic as an
 
@@ -54,16 +52,6 @@ def session(turns: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _median_ms(run: Callable[[], object], repeats: int) -> float:
-    run()  # warm the token cache
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
-
-
 def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
     decoded = an.decode(body)
     return an.encode(decoded.messages, decoded)
@@ -79,15 +67,13 @@ def main() -> None:
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
     for window in (200_000, 64_000):
         result = govern_request(body, context_window=window)
-        native = _median_ms(lambda w=window: govern_request(body, context_window=w), args.repeats)
-        plain = _median_ms(
+        native = median_ms(lambda w=window: govern_request(body, context_window=w), args.repeats)
+        plain = median_ms(
             lambda w=window: govern(chat, tools=body["tools"], profile="anthropic",
                                     model=body["model"], context_window=w, max_output=8192),
             args.repeats,
         )  # fmt: skip
-        edge = _median_ms(
-            lambda: an.encode(an.decode(body).messages, an.decode(body)), args.repeats
-        )
+        edge = median_ms(lambda: _round_trip(body), args.repeats)
         report = result.report
         print(
             f"{len(body['messages'])} messages, window {window:,}: govern_request "

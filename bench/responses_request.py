@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
+from bench.timing import median_ms
 from context_governor import govern_request
 from context_governor.formats import responses as rs
 
@@ -62,16 +60,6 @@ def chat_session(turns: int) -> dict[str, Any]:
     return {"model": "gpt-5", "messages": messages, "tools": tools, "max_completion_tokens": 8192}
 
 
-def _median_ms(run: Callable[[], object], repeats: int) -> float:
-    run()  # warm the token cache
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
-
-
 def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
     decoded = rs.decode(body)
     return rs.encode(decoded.messages, decoded)
@@ -83,15 +71,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     body, chat = responses_session(args.turns), chat_session(args.turns)
-    dumps = _median_ms(lambda: json.dumps(body), args.repeats)
-    edge = _median_ms(lambda: _round_trip(body), args.repeats)
+    dumps = median_ms(lambda: json.dumps(body), args.repeats)
+    edge = median_ms(lambda: _round_trip(body), args.repeats)
     for window in (272_000, 64_000):
         report = govern_request(body, api="responses", context_window=window).report
-        native = _median_ms(
+        native = median_ms(
             lambda w=window: govern_request(body, api="responses", context_window=w),
             args.repeats,
         )
-        plain = _median_ms(
+        plain = median_ms(
             lambda w=window: govern_request(chat, api="openai", context_window=w), args.repeats
         )
         print(
