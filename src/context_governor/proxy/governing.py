@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ContextGovernorError, InputError
 from ..pipeline import govern
-from ..profiles import get_profile
 from ..report import Report
+from ..tokens import warm_up
 from .config import ProxyConfig
 
 
@@ -63,26 +62,14 @@ def encode(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
-_counter_lock = threading.Lock()
-
-
-def warm_counter(config: ProxyConfig, model: str | None) -> None:
-    """Build (once) the token counter ``model``'s requests will use, under a lock.
-
-    The first request for a model loads its encoding (seconds, and ~100 MB for
-    o200k); N concurrent first requests used to load it N times over. Under the
-    lock the first one builds it and the others wait and then find it cached, so
-    governance never builds one itself. Also called for the configured models at
-    start-up (see preload).
-    """
-    with _counter_lock:
-        get_profile(config.profile).counter(model)
-
-
 def preload(config: ProxyConfig) -> None:
-    """Load the encodings of the default and every configured model before serving."""
-    for model in (None, *config.model_windows):
-        warm_counter(config, model)
+    """Load the encodings of the default and every configured model before serving.
+
+    Encodings are built once, under the tokenizer's own lock (tokens.warm_up), so N
+    concurrent first requests for a model that was not preloaded wait for one build
+    instead of making N.
+    """
+    warm_up((None, *config.model_windows))
 
 
 def _no_constant(name: str) -> Any:
@@ -125,7 +112,6 @@ def _govern_body(raw: bytes, config: ProxyConfig) -> Governed:
         raise BadRequest("'messages' is a required property", "messages")
     model = data.get("model") if isinstance(data.get("model"), str) else None
     reserve, reserve_field = _reserve(data)
-    warm_counter(config, model)
     try:
         result = govern(
             data["messages"],
