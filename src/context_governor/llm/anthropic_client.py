@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import ContextGovernorError
+from ..errors import InputError
 from ..formats import anthropic as edge
 from ..messages import Message
 from .base import ModelResponse, Usage
@@ -100,8 +100,10 @@ def chat_message(blocks: list[Any]) -> Message:
     (so that encoding it again gives the blocks back)."""
     try:
         decoded = edge.decode({"messages": [{"role": "assistant", "content": blocks}]})
-    except ContextGovernorError as exc:
-        raise ModelResponseError(f"unreadable content in the answer: {exc}") from None
+    except InputError as exc:
+        # The edge names the place in the request it was given; in the answer it is here:
+        where = exc.path.replace("messages[0].", "", 1)
+        raise ModelResponseError(f"unreadable answer: {where}: {exc.problem}") from None
     message = decoded.messages[0]
     return {k: v for k, v in message.items() if k != edge.CARRY}
 

@@ -185,8 +185,9 @@ class NativeHTTPClient:
                 if response.status_code >= 400:
                     body = await response.aread()
                     raise http_error(response.status_code, response.headers, body, self.url)
-                if "json" in response.headers.get("content-type", ""):
-                    # A server that ignores "stream": answer with the whole response.
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    # A server that ignores "stream" answers with the whole response (or
+                    # with something else, which is then reported as not JSON).
                     whole = (await response.aread()).decode("utf-8", "replace")
                     return self.parse(json_value(whole, f"response from {self.url}"))
                 decoder = SSEDecoder()

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import ContextGovernorError
+from ..errors import InputError
 from ..formats import responses as edge
 from ..messages import Message
 from .base import ModelResponse, Usage
@@ -71,8 +71,10 @@ def chat_message(items: list[Any]) -> Message:
     the items ride along under :data:`ITEMS`."""
     try:
         decoded = edge.decode({"input": items})
-    except ContextGovernorError as exc:
-        raise ModelResponseError(f"unreadable output in the answer: {exc}") from None
+    except InputError as exc:
+        # The edge names the place in the request it was given: the answer's "output".
+        where = exc.path.replace("input", "output", 1)
+        raise ModelResponseError(f"unreadable answer: {where}: {exc.problem}") from None
     if len(decoded.messages) > 1 or any(edge.input_side(item) for item in items):
         raise ModelResponseError("the answer's output holds input items (user messages or outputs)")
     message: Message = (

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import InputError
 from ..formats.request import govern_request
 from ..governor import Governor
 from ..llm.base import NativeModelClient
@@ -102,8 +103,8 @@ def govern_native_step(
     tools: list[dict[str, Any]] | None,
 ) -> tuple[dict[str, Any], GovernResult, str | None]:
     """The governed native body for ``messages``, the governed chat view and its report,
-    and (if governing raised) what happened. An error of the edge building the body
-    (a history it cannot read) propagates: there is nothing to send then."""
+    and (if governing raised) what happened. An InputError of the edge (a history it
+    cannot build or read a body from) propagates: there is nothing to send then."""
     body = client.request_body(messages, tools, governor.max_output)
     try:
         result = govern_request(
@@ -116,6 +117,8 @@ def govern_native_step(
             compaction=governor.compaction,
             count_tokens=governor.count_tokens,
         )
+    except InputError:
+        raise  # the edge cannot read the body it built: no repair can make it sendable
     except Exception as exc:
         failure = f"governance failed ({exc!r})"
     else:
