@@ -391,6 +391,8 @@ def run_command(
     history.append({"role": "user", "content": task})
 
     printer = ProgressPrinter(_err, _out, verbose=verbose)
+    if verbose:
+        printer.info(f"api {api}, profile {profile}, compaction {compaction}")
     if governor.settings.window is None:
         printer.info(
             f"note: no context window (no known window for model {model!r}): nothing "
