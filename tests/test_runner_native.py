@@ -259,3 +259,58 @@ async def test_responses_history_saved_as_json_continues(native: FakeNative) -> 
     for message in first.new_messages:
         for item in message.get(ITEMS, ()):
             assert item in sent
+
+
+# ----------------------------------------------------------------------------- settings
+
+
+@pytest.mark.asyncio
+async def test_the_governors_token_hook_counts_native_requests(native: FakeNative) -> None:
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text) // 3 + 1
+
+    native.push(NativeReply.answer("Hi.", thinking="hm"))
+    governor = Governor(profile="anthropic", model="claude-sonnet-4-5", max_output=2000,
+                        count_tokens=count)  # fmt: skip
+    counted.clear()
+    result, _ = await _run(_anthropic(native), governor)
+    assert result.stop_reason == "completed", result.error
+    assert any("read it all" in text for text in counted)
+    assert result.reports[0].counter != "cl100k_base"
+
+
+@pytest.mark.asyncio
+async def test_a_failing_governance_falls_back_to_the_minimal_repair(native: FakeNative) -> None:
+    """If governing the native body raises, the step still sends a repaired body (the seed's
+    fallback), says so, and the run goes on."""
+    broken = {"on": False}
+
+    def count(text: str) -> int:
+        if broken["on"]:
+            raise RuntimeError("counter down")
+        return len(text) // 3 + 1
+
+    governor = Governor(profile="anthropic", model="claude-sonnet-4-5", max_output=2000,
+                        count_tokens=count)  # fmt: skip
+    broken["on"] = True
+    history = [
+        SYSTEM,
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "toolu_lost", "type": "function", "function": {"name": "echo",
+                                                                  "arguments": "{}"}}]},
+        {"role": "user", "content": "and?"},
+    ]  # fmt: skip
+    native.push(NativeReply.answer("Done."))
+    result, _ = await _run(_anthropic(native, thinking=None), governor, history)
+    assert result.stop_reason == "completed", result.error
+    assert result.events == [
+        "step 1: governance failed (RuntimeError('counter down')); minimal repair used"
+    ]
+    # The lost call's result was backfilled by the fallback, so the upstream accepted it.
+    sent = native.requests[0]["messages"]
+    assert sent[2]["content"][0]["type"] == "tool_result"
+    assert sent[2]["content"][0]["tool_use_id"] == "toolu_lost"
