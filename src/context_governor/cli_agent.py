@@ -19,7 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.core import ParameterSource
@@ -74,7 +74,7 @@ API_SPECS = {
 }  # fmt: skip
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
@@ -173,7 +173,6 @@ def _thinking(value: str | None, api: str, max_output: int | None) -> int | str 
         budget = int(value)
     except ValueError:
         _fail(f"--thinking {value!r}: expected a token budget, 'adaptive' or 'off'")
-        raise  # unreachable: _fail exits
     reserve = max_output if max_output is not None else DEFAULT_MAX_OUTPUT
     if budget < MIN_THINKING_BUDGET or budget >= reserve:
         _fail(
