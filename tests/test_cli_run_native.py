@@ -131,6 +131,16 @@ def test_run_api_responses_with_reasoning(native: FakeNative, workspace: Path) -
     at = sent.index(reasoning)
     assert sent[at + 1]["type"] == "function_call"
 
+    # For a model that refuses the include: left out on request.
+    native.push(NativeReply.answer("Bye."))
+    bye = _cli(
+        ["run", "bye", "--api", "responses", "--model", "gpt-4.1", "--base-url", native.base_url,
+         "--workspace", str(workspace), "--no-encrypted-reasoning"],
+        env={"OPENAI_API_KEY": "sk-oai-cli"},
+    )  # fmt: skip
+    assert bye.exit_code == 0, bye.stderr
+    assert "include" not in native.requests[-1] and native.requests[-1]["store"] is False
+
 
 def test_run_api_anthropic_defaults_to_the_anthropic_profile(
     native: FakeNative, workspace: Path
@@ -168,9 +178,11 @@ def test_run_api_anthropic_defaults_to_the_anthropic_profile(
         (["--api", "anthropic", "--thinking", "lots"], {},
          "error: --thinking 'lots': expected a token budget, 'adaptive' or 'off'"),
         (["--api", "nope"], {}, "Invalid value for '--api'"),
+        (["--no-encrypted-reasoning"], {},
+         "error: --no-encrypted-reasoning is a setting of --api responses"),
     ],
     ids=["thinking-with-chat", "effort-with-anthropic", "budget-not-below-reserve",
-         "budget-too-small", "budget-not-a-number", "unknown-api"],
+         "budget-too-small", "budget-not-a-number", "unknown-api", "no-encrypted-with-chat"],
 )  # fmt: skip
 def test_run_native_usage_errors_exit_2(
     args: list[str], env: dict[str, str], message: str, workspace: Path

@@ -190,6 +190,7 @@ def _make_client(
     stream: bool,
     thinking: int | str | None,
     effort: str | None,
+    include_reasoning: bool,
     on_retry: Any,
 ) -> Any:
     """The model client for ``--api`` (imported here: ``govern`` does not pay for it)."""
@@ -204,7 +205,12 @@ def _make_client(
 
         reasoning = {"effort": effort} if effort is not None else None
         return ResponsesClient(
-            model, base_url=url, stream=stream, reasoning=reasoning, on_retry=on_retry
+            model,
+            base_url=url,
+            stream=stream,
+            reasoning=reasoning,
+            include_reasoning=include_reasoning,
+            on_retry=on_retry,
         )
     from .llm import OpenAICompatClient
 
@@ -259,6 +265,12 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
     "reasoning.effort); encrypted reasoning items are kept and sent back as returned.",
 )
 @click.option(
+    "--no-encrypted-reasoning",
+    is_flag=True,
+    help="--api responses: leave out include=[reasoning.encrypted_content], for a model "
+    "or server that refuses it (a model without reasoning).",
+)
+@click.option(
     "--workspace",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=".",
@@ -311,6 +323,7 @@ def run_command(
     base_url: str | None,
     thinking: str | None,
     reasoning_effort: str | None,
+    no_encrypted_reasoning: bool,
     workspace: Path,
     profile: str,
     compaction: str,
@@ -358,6 +371,8 @@ def run_command(
         )
     if reasoning_effort is not None and api != "responses":
         _fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
+    if no_encrypted_reasoning and api != "responses":
+        _fail("--no-encrypted-reasoning is a setting of --api responses")
     budget = _thinking(thinking, api, max_output)
     context = click.get_current_context()
     if (
@@ -408,6 +423,7 @@ def run_command(
         stream=not no_stream,
         thinking=budget,
         effort=reasoning_effort,
+        include_reasoning=not no_encrypted_reasoning,
         on_retry=on_retry,
     )
     runner = AgentRunner(

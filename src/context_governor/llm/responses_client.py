@@ -197,6 +197,9 @@ class ResponsesClient(NativeHTTPClient):
     >>> client = ResponsesClient("o4-mini", reasoning={"effort": "low"})  # doctest: +SKIP
 
     ``reasoning`` is sent as the body's ``reasoning`` setting (None: left out).
+    ``include_reasoning=False`` leaves out ``include: ["reasoning.encrypted_content"]``,
+    for a model or server that refuses it (one without reasoning): with ``store=false``
+    a reasoning item cannot be sent back without its encrypted content.
     ``stream=True`` streams the answer and passes text pieces to ``on_text``.
     ``extra_body`` is merged into every body. The key and base URL come from
     ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` unless given.
@@ -212,6 +215,7 @@ class ResponsesClient(NativeHTTPClient):
         api_key: str | None = None,
         stream: bool = False,
         reasoning: Mapping[str, Any] | None = None,
+        include_reasoning: bool = True,
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
         retry: RetryPolicy | None = None,
@@ -222,6 +226,7 @@ class ResponsesClient(NativeHTTPClient):
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.reasoning = dict(reasoning) if reasoning is not None else None
+        self.include_reasoning = include_reasoning
         base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -249,12 +254,9 @@ class ResponsesClient(NativeHTTPClient):
         max_tokens: int | None,
     ) -> dict[str, Any]:
         """The Responses body for a chat history, built by the edge; not governed."""
-        base: dict[str, Any] = {
-            "model": self.model,
-            "input": [],
-            "store": False,
-            "include": list(INCLUDE),
-        }
+        base: dict[str, Any] = {"model": self.model, "input": [], "store": False}
+        if self.include_reasoning:
+            base["include"] = list(INCLUDE)
         if max_tokens is not None:
             base["max_output_tokens"] = max_tokens
         if tools:
