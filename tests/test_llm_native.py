@@ -360,6 +360,47 @@ async def test_anthropic_overloaded_is_retried() -> None:
     assert len(waits) == 1
 
 
+@pytest.mark.asyncio
+async def test_an_overloaded_stream_before_any_text_is_retried() -> None:
+    overloaded = [("error", {"type": "error", "error": {"type": "overloaded_error",
+                                                       "message": "Overloaded"}})]  # fmt: skip
+    answers = iter([_sse(overloaded),
+                    _sse(_anthropic_events(_message([{"type": "text", "text": "ok"}])))])  # fmt: skip
+
+    async def sleep(seconds: float) -> None:
+        return None
+
+    client = AnthropicClient("m", base_url="http://x", api_key="k", stream=True, sleep=sleep,
+                             http_client=_http(lambda r: next(answers), []))  # fmt: skip
+    assert (await client.complete([{"role": "user", "content": "hi"}])).text == "ok"
+
+
+@pytest.mark.asyncio
+async def test_an_error_event_after_text_was_shown_is_not_retried() -> None:
+    events = _anthropic_events(_message([{"type": "text", "text": "partial answer"}]))[:4]
+    events.append(("error", {"type": "error", "error": {"type": "overloaded_error",
+                                                        "message": "Overloaded"}}))  # fmt: skip
+    seen: list[httpx.Request] = []
+    client = AnthropicClient("m", base_url="http://x", api_key="k", stream=True,
+                             http_client=_http(lambda r: _sse(events), seen))  # fmt: skip
+    shown: list[str] = []
+    with pytest.raises(ModelResponseError, match="Overloaded") as caught:
+        await client.complete([{"role": "user", "content": "hi"}], on_text=shown.append)
+    assert shown and not caught.value.retryable and len(seen) == 1
+
+
+def test_pings_and_unknown_events_are_ignored() -> None:
+    reader = MessageStream()
+    events = _anthropic_events(_message([{"type": "text", "text": "hi"}]))
+    events.insert(1, ("ping", {"type": "ping"}))
+    events.insert(2, ("future", {"type": "some_future_event", "x": 1}))
+    events.insert(4, ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                              "delta": {"type": "future_delta", "y": 2}}))  # fmt: skip
+    for _, data in events:
+        reader.feed(data)
+    assert reader.done and reader.response().message["content"] == [{"type": "text", "text": "hi"}]
+
+
 # ----------------------------------------------------------------------------- Responses
 
 
