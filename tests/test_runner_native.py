@@ -314,3 +314,18 @@ async def test_a_failing_governance_falls_back_to_the_minimal_repair(native: Fak
     sent = native.requests[0]["messages"]
     assert sent[2]["content"][0]["type"] == "tool_result"
     assert sent[2]["content"][0]["tool_use_id"] == "toolu_lost"
+
+
+@pytest.mark.asyncio
+async def test_a_hook_that_raises_ends_the_run_as_with_a_chat_client(native: FakeNative) -> None:
+    """A bug in the caller's hook is raised, not turned into a model error."""
+
+    def broken(call: ModelCall) -> None:
+        raise RuntimeError("hook bug")
+
+    async with _anthropic(native) as client:
+        runner = AgentRunner(client, FakeTools(), Governor(profile="anthropic", max_output=2000),
+                             hooks=RunHooks(before_model=broken))  # fmt: skip
+        with pytest.raises(RuntimeError, match="hook bug"):
+            await runner.run([SYSTEM, {"role": "user", "content": "go"}])
+    assert native.requests == []

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..formats import anthropic as anthropic_edge
+from ..formats import responses as responses_edge
 from ..formats.request import govern_request
 from ..governor import Governor
 from ..llm.base import NativeModelClient
@@ -86,7 +88,7 @@ def _fallback(
 
 
 #: The private keys under which the format edges carry native parts in their chat view.
-_CARRY_KEYS = ("_anthropic", "_responses")
+_CARRY_KEYS = (anthropic_edge.CARRY, responses_edge.CARRY)
 
 
 def _public(message: Message) -> Message:

@@ -56,6 +56,14 @@ def with_call_ids(message: Message, step: int) -> Message:
     return message if fixed == calls else {**message, "tool_calls": fixed}
 
 
+class _NoBody(Exception):
+    """A native client could not build (or the edge read) a request body for the history."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class _Run:
     """The mutable state of one run; AgentRunner.run builds the result from it."""
 
@@ -127,9 +135,9 @@ class AgentRunner:
             if isinstance(self.model, NativeModelClient):
                 try:
                     body = await self._govern_native(self.model, messages, schemas, step, run)
-                except Exception as exc:  # the edge cannot read the history: nothing to send
-                    error = f"cannot build the request body: {exc}"
-                    return self._result(run, "model_error", error=error, exception=exc)
+                except _NoBody as failed:
+                    error = f"cannot build the request body: {failed.cause}"
+                    return self._result(run, "model_error", error=error, exception=failed.cause)
                 call = partial(self.model.send, body, on_text=self.hooks.on_text)
             else:
                 governed = await self._govern(messages, schemas, step, run)
@@ -182,8 +190,12 @@ class AgentRunner:
         step: int,
         run: _Run,
     ) -> dict[str, Any]:
-        """Govern the native request body of a step (see governance.govern_native_step)."""
-        body, result, event = govern_native_step(self.governor, client, messages, schemas)
+        """Govern the native request body of a step (see governance.govern_native_step);
+        _NoBody when there is none to send (hooks' exceptions propagate, as for chat)."""
+        try:
+            body, result, event = govern_native_step(self.governor, client, messages, schemas)
+        except Exception as exc:
+            raise _NoBody(exc) from exc
         run.reports.append(result.report)
         if event is not None:
             run.events.append(f"step {step}: {event}")
