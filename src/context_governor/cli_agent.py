@@ -1,7 +1,8 @@
 """``context-governor run`` and ``context-governor demo``: the agent runner on the command line.
 
-``run`` drives a real model (any OpenAI-compatible server) with the built-in
-tools over a workspace; ``demo`` plays a scripted session offline. Both print,
+``run`` drives a real model with the built-in tools over a workspace, in the
+API the server speaks (``--api``: Chat Completions, Anthropic Messages or
+OpenAI Responses); ``demo`` plays a scripted session offline. Both print,
 for every model call, what governance did to the request.
 
 Registered on the ``main`` group of cli.py. The runner, the HTTP client and the
@@ -16,10 +17,12 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from .cli import EXIT_BAD_INPUT, main, profile_option
 from .cli_io import dumps
@@ -41,9 +44,37 @@ DEFAULT_SYSTEM = (
     "tool calls focused, and answer concisely."
 )
 COMPACTIONS = ("cache", "seed")
+APIS = ("chat", "anthropic", "responses")
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+@dataclass(frozen=True)
+class ApiSpec:
+    """What differs between the APIs on the command line: where the server and key
+    come from, the profile used when none is given, and what a server is called."""
+
+    url_env: str
+    key_env: str
+    default_profile: str
+    server: str
+    default_host: str
+
+
+API_SPECS = {
+    "chat": ApiSpec(
+        "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "an OpenAI-compatible", "OpenAI"
+    ),
+    "anthropic": ApiSpec(
+        "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "anthropic", "an Anthropic-compatible",
+        "Anthropic",
+    ),
+    "responses": ApiSpec(
+        "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "a Responses API", "OpenAI"
+    ),
+}  # fmt: skip
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
@@ -96,13 +127,14 @@ def _summary(result: RunResult) -> str:
     )
 
 
-def _run_failure(result: RunResult) -> str:
+def _run_failure(result: RunResult, api: str = "chat") -> str:
     from .llm import ModelConnectionError
 
+    spec = API_SPECS[api]
     if isinstance(result.exception, ModelConnectionError):
         return (
-            f"{result.error}; is the server running? Point --base-url (or OPENAI_BASE_URL) "
-            f"at an OpenAI-compatible server"
+            f"{result.error}; is the server running? Point --base-url (or {spec.url_env}) "
+            f"at {spec.server} server"
         )
     if result.stop_reason == "max_iterations":
         return (
@@ -126,6 +158,65 @@ def _check_budget(context_window: int | None, max_output: int | None) -> None:
         )
 
 
+def _thinking(value: str | None, api: str, max_output: int | None) -> int | str | None:
+    """--thinking as the Anthropic client's setting; a usage error when it cannot work."""
+    from .llm.anthropic_client import MIN_THINKING_BUDGET
+    from .pipeline import DEFAULT_MAX_OUTPUT
+
+    if value is None or value == "off":
+        return None
+    if api != "anthropic":
+        _fail("--thinking is a setting of --api anthropic (use --reasoning-effort for responses)")
+    if value == "adaptive":
+        return value
+    try:
+        budget = int(value)
+    except ValueError:
+        _fail(f"--thinking {value!r}: expected a token budget, 'adaptive' or 'off'")
+    reserve = max_output if max_output is not None else DEFAULT_MAX_OUTPUT
+    if budget < MIN_THINKING_BUDGET or budget >= reserve:
+        _fail(
+            f"--thinking {budget}: the budget must be at least {MIN_THINKING_BUDGET} and below "
+            f"the output reserve (--max-output, {reserve})"
+        )
+    return budget
+
+
+def _make_client(
+    api: str,
+    model: str,
+    url: str | None,
+    *,
+    stream: bool,
+    thinking: int | str | None,
+    effort: str | None,
+    include_reasoning: bool,
+    on_retry: Any,
+) -> Any:
+    """The model client for ``--api`` (imported here: ``govern`` does not pay for it)."""
+    if api == "anthropic":
+        from .llm.anthropic_client import AnthropicClient
+
+        return AnthropicClient(
+            model, base_url=url, stream=stream, thinking=thinking, on_retry=on_retry
+        )
+    if api == "responses":
+        from .llm.responses_client import ResponsesClient
+
+        reasoning = {"effort": effort} if effort is not None else None
+        return ResponsesClient(
+            model,
+            base_url=url,
+            stream=stream,
+            reasoning=reasoning,
+            include_reasoning=include_reasoning,
+            on_retry=on_retry,
+        )
+    from .llm import OpenAICompatClient
+
+    return OpenAICompatClient(model, base_url=url, stream=stream, on_retry=on_retry)
+
+
 async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | None) -> RunResult:
     try:
         return await runner.run(history)
@@ -142,10 +233,42 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 @click.argument("task")
 @click.option("--model", required=True, help="Model name, as the server knows it.")
 @click.option(
+    "--api",
+    type=click.Choice(APIS),
+    default="chat",
+    show_default=True,
+    help="The API the server speaks: 'chat' (OpenAI Chat Completions, /chat/completions), "
+    "'anthropic' (Anthropic Messages, /v1/messages: Anthropic and compatible servers) or "
+    "'responses' (OpenAI Responses, /responses, stateless: store=false). Each request is "
+    "governed in that format, with its own rules.",
+)
+@click.option(
     "--base-url",
     default=None,
-    help="OpenAI-compatible API base URL; default: $OPENAI_BASE_URL, else OpenAI. "
-    "The key comes from $OPENAI_API_KEY.",
+    help="API base URL. chat and responses: default $OPENAI_BASE_URL, else OpenAI; key "
+    "from $OPENAI_API_KEY. anthropic: default $ANTHROPIC_BASE_URL, else Anthropic (the URL "
+    "without /v1, e.g. https://api.anthropic.com); key from $ANTHROPIC_API_KEY.",
+)
+@click.option(
+    "--thinking",
+    default=None,
+    metavar="BUDGET|adaptive|off",
+    help="--api anthropic: extended thinking, with a budget of tokens (>= 1024, below "
+    "--max-output), or 'adaptive'; default off. Thinking blocks are kept in the history "
+    "exactly as returned.",
+)
+@click.option(
+    "--reasoning-effort",
+    type=click.Choice(REASONING_EFFORTS),
+    default=None,
+    help="--api responses: the reasoning effort of a reasoning model (sent as "
+    "reasoning.effort); encrypted reasoning items are kept and sent back as returned.",
+)
+@click.option(
+    "--no-encrypted-reasoning",
+    is_flag=True,
+    help="--api responses: leave out include=[reasoning.encrypted_content], for a model "
+    "or server that refuses it (a model without reasoning).",
 )
 @click.option(
     "--workspace",
@@ -154,7 +277,11 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
     show_default=True,
     help="Directory the tools work in.",
 )
-@profile_option(sorted(PROFILES), help="Target rules and policy (as for govern).")
+@profile_option(
+    sorted(PROFILES),
+    help="Target rules and policy (as for govern); with --api anthropic the default is "
+    "anthropic.",
+)
 @click.option(
     "--compaction",
     type=click.Choice(COMPACTIONS),
@@ -192,7 +319,11 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 def run_command(
     task: str,
     model: str,
+    api: str,
     base_url: str | None,
+    thinking: str | None,
+    reasoning_effort: str | None,
+    no_encrypted_reasoning: bool,
     workspace: Path,
     profile: str,
     compaction: str,
@@ -212,21 +343,43 @@ def run_command(
     tokens before and after and what was changed. The answer streams to
     stdout, progress goes to stderr.
 
+    With --api anthropic or responses the request is governed in that API's own
+    format (thinking blocks and encrypted reasoning kept as returned, the API's
+    rules enforced); keep one --api per --history file.
+
     \b
     Examples:
       context-governor run "Why does test_expiry fail?" --model gpt-4o-mini
       context-governor run "List the TODOs" --model qwen2.5-coder \\
           --base-url http://localhost:11434/v1 --workspace ~/src/app --history chat.json
+      context-governor run "Fix the flaky test" --api anthropic \\
+          --model claude-sonnet-4-5 --thinking 4096 --max-output 16000
+      context-governor run "Summarise the README" --api responses --model o4-mini \\
+          --reasoning-effort low
     """
     from .governor import Governor
-    from .llm import OpenAICompatClient
     from .run_render import ProgressPrinter
     from .runner import AgentRunner
     from .tools import builtin_tools
 
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    if url is None and not os.environ.get("OPENAI_API_KEY"):
-        _fail("no server given: set OPENAI_API_KEY for OpenAI, or --base-url for another server")
+    spec = API_SPECS[api]
+    url = base_url or os.environ.get(spec.url_env) or None
+    if url is None and not os.environ.get(spec.key_env):
+        _fail(
+            f"no server given: set {spec.key_env} for {spec.default_host}, or --base-url for "
+            f"another server"
+        )
+    if reasoning_effort is not None and api != "responses":
+        _fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
+    if no_encrypted_reasoning and api != "responses":
+        _fail("--no-encrypted-reasoning is a setting of --api responses")
+    budget = _thinking(thinking, api, max_output)
+    context = click.get_current_context()
+    if (
+        context.get_parameter_source("profile") is ParameterSource.DEFAULT
+        and context.params.get("provider_alias") is None
+    ):
+        profile = spec.default_profile
     from .windows import resolve_window
 
     _check_budget(resolve_window(context_window, model)[0], max_output)
@@ -252,6 +405,8 @@ def run_command(
     history.append({"role": "user", "content": task})
 
     printer = ProgressPrinter(_err, _out, verbose=verbose)
+    if verbose:
+        printer.info(f"api {api}, profile {profile}, compaction {compaction}")
     if governor.settings.window is None:
         printer.info(
             f"note: no context window (no known window for model {model!r}): nothing "
@@ -261,7 +416,16 @@ def run_command(
     def on_retry(error: Exception, attempt: int, wait: float) -> None:
         printer.info(f"  model call failed ({error}); retry {attempt} in {wait:.1f}s")
 
-    client = OpenAICompatClient(model, base_url=url, stream=not no_stream, on_retry=on_retry)
+    client = _make_client(
+        api,
+        model,
+        url,
+        stream=not no_stream,
+        thinking=budget,
+        effort=reasoning_effort,
+        include_reasoning=not no_encrypted_reasoning,
+        on_retry=on_retry,
+    )
     runner = AgentRunner(
         client,
         tools,
@@ -290,7 +454,7 @@ def run_command(
         _err(f"warning: {event}")
     _err(_summary(result))
     if result.stop_reason not in ("completed", "length"):
-        _fail(_run_failure(result), EXIT_RUN_FAILED)
+        _fail(_run_failure(result, api), EXIT_RUN_FAILED)
 
 
 # --------------------------------------------------------------------------- demo

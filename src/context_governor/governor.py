@@ -184,6 +184,13 @@ class Governor:
     def compaction(self) -> CompactionPolicy:
         return self.settings.compaction
 
+    @property
+    def count_tokens(self) -> Callable[[str], int] | None:
+        """The token-count hook given at construction (the runner passes it on when it
+        governs a native request body)."""
+        hook: Callable[[str], int] | None = self._kwargs["count_tokens"]
+        return hook
+
     def reset(self) -> None:
         """Forget everything cached (the next call costs what a stateless one does)."""
         self._state = None

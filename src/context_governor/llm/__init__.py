@@ -1,6 +1,15 @@
-"""Model clients for the agent runner: OpenAI-compatible HTTP, and a scripted offline model."""
+"""Model clients for the agent runner: OpenAI-compatible HTTP (Chat Completions), the
+native Anthropic Messages and OpenAI Responses APIs, and a scripted offline model."""
 
-from .base import ModelClient, ModelResponse, TextCallback, Usage, assistant_message
+from .anthropic_client import AnthropicClient
+from .base import (
+    ModelClient,
+    ModelResponse,
+    NativeModelClient,
+    TextCallback,
+    Usage,
+    assistant_message,
+)
 from .errors import (
     ModelConnectionError,
     ModelError,
@@ -9,12 +18,14 @@ from .errors import (
     ModelTimeoutError,
 )
 from .openai_compat import OpenAICompatClient
+from .responses_client import ResponsesClient
 from .retry import NO_RETRY, RetryPolicy
 from .scripted import ScriptedModel, ScriptedRequest, tool_call
 from .streaming import SSEDecoder, StreamAssembler
 
 __all__ = [
     "NO_RETRY",
+    "AnthropicClient",
     "ModelClient",
     "ModelConnectionError",
     "ModelError",
@@ -22,7 +33,9 @@ __all__ = [
     "ModelResponse",
     "ModelResponseError",
     "ModelTimeoutError",
+    "NativeModelClient",
     "OpenAICompatClient",
+    "ResponsesClient",
     "RetryPolicy",
     "SSEDecoder",
     "ScriptedModel",

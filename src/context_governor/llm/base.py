@@ -94,6 +94,43 @@ class ModelClient(Protocol):
         ...
 
 
+@runtime_checkable
+class NativeModelClient(ModelClient, Protocol):
+    """A client whose wire format is not Chat Completions (Anthropic Messages, Responses).
+
+    The runner's history stays chat messages, with the native parts a model
+    returned riding along (thinking blocks in the content, reasoning items under
+    the client's carry key). Such a client splits ``complete`` in two so that the
+    runner can govern the request *in its own format*, with ``govern_request``:
+    ``request_body`` builds the native body for a history, through the format's
+    edge and without governing it; ``send`` sends a body as it is. ``complete``
+    is the two in a row, for callers that govern (or not) themselves.
+    """
+
+    #: the body's format, as ``govern_request(api=...)`` names it
+    api: str
+
+    def request_body(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        """The native request body for a chat history (chat-format tool schemas)."""
+        ...
+
+    async def send(
+        self, body: dict[str, Any], *, on_text: TextCallback | None = None
+    ) -> ModelResponse:
+        """Send ``body`` as it is; raises ModelError when the call fails."""
+        ...
+
+
+#: Content parts whose ``text`` is answer text: chat and Messages "text", Responses
+#: "output_text" (a Responses answer keeps its parts as the API returned them).
+TEXT_PARTS = frozenset({"text", "output_text"})
+
+
 def content_text(content: Any) -> str:
     """The text of a message content: a str as is, the text parts of a list joined."""
     if isinstance(content, str):
@@ -102,7 +139,9 @@ def content_text(content: Any) -> str:
         return "".join(
             p["text"]
             for p in content
-            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            if isinstance(p, dict)
+            and p.get("type") in TEXT_PARTS
+            and isinstance(p.get("text"), str)
         )
     return ""
 

@@ -4,6 +4,12 @@
 covers what escapes it anyway (a bug in a custom Governor, a counter that
 fails): the step must still get a legal list, and the failure must be visible
 in the step's report rather than end the run.
+
+A native client (Anthropic Messages, OpenAI Responses) is governed in its own
+format: the client's edge builds the request body for the history, and
+``govern_request`` governs that body with the Governor's settings — the same
+pipeline, plus the format's own rules (the thinking rules of Messages, the
+reasoning-item rules of Responses), which a chat message list cannot show.
 """
 
 from __future__ import annotations
@@ -11,7 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import InputError
+from ..formats import anthropic as anthropic_edge
+from ..formats import responses as responses_edge
+from ..formats.request import govern_request
 from ..governor import Governor
+from ..llm.base import NativeModelClient
 from ..messages import Message
 from ..pipeline import GovernResult
 from ..report import Action, Report
@@ -50,6 +61,12 @@ def govern_step(
         return governor.govern(messages, tools=tools), None
     except Exception as exc:
         failure = f"governance failed ({exc!r})"
+    return _fallback(governor, messages, tools, failure)
+
+
+def _fallback(
+    governor: Governor, messages: list[Message], tools: list[dict[str, Any]] | None, failure: str
+) -> tuple[GovernResult, str]:
     repaired, ctx, outcome = _minimal_repair(governor, messages, tools)
     event = f"{failure}; {outcome}"
     report = Report(
@@ -68,3 +85,46 @@ def govern_step(
         model=governor.model,
     )
     return GovernResult(repaired, report), event
+
+
+#: The private keys under which the format edges carry native parts in their chat view.
+_CARRY_KEYS = (anthropic_edge.CARRY, responses_edge.CARRY)
+
+
+def _public(message: Message) -> Message:
+    """A governed chat message without the edge's private carry key (hooks may dump it)."""
+    if not any(key in message for key in _CARRY_KEYS):
+        return message
+    return {k: v for k, v in message.items() if k not in _CARRY_KEYS}
+
+
+def govern_native_step(
+    governor: Governor,
+    client: NativeModelClient,
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None,
+) -> tuple[dict[str, Any], GovernResult, str | None]:
+    """The governed native body for ``messages``, the governed chat view and its report,
+    and (if governing raised) what happened. An InputError of the edge (a history it
+    cannot build or read a body from) propagates: there is nothing to send then."""
+    body = client.request_body(messages, tools, governor.max_output)
+    try:
+        result = govern_request(
+            body,
+            api=client.api,  # type: ignore[arg-type]  # checked by govern_request
+            profile=governor.profile,
+            model=governor.model,
+            context_window=governor.context_window,
+            max_tool_result_chars=governor.settings.cap,
+            compaction=governor.compaction,
+            count_tokens=governor.count_tokens,
+        )
+    except InputError:
+        raise  # the edge cannot read the body it built: no repair can make it sendable
+    except Exception as exc:
+        failure = f"governance failed ({exc!r})"
+    else:
+        view = [_public(m) for m in result.messages]
+        return result.body, GovernResult(view, result.report), None
+    governed, event = _fallback(governor, messages, tools, failure)
+    return client.request_body(governed.messages, tools, governor.max_output), governed, event

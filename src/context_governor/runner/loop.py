@@ -1,7 +1,9 @@
 """AgentRunner: the agent loop, governing its context before every model call.
 
 Each step governs the whole history (persisted messages plus what this run
-added), sends the governed copy to the model, runs the tools it asks for, and
+added), sends the governed copy to the model (for a native client — Anthropic
+Messages, OpenAI Responses — the governed request body in the client's own
+format; see governance.py), runs the tools it asks for, and
 appends what really happened — the model's message and the tools' results —
 to the new history. Governance never writes into the history: a repair made
 for one request (a placeholder, a snip) is redone, or not needed, on the next.
@@ -11,15 +13,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ..governor import Governor
 from ..inputs import check_messages
-from ..llm.base import ModelClient, ModelResponse, Usage
+from ..llm.base import ModelClient, ModelResponse, NativeModelClient, Usage
 from ..llm.errors import ModelError
 from ..messages import Message
 from ..report import Report
-from .governance import govern_step
+from .governance import govern_native_step, govern_step
 from .tool_calls import ToolBatch, tool_message
 from .types import ModelCall, RunHooks, RunLimits, RunResult, StopReason, ToolEvent, ToolRunner
 
@@ -51,6 +54,14 @@ def with_call_ids(message: Message, step: int) -> Message:
         seen.add(call["id"])
         fixed.append(call)
     return message if fixed == calls else {**message, "tool_calls": fixed}
+
+
+class _NoBody(Exception):
+    """A native client could not build (or the edge read) a request body for the history."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 class _Run:
@@ -120,15 +131,26 @@ class AgentRunner:
     async def _loop(self, history: list[Message], run: _Run) -> RunResult:
         schemas = (self.tools.schemas() or None) if self.tools is not None else None
         for step in range(1, self.limits.max_iterations + 1):
-            governed = await self._govern(history + self.new_messages, schemas, step, run)
-            run.model_calls += 1
-            try:
-                response = await self.model.complete(
+            messages = history + self.new_messages
+            if isinstance(self.model, NativeModelClient):
+                try:
+                    body = await self._govern_native(self.model, messages, schemas, step, run)
+                except _NoBody as failed:
+                    error = f"cannot build the request body: {failed.cause}"
+                    return self._result(run, "model_error", error=error, exception=failed.cause)
+                call = partial(self.model.send, body, on_text=self.hooks.on_text)
+            else:
+                governed = await self._govern(messages, schemas, step, run)
+                call = partial(
+                    self.model.complete,
                     governed,
                     tools=schemas,
                     max_tokens=self.governor.max_output,
                     on_text=self.hooks.on_text,
                 )
+            run.model_calls += 1
+            try:
+                response = await call()
             except ModelError as exc:
                 return self._result(run, "model_error", error=str(exc), exception=exc)
             except Exception as exc:  # a client bug must still end the run cleanly
@@ -159,6 +181,28 @@ class AgentRunner:
             self.hooks.before_model, ModelCall(step, result.messages, schemas, result.report)
         )
         return result.messages
+
+    async def _govern_native(
+        self,
+        client: NativeModelClient,
+        messages: list[Message],
+        schemas: list[dict[str, Any]] | None,
+        step: int,
+        run: _Run,
+    ) -> dict[str, Any]:
+        """Govern the native request body of a step (see governance.govern_native_step);
+        _NoBody when there is none to send (hooks' exceptions propagate, as for chat)."""
+        try:
+            body, result, event = govern_native_step(self.governor, client, messages, schemas)
+        except Exception as exc:
+            raise _NoBody(exc) from exc
+        run.reports.append(result.report)
+        if event is not None:
+            run.events.append(f"step {step}: {event}")
+        await _call_hook(self.hooks.on_report, result.report)
+        call = ModelCall(step, result.messages, schemas, result.report, body)
+        await _call_hook(self.hooks.before_model, call)
+        return body
 
     async def _run_tools(self, calls: list[dict[str, Any]], step: int, run: _Run) -> None:
         async def after_tool(event: ToolEvent) -> None:

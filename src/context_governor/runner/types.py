@@ -84,12 +84,18 @@ class ToolEvent:
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
-    """What is about to be sent to the model on one step (the governed copy)."""
+    """What is about to be sent to the model on one step (the governed copy).
+
+    With a native client (Anthropic Messages, Responses), ``body`` is the governed
+    request body that is sent, and ``messages`` its chat view (what the report's
+    indices count); with a chat client ``body`` is None.
+    """
 
     step: int
     messages: list[Message]
     tools: list[dict[str, Any]] | None
     report: Report
+    body: dict[str, Any] | None = None
 
 
 Hook = Callable[[Any], Awaitable[None] | None]

@@ -1,0 +1,239 @@
+"""The HTTP side the native clients share: send a request body, as JSON or SSE, with retries.
+
+The Anthropic Messages and OpenAI Responses clients differ in their bodies and
+in the events of their streams, not in how bytes move: both POST a JSON body,
+get either one JSON answer or a ``text/event-stream`` whose events are JSON
+objects with a ``type``, and fail with the same kinds of HTTP and transport
+errors. This base class does the moving; a client supplies the body
+(``request_body``), the reading of a whole answer (``parse``) and a stream
+state machine (``stream_reader``), all pure and tested without a network.
+
+Whether a request streams is read from the body it sends (``"stream": true``),
+not from the client: the body is what the server sees.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import httpx
+
+from ..messages import Message
+from .base import ModelResponse, TextCallback
+from .errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    ModelTimeoutError,
+)
+from .openai_compat import http_error
+from .retry import RetryCallback, RetryPolicy, Sleep, with_retries
+from .streaming import SSEDecoder
+
+
+class StreamReader(Protocol):
+    """Rebuilds one answer from the JSON events of a stream."""
+
+    #: True once the stream's final event arrived (an answer without it is cut short)
+    done: bool
+
+    def feed(self, event: Any) -> str:
+        """Take one event; returns the answer text it added ("" if none)."""
+        ...
+
+    def response(self) -> ModelResponse:
+        """The answer (call once ``done``)."""
+        ...
+
+
+def json_value(data: str, what: str) -> Any:
+    """``data`` parsed as JSON; ModelResponseError naming ``what`` if it is not."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ModelResponseError(f"{what} is not JSON: {data[:200]!r}") from None
+
+
+class NativeHTTPClient:
+    """Posts native request bodies to ``url``; subclasses say how to build and read them.
+
+    ``timeout`` bounds each read (a long streamed answer is fine while it keeps
+    coming); ``retry`` retries 429/5xx, timeouts and dropped connections with
+    backoff, honouring Retry-After, except once streamed text was shown.
+    """
+
+    api = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        url: str,
+        headers: Mapping[str, str],
+        stream: bool,
+        timeout: float,
+        connect_timeout: float,
+        retry: RetryPolicy | None,
+        extra_body: Mapping[str, Any] | None,
+        http_client: httpx.AsyncClient | None,
+        on_retry: RetryCallback | None,
+        sleep: Sleep,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty string")
+        self.model = model
+        self.url = url
+        self.stream = stream
+        self.retry = retry or RetryPolicy()
+        self.extra_body = dict(extra_body or {})
+        self.on_retry = on_retry
+        self._sleep = sleep
+        self._headers = {"Content-Type": "application/json", **headers}
+        self._owns_client = http_client is None
+        self._http = http_client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout)
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> NativeHTTPClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- what a subclass supplies ---------------------------------------------------------
+
+    def request_body(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, data: Any) -> ModelResponse:
+        """A whole (non-streamed) answer."""
+        raise NotImplementedError
+
+    def stream_reader(self) -> StreamReader:
+        raise NotImplementedError
+
+    # -- sending --------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        on_text: TextCallback | None = None,
+    ) -> ModelResponse:
+        """Build the body for ``messages`` and send it, ungoverned (the runner governs
+        native bodies itself: it calls ``request_body`` and ``send`` apart)."""
+        try:
+            body = self.request_body(messages, tools, max_tokens)
+        except ModelError:
+            raise
+        except Exception as exc:  # e.g. an InputError of the edge on a malformed history
+            raise ModelError(f"cannot build the request body: {exc}") from None
+        return await self.send(body, on_text=on_text)
+
+    async def send(
+        self, body: dict[str, Any], *, on_text: TextCallback | None = None
+    ) -> ModelResponse:
+        """Send ``body`` as it is; raises ModelError once retries are exhausted."""
+        # Serialise once: a retry resends the same bytes, and a value JSON cannot
+        # carry fails here, clearly, rather than inside httpx.
+        try:
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"request body is not JSON-serializable: {exc}") from None
+        streamed = body.get("stream") is True
+        return await with_retries(
+            lambda: (
+                self._send_streamed(content, on_text) if streamed else self._send(content, on_text)
+            ),
+            self.retry,
+            sleep=self._sleep,
+            on_retry=self.on_retry,
+        )
+
+    async def _send(self, content: bytes, on_text: TextCallback | None) -> ModelResponse:
+        try:
+            response = await self._http.post(self.url, content=content, headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+        if response.status_code >= 400:
+            raise http_error(response.status_code, response.headers, response.content, self.url)
+        answer = self.parse(json_value(response.text, f"response from {self.url}"))
+        if on_text is not None and answer.text:
+            on_text(answer.text)
+        return answer
+
+    async def _send_streamed(self, content: bytes, on_text: TextCallback | None) -> ModelResponse:
+        reader = self.stream_reader()
+        emitted = False
+        try:
+            async with self._http.stream(
+                "POST", self.url, content=content, headers=self._headers
+            ) as response:
+                if response.status_code >= 400:
+                    body = await response.aread()
+                    raise http_error(response.status_code, response.headers, body, self.url)
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    # A server that ignores "stream" answers with the whole response (or
+                    # with something else, which is then reported as not JSON).
+                    whole = (await response.aread()).decode("utf-8", "replace")
+                    return self.parse(json_value(whole, f"response from {self.url}"))
+                decoder = SSEDecoder()
+                async for line in response.aiter_lines():
+                    data = decoder.feed(line)
+                    if data is None:
+                        continue
+                    try:
+                        text = reader.feed(json_value(data, "stream event"))
+                    except ModelError as failed:
+                        # An error event after text was shown cannot be retried either.
+                        failed.retryable = failed.retryable and not emitted
+                        raise
+                    if text and on_text is not None:
+                        emitted = True
+                        on_text(text)
+                    if reader.done:
+                        break
+                else:
+                    tail = decoder.flush()
+                    if tail is not None:
+                        reader.feed(json_value(tail, "stream event"))
+        except httpx.HTTPError as exc:
+            error = self._transport_error(exc)
+            # Text already shown to the user cannot be taken back: no retry then.
+            error.retryable = error.retryable and not emitted
+            raise error from None
+        if not reader.done:
+            raise ModelConnectionError(
+                f"the stream from {self.url} ended before the answer was complete",
+                retryable=not emitted,
+            )
+        return reader.response()
+
+    def _transport_error(self, exc: httpx.HTTPError) -> ModelError:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelTimeoutError(
+                f"no answer from {self.url} in time ({type(exc).__name__})", retryable=True
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return ModelConnectionError(
+                f"cannot reach the model server at {self.url} ({detail})", retryable=True
+            )
+        if isinstance(exc, httpx.TransportError):
+            return ModelConnectionError(
+                f"connection to {self.url} failed ({detail})", retryable=True
+            )
+        return ModelError(f"request to {self.url} failed ({detail})")
