@@ -24,9 +24,10 @@ from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
-from ..report import Report
+from ..report import Action, Report
 from ..tokens import TokenCounter
 from . import anthropic as an
+from . import anthropic_cache as cache
 from . import anthropic_rules as rules
 
 Api = Literal["anthropic", "openai", "responses"]
@@ -155,7 +156,12 @@ def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
 
 
 def _govern_anthropic(
-    body: Any, profile: str | Profile, model: str | None, **kw: Any
+    body: Any,
+    profile: str | Profile,
+    model: str | None,
+    *,
+    cache_breakpoints: bool = True,
+    **kw: Any,
 ) -> RequestResult:
     decoded = an.decode(body)
     check_messages(decoded.messages)
@@ -194,6 +200,8 @@ def _govern_anthropic(
         )
     out = an.encode(result.messages, decoded, updates)
     report = result.report
+    if cache_breakpoints:
+        out = _place_breakpoints(out, report)
     # The report judges what is sent: the output body, decoded again (positions are
     # the output body's messages).
     found = _validate_anthropic(out, settings.model)
@@ -209,6 +217,24 @@ def _govern_anthropic(
     return RequestResult(out, report, result.messages)
 
 
+def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:
+    """Mark where the stable prefix ends (formats/anthropic_cache.py); one action each."""
+    if rules.breakpoints(body) > rules.MAX_BREAKPOINTS:
+        return body  # a body the repairs could not bring to 4: reported as AN-10, no more
+    out, placed = cache.place(body)
+    for spot in placed:
+        report.actions.append(
+            Action(
+                "cache",
+                "insert",
+                -1,
+                f"cache_control breakpoint placed on {spot.label()} ({spot.why}): the prefix "
+                "up to it stays the same on the next request",
+            )
+        )
+    return out
+
+
 def govern_request(
     body: dict[str, Any],
     *,
@@ -219,6 +245,7 @@ def govern_request(
     max_tool_result_chars: int | None = None,
     compaction: str | CompactionPolicy | None = None,
     count_tokens: Callable[[str], int] | None = None,
+    cache_breakpoints: bool = True,
 ) -> RequestResult:
     """Govern a whole request body in its own wire format; return a body of the same format.
 
@@ -231,8 +258,12 @@ def govern_request(
 
     What the pipeline need not understand (thinking blocks and signatures, images,
     documents, citations, server tools, unknown block types, fields and roles) is
-    carried through untouched and counted; a body that needs nothing comes back
-    equal (the same object). The input body is never modified.
+    carried through untouched and counted. The input body is never modified.
+
+    ``cache_breakpoints`` (Messages only): mark where the stable prefix ends with
+    ``cache_control`` (formats/anthropic_cache.py; the client's own marks are kept
+    and win), each mark reported. With it off, a body that needs nothing comes back
+    equal (the same object).
     """
     checked = _check_api(api)
     settings: dict[str, Any] = {
@@ -243,7 +274,9 @@ def govern_request(
     }
     chosen = _DEFAULT_PROFILE[checked] if profile is None else profile
     if checked == "anthropic":
-        return _govern_anthropic(body, chosen, model, **settings)
+        return _govern_anthropic(
+            body, chosen, model, cache_breakpoints=cache_breakpoints, **settings
+        )
     if checked == "responses":
         from .responses_request import govern_responses  # it imports this module
 
