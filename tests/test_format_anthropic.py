@@ -20,6 +20,7 @@ from levels import examples
 from context_governor import ConfigError, InputError, govern, govern_request, validate_request
 from context_governor.formats import anthropic as an
 from context_governor.formats.anthropic_rules import breakpoints
+from context_governor.tokens import claude_estimate
 
 SETTINGS = settings(
     max_examples=examples(full=400, fast=60),
@@ -504,9 +505,12 @@ def test_native_bodies_are_governed_like_the_same_chat_messages(
     decoded = an.decode(body)
     assert not decoded.extra and not any(m[an.CARRY].extra for m in decoded.messages[1:])
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
-    native = govern_request(body, context_window=window, cache_breakpoints=False)
+    native = govern_request(
+        body, context_window=window, cache_breakpoints=False, count_tokens=claude_estimate
+    )
     plain = govern(
         chat,
+        count_tokens=claude_estimate,
         tools=body["tools"],
         profile="anthropic",
         model=body["model"],

@@ -10,7 +10,7 @@ and (Anthropic) ``thinking`` selects the thinking-mode rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any, Literal
@@ -25,10 +25,12 @@ from ..providers import resolve
 from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
-from ..tokens import TokenCounter
+from ..tokens import TokenCounter, claude_counter
+from ..windows import known_window
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
+from . import reserve
 
 Api = Literal["anthropic", "openai", "responses"]
 APIS: tuple[str, ...] = ("anthropic", "openai", "responses")
@@ -186,6 +188,8 @@ def _govern_anthropic(
         **kw,
     )
     settings = replace(settings, policy=_native_policy(settings.policy, decoded))
+    if kw.get("count_tokens") is None:  # no offline Claude tokenizer: an estimate erring high
+        settings = replace(settings, counter=claude_counter())
     counter = _CarryCounter(settings.counter, decoded.extra)
     result, ctx = run(decoded.messages, settings, counter)
     updates: dict[str, Any] = {}
@@ -246,6 +250,7 @@ def govern_request(
     compaction: str | CompactionPolicy | None = None,
     count_tokens: Callable[[str], int] | None = None,
     cache_breakpoints: bool = True,
+    windows: Mapping[str, int] | None = None,
 ) -> RequestResult:
     """Govern a whole request body in its own wire format; return a body of the same format.
 
@@ -264,8 +269,56 @@ def govern_request(
     ``cache_control`` (formats/anthropic_cache.py; the client's own marks are kept
     and win), each mark reported. With it off, a body that needs nothing comes back
     equal (the same object).
+
+    ``windows``: a table of model windows (``windows.window_table(...)``) used instead
+    of the built-in one when ``context_window`` is not given. An output reserve
+    (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) the window
+    cannot give is clamped in the body sent, and reported (formats/reserve.py).
+    Messages bodies are counted with the Claude estimate (tokens.claude_estimate)
+    unless ``count_tokens`` is given.
     """
     checked = _check_api(api)
+    body_model = model or (body.get("model") if isinstance(body, dict) else None)
+    from_table = None
+    if context_window is None and windows is not None:
+        from_table = known_window(body_model if isinstance(body_model, str) else None, windows)
+    window = context_window if context_window is not None else from_table
+    if window is None:
+        window = known_window(body_model if isinstance(body_model, str) else None)
+    usable = window if isinstance(window, int) and not isinstance(window, bool) else None
+    clamp = reserve.clamp(body, checked, usable if usable and usable > 0 else None)
+    sent = {**body, **clamp.updates} if clamp is not None else body
+    result = _dispatch(
+        checked,
+        sent,
+        profile,
+        model,
+        context_window if from_table is None else from_table,
+        max_tool_result_chars=max_tool_result_chars,
+        compaction=compaction,
+        count_tokens=count_tokens,
+        cache_breakpoints=cache_breakpoints,
+    )
+    if from_table is not None:
+        result.report.window_source = "model"
+    if clamp is not None:
+        result.report.actions[0:0] = [Action("reserve", "repair", -1, d) for d in clamp.details]
+        result.report.notes.append("output reserve clamped: " + "; ".join(clamp.details))
+    return result
+
+
+def _dispatch(
+    checked: str,
+    body: Any,
+    profile: str | Profile | None,
+    model: str | None,
+    context_window: int | None,
+    *,
+    max_tool_result_chars: int | None,
+    compaction: str | CompactionPolicy | None,
+    count_tokens: Callable[[str], int] | None,
+    cache_breakpoints: bool,
+) -> RequestResult:
     settings: dict[str, Any] = {
         "context_window": context_window,
         "max_tool_result_chars": max_tool_result_chars,
