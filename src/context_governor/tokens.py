@@ -27,6 +27,7 @@ be built ahead of time with ``warm_up()``.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -524,8 +525,10 @@ def claude_estimate(text: str) -> int:
     return max(math.ceil(base * CLAUDE_FACTOR), math.ceil(size / CLAUDE_BYTES_PER_TOKEN))
 
 
+@functools.lru_cache(maxsize=1)
 def claude_counter() -> ExactCounter:
-    """The counter of Messages API bodies when no ``count_tokens`` hook is given."""
+    """The counter of Messages API bodies when no ``count_tokens`` hook is given: one per
+    process, so its per-text memo serves every request (as the profiles' counters do)."""
     return ExactCounter(None, count=claude_estimate, name="estimate:claude")
 
 
