@@ -317,10 +317,12 @@ def render(results: Sequence[Result], steps: int) -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Put ``section`` into the Markdown file in place of its previous version (from its
-    heading to the next ``## `` heading), else before ``## Method``, else at the end."""
+    heading, its first line, to the next ``## `` heading), else before ``## Method``,
+    else at the end."""
+    heading = section.splitlines()[0]
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line == HEADING), None)
+    start = next((i for i, line in enumerate(lines) if line == heading), None)
     if start is not None:
         end = next(
             (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)

@@ -214,3 +214,18 @@ def test_each_request_reads_the_previous_one_back() -> None:
         previous = total
         plain = govern_request(body, context_window=1_000_000, cache_breakpoints=False).body
         assert none.send(plain)[1] == 0
+
+
+def test_the_bench_section_replaces_its_previous_version(tmp_path: Path) -> None:
+    """bench/anthropic_cache.py writes its table into docs/benchmarks.md in place."""
+    from bench.anthropic_cache import HEADING, Result, render, write_section
+
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Speed\n\nfast\n\n## Method\n\nhow\n")
+    one = Result("ours", 64_000, steps=2, tokens=100, read=90, written=5, placed=8)
+    write_section(doc, render([one], 2))
+    write_section(doc, render([one], 2))
+    text = doc.read_text()
+    assert text.count(HEADING) == 1
+    assert text.index("## Speed") < text.index(HEADING) < text.index("## Method")
+    assert "| 64,000 | ours | 90.0% | 0.20 | 4.0 | 0 |" in text
