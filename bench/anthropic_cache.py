@@ -231,10 +231,47 @@ CONFIGS = (
 )
 
 
+#: The width of the fan-out scenario: each model call makes this many parallel tool
+#: calls, so each request appends 2 x 12 = 24 blocks, more than the lookback reaches.
+FAN_OUT = 12
+
+
+def fan_out(replay: Replay, width: int = FAN_OUT) -> Replay:
+    """The session as an agent that calls ``width`` tools in parallel per model call: the
+    calls of consecutive steps (up to ``width``) are merged into one assistant message,
+    their results following it; a step with a user message is kept as it is."""
+    steps: list[list[Message]] = [replay.steps[0]]
+    calls: list[Any] = []
+    results: list[Message] = []
+
+    def flush() -> None:
+        if calls:
+            steps.append([{"role": "assistant", "content": None, "tool_calls": list(calls)},
+                          *results])  # fmt: skip
+            calls.clear()
+            results.clear()
+
+    for step in replay.steps[1:]:
+        plain = all(m.get("role") in ("assistant", "tool") for m in step) and step[0].get(
+            "tool_calls"
+        )
+        if not plain:
+            flush()
+            steps.append(step)
+            continue
+        if len(calls) + len(step[0]["tool_calls"]) > width:
+            flush()
+        calls.extend(step[0]["tool_calls"])
+        results.extend(step[1:])
+    flush()
+    return Replay(replay.name + f"-fan-out-{width}", replay.model, replay.tools, steps)
+
+
 @dataclass(slots=True)
 class Result:
     label: str
     window: int
+    scenario: str = "one call per step"
     steps: int = 0
     tokens: int = 0
     read: int = 0
@@ -254,13 +291,13 @@ class Result:
         return paid / self.tokens if self.tokens else 0.0
 
 
-def measure(config: Config, replay: Replay, window: int) -> Result:
+def measure(config: Config, replay: Replay, window: int, scenario: str = "") -> Result:
     counter = exact_counter(None)
     cache = PromptCache(counter.text_tokens)
     tools = tools_of(replay)
-    result = Result(config.label, window)
-    for history in replay.histories():
-        if not any(m.get("role") == "user" for m in history):
+    result = Result(config.label, window, scenario or "one call per step")
+    for number, history in enumerate(replay.histories()):
+        if number == 0:
             continue
         body = config.client(to_body(history, tools))
         governed = govern_request(body, context_window=window, cache_breakpoints=config.ours)
@@ -278,17 +315,21 @@ def measure(config: Config, replay: Replay, window: int) -> Result:
 def run(steps: int, windows: Sequence[int] = WINDOWS) -> list[Result]:
     replay = coding_session(steps)
     results = []
-    for window in windows:
-        for config in CONFIGS:
-            print(f"[bench] messages cache: {config.label} at {window:,}", file=sys.stderr,
-                  flush=True)  # fmt: skip
-            results.append(measure(config, replay, window))
+    scenarios = [("one call per step", replay),
+                 (f"{FAN_OUT} parallel calls per step", fan_out(replay))]  # fmt: skip
+    for scenario, session in scenarios:
+        for window in windows:
+            for config in CONFIGS:
+                print(f"[bench] messages cache: {config.label} at {window:,}, {scenario}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                results.append(measure(config, session, window, scenario))
     return results
 
 
 def render(results: Sequence[Result], steps: int) -> str:
     rows = [
-        f"| {r.window:,} | {r.label} | {r.share:.1%} | {r.cost:.2f} | {r.placed / r.steps:.1f} "
+        f"| {r.scenario} | {r.window:,} "
+        f"| {r.label} | {r.share:.1%} | {r.cost:.2f} | {r.placed / max(1, r.steps):.1f} "
         f"| {r.invalid} |"
         for r in results
     ]
@@ -303,12 +344,14 @@ def render(results: Sequence[Result], steps: int) -> str:
             f"ends at one of its breakpoints or up to {LOOKBACK} blocks before one; blocks are "
             "compared without `cache_control`; no expiry. *Read share* = tokens read from the "
             "cache over all input tokens; *cost* = (uncached + 0.1 × read + 1.25 × written) "
-            "over all input tokens uncached. `python -m bench.anthropic_cache --out "
-            "docs/benchmarks.md` reruns this section alone.",
+            f"over all input tokens uncached. *{FAN_OUT} parallel calls per step*: the same "
+            f"tool calls and results, made {FAN_OUT} at a time in one model call, so each "
+            f"request appends {2 * FAN_OUT} blocks, more than the lookback reaches. "
+            "`python -m bench.anthropic_cache --out docs/benchmarks.md` reruns this section.",
             "",
-            "| window | breakpoints | read share | cost vs no cache | ours placed / request "
-            "| invalid requests |",
-            "|---|---|---|---|---|---|",
+            "| session | window | breakpoints | read share | cost vs no cache "
+            "| ours placed / request | invalid requests |",
+            "|---|---|---|---|---|---|---|",
             *rows,
             "",
         ]

@@ -228,4 +228,4 @@ def test_the_bench_section_replaces_its_previous_version(tmp_path: Path) -> None
     text = doc.read_text()
     assert text.count(HEADING) == 1
     assert text.index("## Speed") < text.index(HEADING) < text.index("## Method")
-    assert "| 64,000 | ours | 90.0% | 0.20 | 4.0 | 0 |" in text
+    assert "| one call per step | 64,000 | ours | 90.0% | 0.20 | 4.0 | 0 |" in text
