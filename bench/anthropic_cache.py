@@ -308,7 +308,7 @@ def measure(config: Config, replay: Replay, window: int, scenario: str = "") -> 
         result.written += written
         result.invalid += bool(governed.report.violations)
         result.placed += sum(1 for a in governed.report.actions if a.stage == "cache"
-                             and a.kind == "insert")  # fmt: skip
+                             and a.kind == "replace")  # fmt: skip
     return result
 
 

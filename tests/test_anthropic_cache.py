@@ -85,7 +85,7 @@ def test_only_breakpoints_change_and_the_clients_stay(body: dict[str, Any]) -> N
     assert {pos for pos, _ in _client_marks(body)} <= mine
     placed = [a for a in result.report.actions if a.stage == "cache"]
     assert len(placed) == breakpoints(out) - breakpoints(body)
-    assert all(a.kind == "insert" for a in placed) and placed == result.report.actions
+    assert all(a.kind == "replace" for a in placed) and placed == result.report.actions
 
 
 @SETTINGS
@@ -141,7 +141,7 @@ def test_the_clients_marks_win_and_nothing_exceeds_four() -> None:
     body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "s", "messages": messages}
     result = govern_request(body, context_window=200_000)
     assert breakpoints(result.body) == MAX_BREAKPOINTS  # the 4 client marks, none of ours
-    assert not [a for a in result.report.actions if a.stage == "cache" and a.kind == "insert"]
+    assert not [a for a in result.report.actions if a.stage == "cache" and a.kind == "replace"]
 
 
 def test_a_long_ttl_after_ours_makes_ours_long_too() -> None:

@@ -230,7 +230,7 @@ def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:
         report.actions.append(
             Action(
                 "cache",
-                "insert",
+                "replace",
                 -1,
                 f"cache_control breakpoint placed on {spot.label()} ({spot.why}): the prefix "
                 "up to it stays the same on the next request",
