@@ -26,7 +26,7 @@ from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
 from ..tokens import TokenCounter, claude_counter
-from ..windows import known_window
+from ..windows import known_window, window_table
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
@@ -279,14 +279,11 @@ def govern_request(
     """
     checked = _check_api(api)
     body_model = model or (body.get("model") if isinstance(body, dict) else None)
+    name = body_model if isinstance(body_model, str) else None
     from_table = None
     if context_window is None and windows is not None:
-        from_table = known_window(body_model if isinstance(body_model, str) else None, windows)
-    window = context_window if context_window is not None else from_table
-    if window is None:
-        window = known_window(body_model if isinstance(body_model, str) else None)
-    usable = window if isinstance(window, int) and not isinstance(window, bool) else None
-    clamp = reserve.clamp(body, checked, usable if usable and usable > 0 else None)
+        from_table = known_window(name, window_table(windows))
+    clamp = reserve.clamp(body, checked, _usable(context_window, from_table, name))
     sent = {**body, **clamp.updates} if clamp is not None else body
     result = _dispatch(
         checked,
@@ -305,6 +302,15 @@ def govern_request(
         result.report.actions[0:0] = [Action("reserve", "repair", -1, d) for d in clamp.details]
         result.report.notes.append("output reserve clamped: " + "; ".join(clamp.details))
     return result
+
+
+def _usable(given: Any, from_table: int | None, model: str | None) -> int | None:
+    """The window the output reserve is checked against: the given one if it is usable
+    (a bad one is the pipeline's to report), else the table's."""
+    if given is not None:
+        ok = isinstance(given, int) and not isinstance(given, bool) and given > 0
+        return given if ok else None
+    return from_table if from_table is not None else known_window(model)
 
 
 def _dispatch(
