@@ -1,17 +1,20 @@
 """Time govern_request() on a long Anthropic Messages session (thinking on, tool use).
 
-    .venv/bin/python -m bench.messages_request [--turns 150] [--repeats 7]
+    .venv/bin/python -m bench.messages_request [--turns 150] [--repeats 7] [--out FILE]
 
-Prints, per window, the median time of govern_request() on the whole body, of
-govern() on the same messages in chat form (what the edge adds is the
-difference), and of the edge alone (decode + encode). Token cache warm.
+Prints (and with ``--out`` writes into that Markdown file, in place), per window,
+the median time of govern_request() on the whole body, of govern() on the same
+messages in chat form, and of the edge alone (decode + encode). Token cache warm.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
+from bench.anthropic_cache import write_section
 from bench.timing import median_ms
 from context_governor import govern, govern_request
 from context_governor.formats import anthropic as an
@@ -57,14 +60,19 @@ def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
     return an.encode(decoded.messages, decoded)
 
 
+HEADING = "## Governing a long Messages session"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=150)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     body = session(args.turns)
     decoded = an.decode(body)
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
+    rows = []
     for window in (200_000, 64_000):
         result = govern_request(body, context_window=window)
         native = median_ms(lambda w=window: govern_request(body, context_window=w), args.repeats)
@@ -82,6 +90,33 @@ def main() -> None:
             f"messages {report.messages_before} -> {report.messages_after}, "
             f"rules broken: {len(report.violations)}"
         )
+        rows.append(
+            f"| {window:,} | {len(body['messages'])} | {native:.1f} ms | {plain:.1f} ms | "
+            f"{edge:.1f} ms | {report.tokens_before:,} → {report.tokens_after:,} | "
+            f"{report.messages_before} → {report.messages_after} | {len(report.violations)} |"
+        )
+    if args.out is not None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        section = "\n".join(
+            [
+                HEADING,
+                "",
+                f"A coding agent's Messages body of {args.turns} turns (each: a signed thinking "
+                "block, a line of text, a tool_use; its tool_result), thinking on, governed "
+                f"whole by `govern_request`; median of {args.repeats} calls, token cache warm "
+                f"(load average {load:.1f} while measuring). *govern()* governs the same "
+                "messages in chat form (counted with cl100k, not the Claude estimate); "
+                "*decode+encode* is the edge alone. `python -m bench.messages_request --out "
+                "docs/benchmarks.md` reruns this section.",
+                "",
+                "| window | messages | govern_request | govern() on the chat view | "
+                "decode+encode | tokens | messages | rules broken |",
+                "|---|---|---|---|---|---|---|---|",
+                *rows,
+                "",
+            ]
+        )
+        write_section(args.out, section)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import anthropic_cache, claude_estimate
 from .cache import RECENT_WINDOWS, Run, marks, run_cache
 from .sessions import coding_session
 from .speed import (
@@ -433,7 +434,13 @@ history's last N messages the request carries unmodified (at the step / mean so 
 """
 
 
-def render(speed: SpeedResult, runs: Sequence[Run], steps: int, elapsed: float) -> str:
+def render(
+    speed: SpeedResult,
+    runs: Sequence[Run],
+    steps: int,
+    elapsed: float,
+    sections: Sequence[str] = (),
+) -> str:
     m = speed.machine
     machine = (
         f"{m['implementation']} {m['python']} on {m['platform']} ({m['machine']}), "
@@ -470,6 +477,7 @@ def render(speed: SpeedResult, runs: Sequence[Run], steps: int, elapsed: float) 
         render_cache(runs, steps),
         CACHE_DEFINITIONS,
     ]
+    parts += [s.rstrip("\n") + "\n" for s in sections]  # each a "## " section of its own
     if speed.notes:
         parts += ["## Notes", "", *(f"- {n}" for n in speed.notes), ""]
     parts.append(METHOD)
@@ -527,7 +535,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     progress("cache benchmark")
     runs = run_cache(coding_session(steps), windows=(128_000, 32_000))
-    text = render(speed, runs, steps, time.perf_counter() - started)
+    progress("Messages API: prompt caching, Claude estimate")
+    sections = [
+        anthropic_cache.render(anthropic_cache.run(steps), steps),
+        claude_estimate.render(claude_estimate.measure()),
+    ]
+    text = render(speed, runs, steps, time.perf_counter() - started, sections)
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from levels import examples
 from context_governor import ConfigError, InputError, govern, govern_request, validate_request
 from context_governor.formats import anthropic as an
 from context_governor.formats.anthropic_rules import breakpoints
+from context_governor.tokens import claude_estimate
 
 SETTINGS = settings(
     max_examples=examples(full=400, fast=60),
@@ -77,7 +78,7 @@ def test_a_body_that_needs_nothing_comes_back_equal(body: dict[str, Any]) -> Non
     inside the window is sent as it came: the same object, no action."""
     body = _within_breakpoints(body)
     assume(validate_request(body) == [])
-    result = govern_request(body, context_window=1_000_000)
+    result = govern_request(body, context_window=1_000_000, cache_breakpoints=False)
     assert result.report.actions == []
     assert result.body is body
 
@@ -134,7 +135,13 @@ def _check_governed(body: dict[str, Any], window: int, profile: str = "anthropic
             assert kept_out == kept_in
     # everything outside messages and system is the input's, unless reported
     changed = {k for k in set(body) | set(out) if body.get(k) != out.get(k)}
-    assert changed <= {"messages", "system", "thinking"}
+    assert changed <= {"messages", "system", "thinking", "tools", "max_tokens"}
+    if "tools" in changed:  # only a breakpoint placed on the last tool (no system)
+        assert [{k: v for k, v in t.items() if k != "cache_control"} for t in out["tools"]] == [
+            {k: v for k, v in t.items() if k != "cache_control"} for t in body["tools"]
+        ]
+    if "max_tokens" in changed:
+        assert any(a.stage == "reserve" for a in result.report.actions)
     if "thinking" in changed:
         assert any(a.stage == "thinking" for a in result.report.actions)
 
@@ -202,6 +209,12 @@ RESULT_2 = {
 }
 
 
+def _plain(body: Any, **kw: Any) -> Any:
+    """govern_request without cache breakpoints: for examples about the messages alone
+    (breakpoint placement has its own tests, tests/test_anthropic_cache.py)."""
+    return govern_request(body, cache_breakpoints=False, **kw)
+
+
 def _body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"model": "claude-sonnet-4-5", "max_tokens": 512, "messages": messages, **extra}
 
@@ -225,7 +238,7 @@ def test_earlier_turn_with_thinking_out_of_place_loses_its_thinking_whole() -> N
         thinking=ENABLED,
     )
     assert _rules(body) == ["AN-9b"]
-    result = govern_request(body)
+    result = _plain(body)
     out = result.body["messages"]
     assert out[1]["content"] == [{"type": "text", "text": "first"}, USE_1]
     assert out[3] is body["messages"][3]  # the latest turn: untouched, the same object
@@ -267,7 +280,7 @@ def test_adaptive_thinking_does_not_require_a_thinking_block() -> None:
         thinking={"type": "adaptive"},
     )
     assert validate_request(body) == []
-    assert govern_request(body).body is body
+    assert _plain(body).body is body
 
 
 def test_thinking_off_final_assistant_with_thinking_is_repaired() -> None:
@@ -278,7 +291,7 @@ def test_thinking_off_final_assistant_with_thinking_is_repaired() -> None:
         ]
     )
     assert _rules(body) == ["AN-9c"]
-    result = govern_request(body)
+    result = _plain(body)
     assert result.body["messages"][-1]["content"] == [{"type": "text", "text": "Roses"}]
     assert validate_request(result.body) == []
 
@@ -319,7 +332,7 @@ def test_compaction_keeps_signed_thinking_and_result_fields() -> None:
         messages.append({"role": "user", "content": [result_block]})
     body = _body(messages, thinking=ENABLED)
     snapshot = copy.deepcopy(body)
-    result = govern_request(body, context_window=5000)
+    result = _plain(body, context_window=5000)
     assert body == snapshot
     out = result.body["messages"]
     assert len(out) < len(messages) and result.report.within_budget
@@ -380,7 +393,7 @@ def test_text_before_tool_results_is_moved_after_them() -> None:
         ]
     )
     assert "AN-3" in _rules(body)
-    result = govern_request(body)
+    result = _plain(body)
     assert result.body["messages"][2]["content"] == [
         RESULT_1,
         {"type": "text", "text": "also this"},
@@ -395,9 +408,9 @@ def test_unknown_roles_and_fields_are_carried_and_counted() -> None:
     extra["messages"].insert(2, {"role": "critic", "content": {"notes": "x " * 400}})
     extra["messages"][0]["x_future"] = "y " * 300
     extra["x_new_setting"] = {"z": "w " * 200}
-    result = govern_request(extra)
+    result = _plain(extra)
     assert result.body is extra and result.report.actions == []
-    base = govern_request(plain).report.tokens_before
+    base = _plain(plain).report.tokens_before
     assert result.report.tokens_before > base + 400
 
 
@@ -492,9 +505,12 @@ def test_native_bodies_are_governed_like_the_same_chat_messages(
     decoded = an.decode(body)
     assert not decoded.extra and not any(m[an.CARRY].extra for m in decoded.messages[1:])
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
-    native = govern_request(body, context_window=window)
+    native = govern_request(
+        body, context_window=window, cache_breakpoints=False, count_tokens=claude_estimate
+    )
     plain = govern(
         chat,
+        count_tokens=claude_estimate,
         tools=body["tools"],
         profile="anthropic",
         model=body["model"],
@@ -519,7 +535,7 @@ def test_a_prefill_of_text_blocks_loses_its_trailing_whitespace() -> None:
     chat = govern(messages, profile="anthropic", model="claude-sonnet-4-5", prefill=True)
     assert chat.messages[-1]["content"] == [{"type": "text", "text": "Once upon a time"}]
     assert chat.report.violations == []
-    result = govern_request(_body(messages))
+    result = _plain(_body(messages))
     assert result.body["messages"][-1]["content"] == [{"type": "text", "text": "Once upon a time"}]
     assert validate_request(result.body) == [] and prefill[0]["text"].endswith(" ")
 
@@ -537,7 +553,7 @@ def test_consecutive_user_messages_of_results_round_trip_apart() -> None:
     )
     decoded = an.decode(body)
     assert an.encode(decoded.messages, decoded) == body
-    assert govern_request(body).body is body
+    assert _plain(body).body is body
 
 
 def test_a_changed_message_keeps_its_opaque_companions() -> None:
@@ -558,7 +574,7 @@ def test_a_changed_message_keeps_its_opaque_companions() -> None:
         thinking=ENABLED,
     )
     assert "AN-8b" in _rules(body)
-    out = govern_request(body).body["messages"]
+    out = _plain(body).body["messages"]
     thinking, tool_use = out[1]["content"]
     assert thinking is SIG_A and out[1]["x_client"] == "kept"
     assert tool_use == {**use, "id": "functions_Bash_0"}
@@ -581,7 +597,7 @@ def test_a_stricter_compatible_target_keeps_what_messages_carry() -> None:
         ],
         model="glm-4.6",
     )
-    result = govern_request(body, profile="glm")
+    result = _plain(body, profile="glm")
     assert result.body is body and result.report.actions == []
 
 
@@ -604,7 +620,7 @@ def test_ids_of_any_json_type_are_read_not_crashed_on() -> None:
     )
     decoded = an.decode(body)
     assert an.encode(decoded.messages, decoded) == body
-    result = govern_request(body)  # a call without a usable id is removed, and reported
+    result = _plain(body)  # a call without a usable id is removed, and reported
     assert result.body["messages"] == [{"role": "user", "content": "go"}]
     assert {a.stage for a in result.report.actions} == {"input", "orphans"}
 

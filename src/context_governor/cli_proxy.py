@@ -146,6 +146,12 @@ def _bind(host: str, port: int) -> socket.socket:
     help="Use this key upstream instead of the client's Authorization header "
     "(env CONTEXT_GOVERNOR_UPSTREAM_KEY).",
 )
+@click.option(
+    "--count-tokens-upstream",
+    is_flag=True,
+    help="Messages API: near the budget, ask the upstream's /v1/messages/count_tokens "
+    "and scale the offline estimate by it (one extra request there, none elsewhere).",
+)
 def proxy_command(
     upstream: str,
     host: str,
@@ -162,6 +168,7 @@ def proxy_command(
     govern_in: str,
     govern_processes: int,
     api_key: str | None,
+    count_tokens_upstream: bool,
 ) -> None:
     """Serve an OpenAI-compatible API that governs every chat-completions request.
 
@@ -202,6 +209,7 @@ def proxy_command(
             max_body_bytes=max_body,
             govern_in=govern_in,
             govern_processes=govern_processes,
+            count_tokens_upstream=count_tokens_upstream,
         )
     except ContextGovernorError as exc:
         _fail(str(exc))

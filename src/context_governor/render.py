@@ -51,6 +51,8 @@ def position(action: Action, floor: float) -> str:
     ``floor``: the lowest position that earlier stages shifted; below it the stage's
     positions are the caller's own (see _stage_floors).
     """
+    if action.index < 0:  # about the request as a whole (its settings, its tools)
+        return "request"
     if action.kind == "insert":
         return f"new #{action.index}"
     return f"input #{action.index}" if action.index < floor else f"#{action.index}"

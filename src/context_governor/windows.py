@@ -11,11 +11,21 @@ A name matches an entry when it starts with it (``gpt-4o`` covers
 Bedrock's ``us.anthropic.claude-sonnet-4-…``). Figures are the input-plus-output
 windows the vendors publish; where a vendor gives "128K" without an exact figure,
 the smaller reading (128,000) is used, since a window set too small only cuts early.
+
+The table is data the user can override: ``window_table({"glm-4.6": 128_000})``
+(or ``load_windows(path)`` of a JSON object of name prefixes and windows) gives a
+table to pass as ``windows=`` to ``govern_request``; an entry given there wins over
+the built-in one of the same prefix, and the longest matching prefix still wins.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
 
 #: Where a governed request's context window came from.
 WindowSource = Literal["given", "model", "none"]
@@ -43,6 +53,22 @@ KNOWN_WINDOWS: dict[str, int] = {
     "claude-sonnet-4": 200_000,
     "claude-opus-4": 200_000,
     "claude-haiku-4": 200_000,
+    # Anthropic-compatible servers of other models (their Messages endpoints serve these
+    # names). Z.ai, docs.z.ai ("Context Length"): GLM-4.5 and -4.5-Air 128K, GLM-4.5V 64K,
+    # GLM-4.6 200K.
+    "glm-4.5": 128_000,
+    "glm-4.5v": 64_000,
+    "glm-4.6": 200_000,
+    # Moonshot, platform.moonshot.ai ("context length"): kimi-k2-0711 128K; the 0905 and
+    # later K2 models (turbo, thinking) 256K; moonshot-v1 by its name.
+    "kimi-k2": 131_072,
+    "kimi-k2-0905": 262_144,
+    "kimi-k2-turbo": 262_144,
+    "kimi-k2-thinking": 262_144,
+    "kimi-latest": 131_072,
+    "moonshot-v1-8k": 8_192,
+    "moonshot-v1-32k": 32_768,
+    "moonshot-v1-128k": 131_072,
     # Google, ai.google.dev/gemini-api/docs/models ("Input token limit").
     "gemini-1.5-flash": 1_048_576,
     "gemini-1.5-pro": 2_097_152,
@@ -68,14 +94,42 @@ def _candidates(model: str) -> list[str]:
     return names
 
 
-def known_window(model: str | None) -> int | None:
-    """The published context window of ``model``, or None when the table does not know it."""
+def window_table(overrides: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """The built-in table with ``overrides`` (name prefix -> window) on top; ConfigError
+    naming the entry for a window that is not a positive integer."""
+    table = dict(KNOWN_WINDOWS)
+    for name, window in (overrides or {}).items():
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(
+                f"windows: a model name prefix must be a non-empty string, got {name!r}"
+            )
+        if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+            raise ConfigError(f"windows[{name!r}]: expected a positive integer, got {window!r}")
+        table[name.strip().lower()] = window
+    return table
+
+
+def load_windows(path: str | Path) -> dict[str, int]:
+    """``window_table`` of a JSON file holding one object of name prefixes and windows."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"windows file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"windows file {path}: expected a JSON object of name -> window")
+    return window_table(data)
+
+
+def known_window(model: str | None, table: Mapping[str, int] | None = None) -> int | None:
+    """The published context window of ``model`` (from ``table``, default the built-in
+    one), or None when the table does not know it."""
     if not model or not isinstance(model, str):
         return None
+    entries = KNOWN_WINDOWS if table is None else table
     for name in _candidates(model):
-        matches = [entry for entry in KNOWN_WINDOWS if name.startswith(entry)]
+        matches = [entry for entry in entries if name.startswith(entry)]
         if matches:
-            return KNOWN_WINDOWS[max(matches, key=len)]
+            return entries[max(matches, key=len)]
     return None
 
 

@@ -10,7 +10,7 @@ and (Anthropic) ``thinking`` selects the thinking-mode rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any, Literal
@@ -24,10 +24,13 @@ from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
-from ..report import Report
-from ..tokens import TokenCounter
+from ..report import Action, Report
+from ..tokens import TokenCounter, claude_counter
+from ..windows import known_window, window_table
 from . import anthropic as an
+from . import anthropic_cache as cache
 from . import anthropic_rules as rules
+from . import reserve
 
 Api = Literal["anthropic", "openai", "responses"]
 APIS: tuple[str, ...] = ("anthropic", "openai", "responses")
@@ -155,7 +158,12 @@ def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
 
 
 def _govern_anthropic(
-    body: Any, profile: str | Profile, model: str | None, **kw: Any
+    body: Any,
+    profile: str | Profile,
+    model: str | None,
+    *,
+    cache_breakpoints: bool = True,
+    **kw: Any,
 ) -> RequestResult:
     decoded = an.decode(body)
     check_messages(decoded.messages)
@@ -180,6 +188,8 @@ def _govern_anthropic(
         **kw,
     )
     settings = replace(settings, policy=_native_policy(settings.policy, decoded))
+    if kw.get("count_tokens") is None:  # no offline Claude tokenizer: an estimate erring high
+        settings = replace(settings, counter=claude_counter())
     counter = _CarryCounter(settings.counter, decoded.extra)
     result, ctx = run(decoded.messages, settings, counter)
     updates: dict[str, Any] = {}
@@ -194,6 +204,8 @@ def _govern_anthropic(
         )
     out = an.encode(result.messages, decoded, updates)
     report = result.report
+    if cache_breakpoints:
+        out = _place_breakpoints(out, report)
     # The report judges what is sent: the output body, decoded again (positions are
     # the output body's messages).
     found = _validate_anthropic(out, settings.model)
@@ -209,6 +221,24 @@ def _govern_anthropic(
     return RequestResult(out, report, result.messages)
 
 
+def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:
+    """Mark where the stable prefix ends (formats/anthropic_cache.py); one action each."""
+    if rules.breakpoints(body) > rules.MAX_BREAKPOINTS:
+        return body  # a body the repairs could not bring to 4: reported as AN-10, no more
+    out, placed = cache.place(body)
+    for spot in placed:
+        report.actions.append(
+            Action(
+                "cache",
+                "replace",
+                -1,
+                f"cache_control breakpoint placed on {spot.label()} ({spot.why}): the prefix "
+                "up to it stays the same on the next request",
+            )
+        )
+    return out
+
+
 def govern_request(
     body: dict[str, Any],
     *,
@@ -219,6 +249,8 @@ def govern_request(
     max_tool_result_chars: int | None = None,
     compaction: str | CompactionPolicy | None = None,
     count_tokens: Callable[[str], int] | None = None,
+    cache_breakpoints: bool = True,
+    windows: Mapping[str, int] | None = None,
 ) -> RequestResult:
     """Govern a whole request body in its own wire format; return a body of the same format.
 
@@ -231,10 +263,68 @@ def govern_request(
 
     What the pipeline need not understand (thinking blocks and signatures, images,
     documents, citations, server tools, unknown block types, fields and roles) is
-    carried through untouched and counted; a body that needs nothing comes back
-    equal (the same object). The input body is never modified.
+    carried through untouched and counted. The input body is never modified.
+
+    ``cache_breakpoints`` (Messages only): mark where the stable prefix ends with
+    ``cache_control`` (formats/anthropic_cache.py; the client's own marks are kept
+    and win), each mark reported. With it off, a body that needs nothing comes back
+    equal (the same object).
+
+    ``windows``: a table of model windows (``windows.window_table(...)``) used instead
+    of the built-in one when ``context_window`` is not given. An output reserve
+    (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) the window
+    cannot give is clamped in the body sent, and reported (formats/reserve.py).
+    Messages bodies are counted with the Claude estimate (tokens.claude_estimate)
+    unless ``count_tokens`` is given.
     """
     checked = _check_api(api)
+    body_model = model or (body.get("model") if isinstance(body, dict) else None)
+    name = body_model if isinstance(body_model, str) else None
+    from_table = None
+    if context_window is None and windows is not None:
+        from_table = known_window(name, window_table(windows))
+    clamp = reserve.clamp(body, checked, _usable(context_window, from_table, name))
+    sent = {**body, **clamp.updates} if clamp is not None else body
+    result = _dispatch(
+        checked,
+        sent,
+        profile,
+        model,
+        context_window if from_table is None else from_table,
+        max_tool_result_chars=max_tool_result_chars,
+        compaction=compaction,
+        count_tokens=count_tokens,
+        cache_breakpoints=cache_breakpoints,
+    )
+    if from_table is not None:
+        result.report.window_source = "model"
+    if clamp is not None:
+        result.report.actions[0:0] = [Action("reserve", "repair", -1, d) for d in clamp.details]
+        result.report.notes.append("output reserve clamped: " + "; ".join(clamp.details))
+    return result
+
+
+def _usable(given: Any, from_table: int | None, model: str | None) -> int | None:
+    """The window the output reserve is checked against: the given one if it is usable
+    (a bad one is the pipeline's to report), else the table's."""
+    if given is not None:
+        ok = isinstance(given, int) and not isinstance(given, bool) and given > 0
+        return given if ok else None
+    return from_table if from_table is not None else known_window(model)
+
+
+def _dispatch(
+    checked: str,
+    body: Any,
+    profile: str | Profile | None,
+    model: str | None,
+    context_window: int | None,
+    *,
+    max_tool_result_chars: int | None,
+    compaction: str | CompactionPolicy | None,
+    count_tokens: Callable[[str], int] | None,
+    cache_breakpoints: bool,
+) -> RequestResult:
     settings: dict[str, Any] = {
         "context_window": context_window,
         "max_tool_result_chars": max_tool_result_chars,
@@ -243,7 +333,9 @@ def govern_request(
     }
     chosen = _DEFAULT_PROFILE[checked] if profile is None else profile
     if checked == "anthropic":
-        return _govern_anthropic(body, chosen, model, **settings)
+        return _govern_anthropic(
+            body, chosen, model, cache_breakpoints=cache_breakpoints, **settings
+        )
     if checked == "responses":
         from .responses_request import govern_responses  # it imports this module
 

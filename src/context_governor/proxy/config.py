@@ -85,6 +85,9 @@ class ProxyConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY
     govern_in: str = "thread"
     govern_processes: int = 2
+    #: Messages API: calibrate the estimate with the upstream's count_tokens near the
+    #: budget (proxy/count_tokens.py)
+    count_tokens_upstream: bool = False
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -118,6 +121,10 @@ class ProxyConfig:
         if self.govern_in not in GOVERN_IN:
             raise ConfigError(f"govern_in must be 'thread' or 'process', got {self.govern_in!r}")
         _positive("govern_processes", self.govern_processes)
+        if not isinstance(self.count_tokens_upstream, bool):
+            raise ConfigError(
+                f"count_tokens_upstream must be true or false, got {self.count_tokens_upstream!r}"
+            )
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
 

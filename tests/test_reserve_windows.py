@@ -1,0 +1,196 @@
+"""The output reserve clamp, model windows as overridable data, and the Claude estimate.
+
+govern_request on a body whose max_tokens the target's window cannot give: the body
+sent asks for what fits (and a thinking budget below it), governance keeps a
+positive budget, and the report says what it did, for every API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anthropic_bodies import sessions
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from levels import examples
+
+from context_governor import ConfigError, govern_request, validate_request
+from context_governor.formats.reserve import max_reserve
+from context_governor.tokens import claude_estimate, load_encoding
+from context_governor.windows import known_window, load_windows, window_table
+
+SETTINGS = settings(
+    max_examples=examples(full=100, fast=15),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _messages_body(max_tokens: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": max_tokens,
+        "system": "you are terse",
+        "messages": [{"role": "user", "content": "hello " * 200}],
+        **extra,
+    }
+
+
+def test_a_reserve_the_window_cannot_give_is_clamped_and_reported() -> None:
+    """On main the body went out with max_tokens 128000 for a 64k window and a negative
+    budget (nothing governed)."""
+    body = _messages_body(128_000)
+    result = govern_request(body, context_window=64_000)
+    assert result.body["max_tokens"] == max_reserve(64_000) == (64_000 - 1024) // 2
+    assert body["max_tokens"] == 128_000  # the input is not modified
+    report = result.report
+    assert report.budget is not None and report.budget > 0 and report.within_budget
+    assert report.max_output == result.body["max_tokens"]
+    assert [a.stage for a in report.actions[:1]] == ["reserve"]
+    assert any("max_tokens 128,000 -> 31,488" in n for n in report.notes)
+
+
+def test_a_reserve_that_fits_is_left_alone() -> None:
+    body = _messages_body(8_192)
+    result = govern_request(body, context_window=64_000, cache_breakpoints=False)
+    assert result.body is body
+    assert not [a for a in result.report.actions if a.stage == "reserve"]
+
+
+def test_the_thinking_budget_stays_below_max_tokens() -> None:
+    body = _messages_body(128_000, thinking={"type": "enabled", "budget_tokens": 100_000})
+    out = govern_request(body, context_window=64_000).body
+    budget = out["thinking"]["budget_tokens"]
+    assert 1024 <= budget < out["max_tokens"]
+    assert budget == 100_000 * out["max_tokens"] // 128_000
+    assert validate_request(out) == []
+
+
+def test_a_window_too_small_for_thinking_disables_it() -> None:
+    body = _messages_body(8_000, thinking={"type": "enabled", "budget_tokens": 4_000})
+    result = govern_request(body, context_window=3_000)
+    assert result.body["thinking"] == {"type": "disabled"}
+    assert result.body["max_tokens"] == 988
+    assert any("thinking disabled" in a.detail for a in result.report.actions)
+
+
+@SETTINGS
+@given(
+    sessions(thinking=True, min_turns=2, max_turns=8),
+    st.sampled_from([3000, 8000, 20000]),
+    st.integers(1_025, 200_000),
+)
+def test_governed_output_always_leaves_room_for_the_prompt(
+    body: dict[str, Any], window: int, asked: int
+) -> None:
+    """Whatever the client asks, the body sent asks for at most half the window, keeps a
+    legal thinking budget, validates, and governance had a positive budget."""
+    thinking = {"type": "enabled", "budget_tokens": min(asked - 1, max(1024, asked // 2))}
+    body = {**body, "max_tokens": asked, "thinking": thinking}
+    result = govern_request(body, context_window=window)
+    out = result.body
+    assert out["max_tokens"] <= max(asked if asked <= max_reserve(window) else 0,
+                                    max_reserve(window))  # fmt: skip
+    assert result.report.budget is not None and result.report.budget > 0
+    if out["thinking"].get("type") == "enabled":
+        assert 1024 <= out["thinking"]["budget_tokens"] < out["max_tokens"]
+    assert validate_request(out) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "api", "body"),
+    [
+        ("max_completion_tokens", "openai", {"model": "gpt-4o", "max_completion_tokens": 100_000,
+                                             "messages": [{"role": "user", "content": "hi"}]}),
+        ("max_tokens", "openai", {"model": "gpt-4o", "max_tokens": 100_000,
+                                  "messages": [{"role": "user", "content": "hi"}]}),
+        ("max_output_tokens", "responses", {"model": "gpt-4o", "max_output_tokens": 100_000,
+                                            "input": "hi"}),
+    ],
+)  # fmt: skip
+def test_openai_side_reserves_are_clamped_too(field: str, api: str, body: dict[str, Any]) -> None:
+    """gpt-4o's window is 128,000: an output reserve of 100,000 left a 26,976-token prompt
+    budget on main, sent as asked; now it is clamped to half the window."""
+    result = govern_request(body, api=api, context_window=32_000)  # type: ignore[arg-type]
+    assert result.body[field] == max_reserve(32_000)
+    assert result.report.budget is not None and result.report.budget > 0
+    assert any(a.stage == "reserve" for a in result.report.actions)
+
+
+# -- windows as data -------------------------------------------------------------------------
+
+
+def test_compatible_model_families_have_windows() -> None:
+    assert known_window("glm-4.6") == 200_000
+    assert known_window("glm-4.5-air") == 128_000
+    assert known_window("kimi-k2-0711-preview") == 131_072
+    assert known_window("kimi-k2-0905-preview") == 262_144
+    assert known_window("deepseek-chat") == 128_000
+    assert known_window("claude-sonnet-4-5-20250929") == 200_000
+
+
+def test_the_user_overrides_the_table(tmp_path: Path) -> None:
+    table = window_table({"glm-4.6": 128_000, "my-local-model": 32_768})
+    assert known_window("glm-4.6", table) == 128_000
+    assert known_window("my-local-model-q4", table) == 32_768
+    assert known_window("glm-4.6") == 200_000  # the built-in table is unchanged
+    path = tmp_path / "windows.json"
+    path.write_text(json.dumps({"claude-sonnet-4": 1_000_000}))
+    assert known_window("claude-sonnet-4-5", load_windows(path)) == 1_000_000
+    body = _messages_body(8_192, model="my-local-model")
+    result = govern_request(body, windows=table)
+    assert result.report.context_window == 32_768
+    assert result.report.window_source == "model"
+
+
+@pytest.mark.parametrize("bad", [{"x": 0}, {"x": -1}, {"x": True}, {"x": "128k"}, {"": 5}])
+def test_a_bad_override_is_a_clear_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="windows"):
+        window_table(bad)
+
+
+def test_a_bad_windows_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "w.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="expected a JSON object"):
+        load_windows(path)
+
+
+# -- the Claude estimate -----------------------------------------------------------------------
+
+
+@given(st.text(max_size=400))
+@settings(max_examples=examples(full=300, fast=50), deadline=None)
+def test_the_claude_estimate_errs_high_over_both_offline_encodings(text: str) -> None:
+    """At least 1.3x cl100k and o200k... for cl100k exactly; and one token per 3 bytes."""
+    cl = load_encoding("cl100k_base")
+    assert cl is not None
+    estimate = claude_estimate(text)
+    assert estimate >= math.ceil(1.3 * len(cl.encode(text, disallowed_special=())))
+    assert estimate >= math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3)
+
+
+def test_messages_bodies_are_counted_with_the_estimate_unless_a_hook_is_given() -> None:
+    body = _messages_body(1_000)
+    estimated = govern_request(body, context_window=100_000).report
+    assert estimated.counter == "estimate:claude"
+    calls: list[str] = []
+
+    def words(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    hooked = govern_request(body, context_window=100_000, count_tokens=words).report
+    assert hooked.counter == "custom:words" and calls
+    assert hooked.tokens_before < estimated.tokens_before
+
+
+def test_a_raw_windows_mapping_is_checked_and_merged() -> None:
+    body = _messages_body(8_192, model="glm-4.6")
+    assert govern_request(body, windows={"other": 1_000}).report.context_window == 200_000
+    with pytest.raises(ConfigError, match="windows"):
+        govern_request(body, windows={"glm-4.6": 0})
