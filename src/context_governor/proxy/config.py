@@ -75,7 +75,9 @@ class ProxyConfig:
 
     upstream: str
     api_key: str | None = None
-    profile: str = "openai"
+    #: the target's rules; None: each route's own provider (openai for chat completions
+    #: and responses, anthropic for messages)
+    profile: str | None = None
     context_window: int | None = DEFAULT_CONTEXT_WINDOW
     model_windows: Mapping[str, int] = field(default_factory=dict)
     max_output: int = DEFAULT_MAX_OUTPUT
@@ -96,7 +98,7 @@ class ProxyConfig:
         object.__setattr__(
             self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl()
         )
-        if self.profile not in PROFILES:
+        if self.profile is not None and self.profile not in PROFILES:
             raise ConfigError(
                 f"unknown profile {self.profile!r}; choose from {', '.join(sorted(PROFILES))}"
             )
