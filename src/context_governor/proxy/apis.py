@@ -68,8 +68,8 @@ class ApiRoute:
     def error_body(
         self, message: str, kind: str, param: str | None = None, code: str | None = None
     ) -> dict[str, Any]:
-        if self.anthropic:
-            return anthropic_error(message, kind)
+        if self.anthropic:  # one kind, no code: a code Anthropic names as a kind wins
+            return anthropic_error(message, code if code in _ANTHROPIC_KINDS else kind)
         return openai_error(message, kind, param, code)
 
     def stream_error(self, message: str) -> bytes:
