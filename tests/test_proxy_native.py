@@ -484,3 +484,38 @@ def test_native_routes_govern_in_a_process_pool_too(native: FakeNative, start: P
     r2 = httpx.post(f"{url}/v1/responses", json=_responses_session(6), timeout=60)
     assert (r1.status_code, r2.status_code) == (200, 200), (r1.text, r2.text)
     assert int(r1.headers[f"{H}tokens-after"]) < int(r1.headers[f"{H}tokens-before"])
+
+
+# ---------------------------------------------------------------- the CLI's profile default
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [([], None), (["--profile", "glm"], "glm"), (["--profile", "openai"], "openai"), (["--provider", "openai"], "openai")],
+)
+def test_the_cli_leaves_the_profile_to_each_route_unless_given(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], expected: str | None
+) -> None:
+    """No --profile: None, so /v1/messages uses anthropic's rules and the others
+    openai's; a --profile given (even the old default, openai) applies to every route."""
+    from click.testing import CliRunner
+
+    from context_governor import cli_proxy
+    from context_governor.cli import main
+
+    seen: list[Any] = []
+    monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))
+    result = CliRunner().invoke(main, ["proxy", "--upstream", "http://127.0.0.1:1/v1", "--port", "0", *args])
+    assert result.exit_code == 0, result.output
+    assert seen[0].profile == expected
+
+
+def test_path_kinds_and_the_ungoverned_header_are_bounded_and_safe() -> None:
+    from context_governor.proxy.apis import MAX_UNGOVERNED_HEADER, header_value, path_kind
+
+    assert path_kind("responses/resp_68af0c1/cancel") == "responses/{id}/cancel"
+    assert path_kind("messages/count_tokens") == "messages/count_tokens"
+    assert path_kind("models/gpt-4o") == "models/{id}"
+    value = header_value(("previous_response_id=r\r\nx: 1", "conversation=é" * 500))
+    assert value.isascii() and "\r" not in value and "\n" not in value
+    assert len(value) <= MAX_UNGOVERNED_HEADER

@@ -64,7 +64,10 @@ class ProxyConfig:
     ``gpt-4o-2024-08-06``), else ``context_window``, else (``None``) govern()'s own
     rule: the model's published window when it is well known, else no cut.
     The answer's reserve is the body's ``max_completion_tokens``/``max_tokens``,
-    else ``max_output``.
+    else ``max_output`` (chat completions; a Messages body has its ``max_tokens``, a
+    Responses body its ``max_output_tokens`` or the library's default).
+    ``profile`` is the target's rules for every route; None (the default) lets
+    each route use its own API's provider (apis.py: anthropic for messages).
 
     Credentials in ``upstream`` (``user:password@`` or a ``key=``/``token=`` query
     parameter) are used but never shown: ``repr`` and every log line redact them,
