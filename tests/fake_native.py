@@ -240,6 +240,15 @@ class FakeNative:
         reserve_key = "max_tokens" if api == "anthropic" else "max_output_tokens"
         if api == "anthropic" and not isinstance(body.get("max_tokens"), int):
             return ["max_tokens: Field required"], 0
+        # settings of the wrong type, which the provider's schema check refuses
+        shapes = {"thinking": dict, "reasoning": dict, "include": list, "stream": bool}
+        wrong = [
+            f"{name}: expected {kind.__name__}"
+            for name, kind in shapes.items()
+            if body.get(name) is not None and not isinstance(body[name], kind)
+        ]
+        if wrong:
+            return wrong, 0
         try:
             problems = [
                 f"{v.rule} at {'request' if v.index < 0 else v.index}: {v.error}"

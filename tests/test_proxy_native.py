@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -358,6 +359,33 @@ def test_a_long_responses_session_outgrows_the_window_and_keeps_working(
     assert all(tokens + reserve <= window for tokens in native.prompt_tokens)
 
 
+@pytest.mark.parametrize("api", ["anthropic", "responses"])
+def test_native_streams_are_relayed_as_they_come(native: FakeNative, start: ProxyStarter, api: str) -> None:
+    """The first event reaches the client while the upstream is still stalling."""
+    stall = 1.5
+    reply = NativeReply.answer("slow answer")
+    reply.stall = stall
+    native.push(NativeReply.answer("warm-up"), reply)
+    url = start()
+    if api == "anthropic":
+        path, body = "messages", {"model": CLAUDE, "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    else:
+        path, body = "responses", {"model": GPT, "stream": True, "input": "hi"}
+    # the first request of a model may load its encoding (on both sides): not measured
+    assert httpx.post(f"{url}/v1/{path}", json={**body, "stream": False}, timeout=10).status_code == 200
+    started = time.monotonic()
+    with httpx.stream("POST", f"{url}/v1/{path}", json=body, timeout=10) as response:
+        assert response.status_code == 200
+        assert int(response.headers[f"{H}tokens-after"]) > 0
+        lines = response.iter_lines()
+        first = next(line for line in lines if line)
+        first_at = time.monotonic() - started
+        rest = [line for line in lines if line]
+    assert first == ("event: message_start" if api == "anthropic" else "event: response.created")
+    assert first_at < stall * 0.7, f"first event after {first_at:.2f}s: the stream was buffered"
+    assert rest[-1].startswith("data: ") and json.loads(rest[-1][6:])["type"] in ("message_stop", "response.completed")
+
+
 # ---------------------------------------------------------------- errors, in each API's shape
 
 
@@ -450,10 +478,21 @@ def test_other_paths_pass_through_and_are_logged_once_per_kind(
     assert counted.input_tokens > 0
     for rid in ("resp_0001", "resp_0002"):
         assert _gpt(url).responses.retrieve(rid).id == rid
-    assert native.targets == ["/v1/messages/count_tokens", "/v1/responses/resp_0001", "/v1/responses/resp_0002"]
+    # paths the fake does not serve: relayed as its 404/405, but they reached it as sent
+    others = [("POST", "responses/resp_0003/cancel"), ("GET", "responses/resp_0003/input_items?limit=5"),
+              ("POST", "responses/compact")]  # fmt: skip
+    for method, path in others:
+        assert httpx.request(method, f"{url}/v1/{path}", json={} if method == "POST" else None).status_code in (404, 405)
+    assert native.targets == [
+        "/v1/messages/count_tokens", "/v1/responses/resp_0001", "/v1/responses/resp_0002",
+        *(f"/v1/{path}" for _, path in others),
+    ]  # fmt: skip
+    assert native.requests == []  # nothing went through a governed route
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("not governed")]
-    assert len(said) == 2, said
-    assert "POST /v1/messages/count_tokens" in said[0] and "GET /v1/responses/{id}" in said[1]
+    kinds = ["POST /v1/messages/count_tokens", "GET /v1/responses/{id}", "POST /v1/responses/{id}/cancel",
+             "GET /v1/responses/{id}/input_items", "POST /v1/responses/compact"]  # fmt: skip
+    assert len(said) == len(kinds), said
+    assert all(f"not governed: {kind} is passed through" in line for kind, line in zip(kinds, said, strict=True))
 
 
 def test_client_keys_are_forwarded_but_never_logged(
