@@ -331,6 +331,20 @@ def test_server_side_state_is_stated_in_a_header_and_logged(
     assert any("not governed (server-side)" in r.getMessage() for r in caplog.records)
 
 
+def test_a_responses_body_with_only_a_stored_prompt_is_forwarded_and_said_ungoverned(
+    native: FakeNative, start: ProxyStarter
+) -> None:
+    """``input`` is optional in the Responses API: a stored prompt is the whole history."""
+    url = start()
+    native.push(NativeReply.answer("ok"))
+    body = {"model": GPT, "prompt": {"id": "pmpt_1", "variables": {"city": "Zürich"}}}
+    response = httpx.post(f"{url}/v1/responses", json=body, timeout=10)
+    assert response.status_code == 200, response.text
+    assert native.requests[-1] == body
+    header = response.headers[f"{H}ungoverned"]
+    assert header.startswith('prompt={"id": "pmpt_1"') and "Z%C3%BCrich" in header
+
+
 def test_a_long_responses_session_outgrows_the_window_and_keeps_working(
     native: FakeNative, start: ProxyStarter
 ) -> None:

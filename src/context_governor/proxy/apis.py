@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 #: Longest value of the ``x-context-governor-ungoverned`` header; the rest is cut.
 MAX_UNGOVERNED_HEADER = 1024
+#: Printable ASCII but the separator (",") and the escape ("%"): kept as they are.
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in ",%")
 
 
 def openai_error(
@@ -56,8 +58,9 @@ class ApiRoute:
     path: str
     #: the profile when the proxy was given none
     default_profile: str
-    #: the body's field that must be present (a 400 in the API's shape otherwise)
-    required: str
+    #: the body's field that must be present (a 400 in the API's shape otherwise);
+    #: None for Responses, whose history may be all server-side (a stored prompt)
+    required: str | None
     #: the field that names the output reserve (for error messages)
     reserve: str
 
@@ -94,7 +97,7 @@ class ApiRoute:
 
 CHAT = ApiRoute("openai", "chat/completions", "openai", "messages", "max_completion_tokens")
 MESSAGES = ApiRoute("anthropic", "messages", "anthropic", "messages", "max_tokens")
-RESPONSES = ApiRoute("responses", "responses", "openai", "input", "max_output_tokens")
+RESPONSES = ApiRoute("responses", "responses", "openai", None, "max_output_tokens")
 ROUTES: tuple[ApiRoute, ...] = (CHAT, MESSAGES, RESPONSES)
 BY_API = {route.api: route for route in ROUTES}
 
@@ -118,9 +121,10 @@ def path_kind(path: str) -> str:
 
 def header_value(parts: tuple[str, ...]) -> str:
     """What a request left ungoverned, as one header value: comma-separated, with
-    anything but printable ASCII (and commas) percent-encoded, so a client's ids can
-    neither break the header nor forge another one; cut at MAX_UNGOVERNED_HEADER."""
-    value = ", ".join(quote(part, safe="=:/_-.~@+") for part in parts)
+    anything but printable ASCII (and commas, and "%") percent-encoded, so a client's
+    ids can neither break the header nor forge another one; cut at
+    MAX_UNGOVERNED_HEADER."""
+    value = ", ".join(quote(part, safe=_HEADER_SAFE) for part in parts)
     if len(value) <= MAX_UNGOVERNED_HEADER:
         return value
     return value[: MAX_UNGOVERNED_HEADER - 3] + "..."

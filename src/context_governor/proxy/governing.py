@@ -110,7 +110,7 @@ def govern_body(raw: bytes, config: ProxyConfig, api: str = CHAT.api) -> Governe
         data = parse(raw)
         if not isinstance(data, dict):
             raise BadRequest(f"request body must be a JSON object, got {type(data).__name__}")
-        if route.required not in data:
+        if route.required is not None and route.required not in data:
             raise BadRequest(f"'{route.required}' is a required property", route.required)
         if route is CHAT:
             return _govern_chat(data, config)
