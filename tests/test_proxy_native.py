@@ -451,6 +451,32 @@ def test_an_unreachable_upstream_gives_502_in_each_apis_shape(start: ProxyStarte
     assert also.value.status_code == 502 and "unreachable" in str(also.value)
 
 
+def test_upstream_errors_come_back_unchanged_streaming_or_not(native: FakeNative, start: ProxyStarter) -> None:
+    """The provider's own error (here Anthropic's 529 overloaded) reaches the SDK as sent,
+    with the report's headers: governance does not hide or rewrite it."""
+    client = _claude(start())
+    native.push(NativeReply.error(529, "Overloaded"), NativeReply.error(529, "Overloaded"))
+    for stream in (False, True):
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            client.messages.create(
+                model=CLAUDE, max_tokens=10, stream=stream, messages=[{"role": "user", "content": "hi"}]
+            )
+        assert caught.value.status_code == 529
+        assert caught.value.body == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        assert caught.value.response.headers[f"{H}tokens-after"]
+
+
+def test_a_config_without_a_profile_crosses_to_worker_processes() -> None:
+    """--workers N hands the config to each process as JSON: None must stay None, or
+    the workers would govern /v1/messages with OpenAI's profile."""
+    from context_governor.proxy import ProxyConfig
+
+    config = ProxyConfig(upstream="http://127.0.0.1:1/v1")
+    assert config.profile is None
+    assert ProxyConfig.from_json(config.to_json()).profile is None
+    assert ProxyConfig.from_json(ProxyConfig(upstream="http://h/v1", profile="glm").to_json()).profile == "glm"
+
+
 def test_a_messages_stream_that_breaks_off_ends_with_an_anthropic_error_event(
     native: FakeNative, start: ProxyStarter
 ) -> None:
