@@ -7,8 +7,9 @@ fake_upstream.py serves the Chat Completions one), answering
   signatures (when the request turns thinking on), text, ``tool_use``; JSON or
   server-sent events (``message_start``, ``content_block_*``, ``message_delta``,
   ``message_stop``), errors as ``{"type": "error", "error": {...}}``;
-* ``POST /v1/responses`` like the OpenAI Responses API: ``reasoning`` items (with
-  ``encrypted_content`` when ``include`` asks for it), an assistant ``message``,
+* ``POST /v1/responses`` like the OpenAI Responses API: ``reasoning`` items (when
+  the request sets ``reasoning``; with ``encrypted_content`` when ``include`` asks
+  for ``reasoning.encrypted_content``), an assistant ``message``,
   ``function_call`` items; JSON or events (``response.created`` ...
   ``response.completed``), errors as ``{"error": {...}}``;
 * ``POST /v1/messages/count_tokens`` and ``GET /v1/responses/{id}`` (so tests can
