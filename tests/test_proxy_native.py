@@ -118,6 +118,18 @@ def test_anthropic_sdk_tool_use_with_thinking_round_trips_signatures(
     assert headers["authorization"] == f"Bearer {CLIENT_KEY}"
 
 
+def test_the_beta_messages_api_keeps_its_query(native: FakeNative, start: ProxyStarter) -> None:
+    """Claude-style clients post to /v1/messages?beta=true: governed, and the query
+    reaches the upstream (it selects the beta API there)."""
+    url = start()
+    native.push(NativeReply.answer("ok"))
+    body = {"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    response = httpx.post(f"{url}/v1/messages?beta=true", json=body, headers=ANTHROPIC_HEADERS, timeout=10)
+    assert response.status_code == 200 and response.headers[f"{H}tokens-after"]
+    assert native.targets == ["/v1/messages?beta=true"]
+    assert native.apis == ["anthropic"]
+
+
 def test_anthropic_sdk_streaming_relays_every_event(native: FakeNative, start: ProxyStarter) -> None:
     client = _claude(start())
     native.push(NativeReply.tool_calls(("read_file", {"path": "b.py"}), text="Reading.", thinking="hmm, b.py"))

@@ -168,7 +168,9 @@ def create_app(config: ProxyConfig) -> Starlette:
                 request.headers, content_type="application/json", key_header=route.key_header
             )
             try:
-                response = await upstream.send("POST", route.path, "", headers, governed.body)
+                # the client's query too: the Anthropic SDK's beta calls add ?beta=true
+                query = forward_query(request.scope.get("query_string", b""))
+                response = await upstream.send("POST", route.path, query, headers, governed.body)
                 relayed = await relay(
                     response,
                     stream=governed.stream,
