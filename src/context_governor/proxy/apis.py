@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from ..formats.request import Api
+
 #: Longest value of the ``x-context-governor-ungoverned`` header; the rest is cut.
 MAX_UNGOVERNED_HEADER = 1024
 #: Printable ASCII but the separator (",") and the escape ("%"): kept as they are.
@@ -53,7 +55,7 @@ class ApiRoute:
     """One governed route of the proxy."""
 
     #: ``govern_request``'s name of the body's format
-    api: str
+    api: Api
     #: below /v1/, on the proxy and on the upstream
     path: str
     #: the profile when the proxy was given none
@@ -61,8 +63,6 @@ class ApiRoute:
     #: the body's field that must be present (a 400 in the API's shape otherwise);
     #: None for Responses, whose history may be all server-side (a stored prompt)
     required: str | None
-    #: the field that names the output reserve (for error messages)
-    reserve: str
 
     @property
     def anthropic(self) -> bool:
@@ -95,11 +95,11 @@ class ApiRoute:
         return "x-api-key" if self.anthropic else "authorization"
 
 
-CHAT = ApiRoute("openai", "chat/completions", "openai", "messages", "max_completion_tokens")
-MESSAGES = ApiRoute("anthropic", "messages", "anthropic", "messages", "max_tokens")
-RESPONSES = ApiRoute("responses", "responses", "openai", None, "max_output_tokens")
+CHAT = ApiRoute("openai", "chat/completions", "openai", "messages")
+MESSAGES = ApiRoute("anthropic", "messages", "anthropic", "messages")
+RESPONSES = ApiRoute("responses", "responses", "openai", None)
 ROUTES: tuple[ApiRoute, ...] = (CHAT, MESSAGES, RESPONSES)
-BY_API = {route.api: route for route in ROUTES}
+BY_API: dict[str, ApiRoute] = {route.api: route for route in ROUTES}
 
 
 def route_for_path(path: str) -> ApiRoute:

@@ -131,7 +131,7 @@ def _govern_native(data: dict[str, Any], config: ProxyConfig, route: ApiRoute) -
     try:
         result = govern_request(
             data,
-            api=route.api,  # type: ignore[arg-type]  # one of formats.APIS, by construction
+            api=route.api,
             profile=config.profile or route.default_profile,
             model=model,
             context_window=config.window_for(model),
