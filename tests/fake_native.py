@@ -7,8 +7,9 @@ fake_upstream.py serves the Chat Completions one), answering
   signatures (when the request turns thinking on), text, ``tool_use``; JSON or
   server-sent events (``message_start``, ``content_block_*``, ``message_delta``,
   ``message_stop``), errors as ``{"type": "error", "error": {...}}``;
-* ``POST /v1/responses`` like the OpenAI Responses API: ``reasoning`` items (with
-  ``encrypted_content`` when ``include`` asks for it), an assistant ``message``,
+* ``POST /v1/responses`` like the OpenAI Responses API: ``reasoning`` items (when
+  the request sets ``reasoning``; with ``encrypted_content`` when ``include`` asks
+  for ``reasoning.encrypted_content``), an assistant ``message``,
   ``function_call`` items; JSON or events (``response.created`` ...
   ``response.completed``), errors as ``{"error": {...}}``;
 * ``POST /v1/messages/count_tokens`` and ``GET /v1/responses/{id}`` (so tests can
@@ -240,6 +241,15 @@ class FakeNative:
         reserve_key = "max_tokens" if api == "anthropic" else "max_output_tokens"
         if api == "anthropic" and not isinstance(body.get("max_tokens"), int):
             return ["max_tokens: Field required"], 0
+        # settings of the wrong type, which the provider's schema check refuses
+        shapes = {"thinking": dict, "reasoning": dict, "include": list, "stream": bool}
+        wrong = [
+            f"{name}: expected {kind.__name__}"
+            for name, kind in shapes.items()
+            if body.get(name) is not None and not isinstance(body[name], kind)
+        ]
+        if wrong:
+            return wrong, 0
         try:
             problems = [
                 f"{v.rule} at {'request' if v.index < 0 else v.index}: {v.error}"

@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from .cli import EXIT_BAD_INPUT, main, profile_option
 from .errors import ContextGovernorError
@@ -62,7 +63,12 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True)
-@profile_option(sorted(PROFILES), help="The upstream's rules and policy.")
+@profile_option(
+    sorted(PROFILES),
+    help="The upstream's rules and policy. Not given: openai for /v1/chat/completions and "
+    "/v1/responses, anthropic for /v1/messages (e.g. --profile glm for an Anthropic-style "
+    "client in front of GLM).",
+)
 @click.option(
     "--context-window",
     type=click.IntRange(min=1),
@@ -170,13 +176,16 @@ def proxy_command(
     api_key: str | None,
     count_tokens_upstream: bool,
 ) -> None:
-    """Serve an OpenAI-compatible API that governs every chat-completions request.
+    """Serve a proxy that governs every chat-completions, messages and responses request.
 
-    Point any OpenAI client's base URL at http://HOST:PORT/v1. Each
-    /v1/chat/completions body is repaired and fitted to its model's window,
-    then forwarded; the answer (streamed or not) comes back unchanged, with
+    Point an OpenAI client's base URL at http://HOST:PORT/v1 (an Anthropic
+    client's at http://HOST:PORT). Each POST /v1/chat/completions,
+    /v1/messages (Anthropic) and /v1/responses (OpenAI Responses) body is
+    repaired and fitted to its model's window in its own format, then
+    forwarded; the answer (streamed or not) comes back unchanged, with
     x-context-governor-* headers giving the token figures. Other /v1 paths
-    pass through. Stateless: replicas forward identical requests.
+    pass through (logged once per kind). Stateless: replicas forward
+    identical requests.
 
     Credentials in --upstream (user:password@, key=/token= parameters) and
     --api-key are never printed or logged.
@@ -195,11 +204,16 @@ def proxy_command(
             f"the proxy needs starlette and uvicorn ({exc}): pip install 'context-governor[proxy]'"
         )
         raise  # unreachable: _fail exits
+    # Not given (nor its alias --provider): each route's own provider (ProxyConfig.profile).
+    context = click.get_current_context()
+    given = {context.get_parameter_source(name) for name in ("profile", "provider_alias")}
+    explicit = given & {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
+    chosen = profile if explicit else None
     try:
         config = ProxyConfig(
             upstream=upstream,
             api_key=api_key,
-            profile=profile,
+            profile=chosen,
             context_window=context_window,
             model_windows=_model_windows(model_windows),
             max_output=max_output,

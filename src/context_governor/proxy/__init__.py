@@ -1,4 +1,5 @@
-"""An OpenAI-compatible HTTP proxy that governs every chat-completions request.
+"""An HTTP proxy that governs every Chat Completions, Anthropic Messages and OpenAI
+Responses request in its own format (docs/proxy.md lists each path).
 
 Needs the ``proxy`` extra (starlette, uvicorn): ``pip install 'context-governor[proxy]'``.
 Run it with ``context-governor proxy --upstream URL`` or serve ``create_app(config)``

@@ -1,4 +1,5 @@
-"""The proxy's ASGI app: govern ``POST /v1/chat/completions``, pass the rest through.
+"""The proxy's ASGI app: govern ``POST /v1/chat/completions``, ``/v1/messages`` and
+``/v1/responses`` (one handler, apis.py says what differs), pass the rest through.
 
 Every request is governed on its own, from its body and the config alone: no
 conversation state is kept, so any number of replicas behind a load balancer
@@ -6,8 +7,9 @@ forward the same bytes for the same request (see governing.py).
 
 What a client can send is bounded before any work is done: the body's size
 (body.py, a 413), the path it may reach upstream (paths.py, a 400), and the
-JSON it may contain (governing.py, a 400); every refusal is in OpenAI's error
-shape so SDKs raise their usual exception with our message.
+JSON it may contain (governing.py, a 400); every refusal is in the API's own
+error shape (Anthropic's under /v1/messages, OpenAI's elsewhere) so SDKs raise
+their usual exception with our message.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -28,6 +30,7 @@ from starlette.routing import Route
 
 from ..errors import ConfigError
 from ..report import Report
+from .apis import CHAT, ROUTES, ApiRoute, header_value, path_kind, route_for_path
 from .body import TooLarge, declared_length, read_limited
 from .config import CONFIG_ENV, ProxyConfig
 from .executor import Governance
@@ -43,15 +46,21 @@ _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def error_response(
-    status: int, message: str, kind: str, param: str | None = None, code: str | None = None
+    status: int,
+    message: str,
+    kind: str,
+    param: str | None = None,
+    code: str | None = None,
+    route: ApiRoute = CHAT,
 ) -> Response:
-    """An error in OpenAI's shape, so SDKs raise their usual exception with our message."""
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status)
+    """An error in the API's own shape, so its SDK raises its usual exception with our message."""
+    return JSONResponse(route.error_body(message, kind, param, code), status_code=status)
 
 
-def too_large(exc: TooLarge) -> Response:
-    return error_response(413, exc.message, "invalid_request_error", code="request_too_large")
+def too_large(exc: TooLarge, route: ApiRoute = CHAT) -> Response:
+    return error_response(
+        413, exc.message, "invalid_request_error", code="request_too_large", route=route
+    )
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -72,6 +81,14 @@ def report_headers(report: Report) -> list[tuple[str, str]]:
     ]
 
 
+def governed_headers(governed: Governed) -> list[tuple[str, str]]:
+    """The report's headers, and what the request left ungoverned server-side, if anything."""
+    headers = report_headers(governed.report)
+    if governed.ungoverned:
+        headers.append((f"{HEADER_PREFIX}ungoverned", header_value(governed.ungoverned)))
+    return headers
+
+
 def summary(governed: Governed) -> str:
     """One log line's worth: tokens before→after and actions by stage."""
     report = governed.report
@@ -83,13 +100,40 @@ def summary(governed: Governed) -> str:
     )
     if report.violations:
         line += f" violations={len(report.violations)}"
+    if governed.ungoverned:
+        line += f" not governed (server-side): {header_value(governed.ungoverned)}"
     return line
 
 
-def _unreachable(exc: httpx.HTTPError, redact: Redactor) -> Response:
+def _unreachable(exc: httpx.HTTPError, redact: Redactor, route: ApiRoute = CHAT) -> Response:
+    what = describe(exc, redact)
     if isinstance(exc, httpx.TimeoutException):
-        return error_response(504, f"upstream timed out: {describe(exc, redact)}", "upstream_error")
-    return error_response(502, f"upstream unreachable: {describe(exc, redact)}", "upstream_error")
+        return error_response(504, f"upstream timed out: {what}", "upstream_error", route=route)
+    return error_response(502, f"upstream unreachable: {what}", "upstream_error", route=route)
+
+
+class NotGovernedLog:
+    """Says once per kind of path (apis.path_kind) that a request was passed through
+    ungoverned, at WARNING, so a client pointed at a path we do not govern is not
+    left to believe it is governed. Bounded: a client inventing paths cannot grow it
+    past MAX_KINDS (later kinds are still logged per request at INFO)."""
+
+    MAX_KINDS = 256
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def __call__(self, method: str, path: str) -> None:
+        kind = f"{method} /v1/{path_kind(path)}"
+        if kind in self._seen or len(self._seen) >= self.MAX_KINDS:
+            return
+        self._seen.add(kind)
+        log.warning(
+            "not governed: %s is passed through unchanged (the proxy governs POST %s; "
+            "said once per kind of path)",
+            kind,
+            ", POST ".join(f"/v1/{r.path}" for r in ROUTES),
+        )
 
 
 def create_app(config: ProxyConfig) -> Starlette:
@@ -101,54 +145,74 @@ def create_app(config: ProxyConfig) -> Starlette:
     upstream = Upstream(config)
     governance = Governance(config)
     redact = upstream.redact
+    not_governed = NotGovernedLog()
 
-    async def chat_completions(request: Request) -> Response:
-        started = time.perf_counter()
-        try:
-            governed = await governance.govern(await read_body(request, config.max_body_bytes))
-        except TooLarge as exc:
-            log.info("POST /v1/chat/completions 413 %s", exc.message)
-            return too_large(exc)
-        except BadRequest as exc:
-            log.info("POST /v1/chat/completions 400 %s", exc.message)
-            return error_response(400, exc.message, "invalid_request_error", exc.param)
-        headers = upstream.headers(request.headers, content_type="application/json")
-        try:
-            response = await upstream.send("POST", "chat/completions", "", headers, governed.body)
-            extra = report_headers(governed.report)
-            relayed = await relay(response, stream=governed.stream, redact=redact, extra=extra)
-        except httpx.HTTPError as exc:
-            what = describe(exc, redact)
-            log.warning("POST /v1/chat/completions %s → upstream: %s", summary(governed), what)
-            return _unreachable(exc, redact)
-        elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
-        log.info(
-            "POST /v1/chat/completions %s → %d in %.0f ms",
-            summary(governed),
-            relayed.status_code,
-            elapsed,
-        )
-        return relayed
+    def governed_route(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of ``POST /v1/<route.path>``: one code path for every API."""
+        where = f"POST /v1/{route.path}"
+
+        async def handle(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                raw = await read_body(request, config.max_body_bytes)
+                governed = await governance.govern(raw, route.api)
+            except TooLarge as exc:
+                log.info("%s 413 %s", where, exc.message)
+                return too_large(exc, route)
+            except BadRequest as exc:
+                log.info("%s 400 %s", where, exc.message)
+                return error_response(
+                    400, exc.message, "invalid_request_error", exc.param, route=route
+                )
+            headers = upstream.headers(
+                request.headers, content_type="application/json", key_header=route.key_header
+            )
+            try:
+                # the client's query too: the Anthropic SDK's beta calls add ?beta=true
+                query = forward_query(request.scope.get("query_string", b""))
+                response = await upstream.send("POST", route.path, query, headers, governed.body)
+                relayed = await relay(
+                    response,
+                    stream=governed.stream,
+                    redact=redact,
+                    extra=governed_headers(governed),
+                    stream_error=route.stream_error,
+                )
+            except httpx.HTTPError as exc:
+                what = describe(exc, redact)
+                log.warning("%s %s → upstream: %s", where, summary(governed), what)
+                return _unreachable(exc, redact, route)
+            elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
+            log.info(
+                "%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed
+            )
+            return relayed
+
+        return handle
 
     async def passthrough(request: Request) -> Response:
         raw_path: bytes = request.scope.get("raw_path") or request.scope["path"].encode()
         try:
             path = forward_path(raw_path)
             query = forward_query(request.scope.get("query_string", b""))
+            route = route_for_path(path)
+            not_governed(request.method, path)
             body = await read_body(request, config.max_body_bytes)
-            headers = upstream.headers(request.headers)
+            headers = upstream.headers(request.headers, key_header=route.key_header)
             response = await upstream.send(request.method, path, query, headers, body)
-            relayed = await relay(response, stream=True, redact=redact)
+            relayed = await relay(
+                response, stream=True, redact=redact, stream_error=route.stream_error
+            )
         except BadPath as exc:
             shown = raw_path.decode("latin-1")
             log.info("%s %s 400 (not forwarded): %s", request.method, shown, exc)
             return error_response(400, f"path not allowed: {exc}", "invalid_request_error")
         except TooLarge as exc:
             log.info("%s /v1/%s 413 %s", request.method, path, exc.message)
-            return too_large(exc)
+            return too_large(exc, route)
         except httpx.HTTPError as exc:
             log.warning("%s /v1/%s → upstream: %s", request.method, path, describe(exc, redact))
-            return _unreachable(exc, redact)
+            return _unreachable(exc, redact, route)
         log.info("%s /v1/%s → %d (passed through)", request.method, path, relayed.status_code)
         return relayed
 
@@ -168,7 +232,7 @@ def create_app(config: ProxyConfig) -> Starlette:
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            *(Route(f"/v1/{r.path}", governed_route(r), methods=["POST"]) for r in ROUTES),
             Route("/v1/{path:path}", passthrough, methods=_METHODS),
         ],
         lifespan=lifespan,

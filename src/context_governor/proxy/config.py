@@ -64,7 +64,10 @@ class ProxyConfig:
     ``gpt-4o-2024-08-06``), else ``context_window``, else (``None``) govern()'s own
     rule: the model's published window when it is well known, else no cut.
     The answer's reserve is the body's ``max_completion_tokens``/``max_tokens``,
-    else ``max_output``.
+    else ``max_output`` (chat completions; a Messages body has its ``max_tokens``, a
+    Responses body its ``max_output_tokens`` or the library's default).
+    ``profile`` is the target's rules for every route; None (the default) lets
+    each route use its own API's provider (apis.py: anthropic for messages).
 
     Credentials in ``upstream`` (``user:password@`` or a ``key=``/``token=`` query
     parameter) are used but never shown: ``repr`` and every log line redact them,
@@ -75,7 +78,9 @@ class ProxyConfig:
 
     upstream: str
     api_key: str | None = None
-    profile: str = "openai"
+    #: the target's rules; None: each route's own provider (openai for chat completions
+    #: and responses, anthropic for messages)
+    profile: str | None = None
     context_window: int | None = DEFAULT_CONTEXT_WINDOW
     model_windows: Mapping[str, int] = field(default_factory=dict)
     max_output: int = DEFAULT_MAX_OUTPUT
@@ -99,7 +104,7 @@ class ProxyConfig:
         object.__setattr__(
             self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl()
         )
-        if self.profile not in PROFILES:
+        if self.profile is not None and self.profile not in PROFILES:
             raise ConfigError(
                 f"unknown profile {self.profile!r}; choose from {', '.join(sorted(PROFILES))}"
             )

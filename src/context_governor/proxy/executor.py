@@ -23,6 +23,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 
 from starlette.concurrency import run_in_threadpool
 
+from .apis import CHAT
 from .config import ProxyConfig
 from .governing import Governed, govern_body, preload
 
@@ -35,9 +36,9 @@ def _init_worker(config_json: str) -> None:
     preload(_worker_config)
 
 
-def _govern_in_worker(raw: bytes) -> Governed:
+def _govern_in_worker(raw: bytes, api: str) -> Governed:
     assert _worker_config is not None, "the worker was started without its config"
-    return govern_body(raw, _worker_config)
+    return govern_body(raw, _worker_config, api)
 
 
 def _ready() -> bool:
@@ -69,10 +70,12 @@ class Governance:
         jobs = [loop.run_in_executor(pool, _ready) for _ in range(self._config.govern_processes)]
         await asyncio.gather(*jobs)
 
-    async def govern(self, raw: bytes) -> Governed:
+    async def govern(self, raw: bytes, api: str = CHAT.api) -> Governed:
+        """``raw``, a body of ``api`` (apis.py), governed off the event loop."""
         if self._pool is None:
-            return await run_in_threadpool(govern_body, raw, self._config)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, _govern_in_worker, raw)
+            return await run_in_threadpool(govern_body, raw, self._config, api)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, _govern_in_worker, raw, api)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -1,4 +1,5 @@
-"""Turn a client's chat-completions body into the governed body to forward.
+"""Turn a client's request body (Chat Completions, Messages, Responses) into the
+governed body to forward.
 
 Pure and synchronous (the app runs it off the event loop, in a thread or a worker
 process, see executor.py, so a long history does not stall other requests). The
@@ -16,14 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ContextGovernorError, InputError
+from ..formats import govern_request
 from ..pipeline import govern
 from ..report import Report
 from ..tokens import warm_up
+from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
 
 
 class BadRequest(Exception):
-    """The client's body cannot be governed; answered with a 400 in OpenAI's error shape."""
+    """The client's body cannot be governed; answered with a 400 in the API's error shape."""
 
     def __init__(self, message: str, param: str | None = None) -> None:
         # Both in args: the exception crosses a process boundary by pickling them.
@@ -40,6 +43,9 @@ class Governed:
     report: Report
     model: str | None
     stream: bool
+    #: what the request continues server-side, which governance could not see
+    #: (Responses: ``previous_response_id=...``, ``conversation=...``); empty if none
+    ungoverned: tuple[str, ...] = ()
 
 
 def _reserve(data: dict[str, Any]) -> tuple[Any, str | None]:
@@ -92,31 +98,62 @@ def parse(raw: bytes) -> Any:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
 
 
-def govern_body(raw: bytes, config: ProxyConfig) -> Governed:
-    """Parse, govern and re-serialize ``raw``; BadRequest says what the client got wrong.
+def govern_body(raw: bytes, config: ProxyConfig, api: str = CHAT.api) -> Governed:
+    """Parse, govern and re-serialize ``raw`` (a body of ``api``, see apis.py);
+    BadRequest says what the client got wrong.
 
     A body nested deeper than Python's recursion limit (in the parser, governance
     or the serializer) is a client error, not a crash.
     """
+    route = BY_API[api]
     try:
-        return _govern_body(raw, config)
+        data = parse(raw)
+        if not isinstance(data, dict):
+            raise BadRequest(f"request body must be a JSON object, got {type(data).__name__}")
+        if route.required is not None and route.required not in data:
+            raise BadRequest(f"'{route.required}' is a required property", route.required)
+        if route is CHAT:
+            return _govern_chat(data, config)
+        return _govern_native(data, config, route)
     except RecursionError:
         raise BadRequest("request body is nested too deeply") from None
 
 
-def _govern_body(raw: bytes, config: ProxyConfig) -> Governed:
-    data = parse(raw)
-    if not isinstance(data, dict):
-        raise BadRequest(f"request body must be a JSON object, got {type(data).__name__}")
-    if "messages" not in data:
-        raise BadRequest("'messages' is a required property", "messages")
-    model = data.get("model") if isinstance(data.get("model"), str) else None
+def _model(data: dict[str, Any]) -> str | None:
+    return data.get("model") if isinstance(data.get("model"), str) else None
+
+
+def _govern_native(data: dict[str, Any], config: ProxyConfig, route: ApiRoute) -> Governed:
+    """A Messages or Responses body, governed in its own format by govern_request: the
+    reserve is the body's own (``max_tokens``/``max_output_tokens``), the target's
+    rules are the configured profile's, else the API's own provider's."""
+    model = _model(data)
+    try:
+        result = govern_request(
+            data,
+            api=route.api,
+            profile=config.profile or route.default_profile,
+            model=model,
+            context_window=config.window_for(model),
+            compaction=config.compaction,
+        )
+    except InputError as exc:
+        raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
+    except ContextGovernorError as exc:
+        raise BadRequest(str(exc)) from None
+    return Governed(
+        encode(result.body), result.report, model, data.get("stream") is True, result.ungoverned
+    )
+
+
+def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
+    model = _model(data)
     reserve, reserve_field = _reserve(data)
     try:
         result = govern(
             data["messages"],
             tools=data.get("tools"),
-            profile=config.profile,
+            profile=config.profile or CHAT.default_profile,
             model=model,
             context_window=config.window_for(model),
             max_output=config.max_output if reserve is None else reserve,

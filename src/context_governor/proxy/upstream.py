@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import anyio
@@ -104,17 +104,27 @@ class Upstream:
             await client.aclose()
 
     def headers(
-        self, incoming: Headers, *, content_type: str | None = None
+        self,
+        incoming: Headers,
+        *,
+        content_type: str | None = None,
+        key_header: Callable[[set[str]], str] | None = None,
     ) -> list[tuple[str, str]]:
-        """The client's headers to forward; the fixed key, if any, replaces its own, and
-        ``content_type`` the client's (the governed body is always JSON, whatever it said)."""
+        """The client's headers to forward (``x-api-key``, ``anthropic-version``,
+        ``anthropic-beta`` and the like unchanged); the fixed key, if any, replaces the
+        client's own, in the header ``key_header`` picks from the names the client sent
+        (default ``authorization``); ``content_type`` replaces the client's (the governed
+        body is always JSON, whatever it said)."""
         drop = _REQUEST_DROP | ({"content-type"} if content_type else set())
         out = [(k, v) for k, v in incoming.items() if k.lower() not in drop]
         if content_type:
             out.append(("content-type", content_type))
         if self._config.api_key is not None:
-            out = [(k, v) for k, v in out if k.lower() != "authorization"]
-            out.append(("authorization", f"Bearer {self._config.api_key}"))
+            names = {k.lower() for k, _ in out}
+            where = key_header(names) if key_header else "authorization"
+            out = [(k, v) for k, v in out if k.lower() not in ("authorization", "x-api-key")]
+            key = self._config.api_key
+            out.append((where, key if where == "x-api-key" else f"Bearer {key}"))
         return out
 
     async def send(
@@ -168,13 +178,19 @@ class RelayedStream(Response):
       of being read to its end.
     """
 
-    def __init__(self, response: httpx.Response, redact: Redactor) -> None:
+    def __init__(
+        self,
+        response: httpx.Response,
+        redact: Redactor,
+        stream_error: Callable[[str], bytes] = error_event,
+    ) -> None:
         self.status_code = response.status_code
         self.background = None
         self.raw_headers = []
         self._response = response
         self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
         self._redact = redact
+        self._stream_error = stream_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -213,7 +229,7 @@ class RelayedStream(Response):
             reason = "went silent past the read timeout" if timed_out else "broke off the stream"
             held = splitter.held
             log.warning("upstream %s (%s, %d bytes of an event dropped)", reason, what, held)
-            event = error_event(f"the upstream {reason} ({what}); the answer is incomplete")
+            event = self._stream_error(f"the upstream {reason} ({what}); the answer is incomplete")
             await send({"type": "http.response.body", "body": event, "more_body": True})
         else:
             rest = splitter.flush() if splitter else b""
@@ -228,16 +244,18 @@ async def relay(
     stream: bool,
     redact: Redactor,
     extra: Iterable[tuple[str, str]] = (),
+    stream_error: Callable[[str], bytes] = error_event,
 ) -> Response:
     """The upstream's answer as ours: status, headers and body unchanged.
 
     Streamed (server-sent events, downloads) when asked and successful; otherwise
-    read whole, so an error body arrives as one JSON document.
+    read whole, so an error body arrives as one JSON document. ``stream_error``
+    makes the event that says a stream broke off, in the API's own shape.
     """
     headers = _relayed_headers(response, extra)
     relayed: Response
     if stream and response.status_code < 400:
-        relayed = RelayedStream(response, redact)
+        relayed = RelayedStream(response, redact, stream_error)
     else:
         try:
             content = await response.aread()
