@@ -14,16 +14,16 @@ import httpx
 import pytest
 
 from context_governor.formats.anthropic_count import (
+    COUNT_FIELDS,
     count_body,
     govern_with_upstream_count,
     quantized,
 )
-from context_governor.formats.request import RequestResult
+from context_governor.formats.request import RequestResult, govern_request
 from context_governor.proxy.config import ProxyConfig
 from context_governor.proxy.count_tokens import (
     COUNT_PATH,
     CountError,
-    govern_messages,
     upstream_counter,
 )
 from context_governor.proxy.upstream import Upstream
@@ -192,20 +192,90 @@ def test_a_bad_count_answer_is_a_count_error(response: httpx.Response) -> None:
         asyncio.run(count({"model": "m", "messages": []}))
 
 
-def test_govern_messages_is_the_routes_hook() -> None:
-    """With the flag, a body near the budget is counted upstream once; without, never."""
-    calls: list[int] = []
+class _CountingUpstream:
+    """A Messages upstream on localhost whose count_tokens says ``factor`` x what the
+    proxy's estimate says (tokens_before of the body as governed, same estimate), and
+    which records what it was asked and sent."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(1)
-        return httpx.Response(200, json={"input_tokens": 3000})
+    def __init__(self, factor: float) -> None:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
 
+        self.factor = factor
+        self.counted: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
+
+        async def count(request: Request) -> JSONResponse:
+            body = json.loads(await request.body())
+            self.counted.append(body)
+            estimate = govern_request(
+                {"max_tokens": 0, **body}, api="anthropic", context_window=1 << 40
+            ).report.tokens_before
+            return JSONResponse({"input_tokens": int(estimate * self.factor)})
+
+        async def messages(request: Request) -> JSONResponse:
+            self.sent.append(json.loads(await request.body()))
+            return JSONResponse(
+                {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                 "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                 "usage": {"input_tokens": 1, "output_tokens": 1}}
+            )  # fmt: skip
+
+        self.app = Starlette(
+            routes=[
+                Route("/v1/messages/count_tokens", count, methods=["POST"]),
+                Route("/v1/messages", messages, methods=["POST"]),
+            ]
+        )
+
+
+@pytest.mark.parametrize("govern_in", ["thread", "process"])
+def test_the_messages_route_calibrates_with_the_upstreams_count(govern_in: str) -> None:
+    """Through a real proxy: with the flag, a body near the budget is counted upstream
+    once with the client's key, and an upstream that counts twice what we estimate gets
+    a body cut to fit its own count; without the flag nothing is asked and more is sent."""
+    from test_proxy import Served
+
+    from context_governor.proxy import create_app
+
+    upstream = _CountingUpstream(factor=2.0)
+    served_upstream = Served(upstream.app)
     body = _body(30)
-    on = ProxyConfig(upstream="https://upstream.test/v1", count_tokens_upstream=True)
-    off = ProxyConfig(upstream="https://upstream.test/v1")
-    count = upstream_counter(_upstream(handler), [])
-    counted = asyncio.run(govern_messages(body, on, count, context_window=12_000))
-    assert calls == [1] and counted.exact == 3000
-    plain = asyncio.run(govern_messages(body, off, count, context_window=12_000))
-    assert calls == [1] and plain.exact is None
-    assert ProxyConfig.from_json(on.to_json()).count_tokens_upstream is True
+    sent: dict[bool, dict[str, Any]] = {}
+    try:
+        for flag in (False, True):
+            config = ProxyConfig(
+                upstream=served_upstream.url + "/v1",
+                count_tokens_upstream=flag,
+                context_window=12_000,
+                govern_in=govern_in,
+                govern_processes=1,
+            )
+            proxy = Served(create_app(config))
+            try:
+                response = httpx.post(
+                    proxy.url + "/v1/messages",
+                    json=body,
+                    headers={"x-api-key": "sk-client", "anthropic-version": "2023-06-01"},
+                    timeout=60,
+                )
+            finally:
+                proxy.stop()
+            assert response.status_code == 200, response.text
+            sent[flag] = upstream.sent[-1]
+            assert len(upstream.counted) == (1 if flag else 0)
+    finally:
+        served_upstream.stop()
+    counted = upstream.counted[0]
+    assert set(counted) <= set(COUNT_FIELDS) and counted["messages"]
+    assert len(sent[True]["messages"]) < len(sent[False]["messages"])
+    # the calibrated body fits the upstream's own (doubled) count within the window
+    exact = (
+        2
+        * govern_request(
+            {**sent[True], "max_tokens": 0}, api="anthropic", context_window=1 << 40
+        ).report.tokens_before
+    )
+    assert exact + sent[True]["max_tokens"] <= 12_000

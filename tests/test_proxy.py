@@ -208,6 +208,29 @@ def test_long_history_is_governed_to_the_window(upstream: FakeUpstream, start_pr
     assert pairing_problems(sent) == []
 
 
+def test_a_reserve_the_window_cannot_give_is_clamped_not_forwarded(
+    upstream: FakeUpstream, start_proxy: StartProxy
+) -> None:
+    """A client asking max_tokens 128000 of an 8000-token target (coding agents do) gets
+    the reserve the window can give, in the body sent, and a governed history; old main
+    forwarded it as is, with a negative budget that disabled governance."""
+    window = 8000
+    url = start_proxy(model_windows={MODEL: window})
+    history = _long_history(30)
+    upstream.context_window = window
+    upstream.push(Reply.text("ok"))
+    body = {"model": MODEL, "messages": history, "max_tokens": 128_000, "max_completion_tokens": 128_000}
+    response = _post(url, body)
+    assert response.status_code == 200, response.text
+    sent = upstream.requests[0]
+    limit = (window - 1024) // 2
+    assert sent["max_tokens"] == sent["max_completion_tokens"] == limit
+    budget = int(response.headers["x-context-governor-budget"])
+    assert budget == window - limit - 1024 > 0
+    assert int(response.headers["x-context-governor-tokens-after"]) <= budget
+    assert len(sent["messages"]) < len(history)
+
+
 def test_max_completion_tokens_sets_the_reserve_and_bad_values_are_named(
     upstream: FakeUpstream, proxy_url: str
 ) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..policies import get_policy
+from ..report import Report
 from ..tokens import claude_estimate
 from .request import RequestResult, govern_request
 
@@ -62,16 +63,16 @@ def count_body(body: dict[str, Any]) -> dict[str, Any]:
     return {k: body[k] for k in COUNT_FIELDS if k in body}
 
 
-def near_budget(result: RequestResult, margin: float, compaction: Any = None) -> bool:
+def near_budget(report: Report, margin: float, compaction: Any = None) -> bool:
     """Could the estimate's error have changed what governance did? Yes when the body as
     it came is within ``margin`` of the point where governance starts cutting: the
     compaction policy's trigger (the budget itself for the seed policy)."""
-    budget = result.report.budget
+    budget = report.budget
     if budget is None or budget <= 0:
         return False
     policy = get_policy(compaction)
     limit = budget if policy.kind == "seed" else policy.thresholds(budget)[0]
-    return result.report.tokens_before >= (1 - margin) * limit
+    return report.tokens_before >= (1 - margin) * limit
 
 
 def quantized(exact: int, estimate: int) -> float:
@@ -94,6 +95,50 @@ async def _in_thread(call: Callable[[], RequestResult]) -> RequestResult:
     return await asyncio.to_thread(call)
 
 
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """What the upstream's count says about one governed request: ``ratio`` is the scale
+    to govern again with (None: keep the first result), ``note`` goes into the report
+    of the request that is sent (empty: nothing was asked)."""
+
+    exact: int | None = None
+    ratio: float | None = None
+    note: str = ""
+
+
+async def calibrate(
+    report: Report,
+    body: dict[str, Any],
+    count: CountFn,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    compaction: Any = None,
+) -> Calibration:
+    """Ask ``count`` for the governed ``body`` (whose governing gave ``report``) when the
+    estimate was near the budget, and say whether to govern again and with what ratio.
+    Shared by :func:`govern_with_upstream_count` and the proxy's Messages route, which
+    governs in a worker (thread or process) and so cannot hand over a closure."""
+    estimate = report.tokens_after
+    if estimate <= 0 or not near_budget(report, margin, compaction):
+        return Calibration()
+    try:
+        exact = await count(count_body(body))
+    except Exception as exc:  # advice only: any failure keeps the estimate
+        return Calibration(
+            note=f"upstream count_tokens failed ({type(exc).__name__}: {exc}); "
+            "the estimate was kept"
+        )
+    if isinstance(exact, bool) or not isinstance(exact, int) or exact < 0:
+        return Calibration(
+            note=f"upstream count_tokens gave {exact!r}, not a token count; the estimate was kept"
+        )
+    ratio = quantized(exact, estimate)
+    note = f"upstream count_tokens: {exact:,} tokens where the estimate said {estimate:,}"
+    if ratio == 1.0:
+        return Calibration(exact, None, note + "; the estimate stands")
+    return Calibration(exact, ratio, f"{note}; governed again with the estimate × {ratio:g}")
+
+
 async def govern_with_upstream_count(
     body: dict[str, Any],
     count: CountFn,
@@ -108,29 +153,17 @@ async def govern_with_upstream_count(
     user's exact counter: then nothing is asked."""
     first = await run(lambda: govern_request(body, api="anthropic", **settings))
     estimate = first.report.tokens_after
-    near = near_budget(first, margin, settings.get("compaction"))
-    if settings.get("count_tokens") is not None or estimate <= 0 or not near:
+    if settings.get("count_tokens") is not None:
         return Counted(first, estimate)
-    try:
-        exact = await count(count_body(first.body))
-    except Exception as exc:  # advice only: any failure keeps the estimate
-        first.report.notes.append(
-            f"upstream count_tokens failed ({type(exc).__name__}: {exc}); the estimate was kept"
-        )
-        return Counted(first, estimate)
-    if isinstance(exact, bool) or not isinstance(exact, int) or exact < 0:
-        first.report.notes.append(
-            f"upstream count_tokens gave {exact!r}, not a token count; the estimate was kept"
-        )
-        return Counted(first, estimate)
-    ratio = quantized(exact, estimate)
-    note = f"upstream count_tokens: {exact:,} tokens where the estimate said {estimate:,}"
-    if ratio == 1.0:
-        first.report.notes.append(note + "; the estimate stands")
-        return Counted(first, estimate, exact, None)
-    hook = scaled_estimate(ratio)
-    second = await run(
-        lambda: govern_request(body, api="anthropic", **{**settings, "count_tokens": hook})
+    found = await calibrate(
+        first.report, first.body, count, margin=margin, compaction=settings.get("compaction")
     )
-    second.report.notes.append(f"{note}; governed again with the estimate × {ratio:g}")
-    return Counted(second, estimate, exact, ratio)
+    result = first
+    if found.ratio is not None:
+        hook = scaled_estimate(found.ratio)
+        result = await run(
+            lambda: govern_request(body, api="anthropic", **{**settings, "count_tokens": hook})
+        )
+    if found.note:
+        result.report.notes.append(found.note)
+    return Counted(result, estimate, found.exact, found.ratio)

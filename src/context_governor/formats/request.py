@@ -299,8 +299,7 @@ def govern_request(
     if from_table is not None:
         result.report.window_source = "model"
     if clamp is not None:
-        result.report.actions[0:0] = [Action("reserve", "repair", -1, d) for d in clamp.details]
-        result.report.notes.append("output reserve clamped: " + "; ".join(clamp.details))
+        reserve.record(result.report, clamp)
     return result
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..report import Action, Report
 from ..stages.snip import SAFETY_BUFFER
 
 #: Anthropic's smallest thinking budget.
@@ -76,22 +77,31 @@ def clamp(body: Any, api: str, window: int | None) -> Clamp | None:
     nothing (no window, no reserve in the body, or a reserve that fits)."""
     if window is None or not isinstance(body, dict):
         return None
-    name = _field(body, api)
-    if name is None:
+    names = [f for f in RESERVE_FIELDS.get(api, ()) if body.get(f) is not None]
+    if not names:
         return None
-    asked = body[name]
     limit = max_reserve(window)
-    if isinstance(asked, bool) or not isinstance(asked, int) or asked <= limit or limit < 1:
-        return None  # unreadable values are the edge's to report
-    updates: dict[str, Any] = {name: limit}
-    details = [
-        f"{name} {asked:,} -> {limit:,}: the target's window ({window:,}) cannot give more "
-        f"than half of itself after the {SAFETY_BUFFER:,}-token safety buffer and keep room "
-        "for the prompt"
-    ]
-    if api == "anthropic":
-        thinking, detail = _thinking(body, asked, limit)
-        if thinking is not None:
-            updates["thinking"] = thinking
-            details.append(detail)
-    return Clamp(updates, tuple(details))
+    updates: dict[str, Any] = {}
+    details: list[str] = []
+    for name in names:  # every reserve field present: a client may send both spellings
+        asked = body[name]
+        if isinstance(asked, bool) or not isinstance(asked, int) or asked <= limit or limit < 1:
+            continue  # unreadable values are the edge's to report
+        updates[name] = limit
+        details.append(
+            f"{name} {asked:,} -> {limit:,}: the target's window ({window:,}) cannot give "
+            f"more than half of itself after the {SAFETY_BUFFER:,}-token safety buffer and "
+            "keep room for the prompt"
+        )
+        if api == "anthropic":
+            thinking, detail = _thinking(body, asked, limit)
+            if thinking is not None:
+                updates["thinking"] = thinking
+                details.append(detail)
+    return Clamp(updates, tuple(details)) if updates else None
+
+
+def record(report: Report, found: Clamp) -> None:
+    """Say in ``report`` what the clamp changed (request-level actions, first)."""
+    report.actions[0:0] = [Action("reserve", "repair", -1, d) for d in found.details]
+    report.notes.append("output reserve clamped: " + "; ".join(found.details))

@@ -33,6 +33,7 @@ from ..report import Report
 from .apis import CHAT, ROUTES, ApiRoute, header_value, path_kind, route_for_path
 from .body import TooLarge, declared_length, read_limited
 from .config import CONFIG_ENV, ProxyConfig
+from .count_tokens import calibrated, upstream_counter
 from .executor import Governance
 from .governing import BadRequest, Governed
 from .paths import BadPath, forward_path, forward_query
@@ -167,6 +168,18 @@ def create_app(config: ProxyConfig) -> Starlette:
             headers = upstream.headers(
                 request.headers, content_type="application/json", key_header=route.key_header
             )
+            if route.api == "anthropic" and config.count_tokens_upstream:
+                try:
+                    governed = await calibrated(
+                        governed,
+                        config,
+                        upstream_counter(upstream, headers),
+                        lambda ratio: governance.govern(raw, route.api, ratio),
+                    )
+                except BadRequest as exc:  # cannot happen: the same body governed once
+                    return error_response(
+                        400, exc.message, "invalid_request_error", exc.param, route=route
+                    )
             try:
                 # the client's query too: the Anthropic SDK's beta calls add ?beta=true
                 query = forward_query(request.scope.get("query_string", b""))

@@ -101,9 +101,7 @@ class ProxyConfig:
             raise ConfigError(f"upstream must be an http(s) URL, got {shown!r}")
         if parts.fragment:
             raise ConfigError(f"upstream must not have a #fragment: {redact_url(self.upstream)!r}")
-        object.__setattr__(
-            self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl()
-        )
+        object.__setattr__(self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl())
         if self.profile is not None and self.profile not in PROFILES:
             raise ConfigError(
                 f"unknown profile {self.profile!r}; choose from {', '.join(sorted(PROFILES))}"

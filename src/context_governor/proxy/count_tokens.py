@@ -1,9 +1,11 @@
 """Opt-in (``--count-tokens-upstream``): the upstream's count_tokens near the budget.
 
-The hook for the proxy's ``/v1/messages`` route is :func:`govern_messages`: it
-governs a Messages body as ``govern_request(api="anthropic")`` does, and, when the
-config asks for it, calibrates the offline estimate with the upstream's
-``POST messages/count_tokens`` (formats/anthropic_count.py decides when and how).
+The ``/v1/messages`` route governs a body as usual (in a thread or a worker
+process), then, when the config asks for it, :func:`calibrated` asks the
+upstream's ``POST messages/count_tokens`` about the governed body and has it
+governed again with the scaled estimate when the two differ
+(formats/anthropic_count.py decides when and how). Only a float crosses to the
+worker, so this works with ``--govern-in process`` too.
 The count request carries the client's own headers (its ``x-api-key``,
 ``anthropic-version`` and ``anthropic-beta``), as prepared by
 ``Upstream.headers``; nothing of it is logged. A count that fails leaves the
@@ -13,12 +15,13 @@ estimate in place and a note in the report, never a failed request.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ContextGovernorError
-from ..formats.anthropic_count import Counted, CountFn, Runner, govern_with_upstream_count
-from ..formats.request import govern_request
+from ..formats.anthropic_count import CountFn, calibrate
 from .config import ProxyConfig
+from .governing import Governed
 from .upstream import Upstream
 
 #: Below the upstream's base URL, as the proxy's /v1/X goes to upstream/X.
@@ -52,23 +55,21 @@ def upstream_counter(upstream: Upstream, headers: list[tuple[str, str]]) -> Coun
     return count
 
 
-async def govern_messages(
-    body: dict[str, Any],
+async def calibrated(
+    governed: Governed,
     config: ProxyConfig,
-    count: CountFn | None,
-    *,
-    run: Runner | None = None,
-    **settings: Any,
-) -> Counted:
-    """Govern a Messages body for the proxy; with ``config.count_tokens_upstream`` and a
-    ``count`` (``upstream_counter(...)``), calibrated near the budget. ``settings`` are
-    govern_request's (profile, context_window, compaction...)."""
-    if config.count_tokens_upstream and count is not None:
-        if run is None:
-            return await govern_with_upstream_count(body, count, **settings)
-        return await govern_with_upstream_count(body, count, run=run, **settings)
-    if run is None:
-        result = govern_request(body, api="anthropic", **settings)
-    else:
-        result = await run(lambda: govern_request(body, api="anthropic", **settings))
-    return Counted(result, result.report.tokens_after)
+    count: CountFn,
+    regovern: Callable[[float], Awaitable[Governed]],
+) -> Governed:
+    """``governed`` (a Messages body), or the same request governed again with the
+    estimate scaled as the upstream's count says; the note on what was asked goes
+    into the report of the body that is sent."""
+    if not config.count_tokens_upstream:
+        return governed
+    found = await calibrate(
+        governed.report, json.loads(governed.body), count, compaction=config.compaction
+    )
+    result = governed if found.ratio is None else await regovern(found.ratio)
+    if found.note:
+        result.report.notes.append(found.note)
+    return result

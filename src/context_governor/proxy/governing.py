@@ -18,9 +18,13 @@ from typing import Any
 
 from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request
+from ..formats.anthropic_count import scaled_estimate
+from ..formats.reserve import clamp as reserve_clamp
+from ..formats.reserve import record as record_clamp
 from ..pipeline import govern
 from ..report import Report
 from ..tokens import warm_up
+from ..windows import known_window
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
 
@@ -98,9 +102,12 @@ def parse(raw: bytes) -> Any:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
 
 
-def govern_body(raw: bytes, config: ProxyConfig, api: str = CHAT.api) -> Governed:
+def govern_body(
+    raw: bytes, config: ProxyConfig, api: str = CHAT.api, ratio: float | None = None
+) -> Governed:
     """Parse, govern and re-serialize ``raw`` (a body of ``api``, see apis.py);
-    BadRequest says what the client got wrong.
+    BadRequest says what the client got wrong. ``ratio`` (Messages only) scales the
+    Claude estimate, as calibrated by the upstream's count_tokens (count_tokens.py).
 
     A body nested deeper than Python's recursion limit (in the parser, governance
     or the serializer) is a client error, not a crash.
@@ -114,7 +121,7 @@ def govern_body(raw: bytes, config: ProxyConfig, api: str = CHAT.api) -> Governe
             raise BadRequest(f"'{route.required}' is a required property", route.required)
         if route is CHAT:
             return _govern_chat(data, config)
-        return _govern_native(data, config, route)
+        return _govern_native(data, config, route, ratio)
     except RecursionError:
         raise BadRequest("request body is nested too deeply") from None
 
@@ -123,7 +130,9 @@ def _model(data: dict[str, Any]) -> str | None:
     return data.get("model") if isinstance(data.get("model"), str) else None
 
 
-def _govern_native(data: dict[str, Any], config: ProxyConfig, route: ApiRoute) -> Governed:
+def _govern_native(
+    data: dict[str, Any], config: ProxyConfig, route: ApiRoute, ratio: float | None = None
+) -> Governed:
     """A Messages or Responses body, governed in its own format by govern_request: the
     reserve is the body's own (``max_tokens``/``max_output_tokens``), the target's
     rules are the configured profile's, else the API's own provider's."""
@@ -136,6 +145,7 @@ def _govern_native(data: dict[str, Any], config: ProxyConfig, route: ApiRoute) -
             model=model,
             context_window=config.window_for(model),
             compaction=config.compaction,
+            count_tokens=None if ratio is None else scaled_estimate(ratio),
         )
     except InputError as exc:
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
@@ -148,6 +158,11 @@ def _govern_native(data: dict[str, Any], config: ProxyConfig, route: ApiRoute) -
 
 def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
     model = _model(data)
+    window = config.window_for(model)
+    # A reserve the window cannot give is clamped in the body sent (as govern_request does).
+    clamped = reserve_clamp(data, "openai", window if window is not None else known_window(model))
+    if clamped is not None:
+        data = {**data, **clamped.updates}
     reserve, reserve_field = _reserve(data)
     try:
         result = govern(
@@ -155,7 +170,7 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
             tools=data.get("tools"),
             profile=config.profile or CHAT.default_profile,
             model=model,
-            context_window=config.window_for(model),
+            context_window=window,
             max_output=config.max_output if reserve is None else reserve,
             compaction=config.compaction,
         )
@@ -166,5 +181,7 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
         if reserve_field is not None and text.startswith("max_output"):
             raise BadRequest(text.replace("max_output", reserve_field, 1), reserve_field) from None
         raise BadRequest(text) from None
+    if clamped is not None:
+        record_clamp(result.report, clamped)
     governed = {**data, "messages": result.messages}
     return Governed(encode(governed), result.report, model, data.get("stream") is True)

@@ -54,9 +54,7 @@ def forward_path(raw_path: bytes, prefix: str = "/v1/") -> str:
     if not text.startswith(prefix):
         raise BadPath(f"the path must start with {prefix}")
     segments = text[len(prefix) :].split("/")
-    return "/".join(
-        _segment(raw, i, last=i == len(segments) - 1) for i, raw in enumerate(segments)
-    )
+    return "/".join(_segment(raw, i, last=i == len(segments) - 1) for i, raw in enumerate(segments))
 
 
 def forward_query(raw_query: bytes) -> str:
