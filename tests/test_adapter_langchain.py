@@ -171,4 +171,4 @@ def test_missing_langchain_core_says_how_to_install() -> None:
         "except ImportError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
-    assert "pip install langchain-core" in out
+    assert "pip install 'context-governor[langchain]'" in out
