@@ -168,7 +168,13 @@ class _Edge:
                 out.append(self.originals[origin])
             else:
                 out.append(
-                    _rewritten(self.originals[origin], rebuilt, d, keep_id=origin not in used)
+                    _rewritten(
+                        self.originals[origin],
+                        rebuilt,
+                        d,
+                        self.dicts[origin],
+                        keep_id=origin not in used,
+                    )
                 )
             used.add(origin)
             last = origin
@@ -213,16 +219,23 @@ class _Edge:
 
 
 def _rewritten(
-    origin: BaseMessage, rebuilt: BaseMessage, d: Message, *, keep_id: bool
+    origin: BaseMessage, rebuilt: BaseMessage, d: Message, was: Message, *, keep_id: bool
 ) -> BaseMessage:
-    """``origin`` with what governance rewrote taken from ``rebuilt``; the rest kept."""
-    update: dict[str, Any] = {"content": rebuilt.content}
+    """``origin`` with what governance rewrote taken from ``rebuilt``; the rest kept.
+
+    ``was`` is the dict ``origin`` was governed as: a field equal there and in ``d``
+    was not rewritten, so the original's own value is kept (its content may hold
+    blocks the dict leaves out, such as Anthropic ``tool_use``).
+    """
+    update: dict[str, Any] = {}
+    if d.get("content") != was.get("content"):
+        update["content"] = rebuilt.content
     if "name" in d or origin.name is not None:
         update["name"] = rebuilt.name
     kwargs = {k: v for k, v in origin.additional_kwargs.items() if k not in _CARRIED_BY_DICT}
     kwargs.update(rebuilt.additional_kwargs)
     update["additional_kwargs"] = kwargs
-    if isinstance(rebuilt, AIMessage):
+    if isinstance(rebuilt, AIMessage) and d.get("tool_calls") != was.get("tool_calls"):
         update["tool_calls"] = rebuilt.tool_calls
         update["invalid_tool_calls"] = rebuilt.invalid_tool_calls
     if isinstance(rebuilt, ToolMessage):
