@@ -10,8 +10,12 @@ stores it.
 from __future__ import annotations
 
 import asyncio
+import re
+import subprocess
+import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,9 +247,6 @@ def test_langgraph_hook_rejects_a_state_without_messages() -> None:
 
 
 def test_missing_langgraph_says_which_extra() -> None:
-    import subprocess
-    import sys
-
     code = (
         "import sys; sys.modules['langgraph'] = None\n"
         "try:\n    import context_governor.adapters.langgraph\n"
@@ -253,3 +254,45 @@ def test_missing_langgraph_says_which_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "pip install 'context-governor[langgraph]'" in out
+
+
+# -- the docs' examples run as shown ---------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "adapters"
+
+
+def doc_examples(doc: str) -> dict[str, str]:
+    """The code blocks a docs page marks as a copy of an example file, by file."""
+    text = (ROOT / "docs" / doc).read_text()
+    found = re.findall(r"<!-- example: (\S+) -->\n```python\n(.*?)```", text, re.DOTALL)
+    return dict(found)
+
+
+def _run_example(name: str) -> str:
+    done = subprocess.run([sys.executable, name], cwd=EXAMPLES, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_langchain_docs_show_the_example_files_as_they_are() -> None:
+    blocks = doc_examples("adapters-langchain.md")
+    assert set(blocks) == {"examples/adapters/langchain_agent.py", "examples/adapters/langgraph_agent.py"}
+    for path, code in blocks.items():
+        assert code == (ROOT / path).read_text(), path
+
+
+def test_create_agent_example_prints_what_the_docs_show() -> None:
+    out = _run_example("langchain_agent.py")
+    text = (ROOT / "docs" / "adapters-langchain.md").read_text()
+    shown = re.search(r"\$ cd examples/adapters && python langchain_agent.py\n(.*?)```", text, re.DOTALL)
+    assert shown is not None and out == shown.group(1)
+
+
+def test_langgraph_example_runs() -> None:
+    out = _run_example("langgraph_agent.py").splitlines()
+    calls = [re.findall(r"[\d,]+", line) for line in out if line.startswith("model call:")]
+    assert len(calls) == 7
+    figures = [[int(n.replace(",", "")) for n in call] for call in calls]
+    assert any(after < before for before, after, _ in figures) and all(after <= budget for _, after, budget in figures)
+    assert out[-2:] == ["stored history: 15 messages, none cut", "answer: The bug is in m3: compute(3) is never called."]

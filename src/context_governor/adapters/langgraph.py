@@ -15,7 +15,7 @@ first), or leave room for it with ``max_output``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 try:
@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without langgrap
 from ..profiles import Profile
 from ..report import Report
 from ._conversations import DEFAULT_CONVERSATIONS, Conversations, thread_id
-from .langchain import govern_messages, target_of
+from .langchain import govern_messages, target_of, tool_dicts
 
 __all__ = ["GovernedInput", "pre_model_hook"]
 
@@ -75,7 +75,7 @@ def pre_model_hook(
     model: str | None = None,
     context_window: int | None = None,
     max_output: int | None = None,
-    tools: list[dict[str, Any]] | None = None,
+    tools: Sequence[Any] | None = None,
     on_report: Callable[[Report], None] | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
     **governor_settings: Any,
@@ -84,8 +84,8 @@ def pre_model_hook(
 
     ``chat_model`` (the agent's LangChain chat model) supplies the profile, model
     name, window and output reserve it implies (see ``adapters.langchain.target_of``);
-    the explicit arguments win. ``tools`` (OpenAI tool definitions) are counted
-    against the budget. ``on_report`` gets each call's report.
+    the explicit arguments win. ``tools`` (the agent's tools: LangChain tools,
+    functions or OpenAI tool definitions) are counted against the budget. ``on_report`` gets each call's report.
     """
     found: dict[str, Any] = {}
     if chat_model is not None:
@@ -103,4 +103,4 @@ def pre_model_hook(
         "max_output": max_output,
     }
     settings = {**governor_settings, **found, **{k: v for k, v in given.items() if v is not None}}
-    return GovernedInput(settings, tools, on_report, max_conversations)
+    return GovernedInput(settings, tool_dicts(tools or ()), on_report, max_conversations)
