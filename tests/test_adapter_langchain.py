@@ -25,7 +25,7 @@ from langchain_core.messages import (
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from context_governor import Governor, Report, validate
-from context_governor.adapters.langchain import from_openai, governed, to_openai
+from context_governor.adapters.langchain import from_openai, govern_messages, governed, to_openai
 
 WINDOW = 12_000
 
@@ -324,3 +324,47 @@ def test_every_output_message_is_an_original_a_traced_rewrite_or_reported(
             assert type(origin) is type(message)
             assert message.response_metadata == origin.response_metadata
             assert getattr(message, "artifact", None) == getattr(origin, "artifact", None)
+
+
+def test_steps_of_a_cut_conversation_return_the_callers_objects() -> None:
+    """Over several steps of a conversation that is cut to fit, every message sent as the
+    caller wrote it is the caller's own object, whichever path the Governor took."""
+    gov = Governor(context_window=WINDOW)
+    history: list[BaseMessage] = [SystemMessage("You are a coding agent.", id="sys"), HumanMessage("Fix it.", id="h")]
+    for n in range(30):
+        history.append(AIMessage(f"Reading part {n}.", tool_calls=[_call(f"call_{n}", f"m{n}.py")], id=f"a-{n}"))
+        history.append(ToolMessage(f"line {n}: " + "x = compute(y) " * 80, tool_call_id=f"call_{n}", id=f"t-{n}"))
+        history.append(AIMessage(f"Part {n} is fine.", id=f"s-{n}"))
+        history.append(HumanMessage(f"Next ({n}).", id=f"u-{n}"))
+    for step in range(6):
+        out = governed(gov).invoke(history)
+        assert validate(to_openai(out)) == []
+        for message in out:
+            twins = [h for h in history if to_openai([h]) == to_openai([message])]
+            assert not twins or any(message is t for t in twins), (step, message)
+        assert sum(m is h for m in out for h in history) >= 3
+        history = [*history, AIMessage(f"Step {step} done.", id=f"a{step}"), HumanMessage(f"Go on {step}.", id=f"h{step}")]
+
+
+def test_the_way_back_finds_unchanged_messages_after_a_cut_and_never_traces_a_marker() -> None:
+    """A Governor's step answers with the dicts of its earlier call (equal, not identical):
+    a plain message after a cut must still come back as the caller's object, and the
+    marker standing for the cut must not take the id of a message it replaced."""
+    history: list[BaseMessage] = [
+        SystemMessage("rules", id="s"),
+        HumanMessage("first question", id="q1"),
+        AIMessage("first answer", id="a1", response_metadata={"n": 1}),
+        HumanMessage("second question", id="q2"),
+    ]
+    marker = {"role": "user", "content": "[2 earlier messages were removed]"}
+
+    def cut(dicts: list[dict[str, Any]]) -> Any:
+        from dataclasses import replace
+
+        from context_governor import govern
+
+        return replace(govern(dicts), messages=[dict(dicts[0]), marker, dict(dicts[3])])
+
+    out, _ = govern_messages(cut, history)
+    assert out[0] is history[0] and out[2] is history[3]
+    assert isinstance(out[1], HumanMessage) and out[1].id is None and out[1].content == marker["content"]

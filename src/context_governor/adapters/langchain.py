@@ -160,7 +160,7 @@ class _Edge:
                 last = i
                 continue
             rebuilt = from_openai([d])[0]
-            origin = self._origin(rebuilt, by_call_id, last, kept)
+            origin = self._origin(d, rebuilt, by_call_id, last, kept)
             if origin is None:
                 out.append(rebuilt)
                 continue
@@ -192,6 +192,7 @@ class _Edge:
 
     def _origin(
         self,
+        d: Message,
         rebuilt: BaseMessage,
         by_call_id: dict[tuple[str, str], int],
         last: int,
@@ -206,14 +207,18 @@ class _Edge:
                 if found is not None:
                     return found
             return None
-        # No id to trace it by: the original right after the previous output message's,
-        # if it is of the same type and the output does not keep it as it is.
+        # No id to trace it by: an original further on that it equals (a Governor's step
+        # after a cut answers with its earlier dicts), else the original right after the
+        # previous output message's, if of the same type, not kept as it is, and its text
+        # is in the new one (turns merged into one; not a marker standing for a cut).
+        for j in range(last + 1, len(self.dicts)):
+            if self.dicts[j] == d:
+                return j
         nxt = last + 1
-        if (
-            nxt < len(self.originals)
-            and type(self.originals[nxt]) is type(rebuilt)
-            and id(self.dicts[nxt]) not in kept
-        ):
+        if nxt >= len(self.originals) or id(self.dicts[nxt]) in kept:
+            return None
+        candidate = self.originals[nxt]
+        if type(candidate) is type(rebuilt) and candidate.text in rebuilt.text:
             return nxt
         return None
 

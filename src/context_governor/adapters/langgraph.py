@@ -85,7 +85,8 @@ def pre_model_hook(
     ``chat_model`` (the agent's LangChain chat model) supplies the profile, model
     name, window and output reserve it implies (see ``adapters.langchain.target_of``);
     the explicit arguments win. ``tools`` (the agent's tools: LangChain tools,
-    functions or OpenAI tool definitions) are counted against the budget. ``on_report`` gets each call's report.
+    functions or OpenAI tool definitions) are counted against the budget.
+    ``on_report`` gets each call's report.
     """
     found: dict[str, Any] = {}
     if chat_model is not None:
