@@ -86,7 +86,8 @@ class StrictChatModel(BaseChatModel):
             broken = validate(dicts, provider=provider, model=self.model_name)
             assert broken == [], [f"{v.rule}: {v.error}" for v in broken]
             prompt = exact_counter(self.model_name).prompt_tokens(dicts, None)
-            assert prompt + MAX_OUTPUT <= self.window, f"{prompt} prompt tokens: over the window"
+            # the budget: the window less the output reserve and the 1,024-token margin
+            assert prompt <= self.window - MAX_OUTPUT - 1024, f"{prompt} prompt tokens: over the budget"
         return ChatResult(generations=[ChatGeneration(message=self.script[len(self.received) - 1])])
 
 
@@ -198,7 +199,7 @@ def test_create_agent_without_middleware_breaks_the_strict_model() -> None:
     with pytest.raises(AssertionError, match="GE-4"):
         _run_create_agent(model, [], "t1")
     model = StrictChatModel(script=_script("anthropic"))
-    with pytest.raises(AssertionError, match="over the window"):
+    with pytest.raises(AssertionError, match="over the budget"):
         _run_create_agent(model, [], "t1")
 
 
