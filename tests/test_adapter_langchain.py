@@ -8,8 +8,10 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from levels import examples
+from transcripts import cases
 
 pytest.importorskip("langchain_core")
 
@@ -24,7 +26,7 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
-from context_governor import Governor, Report, validate
+from context_governor import Governor, Report, govern, validate
 from context_governor.adapters.langchain import from_openai, govern_messages, governed, to_openai
 
 WINDOW = 12_000
@@ -368,3 +370,22 @@ def test_the_way_back_finds_unchanged_messages_after_a_cut_and_never_traces_a_ma
     out, _ = govern_messages(cut, history)
     assert out[0] is history[0] and out[2] is history[3]
     assert isinstance(out[1], HumanMessage) and out[1].id is None and out[1].content == marker["content"]
+
+
+@settings(max_examples=examples(full=150, fast=25), deadline=None)
+@given(cases(quirks=True), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "deepseek"]))
+def test_the_langchain_path_sends_what_the_dict_path_sends(case: dict[str, Any], profile: str) -> None:
+    """Differential: governing LangChain messages sends, message for message, what governing
+    their dicts sends (so the way back never hands over an original that governance
+    changed), for random agent transcripts."""
+    try:
+        history = from_openai(case["messages"])
+    except (ValueError, TypeError, KeyError):
+        return  # a shape LangChain itself cannot hold as messages: nothing to compare
+    settings_ = {"profile": profile, "context_window": case["context_window"], "tools": case["tools"]}
+    originals = copy.deepcopy(history)
+    out, result = govern_messages(Governor(**settings_), history)
+    expected = govern(to_openai(history), **settings_)
+    assert history == originals
+    assert to_openai(out) == to_openai(from_openai(expected.messages))
+    assert result.report.tokens_after == expected.report.tokens_after

@@ -21,6 +21,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from levels import examples
+from transcripts import cases
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of the model map
 pytest.importorskip("litellm")
@@ -397,3 +401,36 @@ def test_docs_example_is_the_file_and_runs(
     calls = [line for line in lines if line.startswith("openai: ")]
     assert len(calls) == STEPS + 1
     assert lines[-2:] == [f"history: {2 + 2 * STEPS} messages, none cut", "answer: The bug is in m3."]
+
+
+ROUTES = {
+    "openai/gpt-4o": ("openai", "gpt-4o"),
+    "anthropic/claude-sonnet-4-5": ("anthropic", "claude-sonnet-4-5"),
+    "gemini/gemini-2.5-flash": ("gemini", "gemini-2.5-flash"),
+    "deepseek/deepseek-chat": ("deepseek", "deepseek-chat"),
+    "mistral/mistral-large-latest": ("mistral", "mistral-large-latest"),
+}
+
+
+@settings(max_examples=examples(full=150, fast=25), deadline=None)
+@given(cases(quirks=True), st.sampled_from(sorted(ROUTES)))
+def test_governed_calls_are_valid_for_the_routed_provider_and_stable(case: dict[str, Any], model: str) -> None:
+    """For random agent transcripts on each route: the governed messages pass the routed
+    provider's rules (or the report names what could not be met), fit the budget (or the
+    report says not), the call's own kwargs are untouched, and governing again changes nothing."""
+    from context_governor import validate
+
+    reports: list[Report] = []
+    hook = ContextGovernorHook(context_window=case["context_window"], on_report=reports.append)
+    call = {"model": model, "messages": case["messages"], "tools": case["tools"], "max_tokens": 300}
+    before = copy.deepcopy(call)
+    out = hook.govern_kwargs(call)
+    assert call == before
+    (report,) = reports
+    provider, name = ROUTES[model]
+    assert report.profile == provider and report.model == name
+    broken = validate(out["messages"], provider=provider, model=name)
+    assert not broken or report.violations
+    assert report.tokens_after <= (report.budget or report.tokens_after) or report.notes
+    again = hook.govern_kwargs(out)
+    assert again["messages"] == out["messages"]
