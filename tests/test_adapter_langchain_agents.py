@@ -242,6 +242,15 @@ def test_langgraph_pre_model_hook_governs_llm_input_only(provider: str, name: st
     assert hook.conversations.get("t1") is not None
 
 
+def test_target_of_reads_through_bound_models() -> None:
+    model = StrictChatModel(provider="google_genai", model_name="gemini-2.5-flash")
+    model.profile = {"max_input_tokens": 12_345}
+    target = target_of(model)
+    assert (target.profile, target.model, target.context_window, target.max_output) == ("gemini", "gemini-2.5-flash", 12_345, MAX_OUTPUT)
+    assert target_of(model.bind(stop=["END"])) == target
+    assert target_of(object()).profile == "openai"
+
+
 def test_langgraph_hook_rejects_a_state_without_messages() -> None:
     with pytest.raises(ValueError, match="messages"):
         pre_model_hook(context_window=WINDOW)({"other": []})

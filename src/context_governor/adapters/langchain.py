@@ -322,6 +322,11 @@ def target_of(chat_model: Any) -> Target:
     :data:`LANGCHAIN_PROVIDERS`, ``openai`` when unknown); the window is the model's
     ``profile["max_input_tokens"]`` when it has one, else the model's known window.
     """
+    for _ in range(8):  # a model with bound arguments (``model.bind_tools(...)``): the model
+        inner = getattr(chat_model, "bound", None)
+        if inner is None:
+            break
+        chat_model = inner
     params: Mapping[str, Any] = {}
     if isinstance(chat_model, BaseChatModel):
         try:
