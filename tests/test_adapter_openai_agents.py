@@ -175,6 +175,20 @@ def test_repairs_reach_the_model_and_the_report() -> None:
     assert {("orphans", "drop"), ("backfill", "insert")} <= {(a.stage, a.kind) for a in report.actions}
 
 
+def test_server_side_runs_keep_outputs_of_calls_the_server_holds() -> None:
+    """A server-managed run sends only the new items: an output whose call is on the server
+    is an orphan to the filter. Without server_side it is dropped (and the server would say
+    the call has no output); with it, it is kept and the report says what was not governed."""
+    delta: list[Any] = [{"type": "function_call_output", "call_id": "call_on_server", "output": "42"}]
+    local = GovernInput(context_window=200_000)
+    assert local(_data(delta)).input == []
+    server = GovernInput(context_window=200_000, server_side=True)
+    out = server(_data(delta))
+    assert out.input == delta and out.input[0] is delta[0]
+    assert server.last is not None and server.last.ungoverned
+    assert any(n.startswith("not governed") for n in server.last.report.notes)
+
+
 def test_profile_and_window_follow_the_agents_model() -> None:
     claude = GovernInput()
     claude(_data(_session(1), model="claude-sonnet-4-5"))

@@ -103,13 +103,24 @@ def _plain(items: Sequence[Any]) -> tuple[list[Any], dict[int, Any]]:
     return plain, originals
 
 
+#: What the report names as the server-side state of a server-managed run.
+SERVER_SIDE = "(managed by the Agents SDK run)"
+
+
 def request_body(
-    data: CallModelData[Any], *, model: str | None = None
+    data: CallModelData[Any], *, model: str | None = None, server_side: bool = False
 ) -> tuple[dict[str, Any], dict[int, Any]]:
     """The Responses request body a model call's input stands for, and the map from
-    the body's stand-in items back to the SDK's own (see :func:`_plain`)."""
+    the body's stand-in items back to the SDK's own (see :func:`_plain`).
+
+    ``server_side``: the run continues a conversation kept by the server
+    (``previous_response_id``, ``conversation_id``, ``auto_previous_response_id``), so
+    the SDK sends only the new items; the body says so, and an output whose call is
+    on the server is kept rather than dropped as an orphan."""
     items, originals = _plain(data.model_data.input)
     body: dict[str, Any] = {"input": items}
+    if server_side:
+        body["previous_response_id"] = SERVER_SIDE
     name = _model_name(data.agent, model)
     if name:
         body["model"] = name
@@ -153,6 +164,11 @@ class GovernInput:
     to ``on_report`` and a summary to this module's logger; the last one is kept
     as ``last``. Whatever serves the agent, the items follow the Responses API's
     rules (pairing, reasoning adjacency, call id length, no duplicate ids).
+
+    Set ``server_side=True`` for runs whose conversation the server keeps
+    (``previous_response_id``, ``conversation_id``, ``auto_previous_response_id``): the
+    SDK then sends only the new items, whose outputs may answer calls the filter
+    cannot see. The filter cannot tell such a run from the call data alone.
     """
 
     profile: str | Profile | None = None
@@ -162,11 +178,12 @@ class GovernInput:
     compaction: str | CompactionPolicy | None = None
     count_tokens: Callable[[str], int] | None = None
     on_report: Callable[[Report], None] | None = None
+    server_side: bool = False
     last: RequestResult | None = None
 
     def govern(self, data: CallModelData[Any]) -> tuple[RequestResult, dict[int, Any]]:
         """The governed request for one model call (the body as built by request_body)."""
-        body, originals = request_body(data, model=self.model)
+        body, originals = request_body(data, model=self.model, server_side=self.server_side)
         name = body.get("model")
         profile = self.profile or profile_for(None, name)
         result = govern_request(
