@@ -28,6 +28,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -46,8 +47,8 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from context_governor import Report, validate
 from context_governor.adapters import _pydantic_ai_edge as edge
 from context_governor.adapters.pydantic_ai import (
+    Governance,
     GovernHistory,
-    Settings,
     Target,
     async_history_processor,
     history_processor,
@@ -208,7 +209,7 @@ def test_history_processors_sync_and_async(factory: Any) -> None:
     processor = factory(context_window=WINDOW)
     result = _agent(FunctionModel(script), ProcessHistory(processor)).run_sync("Fix the bug")
     assert result.output == "The bug is in m3."
-    report = processor.settings.last
+    report = processor.governance.last
     assert report is not None and report.ok and report.changed
     assert len(result.all_messages()) < 2 + 2 * 15  # pydantic-ai replaced its history
 
@@ -226,7 +227,7 @@ def test_repairs_map_back_to_parts() -> None:
     ]
     snapshot = copy.deepcopy(history)
     reports: list[Report] = []
-    out = Settings(context_window=200_000, on_report=reports.append).govern(history, Target(None, "openai", "gpt-4o"))
+    out = Governance(context_window=200_000, on_report=reports.append).govern(history, Target(None, "openai", "gpt-4o"))
 
     assert history == snapshot
     assert out[0] is history[0] and out[1] is answered and out[3] is lost
@@ -240,13 +241,13 @@ def test_repairs_map_back_to_parts() -> None:
 
 def test_profile_follows_the_serving_model() -> None:
     history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("hi")])]
-    claude = Settings()
+    claude = Governance()
     claude.govern(history, Target(None, "anthropic", "claude-sonnet-4-5"))
     assert claude.last is not None and claude.last.profile == "anthropic"
-    gemini = Settings()
+    gemini = Governance()
     gemini.govern(history, Target(None, "google-gla", "gemini-2.5-pro"))
     assert gemini.last is not None and gemini.last.profile == "gemini"
-    forced = Settings(profile="mistral", context_window=20_000)
+    forced = Governance(profile="mistral", context_window=20_000)
     forced.govern(history, Target(None, "anthropic", "claude-sonnet-4-5"))
     assert forced.last is not None and forced.last.profile == "mistral" and forced.last.context_window == 20_000
 
@@ -254,17 +255,29 @@ def test_profile_follows_the_serving_model() -> None:
 def test_one_governor_per_conversation_and_steps_are_incremental() -> None:
     """A conversation's second step reuses its Governor and decode cache: the messages it
     saw before are the same chat objects, so the Governor's fast path applies."""
-    settings = Settings(context_window=50_000)
+    governance = Governance(context_window=50_000)
     history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("go")])]
-    settings.govern(history, Target("conv-1", "openai", "gpt-4o"))
+    governance.govern(history, Target("conv-1", "openai", "gpt-4o"))
     history.append(ModelResponse(parts=[ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1")]))
     history.append(ModelRequest(parts=[ToolReturnPart("read_file", "A", tool_call_id="c1")]))
-    out = settings.govern(history, Target("conv-1", "openai", "gpt-4o"))
+    out = governance.govern(history, Target("conv-1", "openai", "gpt-4o"))
     assert out is history
-    settings.govern(history, Target("conv-2", "openai", "gpt-4o"))
-    assert len(settings._conversations) == 2
-    (conversation, _) = settings._conversation(Target("conv-1", "openai", "gpt-4o"))
+    governance.govern(history, Target("conv-2", "openai", "gpt-4o"))
+    assert len(governance._conversations) == 2
+    (conversation, _) = governance._conversation(Target("conv-1", "openai", "gpt-4o"))
     assert set(conversation.cache) == {id(m) for m in history}
+
+
+def test_a_history_with_no_chat_form_is_left_alone() -> None:
+    """Requests made only of parts with no chat form (a settings delta) have nothing to
+    govern: the history comes back as it is, not an error."""
+    delta = ModelRequest(parts=[ModelSettingsDeltaPart(settings={"temperature": 0.2})])
+    history: list[ModelMessage] = [delta]
+    assert Governance(context_window=1_000).govern(history, Target(None, "openai", "gpt-4o")) is history
+    # Between other messages it travels with the one before it, and comes back in place.
+    mixed: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("hi")]), delta, ModelResponse(parts=[TextPart("ok")])]
+    decoded = edge.decode(mixed)
+    assert len(decoded) == 2 and edge.encode(decoded, decoded) == mixed
 
 
 # -- the edge's round trip, over generated ModelMessage lists ----------------------------------
@@ -319,7 +332,7 @@ def test_governed_histories_are_valid_and_keep_what_they_can(history: list[Model
     history = [*history, ModelRequest(parts=[UserPromptPart("now")])]
     snapshot = copy.deepcopy(history)
     target = Target(None, "openai", "gpt-4o")
-    governed = Settings(context_window=window, max_tool_result_chars=None)
+    governed = Governance(context_window=window, max_tool_result_chars=None)
     out = governed.govern(history, target)
     assert history == snapshot
     report = governed.last
@@ -334,7 +347,7 @@ def test_governed_histories_are_valid_and_keep_what_they_can(history: list[Model
     assert (out is history) == (not report.changed)
     # Idempotent: governing the governed history again changes nothing.
     if report.ok:
-        again = Settings(context_window=window).govern(out, target)
+        again = Governance(context_window=window).govern(out, target)
         assert again is out
 
 

@@ -14,7 +14,8 @@ view is the request a Chat Completions provider would see:
   part before it in its message (or after it, when it comes first), counted as
   text with that message and gone with it if the message is cut. A request made of
   such parts only travels with the chat message before it (or after it) and is
-  emitted as its own request again.
+  emitted as its own request again; a history of nothing else has no chat view
+  (and nothing to govern).
 
 Each chat message carries its :class:`Origin` under the private key :data:`CARRY`.
 Encoding groups consecutive chat messages of one origin message back into it: a
@@ -245,9 +246,7 @@ def decode(
         out.extend(chats)
     if floating and out:
         out[-1] = _with_floating(out[-1], (), floating)
-    elif floating:
-        raise ValueError("a history of requests that have no chat form cannot be governed")
-    return out
+    return out  # empty for a history with no chat form at all: nothing to govern
 
 
 # -- encode -----------------------------------------------------------------------------------

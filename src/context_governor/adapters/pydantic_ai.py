@@ -47,7 +47,13 @@ from ..windows import known_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
 
-__all__ = ["GovernHistory", "async_history_processor", "edge", "history_processor"]
+__all__ = [
+    "GovernHistory",
+    "Governance",
+    "Target",
+    "async_history_processor",
+    "history_processor",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -112,8 +118,9 @@ class _Conversation:
 
 
 @dataclass
-class Settings:
-    """The adapter's settings (see GovernHistory), and the conversations it governs."""
+class Governance:
+    """What the hooks share: the settings (see GovernHistory), one Governor per
+    conversation, and the edge's decode cache of each."""
 
     profile: str | Profile | None = None
     model: str | None = None
@@ -199,6 +206,8 @@ class Settings:
         conversation, instructions = self._conversation(target)
         cache = conversation.cache
         chats = edge.decode(messages, cache)
+        if not chats:
+            return messages  # nothing with a chat form (no messages, or only settings deltas)
         # Keep only what this history still holds: the cache never outgrows the conversation.
         live = {id(m) for m in messages}
         for stale in [k for k in cache if k not in live]:
@@ -270,14 +279,14 @@ def history_processor(
     governed one. Tool definitions are not visible to a processor (they are not
     counted); :class:`GovernHistory` counts them and leaves the history alone.
     """
-    settings = Settings(
+    governance = Governance(
         profile, model, context_window, max_tool_result_chars, compaction, count_tokens, on_report
     )
 
     def govern_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
-        return settings.govern(messages, _processor_target(ctx, messages))
+        return governance.govern(messages, _processor_target(ctx, messages))
 
-    govern_history.settings = settings  # type: ignore[attr-defined]
+    govern_history.governance = governance  # type: ignore[attr-defined]
     return govern_history
 
 
@@ -293,16 +302,16 @@ def async_history_processor(
 ) -> Callable[[RunContext[Any], list[ModelMessage]], Awaitable[list[ModelMessage]]]:
     """:func:`history_processor` as a coroutine function (pydantic-ai awaits it in the
     event loop instead of running it in a worker thread)."""
-    settings = Settings(
+    governance = Governance(
         profile, model, context_window, max_tool_result_chars, compaction, count_tokens, on_report
     )
 
     async def govern_history(
         ctx: RunContext[Any], messages: list[ModelMessage]
     ) -> list[ModelMessage]:
-        return settings.govern(messages, _processor_target(ctx, messages))
+        return governance.govern(messages, _processor_target(ctx, messages))
 
-    govern_history.settings = settings  # type: ignore[attr-defined]
+    govern_history.governance = governance  # type: ignore[attr-defined]
     return govern_history
 
 
@@ -325,12 +334,13 @@ class GovernHistory(AbstractCapability[Any]):
     compaction: str | CompactionPolicy | None = None
     count_tokens: Callable[[str], int] | None = None
     on_report: Callable[[Report], None] | None = None
-    _settings: Settings | None = field(default=None, init=False, repr=False)
+    _governance: Governance | None = field(default=None, init=False, repr=False)
 
     @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = Settings(
+    def governance(self) -> Governance:
+        """The engine: its conversations and their Governors."""
+        if self._governance is None:
+            self._governance = Governance(
                 self.profile,
                 self.model,
                 self.context_window,
@@ -339,11 +349,11 @@ class GovernHistory(AbstractCapability[Any]):
                 self.count_tokens,
                 self.on_report,
             )
-        return self._settings
+        return self._governance
 
     @property
     def last(self) -> Report | None:
-        return self.settings.last
+        return self.governance.last
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -366,7 +376,7 @@ class GovernHistory(AbstractCapability[Any]):
             instructions=instructions,
             max_output=max_tokens if isinstance(max_tokens, int) else None,
         )
-        messages = self.settings.govern(request_context.messages, target)
+        messages = self.governance.govern(request_context.messages, target)
         if messages is not request_context.messages:
             request_context.messages = messages  # this request only (pydantic-ai's contract)
         return request_context
