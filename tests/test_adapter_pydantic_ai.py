@@ -266,6 +266,12 @@ def test_one_governor_per_conversation_and_steps_are_incremental() -> None:
     assert len(governance._conversations) == 2
     (conversation, _) = governance._conversation(Target("conv-1", "openai", "gpt-4o"))
     assert set(conversation.cache) == {id(m) for m in history}
+    # A message changed in place (a part appended) is decoded again, not served stale.
+    last = history[-1]
+    assert isinstance(last, ModelRequest)
+    last.parts = [*last.parts, UserPromptPart("and one more thing")]
+    (chats,) = [c for c in edge.decode(history, conversation.cache) if c["role"] == "user" and "more" in str(c["content"])]
+    assert chats["content"] == "and one more thing"
 
 
 def test_a_history_with_no_chat_form_is_left_alone() -> None:

@@ -208,6 +208,16 @@ def _with_floating(
     return {**chat, CARRY: carried}
 
 
+#: A conversation's decode cache: id(message) -> (message, its parts, its chat messages).
+Cache = dict[int, tuple[ModelMessage, tuple[Any, ...], list[Message]]]
+
+
+def _same_parts(before: tuple[Any, ...], now: Sequence[Any]) -> bool:
+    """The message still has the parts it was decoded with (a framework may append a
+    part to a message in place, or replace one)."""
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+
+
 def decode_one(message: ModelMessage) -> list[Message]:
     """The chat messages of one ModelMessage (none for a request with no chat form)."""
     if isinstance(message, ModelResponse):
@@ -219,7 +229,7 @@ def decode_one(message: ModelMessage) -> list[Message]:
 
 def decode(
     messages: Sequence[ModelMessage],
-    cache: dict[int, tuple[ModelMessage, list[Message]]] | None = None,
+    cache: Cache | None = None,
 ) -> list[Message]:
     """The chat view of a message history. ``cache`` (by message identity) lets a
     conversation decode each message once, and keeps the chat dicts the same objects
@@ -228,12 +238,12 @@ def decode(
     floating: list[ModelMessage] = []  # requests with no chat form, waiting for a message
     for message in messages:
         hit = cache.get(id(message)) if cache is not None else None
-        if hit is not None and hit[0] is message:
-            chats = hit[1]
+        if hit is not None and hit[0] is message and _same_parts(hit[1], message.parts):
+            chats = hit[2]
         else:
             chats = decode_one(message)
             if cache is not None:
-                cache[id(message)] = (message, chats)
+                cache[id(message)] = (message, tuple(message.parts), chats)
         if not chats:
             floating.append(message)
             continue

@@ -114,7 +114,7 @@ class Target:
 class _Conversation:
     governor: Governor
     #: the edge's decode cache: each ModelMessage is decoded once (by identity)
-    cache: dict[int, tuple[ModelMessage, list[Message]]] = field(default_factory=dict)
+    cache: edge.Cache = field(default_factory=dict)
 
 
 @dataclass
