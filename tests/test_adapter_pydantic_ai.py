@@ -7,6 +7,7 @@ import copy
 import re
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +273,28 @@ def test_one_governor_per_conversation_and_steps_are_incremental() -> None:
     last.parts = [*last.parts, UserPromptPart("and one more thing")]
     (chats,) = [c for c in edge.decode(history, conversation.cache) if c["role"] == "user" and "more" in str(c["content"])]
     assert chats["content"] == "and one more thing"
+
+
+def test_a_step_gives_back_last_steps_rebuilt_messages() -> None:
+    """Once the cache policy has cleared old tool results, each later step repeats those
+    changes: the rebuilt messages are the same objects as on the last step (a look-up, not
+    a rebuild, and a stable prefix for the framework's own caching)."""
+    governance = Governance(context_window=16_000, compaction="cache")
+    target = Target("conv", "openai", "gpt-4o")
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Fix the bug")])]
+    outs: list[list[ModelMessage]] = []
+    for i in range(40):
+        history.append(ModelResponse(parts=[ToolCallPart("read_file", {"p": str(i)}, tool_call_id=f"c{i}")]))
+        history.append(ModelRequest(parts=[ToolReturnPart("read_file", f"step {i}\n" * 120, tool_call_id=f"c{i}")]))
+        outs.append(governance.govern(history, target))
+    own = {id(m) for m in history}
+    repeated = 0
+    for before, after in pairwise(outs):
+        rebuilt = [m for m in before if id(m) not in own]
+        same_prefix = [a for a, b in zip(before, after, strict=False) if a == b]
+        repeated += sum(1 for m in rebuilt if any(m is n for n in after))
+        assert all(any(m is n for n in after) for m in rebuilt if m in same_prefix)
+    assert repeated > 0
 
 
 def test_a_history_with_no_chat_form_is_left_alone() -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from operator import is_
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -215,7 +216,7 @@ Cache = dict[int, tuple[ModelMessage, tuple[Any, ...], list[Message]]]
 def _same_parts(before: tuple[Any, ...], now: Sequence[Any]) -> bool:
     """The message still has the parts it was decoded with (a framework may append a
     part to a message in place, or replace one)."""
-    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+    return len(before) == len(now) and all(map(is_, before, now))
 
 
 def decode_one(message: ModelMessage) -> list[Message]:
@@ -307,9 +308,8 @@ def _rebuilt_request_part(chat: Message, original: Any) -> Any:
     return UserPromptPart(content=user)
 
 
-def _request_parts(chat: Message, origin: Origin | None, same: bool) -> list[Any]:
-    if origin is not None and same:
-        return list(origin.parts)
+def _request_parts(chat: Message, origin: Origin | None) -> list[Any]:
+    """The parts of a changed (or new) non-assistant chat message."""
     if origin is None:
         return [_rebuilt_request_part(chat, None)]
     mapped = [p for p in origin.parts if _request_part(p) is not None]
@@ -318,9 +318,9 @@ def _request_parts(chat: Message, origin: Origin | None, same: bool) -> list[Any
     return [_rebuilt_request_part(chat, first), *opaque]
 
 
-def _response_parts(chat: Message, origin: Origin | None, same: bool) -> list[Any]:
-    if origin is not None and same:
-        return list(origin.parts)
+def _response_parts(chat: Message, origin: Origin | None) -> list[Any]:
+    """The parts of a changed (or new) assistant message: its text and tool calls as the
+    chat message says, every other part of the origin as it was, in its place."""
     originals = list(origin.parts) if origin is not None else []
     content = chat.get("content")
     text = content if isinstance(content, str) else ("" if content is None else _dumps(content))
@@ -377,26 +377,66 @@ class _Building:
     after: list[ModelMessage] = field(default_factory=list)
     chats: int = 0  # chat messages it stands for (a response may have no parts)
 
-    def build(self) -> ModelMessage:
+    def build(self, memo: Memo) -> ModelMessage:
         source = self.source
-        if (
-            source is not None
-            and len(self.parts) == len(source.parts)
-            and all(a is b for a, b in zip(self.parts, source.parts, strict=True))
-        ):
+        if source is not None and _same_parts(tuple(self.parts), source.parts):
             return source
-        if isinstance(source, ModelResponse):
-            return replace(source, parts=self.parts)
-        if isinstance(source, ModelRequest):
-            return replace(source, parts=self.parts)
-        if self.kind == "response":
-            return ModelResponse(parts=self.parts)
-        return ModelRequest(parts=self.parts)
+        if source is not None:  # rebuilt the same way as on the last call: the same object
+            hit = memo.built.get(id(source))
+            if hit is not None and hit[0] is source and _same_parts(hit[1], self.parts):
+                return hit[2]
+        built: ModelMessage
+        # Two branches: mypy types replace() on the union as taking no parts.
+        if isinstance(source, ModelResponse):  # noqa: SIM114
+            built = replace(source, parts=self.parts)
+        elif isinstance(source, ModelRequest):
+            built = replace(source, parts=self.parts)
+        elif self.kind == "response":
+            built = ModelResponse(parts=self.parts)
+        else:
+            built = ModelRequest(parts=self.parts)
+        if source is not None:
+            memo.built[id(source)] = (source, tuple(self.parts), built)
+        return built
 
 
-def encode(chats: Sequence[Message], decoded: Sequence[Message]) -> list[ModelMessage]:
+@dataclass
+class Memo:
+    """What a conversation's last encode rebuilt, by identity, so that a step whose
+    governed list repeats the last one's changes (the cache policy keeps them stable)
+    costs a look-up per message and gives the same objects as before."""
+
+    #: id(changed chat message) -> (it, the parts rebuilt from it)
+    parts: dict[int, tuple[Message, list[Any]]] = field(default_factory=dict)
+    #: id(source message) -> (it, the parts it was rebuilt with, the rebuilt message)
+    built: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = field(
+        default_factory=dict
+    )
+
+    def keep_only(self, chats: Sequence[Message], messages: Sequence[ModelMessage]) -> None:
+        """Forget what is no longer in play (the memo never outgrows the conversation)."""
+        live = {id(c) for c in chats}
+        self.parts = {k: v for k, v in self.parts.items() if k in live}
+        sources = {id(m) for m in messages}
+        self.built = {k: v for k, v in self.built.items() if k in sources}
+
+
+def _changed_parts(chat: Message, origin: Origin | None, kind: str, memo: Memo) -> list[Any]:
+    hit = memo.parts.get(id(chat))
+    if hit is not None and hit[0] is chat:
+        return hit[1]
+    parts = (_response_parts if kind == "response" else _request_parts)(chat, origin)
+    memo.parts[id(chat)] = (chat, parts)
+    return parts
+
+
+def encode(
+    chats: Sequence[Message], decoded: Sequence[Message], memo: Memo | None = None
+) -> list[ModelMessage]:
     """The ModelMessages of a governed chat list. ``decoded`` is what :func:`decode`
-    gave (to tell the messages that came back unchanged, by identity)."""
+    gave (to tell the messages that came back unchanged, by identity); ``memo`` keeps
+    a conversation's rebuilt parts and messages from one call to the next."""
+    memo = memo if memo is not None else Memo()
     unchanged = {id(m) for m in decoded}
     out: list[ModelMessage] = []
     current: _Building | None = None
@@ -405,7 +445,7 @@ def encode(chats: Sequence[Message], decoded: Sequence[Message]) -> list[ModelMe
         nonlocal current
         if current is not None:
             if current.chats:
-                out.append(current.build())
+                out.append(current.build(memo))
             out.extend(current.after)
         current = None
 
@@ -429,7 +469,10 @@ def encode(chats: Sequence[Message], decoded: Sequence[Message]) -> list[ModelMe
                 flush()
                 current = _Building(kind, source)
             out.extend(origin.before)
-        parts = (_response_parts if kind == "response" else _request_parts)(chat, origin, same)
+        if same and origin is not None:
+            parts = list(origin.parts)
+        else:
+            parts = _changed_parts(chat, origin, kind, memo)
         current.parts.extend(parts)
         current.chats += 1
         if origin is not None:

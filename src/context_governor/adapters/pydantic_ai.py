@@ -115,6 +115,8 @@ class _Conversation:
     governor: Governor
     #: the edge's decode cache: each ModelMessage is decoded once (by identity)
     cache: edge.Cache = field(default_factory=dict)
+    #: what the last encode rebuilt (the same objects again when nothing new changed)
+    memo: edge.Memo = field(default_factory=edge.Memo)
 
 
 @dataclass
@@ -227,7 +229,9 @@ class Governance:
             self.on_report(report)
         if result.messages is chats:
             return messages
-        return edge.encode(result.messages, chats)
+        out = edge.encode(result.messages, chats, conversation.memo)
+        conversation.memo.keep_only(result.messages, messages)
+        return out
 
 
 def _log(report: Report) -> None:
