@@ -61,8 +61,18 @@ def _script(upstream: FakeUpstream, steps: int) -> None:
     upstream.push(Reply.text("The bug is in m3."))
 
 
+async def _run(agent: Agent[Any], task: str, config: RunConfig, streamed: bool) -> Any:
+    if not streamed:
+        return await Runner.run(agent, task, run_config=config)
+    result = Runner.run_streamed(agent, task, run_config=config)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 def test_a_run_that_outgrows_the_window_sends_only_valid_requests_that_fit(
-    upstream: FakeUpstream,
+    upstream: FakeUpstream, streamed: bool
 ) -> None:
     """Eight tool steps of ~700 tokens each in a 3,000-token window: without governance
     the fifth request is over the window (the upstream answers 400, the run fails and the
@@ -76,12 +86,13 @@ def test_a_run_that_outgrows_the_window_sends_only_valid_requests_that_fit(
         call_model_input_filter=GovernInput(context_window=WINDOW, on_report=reports.append)
     )
 
-    result = asyncio.run(Runner.run(_agent(upstream), "Fix the bug", run_config=config))
+    result = asyncio.run(_run(_agent(upstream), "Fix the bug", config, streamed))
 
     assert result.final_output == "The bug is in m3."
     assert len(upstream.requests) == steps + 1 == len(reports)
     counter = exact_counter("gpt-4o-mini")
     for body in upstream.requests:  # the fixture also checks each against the rules
+        assert bool(body.get("stream")) == streamed
         prompt = counter.prompt_tokens(body["messages"], body.get("tools"))
         assert prompt + body["max_tokens"] <= WINDOW
         assert body["messages"][0] == {"role": "system", "content": "You are a coding agent."}

@@ -3,6 +3,7 @@ fake upstream), the history processors, and the edge's round trip as a property.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 import subprocess
@@ -19,7 +20,7 @@ from fake_upstream import FakeUpstream, Reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
-from pydantic_ai import Agent, ModelRetry
+from pydantic_ai import Agent, AgentRunResultEvent, ModelRetry
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     AudioUrl,
@@ -169,7 +170,8 @@ def test_kept_messages_are_the_frameworks_objects() -> None:
         assert [m for m in sent if id(m) not in own] == [sent[0]]
 
 
-def test_over_http_with_the_openai_chat_model(upstream: FakeUpstream) -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_stream_events"])
+def test_over_http_with_the_openai_chat_model(upstream: FakeUpstream, streamed: bool) -> None:
     """pydantic-ai's own OpenAI client against the fake upstream, which rejects (400) any
     request that breaks a rule or does not fit: without governance the fifth would not."""
     upstream.context_window = 3_000
@@ -190,10 +192,22 @@ def test_over_http_with_the_openai_chat_model(upstream: FakeUpstream) -> None:
         """Read a file of the project."""
         return f"contents of {path}: " + "x = compute(y) " * 120
 
-    result = agent.run_sync("Fix the bug")
+    if streamed:
+
+        async def stream() -> Any:
+            async with agent.run_stream_events("Fix the bug") as events:
+                async for event in events:
+                    if isinstance(event, AgentRunResultEvent):
+                        return event.result
+            raise AssertionError("the run did not finish")
+
+        result = asyncio.run(stream())
+    else:
+        result = agent.run_sync("Fix the bug")
 
     assert result.output == "The bug is in m3."
     assert len(upstream.requests) == 9 == len(reports)
+    assert all(bool(b.get("stream")) == streamed for b in upstream.requests)
     counter = exact_counter("gpt-4o-mini")
     for body in upstream.requests:
         assert counter.prompt_tokens(body["messages"], body.get("tools")) + 300 <= 3_000
