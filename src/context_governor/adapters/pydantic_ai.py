@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -139,6 +140,8 @@ class Governance:
     _counters: dict[tuple[Any, ...], TokenCounter] = field(
         default_factory=dict, init=False, repr=False
     )
+    #: one agent (and its hooks) serves many runs; a sync processor runs in worker threads
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def _governor(
         self, profile: str | Profile, model: str | None, window: int | None, target: Target
@@ -204,7 +207,12 @@ class Governance:
         return found, instructions
 
     def govern(self, messages: list[ModelMessage], target: Target) -> list[ModelMessage]:
-        """The governed messages for one request (``messages`` itself when nothing changed)."""
+        """The governed messages for one request (``messages`` itself when nothing changed).
+        Thread-safe: runs of one agent may share it (a Governor is not thread-safe)."""
+        with self._lock:
+            return self._govern(messages, target)
+
+    def _govern(self, messages: list[ModelMessage], target: Target) -> list[ModelMessage]:
         conversation, instructions = self._conversation(target)
         cache = conversation.cache
         chats = edge.decode(messages, cache)
