@@ -265,3 +265,16 @@ def test_the_docs_example_runs(
     assert "10 tool outputs in the run's history" in printed
     totals = [tuple(map(int, m)) for m in re.findall(r"call \d+: (\d+) -> (\d+) tokens", printed)]
     assert len(totals) == 11 and any(before > after for before, after in totals)
+
+
+def test_each_call_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """A summary at INFO when the call changed something; the notes at WARNING when the
+    result does not fit (here a window that even the newest turn outgrows)."""
+    caplog.set_level("INFO", logger="context_governor.adapters.openai_agents")
+    GovernInput(context_window=10_000)(_data(_session(12)))
+    (info,) = [r for r in caplog.records if r.levelname == "INFO"]
+    assert re.match(r"context-governor: 40 -> \d+ items, \d+ -> \d+ tokens", info.getMessage())
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    caplog.clear()
+    GovernInput(context_window=100)(_data(_session(2)))
+    assert any("budget" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")

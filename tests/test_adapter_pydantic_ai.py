@@ -435,3 +435,14 @@ def test_the_docs_example_runs(
     assert "22 messages in the run's history" in printed
     totals = [tuple(map(int, m)) for m in re.findall(r"request \d+: (\d+) -> (\d+) tokens", printed)]
     assert len(totals) == 11 and any(before > after for before, after in totals)
+
+
+def test_each_request_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="context_governor.adapters.pydantic_ai")
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("a")]), ModelRequest(parts=[UserPromptPart("b")])]
+    Governance(context_window=50_000).govern(history, Target(None, "openai", "gpt-4o"))
+    (info,) = [r for r in caplog.records if r.levelname == "INFO"]
+    assert info.getMessage().startswith("context-governor: 2 -> 1 messages")
+    caplog.clear()
+    Governance(context_window=100).govern(history, Target(None, "openai", "gpt-4o"))
+    assert any("budget" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")

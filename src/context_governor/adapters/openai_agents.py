@@ -147,8 +147,8 @@ def _log(report: Report) -> None:
             report.budget,
             len(report.actions),
         )
-    for note in report.notes:
-        if note.startswith(("rule not met", "not governed")) or not report.within_budget:
+    if not report.ok:  # over budget or a rule broken: the notes say why
+        for note in report.notes:
             logger.warning("context-governor: %s", note)
 
 
