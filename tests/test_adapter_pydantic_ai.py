@@ -25,6 +25,7 @@ from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     AudioUrl,
     BinaryContent,
+    CachePoint,
     CompactionPart,
     FilePart,
     ImageUrl,
@@ -37,6 +38,7 @@ from pydantic_ai.messages import (
     RetryFeedbackPart,
     RetryInfo,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -255,6 +257,26 @@ def test_repairs_map_back_to_parts() -> None:
     assert {("orphans", "drop"), ("backfill", "insert")} <= {(a.stage, a.kind) for a in report.actions}
 
 
+def test_merged_user_prompts_keep_their_items() -> None:
+    """Two user prompts in a row are merged (the openai profile's alternation): every
+    image, audio and cache point of both is still the framework's own object. (Before the
+    items were found by ref, the first prompt's audio came back as its JSON text.)"""
+    img, audio, text = ImageUrl(url="https://e.com/a.png"), AudioUrl(url="https://e.com/a.mp3"), TextContent("note", metadata={"k": 1})
+    wav, point = BinaryContent(b"RIFF", media_type="audio/wav"), CachePoint()
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(["look", img, audio, text])]),
+        ModelRequest(parts=[UserPromptPart(["and", wav, point])]),
+    ]
+    for profile in ("openai", "anthropic", "mistral"):
+        out = Governance(context_window=50_000, profile=profile).govern(history, Target(None, "openai", "gpt-4o"))
+        (message,) = out
+        (part,) = message.parts
+        assert isinstance(part, UserPromptPart) and isinstance(part.content, list)
+        assert part.content[:4] == ["look", img, audio, text] and part.content[5:] == [wav, point]
+        assert all(a is b for a, b in zip(part.content[1:4], (img, audio, text), strict=True))
+        assert part.content[5] is wav and part.content[6] is point
+
+
 def test_profile_follows_the_serving_model() -> None:
     history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("hi")])]
     claude = Governance()
@@ -394,6 +416,13 @@ def test_governed_histories_are_valid_and_keep_what_they_can(history: list[Model
     opaque = (ThinkingPart, NativeToolCallPart, NativeToolReturnPart, FilePart, CompactionPart)
     opaque += (ModelSettingsDeltaPart,)
     assert all(id(p) in parts for m in out for p in m.parts if isinstance(p, opaque))
+    # Every user content item but a plain string is the framework's own object, even in a
+    # message the target's rules merged from two.
+    items = {id(i) for m in history for p in m.parts if isinstance(p, UserPromptPart) and not isinstance(p.content, str) for i in p.content}
+    for m in out:
+        for p in m.parts:
+            if isinstance(p, UserPromptPart) and not isinstance(p.content, str):
+                assert all(isinstance(i, str) or id(i) in items for i in p.content)
     # A history that needs nothing comes back as the very same list.
     assert (out is history) == (not report.changed)
     # Idempotent: governing the governed history again changes nothing.

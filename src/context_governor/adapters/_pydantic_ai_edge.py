@@ -63,10 +63,12 @@ class Origin:
     """Where a chat message came from (compared by identity).
 
     ``parts`` are the origin message's parts this chat message stands for (the
-    mapped part first, then the opaque ones travelling with it); ``items`` maps
-    ``id()`` of each content part dict to the user content item it was decoded
-    from; ``before`` and ``after`` are requests with no chat form that travel with
-    it; ``extra`` is the text of what the token counter does not see otherwise.
+    mapped part first, then the opaque ones travelling with it); ``items`` maps the
+    ``ref`` of each content part that stands for a user content item other than a
+    plain string (its ``id()``, an int: it survives the part dict being copied or
+    merged into another message) to that item; ``before`` and ``after`` are requests
+    with no chat form that travel with it; ``extra`` is the text of what the token
+    counter does not see otherwise.
     """
 
     message: ModelMessage
@@ -99,22 +101,24 @@ def opaque_text(part: Any) -> str:
 
 def _content_part(item: Any) -> dict[str, Any]:
     """A chat content part for one item of a user prompt (as pydantic-ai's OpenAI model
-    would send it, so that it is counted alike)."""
+    would send it, so that it is counted alike); every item but a plain string carries
+    its ``ref``, by which encoding finds the item again."""
     if isinstance(item, str):
         return {"type": "text", "text": item}
+    ref = id(item)
     if isinstance(item, TextContent):
-        return {"type": "text", "text": item.content}
+        return {"type": "text", "text": item.content, "ref": ref}
     if isinstance(item, ImageUrl):
-        return {"type": "image_url", "image_url": {"url": item.url}}
+        return {"type": "image_url", "image_url": {"url": item.url}, "ref": ref}
     if isinstance(item, BinaryContent):
         if item.is_image:
-            return {"type": "image_url", "image_url": {"url": item.data_uri}}
-        return {"type": "file", "file": {"file_data": item.data_uri}}
+            return {"type": "image_url", "image_url": {"url": item.data_uri}, "ref": ref}
+        return {"type": "file", "file": {"file_data": item.data_uri}, "ref": ref}
     url = getattr(item, "url", None)
-    described = {"kind": getattr(item, "kind", type(item).__name__)}
+    described: dict[str, Any] = {"kind": getattr(item, "kind", type(item).__name__)}
     if isinstance(url, str):
         described["url"] = url
-    return {"type": OPAQUE_PART, **described}
+    return {"type": OPAQUE_PART, **described, "ref": ref}
 
 
 def _user(part: UserPromptPart) -> tuple[Message, dict[int, Any]]:
@@ -122,8 +126,12 @@ def _user(part: UserPromptPart) -> tuple[Message, dict[int, Any]]:
         return {"role": "user", "content": part.content}, {}
     parts = [_content_part(item) for item in part.content]
     return {"role": "user", "content": parts}, {
-        id(p): item for p, item in zip(parts, part.content, strict=True)
+        id(item): item for item in part.content if not isinstance(item, str)
     }
+
+
+#: Request parts that have a chat form (see _request_part).
+_CHAT_FORM = (SystemPromptPart, UserPromptPart, ToolReturnPart, RetryPromptPart, RetryFeedbackPart)
 
 
 def _request_part(part: Any) -> tuple[Message, dict[int, Any]] | None:
@@ -192,7 +200,7 @@ def _request(message: ModelRequest) -> list[Message]:
         decoded[0] = (first[0], first[1], [*leading, *first[2]])
     out = []
     for chat, items, parts in decoded:
-        extra = "\n".join(opaque_text(p) for p in parts if _request_part(p) is None)
+        extra = "\n".join(opaque_text(p) for p in parts if not isinstance(p, _CHAT_FORM))
         chat[CARRY] = Origin(message, tuple(parts), items, extra=extra)
         out.append(chat)
     return out
@@ -263,14 +271,17 @@ def decode(
 # -- encode -----------------------------------------------------------------------------------
 
 
-def _user_content(content: Any, origin: Origin | None) -> Any:
+def _user_content(content: Any, refs: dict[int, Any]) -> Any:
+    """A user prompt's content from chat content: each part with a known ``ref`` is its
+    item itself; other text is a string, another image an ImageUrl, anything else its
+    JSON text (never dropped)."""
     if isinstance(content, str) or content is None:
         return content or ""
-    items = origin.items if origin is not None else {}
     out: list[Any] = []
     for part in content:
-        if id(part) in items:
-            out.append(items[id(part)])
+        ref = part.get("ref") if isinstance(part, dict) else None
+        if isinstance(ref, int) and ref in refs:
+            out.append(refs[ref])
         elif isinstance(part, dict) and part.get("type") == "text":
             out.append(str(part.get("text", "")))
         elif isinstance(part, dict) and part.get("type") == "image_url":
@@ -280,7 +291,7 @@ def _user_content(content: Any, origin: Origin | None) -> Any:
     return out
 
 
-def _rebuilt_request_part(chat: Message, original: Any) -> Any:
+def _rebuilt_request_part(chat: Message, original: Any, refs: dict[int, Any]) -> Any:
     """The request part a changed (or new) chat message stands for."""
     role = chat.get("role")
     content = chat.get("content")
@@ -301,21 +312,20 @@ def _rebuilt_request_part(chat: Message, original: Any) -> Any:
         if isinstance(original, SystemPromptPart):
             return replace(original, content=text)
         return SystemPromptPart(content=text)
-    origin = chat.get(CARRY)
-    user = _user_content(content, origin if isinstance(origin, Origin) else None)
+    user = _user_content(content, refs)
     if isinstance(original, UserPromptPart):
         return replace(original, content=user)
     return UserPromptPart(content=user)
 
 
-def _request_parts(chat: Message, origin: Origin | None) -> list[Any]:
+def _request_parts(chat: Message, origin: Origin | None, refs: dict[int, Any]) -> list[Any]:
     """The parts of a changed (or new) non-assistant chat message."""
     if origin is None:
-        return [_rebuilt_request_part(chat, None)]
-    mapped = [p for p in origin.parts if _request_part(p) is not None]
-    opaque = [p for p in origin.parts if _request_part(p) is None]
+        return [_rebuilt_request_part(chat, None, refs)]
+    mapped = [p for p in origin.parts if isinstance(p, _CHAT_FORM)]
+    opaque = [p for p in origin.parts if not isinstance(p, _CHAT_FORM)]
     first = mapped[0] if mapped else None
-    return [_rebuilt_request_part(chat, first), *opaque]
+    return [_rebuilt_request_part(chat, first, refs), *opaque]
 
 
 def _response_parts(chat: Message, origin: Origin | None) -> list[Any]:
@@ -421,11 +431,16 @@ class Memo:
         self.built = {k: v for k, v in self.built.items() if k in sources}
 
 
-def _changed_parts(chat: Message, origin: Origin | None, kind: str, memo: Memo) -> list[Any]:
+def _changed_parts(
+    chat: Message, origin: Origin | None, kind: str, memo: Memo, refs: dict[int, Any]
+) -> list[Any]:
     hit = memo.parts.get(id(chat))
     if hit is not None and hit[0] is chat:
         return hit[1]
-    parts = (_response_parts if kind == "response" else _request_parts)(chat, origin)
+    if kind == "response":
+        parts = _response_parts(chat, origin)
+    else:
+        parts = _request_parts(chat, origin, refs)
     memo.parts[id(chat)] = (chat, parts)
     return parts
 
@@ -438,6 +453,11 @@ def encode(
     a conversation's rebuilt parts and messages from one call to the next."""
     memo = memo if memo is not None else Memo()
     unchanged = {id(m) for m in decoded}
+    refs: dict[int, Any] = {}  # every user content item of the history, by its ref
+    for message in decoded:
+        origin = message.get(CARRY)
+        if isinstance(origin, Origin):
+            refs.update(origin.items)
     out: list[ModelMessage] = []
     current: _Building | None = None
 
@@ -472,7 +492,7 @@ def encode(
         if same and origin is not None:
             parts = list(origin.parts)
         else:
-            parts = _changed_parts(chat, origin, kind, memo)
+            parts = _changed_parts(chat, origin, kind, memo, refs)
         current.parts.extend(parts)
         current.chats += 1
         if origin is not None:
