@@ -49,7 +49,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from context_governor import Report, validate
+from context_governor import PROFILES, Report, validate
 from context_governor.adapters import _pydantic_ai_edge as edge
 from context_governor.adapters.pydantic_ai import (
     Governance,
@@ -275,6 +275,24 @@ def test_merged_user_prompts_keep_their_items() -> None:
         assert part.content[:4] == ["look", img, audio, text] and part.content[5:] == [wav, point]
         assert all(a is b for a, b in zip(part.content[1:4], (img, audio, text), strict=True))
         assert part.content[5] is wav and part.content[6] is point
+
+
+@pytest.mark.parametrize("profile", [p for p in PROFILES if p != "nanobot"])
+def test_every_profile_judges_what_is_sent(profile: str) -> None:
+    """The edge's private key is not part of what is sent: a target that rejects unknown
+    keys (Groq, GLM) must not be reported as getting it (it was, as GQ-1 / GLM-4)."""
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart("sys"), UserPromptPart(["look", IMAGE])]),
+        ModelResponse(parts=[ThinkingPart("t"), ToolCallPart("read_file", {"a": 1}, tool_call_id="call_abcdefghijklmnop")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", "x", tool_call_id="call_abcdefghijklmnop")]),
+        ModelRequest(parts=[UserPromptPart("go")]),
+    ]
+    governance = Governance(context_window=50_000, profile=profile)
+    out = governance.govern(history, Target(None, "openai", "gpt-4o"))
+    report = governance.last
+    assert report is not None and report.ok, report.notes
+    assert report.provider is not None
+    assert validate(_chat(out), provider=report.provider, model=report.model) == []
 
 
 def test_profile_follows_the_serving_model() -> None:

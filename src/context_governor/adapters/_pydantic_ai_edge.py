@@ -372,7 +372,7 @@ def _response_parts(chat: Message, origin: Origin | None) -> list[Any]:
                 out.append(nxt)
         else:
             out.append(part)
-    if not text_done and (text or (content == "" and not calls)):
+    if not text_done and (text or content == ""):
         # an empty text the target's rules asked for (content "" rather than null)
         out.insert(0, TextPart(content=text))
     out.extend(call_iter)

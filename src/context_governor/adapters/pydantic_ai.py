@@ -23,7 +23,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 try:
@@ -42,6 +42,7 @@ from ..governor import Governor
 from ..messages import Message
 from ..policies import CompactionPolicy
 from ..profiles import Profile
+from ..providers import validate
 from ..report import Report
 from ..tokens import TokenCounter
 from ..windows import known_window
@@ -223,7 +224,7 @@ class Governance:
         for stale in [k for k in cache if k not in live]:
             del cache[stale]
         result = conversation.governor.govern(chats)
-        report = result.report
+        report = _judged(result.report, result.messages, conversation.governor)
         if instructions and report.context_window is not None:
             # A copy: the Governor keeps its report to extend on the next step.
             note = (
@@ -240,6 +241,26 @@ class Governance:
         out = edge.encode(result.messages, chats, conversation.memo)
         conversation.memo.keep_only(result.messages, messages)
         return out
+
+
+def _judged(report: Report, messages: Sequence[Message], governor: Governor) -> Report:
+    """The report with the target's rules judged on what is sent: the chat view without
+    the edge's private key (which a provider that rejects unknown keys, such as Groq or
+    GLM, would otherwise be reported as getting). A copy when that changes anything:
+    the Governor keeps its report to extend on the next step."""
+    if not report.violations or report.provider is None:
+        return report
+    sent = [{k: v for k, v in m.items() if k != edge.CARRY} for m in messages]
+    found = [
+        asdict(v)
+        for v in validate(sent, provider=report.provider, model=report.model, tools=governor.tools)
+    ]
+    notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    notes += [
+        f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
+        for v in found
+    ]
+    return replace(report, violations=found, notes=notes)
 
 
 def _log(report: Report) -> None:
