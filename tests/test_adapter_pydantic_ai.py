@@ -415,20 +415,20 @@ def test_round_trip_gives_back_the_same_objects(history: list[ModelMessage]) -> 
 
 
 @settings(max_examples=examples(full=300, fast=40), suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(_histories, st.sampled_from([300, 5_500, 200_000]))
-def test_governed_histories_are_valid_and_keep_what_they_can(history: list[ModelMessage], window: int) -> None:
-    """Whatever the history, the governed one is valid for the target (or the report says
-    why), leaves the input alone, keeps unchanged parts as the same objects, and is stable."""
+@given(_histories, st.sampled_from([300, 5_500, 200_000]), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "groq", "qwen"]))
+def test_governed_histories_are_valid_and_keep_what_they_can(history: list[ModelMessage], window: int, profile: str) -> None:
+    """Whatever the history and the target, the governed one is valid for it (or the report
+    says why), leaves the input alone, keeps unchanged parts as the same objects, and is stable."""
     history = [*history, ModelRequest(parts=[UserPromptPart("now")])]
     snapshot = copy.deepcopy(history)
     target = Target(None, "openai", "gpt-4o")
-    governed = Governance(context_window=window, max_tool_result_chars=None)
+    governed = Governance(context_window=window, profile=profile)
     out = governed.govern(history, target)
     assert history == snapshot
     report = governed.last
-    assert report is not None
+    assert report is not None and report.provider is not None
     if not report.violations:
-        assert validate(_chat(out), provider="openai") == []
+        assert validate(_chat(out), provider=report.provider, model=report.model) == []
     # Parts with no chat form are never rebuilt: each one sent is the framework's own object.
     parts = {id(p) for m in history for p in m.parts}
     opaque = (ThinkingPart, NativeToolCallPart, NativeToolReturnPart, FilePart, CompactionPart)
@@ -445,7 +445,7 @@ def test_governed_histories_are_valid_and_keep_what_they_can(history: list[Model
     assert (out is history) == (not report.changed)
     # Idempotent: governing the governed history again changes nothing.
     if report.ok:
-        again = Governance(context_window=window).govern(out, target)
+        again = Governance(context_window=window, profile=profile).govern(out, target)
         assert again is out
 
 
