@@ -229,3 +229,15 @@ def test_the_bench_section_replaces_its_previous_version(tmp_path: Path) -> None
     assert text.count(HEADING) == 1
     assert text.index("## Speed") < text.index(HEADING) < text.index("## Method")
     assert "| one call per step | 64,000 | ours | 90.0% | 0.20 | 4.0 | 0 |" in text
+
+
+def test_a_block_whose_type_is_not_a_string_is_kept_not_a_crash() -> None:
+    """Found by the proxy's junk fuzzer: a block with ``"type": [...]`` made the
+    breakpoint lookup and the thinking rules raise TypeError (a 500 in the proxy)."""
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": [{"type": ["text"], "text": "hi"}]}],
+    }
+    result = govern_request(body, api="anthropic")
+    assert result.body["messages"][0]["content"][0]["type"] == ["text"]

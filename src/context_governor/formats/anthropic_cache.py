@@ -61,7 +61,10 @@ class Spot:
 
 
 def _markable(block: Any) -> bool:
-    if not isinstance(block, dict) or block.get("type") not in MARKABLE:
+    # a malformed type (a list, say) is not markable, and must not fail the lookup
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return False
+    if block["type"] not in MARKABLE:
         return False
     return not (block.get("type") == "text" and not block.get("text"))
 

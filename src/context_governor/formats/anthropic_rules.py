@@ -44,7 +44,7 @@ def _blocks(message: Any) -> list[Any]:
 
 
 def _is_thinking(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") in THINKING_TYPES
+    return isinstance(block, dict) and _type(block) in THINKING_TYPES
 
 
 def _type(block: Any) -> str:
