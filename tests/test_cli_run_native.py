@@ -78,7 +78,10 @@ def test_run_api_anthropic_with_thinking(native: FakeNative, workspace: Path) ->
     assert native.request_headers[0]["x-api-key"] == "sk-ant-cli"
     assert first["stream"] is True and first["max_tokens"] == 2000
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 1024}
-    assert first["system"].startswith("You are a coding agent.")
+    # the system prompt, as blocks: the governed body marks its end as a cache breakpoint
+    (system,) = first["system"]
+    assert system["text"].startswith("You are a coding agent.")
+    assert system["cache_control"] == {"type": "ephemeral"}
     results = native.requests[1]["messages"][-1]["content"]
     assert results[0]["type"] == "tool_result" and "return 42" in results[0]["content"]
 
