@@ -606,13 +606,37 @@ def _afters(messages: Sequence[Message]) -> Iterator[Any]:
             yield from origin.after
 
 
-def encode_contents(messages: Sequence[Message], decoded: Decoded) -> list[Any]:
+def _pieces(run: list[Message], decoded: Decoded) -> Iterator[tuple[list[Message], bool]]:
+    """A run of messages cut into (messages, whole unchanged content?) pieces."""
+    at = 0
+    pending: list[Message] = []
+    while at < len(run):
+        origin = origin_of(run[at])
+        size = len(decoded.groups.get(origin.index, ())) if origin is not None else 0
+        if size and _whole(run[at : at + size], decoded) is not None:
+            if pending:
+                yield pending, False
+                pending = []
+            yield run[at : at + size], True
+            at += size
+        else:
+            pending.append(run[at])
+            at += 1
+    if pending:
+        yield pending, False
+
+
+def encode_contents(
+    messages: Sequence[Message], decoded: Decoded, *, join: bool = False
+) -> list[Any]:
     """The native contents for the governed chat messages (system messages excluded).
 
-    Each assistant message is one model content; each maximal run of user and tool
-    messages is one user content (Gemini's turns alternate, and function responses
-    travel in the user turn), the native content itself when the run is exactly its
-    messages, unchanged."""
+    Each assistant message is one model content. User and tool messages go out as the
+    native contents they came from where those came back whole and unchanged; the
+    others are rebuilt, a run of them as one user content (function responses travel
+    in the user turn). ``join``: every run of user-side messages is one content
+    (Gemini's turns alternate), the native content itself only when the run is exactly
+    its messages."""
     out: list[Any] = list(decoded.head)
     at = 0
     while at < len(messages):
@@ -621,14 +645,16 @@ def encode_contents(messages: Sequence[Message], decoded: Decoded) -> list[Any]:
             while end < len(messages) and messages[end].get("role") != "assistant":
                 end += 1
         taken = list(messages[at:end])
-        origin = _whole(taken, decoded)
-        if origin is not None:
-            out.append(origin.content)
-        elif messages[at].get("role") == "assistant":
-            out.append(_model(messages[at], decoded))
-        else:
-            out.append(_user(taken, decoded))
-        out.extend(_afters(taken))
+        pieces = [(taken, False)] if join else list(_pieces(taken, decoded))
+        for piece, _ in pieces:
+            origin = _whole(piece, decoded)
+            if origin is not None:
+                out.append(origin.content)
+            elif piece[0].get("role") == "assistant":
+                out.append(_model(piece[0], decoded))
+            else:
+                out.append(_user(piece, decoded))
+            out.extend(_afters(piece))
         at = end
     return out
 
@@ -646,10 +672,10 @@ def _system_value(systems: list[Message], decoded: Decoded) -> tuple[str | None,
     return key or "systemInstruction", {**base, "parts": parts}
 
 
-def encode(messages: Sequence[Message], decoded: Decoded) -> dict[str, Any]:
+def encode(messages: Sequence[Message], decoded: Decoded, *, join: bool = False) -> dict[str, Any]:
     """The generateContent body for governed chat messages: the input body's fields, in
-    their order, with the system instruction and ``contents`` rebuilt. Returns the
-    decoded body itself when nothing differs from it."""
+    their order, with the system instruction and ``contents`` rebuilt (``join``: see
+    :func:`encode_contents`). Returns the decoded body itself when nothing differs."""
     systems = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
     body = decoded.body
@@ -657,7 +683,7 @@ def encode(messages: Sequence[Message], decoded: Decoded) -> dict[str, Any]:
     key, system = _system_value(systems, decoded)
     if key is not None:
         out[key] = system
-    out["contents"] = encode_contents(rest, decoded)
+    out["contents"] = encode_contents(rest, decoded, join=join)
     if out == body:
         return body
     return out

@@ -62,7 +62,7 @@ def govern_gemini(body: Any, profile: str | Profile, model: str | None, **kw: An
     settings = replace(settings, policy=NATIVE_POLICY)
     counter = _CarryCounter(settings.counter, decoded.extra, key=ge.CARRY)
     result, _ = run(decoded.messages, settings, counter)
-    out = ge.encode(result.messages, decoded)
+    out = ge.encode(result.messages, decoded, join=True)
     report = result.report
     found = rules.native_violations(out, settings.target)
     report.violations = [asdict(v) for v in found]
