@@ -172,7 +172,7 @@ def sessions(
         "contents": contents,
         "tools": [
             {"functionDeclarations": [{"name": n, "description": f"{n} tool"} for n in NAMES]}
-        ],  # fmt: skip
+        ],
         "generationConfig": {"maxOutputTokens": 512, "thinkingConfig": {"thinkingBudget": 128}},
     }
     if draw(st.booleans()):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from gemini_bodies import sessions, wild_bodies
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
 
