@@ -249,13 +249,15 @@ def test_ids_pair_across_names_and_are_kept() -> None:
 
 
 def test_a_missing_response_is_backfilled_into_the_same_turn() -> None:
-    body = _body([USER, CALLS, {"role": "user", "parts": [PARIS]}, USER])
+    later = {"role": "user", "parts": [{"text": "and then?"}]}
+    body = _body([USER, CALLS, {"role": "user", "parts": [PARIS]}, later])
     result = govern_request(body, api="gemini")
     contents = result.body["contents"]
     assert len(contents) == 3  # the user text joined the responses' turn (GE-4)
     assert contents[2]["parts"][0] is PARIS
     assert contents[2]["parts"][1]["functionResponse"]["name"] == "weather"
-    assert contents[2]["parts"][2:] == USER["parts"]
+    assert contents[2]["parts"][2:] == later["parts"]
+    assert "contents[3] (user) joined the turn before it (GE-4)" in result.report.notes
     assert _rules(result.body) == []
 
 
