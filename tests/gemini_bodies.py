@@ -94,7 +94,7 @@ def response_value(big: bool) -> st.SearchStrategy[Any]:
 
 @st.composite
 def wild_content(draw: st.DrawFn) -> dict[str, Any]:
-    role = draw(st.sampled_from(["user", "model", "user", "model", None, "function"]))
+    role = draw(st.sampled_from(["user", "model", "user", "model", None, "null", "function"]))
     name = draw(st.sampled_from(NAMES))
     call_id = draw(st.none() | st.sampled_from(["c1", "c2", "c3"]))
     snake = draw(st.booleans())
@@ -111,7 +111,7 @@ def wild_content(draw: st.DrawFn) -> dict[str, Any]:
     )
     content: dict[str, Any] = {"parts": parts}
     if role is not None:
-        content = {"role": role, **content}
+        content = {"role": None if role == "null" else role, **content}
     return _with(draw(extra_fields), content)
 
 

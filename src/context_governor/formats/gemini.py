@@ -77,8 +77,11 @@ def get(obj: Any, camel: str) -> Any:
 
 
 def role_of(content: Any) -> Any:
-    """A content's role; the API reads a content without one as the user's."""
-    return content.get("role", "user") if isinstance(content, dict) else None
+    """A content's role; the API reads a content without one (or with null) as the user's."""
+    if not isinstance(content, dict):
+        return None
+    role = content.get("role")
+    return "user" if role is None else role
 
 
 def parts_of(content: Any) -> list[Any]:
