@@ -607,7 +607,7 @@ def test_a_messages_body_is_checked_against_the_messages_rules() -> None:
     with pytest.raises(ConfigError, match="Messages API's rules"):
         validate_request(body, provider="glm")
     with pytest.raises(ConfigError, match="unknown api"):
-        govern_request(body, api="gemini")  # type: ignore[arg-type]
+        govern_request(body, api="bedrock")  # type: ignore[arg-type]
 
 
 def test_ids_of_any_json_type_are_read_not_crashed_on() -> None:

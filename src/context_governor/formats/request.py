@@ -32,9 +32,11 @@ from . import anthropic_cache as cache
 from . import anthropic_rules as rules
 from . import reserve
 
-Api = Literal["anthropic", "openai", "responses"]
-APIS: tuple[str, ...] = ("anthropic", "openai", "responses")
-_DEFAULT_PROFILE = {"anthropic": "anthropic", "openai": "openai", "responses": "openai"}
+Api = Literal["anthropic", "openai", "responses", "gemini"]
+APIS: tuple[str, ...] = ("anthropic", "openai", "responses", "gemini")
+_DEFAULT_PROFILE = {
+    "anthropic": "anthropic", "openai": "openai", "responses": "openai", "gemini": "gemini",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +262,7 @@ def govern_request(
     provider; e.g. ``profile="glm"`` for an Anthropic-style client in front of GLM).
     ``model`` overrides the body's. The other settings are govern()'s.
     ``api="responses"``: an OpenAI Responses body (see responses_request.py).
+    ``api="gemini"``: a Google Gen AI ``generateContent`` body (see gemini_request.py).
 
     What the pipeline need not understand (thinking blocks and signatures, images,
     documents, citations, server tools, unknown block types, fields and roles) is
@@ -339,6 +342,10 @@ def _dispatch(
         from .responses_request import govern_responses  # it imports this module
 
         return govern_responses(body, chosen, model, **settings)
+    if checked == "gemini":
+        from .gemini_request import govern_gemini  # it imports this module
+
+        return govern_gemini(body, chosen, model, **settings)
     return _govern_chat(body, chosen, model, **settings)
 
 
@@ -368,6 +375,10 @@ def validate_request(
         from .responses_request import validate_responses  # it imports this module
 
         return validate_responses(body, provider, model)
+    if checked == "gemini":
+        from .gemini_request import validate_gemini  # it imports this module
+
+        return validate_gemini(body, provider, model)
     if provider not in (None, "anthropic"):
         raise ConfigError(
             f"a Messages body is checked against the Messages API's rules; got provider "

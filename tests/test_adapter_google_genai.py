@@ -1,0 +1,245 @@
+"""The google-genai adapter, driven by the real SDK against a fake Gemini on localhost.
+
+The fake upstream is a real HTTP server speaking ``generateContent``: it checks every
+request with ``validate_request(api="gemini")`` and against the window (a request that
+breaks a rule gets Gemini's 400, and is recorded), checks that each thought signature
+it issued comes back unchanged on the part it issued it on, and answers with function
+calls until the script runs out. The docs page's example is executed as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google import genai
+from google.genai import types
+
+from context_governor import govern_request, validate_request
+from context_governor.adapters.google_genai import (
+    generate_content,
+    generate_content_async,
+    govern_contents,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW = 6_000
+PATH = re.compile(r"^/v1(?:beta)?/models/(?P<model>[^:/]+):generateContent$")
+
+
+@dataclass
+class FakeGemini:
+    """A scripted generateContent endpoint: ``calls`` function-call turns, then text."""
+
+    calls: int = 6
+    window: int = WINDOW
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    issued: dict[str, str] = field(default_factory=dict)  # signature -> its part's JSON
+    served: int = 0
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        match = PATH.match(path)
+        if match is None:
+            self.errors.append(f"unexpected path {path}")
+            return 404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}
+        self.bodies.append(body)
+        model = match["model"]
+        found = validate_request(body, api="gemini", model=model)
+        again = govern_request(body, api="gemini", model=model, context_window=self.window)
+        problems = [v.error for v in found]
+        if not again.report.within_budget:
+            problems.append("over the window")
+        problems += self._signatures(body)
+        if problems:
+            self.errors.extend(problems)
+            return 400, {"error": {"code": 400, "message": problems[0],
+                                   "status": "INVALID_ARGUMENT"}}  # fmt: skip
+        self.served += 1
+        if self.served > self.calls:
+            parts: list[dict[str, Any]] = [{"text": "All files summarised."}]
+        else:
+            signature = base64.b64encode(f"signature {self.served:04d}".encode()).decode()
+            parts = [
+                {"functionCall": {"name": "read_file", "args": {"path": f"f{self.served}.txt"}},
+                 "thoughtSignature": signature},
+                {"functionCall": {"name": "read_file", "args": {"path": f"g{self.served}.txt"}}},
+            ]  # fmt: skip
+            self.issued[signature] = json.dumps(parts[0], sort_keys=True)
+        return 200, {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                              "totalTokenCount": 15},
+        }  # fmt: skip
+
+    def _signatures(self, body: dict[str, Any]) -> list[str]:
+        out = []
+        for content in body.get("contents", []):
+            for part in content.get("parts", []):
+                signature = part.get("thoughtSignature")
+                if (
+                    signature in self.issued
+                    and json.dumps(part, sort_keys=True) != self.issued[signature]
+                ):
+                    out.append(f"signature {signature} came back on another part")
+        return out
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[FakeGemini, str]]:
+    script = FakeGemini()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            status, answer = script.answer(self.path.split("?")[0], body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield script, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _client(base_url: str) -> genai.Client:
+    return genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=base_url))
+
+
+CONFIG = types.GenerateContentConfig(
+    system_instruction="You are a careful file agent.",
+    tools=[types.Tool(function_declarations=[types.FunctionDeclaration(
+        name="read_file", description="Read a file",
+        parameters_json_schema={"type": "object", "properties": {"path": {"type": "string"}}})])],
+    max_output_tokens=512,
+    automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+)  # fmt: skip
+
+
+def _results(turn: types.Content) -> types.Content:
+    calls = [p.function_call for p in turn.parts or () if p.function_call]
+    return types.Content(role="user", parts=[
+        types.Part.from_function_response(name=c.name or "", response={
+            "output": f"{(c.args or {}).get('path')}: " + "lorem ipsum " * 300})
+        for c in calls])  # fmt: skip
+
+
+def _session(client: genai.Client, model: str) -> list[types.Content]:
+    history = [types.Content(role="user", parts=[types.Part(text="Summarise every file.")])]
+    for _ in range(12):
+        snapshot = [c.model_copy(deep=True) for c in history]
+        response, report = generate_content(
+            client, model=model, contents=history, config=CONFIG, context_window=WINDOW
+        )
+        assert history == snapshot, "the caller's history was changed"
+        assert report.within_budget, report
+        turn = response.candidates[0].content  # type: ignore[index]
+        assert turn is not None
+        history.append(turn)
+        if not any(p.function_call for p in turn.parts or ()):
+            return history
+        history.append(_results(turn))
+    raise AssertionError("the session did not end")
+
+
+@pytest.mark.parametrize("model", ["gemini-3-flash-preview", "gemini-2.5-flash"])
+def test_a_tool_session_that_outgrows_the_window_stays_legal(
+    fake: tuple[FakeGemini, str], model: str
+) -> None:
+    script, url = fake
+    history = _session(_client(url), model)
+    assert script.errors == []
+    assert script.served == script.calls + 1
+    assert len(history) == 2 * script.calls + 2  # every turn kept, client-side
+    # the window was outgrown: later requests left old turns out
+    assert len(script.bodies[-1]["contents"]) < len(history) - 1
+    assert all(b["systemInstruction"]["parts"] == [{"text": "You are a careful file agent."}]
+               for b in script.bodies)  # fmt: skip
+
+
+def test_the_async_wrapper_governs_too(fake: tuple[FakeGemini, str]) -> None:
+    script, url = fake
+    client = _client(url)
+    history = [types.Content(role="user", parts=[types.Part(text="go")])]
+
+    async def run() -> None:
+        for _ in range(4):
+            response, _ = await generate_content_async(
+                client, model="gemini-2.5-flash", contents=history, config=CONFIG,
+                context_window=WINDOW,
+            )  # fmt: skip
+            turn = response.candidates[0].content  # type: ignore[index]
+            assert turn is not None
+            history.extend([turn, _results(turn)])
+
+    asyncio.run(run())
+    assert script.errors == []
+    assert script.served == 4
+
+
+def test_govern_contents_returns_the_callers_own_objects_when_unchanged() -> None:
+    history = [types.Content(role="user", parts=[types.Part(text="hi")])]
+    governed = govern_contents(history, CONFIG, model="gemini-2.5-flash")
+    assert governed.contents[0] is history[0]
+    assert governed.config is CONFIG
+    assert governed.report.actions == []
+
+
+def test_broken_histories_are_repaired_before_they_are_sent() -> None:
+    """A call turn whose responses were lost, and a string as the SDK accepts it."""
+    calls = types.Content(role="model", parts=[
+        types.Part(function_call=types.FunctionCall(name="read_file", args={"path": "a"}),
+                   thought_signature=b"sig"),
+        types.Part(function_call=types.FunctionCall(name="read_file", args={"path": "b"})),
+    ])  # fmt: skip
+    history: list[Any] = ["read a and b", calls, "and then?"]
+    before = copy.deepcopy(history)
+    governed = govern_contents(history, None, model="gemini-3-flash-preview")
+    assert history == before
+    assert governed.contents[1] is calls  # the signed turn goes back as it was
+    roles = [c.role for c in governed.contents]
+    assert roles == ["user", "model", "user"]
+    responses = [p for p in governed.contents[2].parts or () if p.function_response]
+    assert len(responses) == 2
+    assert validate_request(governed.body, api="gemini", model="gemini-3-flash-preview") == []
+
+
+def test_the_docs_example_runs_as_shown(
+    fake: tuple[FakeGemini, str], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    script, url = fake
+    text = (ROOT / "docs" / "adapters-google-genai.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 1
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", url)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    namespace: dict[str, Any] = {}
+    exec(compile(blocks[0], "adapters-google-genai.md", "exec"), namespace)
+    assert script.errors == []
+    assert script.served == script.calls + 1
+    assert len(namespace["history"]) == 2 * script.calls + 2
+    assert "All files summarised." in capsys.readouterr().out
