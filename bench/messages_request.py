@@ -63,25 +63,21 @@ def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
 HEADING = "## Governing a long Messages session"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=150)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-    body = session(args.turns)
+def measure(turns: int = 150, repeats: int = 7) -> list[str]:
+    """One printed line per window, and the table rows of :func:`render`."""
+    body = session(turns)
     decoded = an.decode(body)
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
     rows = []
     for window in (200_000, 64_000):
         result = govern_request(body, context_window=window)
-        native = median_ms(lambda w=window: govern_request(body, context_window=w), args.repeats)
+        native = median_ms(lambda w=window: govern_request(body, context_window=w), repeats)
         plain = median_ms(
             lambda w=window: govern(chat, tools=body["tools"], profile="anthropic",
                                     model=body["model"], context_window=w, max_output=8192),
-            args.repeats,
+            repeats,
         )  # fmt: skip
-        edge = median_ms(lambda: _round_trip(body), args.repeats)
+        edge = median_ms(lambda: _round_trip(body), repeats)
         report = result.report
         print(
             f"{len(body['messages'])} messages, window {window:,}: govern_request "
@@ -95,28 +91,41 @@ def main() -> None:
             f"{edge:.1f} ms | {report.tokens_before:,} → {report.tokens_after:,} | "
             f"{report.messages_before} → {report.messages_after} | {len(report.violations)} |"
         )
+    return rows
+
+
+def render(rows: list[str], turns: int, repeats: int) -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return "\n".join(
+        [
+            HEADING,
+            "",
+            f"A coding agent's Messages body of {turns} turns (each: a signed thinking "
+            "block, a line of text, a tool_use; its tool_result), thinking on, governed "
+            f"whole by `govern_request`; median of {repeats} calls, token cache warm "
+            f"(load average {load:.1f} while measuring). *govern()* governs the same "
+            "messages in chat form (counted with cl100k, not the Claude estimate); "
+            "*decode+encode* is the edge alone. `python -m bench.messages_request --out "
+            "docs/benchmarks.md` reruns this section.",
+            "",
+            "| window | messages | govern_request | govern() on the chat view | "
+            "decode+encode | tokens | messages | rules broken |",
+            "|---|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    rows = measure(args.turns, args.repeats)
     if args.out is not None:
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        section = "\n".join(
-            [
-                HEADING,
-                "",
-                f"A coding agent's Messages body of {args.turns} turns (each: a signed thinking "
-                "block, a line of text, a tool_use; its tool_result), thinking on, governed "
-                f"whole by `govern_request`; median of {args.repeats} calls, token cache warm "
-                f"(load average {load:.1f} while measuring). *govern()* governs the same "
-                "messages in chat form (counted with cl100k, not the Claude estimate); "
-                "*decode+encode* is the edge alone. `python -m bench.messages_request --out "
-                "docs/benchmarks.md` reruns this section.",
-                "",
-                "| window | messages | govern_request | govern() on the chat view | "
-                "decode+encode | tokens | messages | rules broken |",
-                "|---|---|---|---|---|---|---|---|",
-                *rows,
-                "",
-            ]
-        )
-        write_section(args.out, section)
+        write_section(args.out, render(rows, args.turns, args.repeats))
 
 
 if __name__ == "__main__":

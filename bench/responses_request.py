@@ -1,20 +1,25 @@
 """Time govern_request() on a long OpenAI Responses session, next to Chat Completions.
 
-    .venv/bin/python -m bench.responses_request [--turns 150] [--repeats 7]
+    .venv/bin/python -m bench.responses_request [--turns 150] [--repeats 7] [--out FILE]
 
 The same coding-agent session twice: as a Responses body (each step reasons with
 encrypted content, says a line and calls a tool; outputs as items, ``store=false``)
 and as a Chat Completions body. Prints, per window, the median time of
 govern_request() on each, of the Responses edge alone (decode + encode), and of
 ``json.dumps`` of the Responses body (what sending it costs anyway). Token cache warm.
+With ``--out``, writes its section into that Markdown file, in place (bench.run
+includes it in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
 from typing import Any
 
+from bench.anthropic_cache import write_section
 from bench.timing import median_ms
 from context_governor import govern_request
 from context_governor.formats import responses as rs
@@ -65,22 +70,22 @@ def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
     return rs.encode(decoded.messages, decoded)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=150)
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
-    body, chat = responses_session(args.turns), chat_session(args.turns)
-    dumps = median_ms(lambda: json.dumps(body), args.repeats)
-    edge = median_ms(lambda: _round_trip(body), args.repeats)
+HEADING = "## Governing a long Responses session, next to Chat Completions"
+
+
+def measure(turns: int = 150, repeats: int = 7) -> list[str]:
+    """One printed line per window, and the table rows of :func:`render`."""
+    body, chat = responses_session(turns), chat_session(turns)
+    dumps = median_ms(lambda: json.dumps(body), repeats)
+    edge = median_ms(lambda: _round_trip(body), repeats)
+    rows = []
     for window in (272_000, 64_000):
         report = govern_request(body, api="responses", context_window=window).report
         native = median_ms(
-            lambda w=window: govern_request(body, api="responses", context_window=w),
-            args.repeats,
+            lambda w=window: govern_request(body, api="responses", context_window=w), repeats
         )
         plain = median_ms(
-            lambda w=window: govern_request(chat, api="openai", context_window=w), args.repeats
+            lambda w=window: govern_request(chat, api="openai", context_window=w), repeats
         )
         print(
             f"{len(body['input'])} items, window {window:,}: Responses {native:.1f} ms, "
@@ -90,6 +95,45 @@ def main() -> None:
             f"{report.messages_before} -> {report.messages_after}, rules broken: "
             f"{len(report.violations)}"
         )
+        rows.append(
+            f"| {window:,} | {len(body['input'])} | {native:.1f} ms | {plain:.1f} ms | "
+            f"{edge:.1f} ms | {dumps:.1f} ms | {report.tokens_before:,} → "
+            f"{report.tokens_after:,} | {len(report.violations)} |"
+        )
+    return rows
+
+
+def render(rows: list[str], turns: int, repeats: int) -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return "\n".join(
+        [
+            HEADING,
+            "",
+            f"A coding agent's session of {turns} steps (each: a reasoning item with encrypted "
+            "content, a line of text, a function call and its output), as a Responses body "
+            "(`store=false`, so the whole history is sent) and as the same session in Chat "
+            f"Completions form, each governed whole by `govern_request`; median of {repeats} "
+            f"calls, token cache warm (load average {load:.1f} while measuring). "
+            "`python -m bench.responses_request --out docs/benchmarks.md` reruns this section.",
+            "",
+            "| window | items | Responses | Chat Completions (same session) | "
+            "Responses decode+encode | json.dumps of the body | tokens | rules broken |",
+            "|---|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    rows = measure(args.turns, args.repeats)
+    if args.out is not None:
+        write_section(args.out, render(rows, args.turns, args.repeats))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import anthropic_cache, claude_estimate
+from . import anthropic_cache, claude_estimate, messages_request, responses_request
 from .cache import RECENT_WINDOWS, Run, marks, run_cache
 from .sessions import coding_session
 from .speed import (
@@ -539,6 +539,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections = [
         anthropic_cache.render(anthropic_cache.run(steps), steps),
         claude_estimate.render(claude_estimate.measure()),
+    ]
+    progress("native formats: time per request on a long session")
+    turns, native_repeats = (20, 1) if args.quick else (150, 7)
+    sections += [
+        messages_request.render(
+            messages_request.measure(turns, native_repeats), turns, native_repeats
+        ),
+        responses_request.render(
+            responses_request.measure(turns, native_repeats), turns, native_repeats
+        ),
     ]
     text = render(speed, runs, steps, time.perf_counter() - started, sections)
     print(text)

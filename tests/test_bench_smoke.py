@@ -191,6 +191,8 @@ def test_quick_run_writes_the_report(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert "## Targets" in text and "## Cache friendliness" in text
     assert text.count("PASS") + text.count("MISS") + text.count("n/a") >= 4
+    assert "## Governing a long Messages session" in text
+    assert "## Governing a long Responses session, next to Chat Completions" in text
 
 
 def test_nanobot_side_times_every_step() -> None:
