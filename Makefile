@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 REF_VENV := .venv-ref
 REF_PY := $(REF_VENV)/bin/python
 STAMP := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.core-installed
 REF_STAMP := $(REF_VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
@@ -16,6 +17,13 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# `make run` needs the package alone, not the test frameworks (the dev extra pulls in
+# every adapter's framework, LiteLLM included: a few hundred MB).
+$(CORE_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e .
 	touch $@
 
 # nanobot-ai 0.2.2 is the executable reference for the seed pipeline. It lives
@@ -30,11 +38,11 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	touch $@
 
-run: $(STAMP)
+run: $(CORE_STAMP)
 	$(VENV)/bin/context-governor govern examples/coding-session.json --context-window 32000
 
 test: $(BENCH_STAMP) $(REF_STAMP)
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest
 
