@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from checks import alternation_problems, newest_user_kept, pairing_problems
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -183,6 +184,71 @@ def test_idempotent_for_long_sessions_near_the_compaction_trigger(
     )
     assert again.messages == first.messages
     assert again.report.actions == []
+
+
+def _short_id_session(turns: int, lines: int) -> list[dict[str, Any]]:
+    """A plain session whose tool call ids Mistral rewrites (to 9 characters): the
+    provider repairs add a few tokens to every call and result."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "fix the tests"},
+    ]
+    for t in range(turns):
+        call = {"id": f"c{t}", "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{t}", "name": "read_file",
+             "content": f"line {t} of the file\n" * lines},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": f"next step {t}"},
+        ]  # fmt: skip
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("turns", "lines", "window"),
+    [
+        # the repairs carry the output past the budget (the first pass had met it, so the
+        # minimum savings held compaction back; the second pass compacted)
+        (12, 20, 7643),
+        (12, 20, 5795),
+        (20, 10, 6278),
+        # the output stays inside the budget, but the repairs, cut away with the old turns
+        # on the second pass, make its savings reach the minimum
+        (30, 6, 8533),
+    ],
+)
+def test_idempotent_where_the_repairs_decide_the_compaction(
+    turns: int, lines: int, window: int
+) -> None:
+    """Found by `make fuzz` (mistral, replays 7:5468 and 11:11909): the first pass did not
+    compact (over the trigger, but under the budget and short of the minimum savings);
+    its output, with the provider's id and content repairs, was compacted by a second
+    pass. Now a pass compacts when governing its output again would."""
+    history = _short_id_session(turns, lines)
+    first = govern(history, profile="mistral", context_window=window)
+    again = govern(first.messages, profile="mistral", context_window=window)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+    assert first.report.within_budget
+
+
+def test_a_flattened_oversized_turn_is_not_cut_again() -> None:
+    """Found by `make fuzz` (bedrock without tools, replay 7:2233; no user message before
+    the model turn): snip keeps the oversized newest turn whole, then its results are
+    written as user messages for Bedrock; a second pass took the last of them for the
+    newest turn and cut the rest."""
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    history: list[dict[str, Any]] = [
+        {"role": "assistant", "content": "reading", "tool_calls": [call, {**call, "id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "the file says hello\n" * 2000},
+    ]
+    first = govern(history, profile="bedrock", context_window=8000)
+    assert [m["role"] for m in first.messages] == ["user", "assistant", "user"]
+    again = govern(first.messages, profile="bedrock", context_window=8000)
+    assert again.report.actions == []
+    assert again.messages == first.messages
 
 
 def test_seed_policy_reads_tool_names_as_the_provider_will_send_them() -> None:

@@ -261,7 +261,7 @@ class Governor:
             return None
         if self.settings.budget is not None and replay is None:
             return None  # nothing to continue: the cache policy never ran (e.g. no messages)
-        if replay is not None and replay.final_overhead:
+        if replay is not None and replay.force_final:
             # compacted at this request for the repairs' sake (pipeline._fit): a later
             # replay does not know those repairs, so it will not see that compaction
             return None

@@ -17,6 +17,7 @@ from ..stages.alternation import SYNTHETIC_USER
 from ..stages.base import Context
 from ..stages.cap import truncate
 from ..stages.pairing import pair_in
+from ..stages.snip import FLATTENED_RESULT
 from .policy import IdStyle, Policy
 
 STAGE = "provider"
@@ -122,7 +123,10 @@ def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
             new = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": content}
             edit.replace(index, new, f"tool calls written as text ({policy.flatten_why})")
         elif role == "tool":
-            head = f"[result of {message.get('name') or 'tool'} {message.get('tool_call_id')}]"
+            head = (
+                f"{FLATTENED_RESULT}{message.get('name') or 'tool'} "
+                f"{message.get('tool_call_id')}]"
+            )
             new = {"role": "user", "content": merge_contents(head, message.get("content"))}
             edit.replace(
                 index,
