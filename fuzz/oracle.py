@@ -114,36 +114,52 @@ def fingerprint(value: Any) -> tuple[list[Any], int]:
 
 class Snapshot:
     """The caller's data as it was, to tell whether govern() changed it: every container
-    met (dict, list, tuple; a shared or cyclic one once) with a shallow copy of what it
-    held. ``unchanged()`` compares by identity, so any value replaced, added, removed or
-    reordered anywhere is seen (even a replacement by an equal value), and no string is
-    hashed or copied: the check costs a few list copies per container, not a pass over
-    every character as a fingerprint does."""
+    met (dict, list, tuple; a shared or cyclic one once), its size, and the objects it
+    held (a dict's keys and values). ``unchanged()`` lists them again and compares by
+    identity, so any value replaced, added, removed or reordered anywhere is seen (even
+    a replacement by an equal value), and no string is hashed or copied: a few list
+    operations per container, not a pass over every character as a fingerprint does."""
 
     def __init__(self, value: Any) -> None:
-        self.frozen: list[tuple[Any, list[Any], list[Any] | None]] = []
+        containers: list[Any] = []
         seen: set[int] = set()
         pending: list[Any] = [value] if isinstance(value, _CONTAINERS) else []
+        pop, push, more, add = pending.pop, pending.append, pending.extend, seen.add
         while pending:
-            item = pending.pop()
+            item = pop()
             if id(item) in seen:
                 continue
-            seen.add(id(item))
-            if isinstance(item, dict):
-                values = list(item.values())
-                self.frozen.append((item, list(item), values))
+            add(id(item))
+            containers.append(item)
+            children = item.values() if isinstance(item, dict) else item
+            if len(children) == 1:  # the common link of a deep chain: no list to build
+                (only,) = children
+                if isinstance(only, _CONTAINERS):
+                    push(only)
             else:
-                values = list(item)
-                self.frozen.append((item, values, None))
-            pending.extend([v for v in values if isinstance(v, _CONTAINERS)])
+                more([v for v in children if isinstance(v, _CONTAINERS)])
+        self.containers = containers
+        self.picture = _held(containers)
 
     def unchanged(self) -> bool:
-        for item, held, values in self.frozen:
-            if len(item) != len(held) or not all(map(operator.is_, item, held)):
-                return False
-            if values is not None and not all(map(operator.is_, item.values(), values)):
-                return False
-        return True
+        sizes, refs = _held(self.containers)
+        old_sizes, old_refs = self.picture
+        return sizes == old_sizes and all(map(operator.is_, refs, old_refs))
+
+
+def _held(containers: list[Any]) -> tuple[list[int], list[Any]]:
+    """The size of each container and, flat, every object each holds."""
+    sizes: list[int] = []
+    refs: list[Any] = []
+    size, more = sizes.append, refs.extend
+    for item in containers:
+        size(len(item))
+        if isinstance(item, dict):
+            more(item)
+            more(item.values())
+        else:
+            more(item)
+    return sizes, refs
 
 
 _CONTAINERS = (dict, list, tuple)
