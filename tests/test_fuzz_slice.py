@@ -61,6 +61,40 @@ def test_the_oracle_sees_each_class() -> None:
     assert oracle.fingerprint(loop)[0] == [("list", 1), ("ref", 0)]
 
 
+def test_the_mutation_check_sees_any_change_by_identity() -> None:
+    """The campaign's mutation check (oracle.Snapshot) compares what every container
+    holds by identity: a change anywhere, at any depth, is seen; cycles end."""
+    chain: list[object] = ["leaf"]
+    for _ in range(100_000):
+        chain = [chain]
+    messages: list[dict[str, object]] = [{"role": "user", "content": ["a", {"x": [1, 2]}]}]
+    snapshot = oracle.Snapshot([messages, chain])
+    assert snapshot.unchanged()
+    messages[0]["content"][1]["x"].append(3)  # type: ignore[index]
+    assert not snapshot.unchanged()
+
+    link = chain
+    for _ in range(99_999):
+        link = link[0]  # type: ignore[assignment]
+    snapshot = oracle.Snapshot([chain])
+    link[0] = ["leaf"]  # an equal value, but not the caller's: a change all the same
+    assert not snapshot.unchanged()
+
+    pair: list[list[int]] = [[1], [2]]
+    snapshot = oracle.Snapshot(pair)
+    pair[0].append(pair[1].pop())  # same objects in the same order, other containers
+    assert not snapshot.unchanged()
+
+    ordered = {"a": "x", "b": 2}
+    snapshot = oracle.Snapshot([ordered])
+    ordered["a"] = ordered.pop("a")  # same keys and values, other order
+    assert not snapshot.unchanged()
+
+    loop: list[object] = []
+    loop.append(loop)
+    assert oracle.Snapshot(loop).unchanged()
+
+
 @pytest.mark.parametrize("spec", ["1:0", "7:123"])
 def test_replay_rebuilds_the_same_input(spec: str) -> None:
     seed, index = (int(x) for x in spec.split(":"))
