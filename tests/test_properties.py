@@ -251,6 +251,41 @@ def test_a_flattened_oversized_turn_is_not_cut_again() -> None:
     assert again.messages == first.messages
 
 
+def test_a_bridge_is_not_taken_for_the_newest_model_turn() -> None:
+    """Found by a targeted fuzz of oversized turns (vllm + mistral-large): the cache policy
+    keeps the newest model turn whole; Mistral then gets an assistant bridge between its
+    tool results and the next user message, and a second pass took the bridge for the
+    newest model turn and cut the calls before it."""
+
+    def call(n: int) -> dict[str, Any]:
+        return {"id": f"call_{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": "{}"}}
+
+    def result(n: int, repeat: int) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": f"call_{n}", "content": f"out call_{n} " * repeat}
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "ok", "tool_calls": [call(0), call(1)]},
+        result(1, 3000),
+        {"role": "assistant", "content": "", "tool_calls": [call(2), call(3)]},
+        result(2, 5),
+        result(3, 3000),
+        {"role": "assistant", "content": "ok", "tool_calls": [call(4), call(5), call(6)]},
+        result(4, 3000),
+        result(5, 500),
+        result(6, 5),
+        {"role": "user", "content": "next"},
+    ]  # fmt: skip
+    settings: dict[str, Any] = {"profile": "vllm", "model": "mistral-large",
+                                "context_window": 20000}  # fmt: skip
+    first = govern(history, **settings)
+    assert any(m.get("content") == "(tool results received)" for m in first.messages)
+    again = govern(first.messages, **settings)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
 def test_seed_policy_reads_tool_names_as_the_provider_will_send_them() -> None:
     """Found by `make fuzz`: a tool named "web.search" is renamed "web_search" by the
     provider's name repair, after microcompact; the second pass then counted it as a

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind
-from ..stages.alternation import SYNTHETIC_USER
+from ..stages.alternation import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.base import Context
 from ..stages.cap import truncate
 from ..stages.pairing import pair_in
@@ -22,7 +22,6 @@ from .policy import IdStyle, Policy
 
 STAGE = "provider"
 EMPTY_PLACEHOLDER = "(empty)"
-BRIDGE_CONTENT = "(tool results received)"
 #: The value Gemini accepts in place of a lost thought signature.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 _NAME_OK = re.compile(r"[a-zA-Z0-9_-]{1,64}")

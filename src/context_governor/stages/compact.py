@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
 from ..policies import CACHE, OFFLOAD_PLACEHOLDER, CompactionPolicy
+from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
@@ -185,7 +186,10 @@ class Replay:
                 self.last_user = i
                 if self.first_user < 0 and i >= self.plan.head:
                     self.first_user = i
-            elif role == "assistant":
+            elif role == "assistant" and not is_bridge(self.m[i]):
+                # a bridge the provider repairs put after tool results is not the newest
+                # model turn: taking it for one would let a second pass cut the turn
+                # before it, which this pass (without the bridge) kept whole
                 self.last_assistant = i
             self.j += 1
 
