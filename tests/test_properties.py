@@ -286,6 +286,38 @@ def test_a_bridge_is_not_taken_for_the_newest_model_turn() -> None:
     assert again.messages == first.messages
 
 
+def test_results_are_ordered_as_a_one_call_per_turn_model_gets_them() -> None:
+    """Found by `make fuzz` (replay 22:6683, vllm + llama-3.3-70b, seed policy): the
+    results of a parallel call arrived out of call order; microcompact kept the newest
+    ten by position, then the results were sent one call per turn, in call order, and a
+    second pass stubbed a different one. The results are now put in call order first."""
+
+    def call(n: int) -> dict[str, Any]:
+        return {"id": f"c{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": "{}"}}
+
+    def result(n: int) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": f"c{n}", "name": "read_file",
+                "content": f"row {n}\n" * 100}
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call(0), call(1)]},
+        result(1),
+        result(0),
+    ]  # fmt: skip
+    for n in range(2, 11):
+        history += [{"role": "assistant", "content": None, "tool_calls": [call(n)]}, result(n)]
+    history.append({"role": "user", "content": "next"})
+    settings: dict[str, Any] = {"profile": "vllm", "model": "llama-3.3-70b",
+                                "compaction": "seed"}  # fmt: skip
+    first = govern(history, **settings)
+    assert any(a.stage == "microcompact" for a in first.report.actions)
+    again = govern(first.messages, **settings)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
 def test_seed_policy_reads_tool_names_as_the_provider_will_send_them() -> None:
     """Found by `make fuzz`: a tool named "web.search" is renamed "web_search" by the
     provider's name repair, after microcompact; the second pass then counted it as a

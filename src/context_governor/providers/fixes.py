@@ -73,11 +73,15 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
     by_assistant: dict[int, list[int]] = {}
     for result_index, call_number in pairing.result_call.items():
         by_assistant.setdefault(pairing.calls[call_number][0], []).append(result_index)
+    # A model that takes one call per turn gets each result after its own call
+    # (split_parallel_calls), i.e. in call order: put them in that order here already,
+    # so that the stages in between (microcompact keeps the newest results) see the
+    # order that is sent, and a second pass sees nothing new.
+    in_call_order = _policy(ctx).single_tool_call
+    for results in by_assistant.values():
+        results.sort(key=pairing.result_call.__getitem__ if in_call_order else None)
     moved = {
-        r
-        for a, results in by_assistant.items()
-        for n, r in enumerate(sorted(results))
-        if r != a + 1 + n
+        r for a, results in by_assistant.items() for n, r in enumerate(results) if r != a + 1 + n
     }
     if not moved:
         return messages
@@ -87,13 +91,15 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
         if index in placed:
             continue
         out.append(message)
-        for result_index in sorted(by_assistant.get(index, ())):
+        for result_index in by_assistant.get(index, ()):
             if result_index in moved:
                 ctx.record(
                     "regroup",
                     "move",
                     result_index,
-                    "tool result moved up to its call, after an interjected message",
+                    "tool result moved up to its call, after an interjected message"
+                    if result_index > index + len(by_assistant[index])
+                    else "tool result put in the order of the calls (one call per turn)",
                     tool_call_id=messages[result_index].get("tool_call_id"),
                 )
             out.append(messages[result_index])
