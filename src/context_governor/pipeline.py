@@ -117,8 +117,10 @@ MAX_RESNIPS = 3
 def _fit(
     profile: Profile, messages: list[Message], ctx: Context, budget: int | None
 ) -> tuple[list[Message], Context]:
-    """Govern; if the finishing repairs (ids, placeholders, bridges) push a list that met
-    the budget over it, snip again with the overshoot taken off the budget."""
+    """Govern; if the cache policy would compact the output when it is governed again
+    (it sees the finishing repairs: ids, placeholders, bridges), compact now; if those
+    repairs push a list that met the budget over it, snip again with the overshoot taken
+    off the budget. Both keep the output a fixed point of govern()."""
     governed_before, governed = _governed(profile, messages, ctx)
     if profile.provider is None or budget is None or budget <= 0:
         return governed, ctx
