@@ -318,6 +318,24 @@ def test_results_are_ordered_as_a_one_call_per_turn_model_gets_them() -> None:
     assert again.messages == first.messages
 
 
+def test_a_cut_past_system_messages_only_adds_no_note() -> None:
+    """Found by `make fuzz` (replay 23:7472): the cut could move past a system message
+    alone (it stays, so nothing was removed); a note "0 earlier messages ... removed"
+    was added, and governing the output again added a second one."""
+    call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "the task"},
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "assistant", "content": "looking", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "match on line 42\n" * 1000},
+    ]
+    first = govern(history, profile="openai", context_window=8000)
+    assert not any("earlier messages" in str(m.get("content")) for m in first.messages)
+    again = govern(first.messages, profile="openai", context_window=8000)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
 def test_seed_policy_reads_tool_names_as_the_provider_will_send_them() -> None:
     """Found by `make fuzz`: a tool named "web.search" is renamed "web_search" by the
     provider's name repair, after microcompact; the second pass then counted it as a

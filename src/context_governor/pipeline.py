@@ -148,7 +148,10 @@ def _fit(
     for _ in range(MAX_RESNIPS):
         if after <= budget or before > target_budget:
             break
-        target_budget -= after - budget
+        # the kept list must shrink by the overshoot: from what it is (``before``, often
+        # under the target), not from the target, which a list of whole messages may
+        # already undercut by more than the overshoot (then nothing would change)
+        target_budget = min(target_budget, before) - (after - budget)
         retry = replace(ctx, budget=target_budget, actions=[], notes=[])
         governed_before, governed = _governed(profile, messages, retry)
         retry.notes.append(

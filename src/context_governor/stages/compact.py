@@ -271,6 +271,15 @@ class Replay:
         lu = self.last_user
         return lu if self.plan.head <= lu < cut else None
 
+    def _removes_any(self, cut: int) -> bool:
+        """Whether moving the cut to ``cut`` removes a message (system messages and the
+        pin stay; releasing an old pin removes it). A cut that removes nothing would
+        only add a note, and governing the output again would add another."""
+        pin = self._pin_for(cut)
+        return self._released(cut) > 0 or any(
+            self.m[i].get("role") != "system" and i != pin for i in range(self.plan.cut, cut)
+        )
+
     def _released(self, cut: int) -> int:
         """Tokens of the old pin that moving the cut to ``cut`` lets go."""
         old = self.plan.pinned
@@ -309,6 +318,8 @@ class Replay:
         cut, after = self.plan.cut, total
         if total > goal:
             cut, after = self.cut_to(total, goal, cleared_now)
+            if not self._removes_any(cut):
+                cut = self.plan.cut  # past system messages only: a note on nothing removed
             # results before the cut are gone: clearing them saved nothing
             chosen = [i for i in chosen if i >= cut]
         note = self._note(cut)
