@@ -192,7 +192,10 @@ def _huge_string(rnd: random.Random) -> str:
         return "\n/" * (size // 2)
     if kind == 4:
         return ("x" * 1500 + " ") * (size // 1501)
-    return "".join(chr(rnd.randint(0x20, 0x2FFF)) for _ in range(min(size, 20_000)))
+    # rnd.randint(0x20, 0x2FFF) per character, without its argument checks (the same
+    # draws: randint(a, b) is a + _randbelow(b - a + 1)), so replays still match
+    below: Callable[[int], int] = rnd._randbelow  # type: ignore[attr-defined]
+    return "".join([chr(0x20 + below(0x2FE0)) for _ in range(min(size, 20_000))])
 
 
 ODD_VALUES: list[Callable[[random.Random], Any]] = [
@@ -237,7 +240,9 @@ FIELDS = [
 def _spots(messages: list[Any]) -> list[dict[str, Any]]:
     """Every dict in the messages (messages, content parts, calls, functions)."""
     found: list[dict[str, Any]] = []
-    pending: list[Any] = list(messages)
+    # only dicts and lists are ever followed, so only they are queued (the same walk,
+    # in the same order, without queueing every string of a list)
+    pending: list[Any] = [m for m in messages if isinstance(m, _WALKED)]
     seen: set[int] = set()
     while pending and len(found) < 500:
         item = pending.pop()
@@ -246,10 +251,15 @@ def _spots(messages: list[Any]) -> list[dict[str, Any]]:
         seen.add(id(item))
         if isinstance(item, dict):
             found.append(item)
-            pending.extend(v for v in item.values() if isinstance(v, dict | list))
-        elif isinstance(item, list):
-            pending.extend(item)
+        pending.extend([v for v in _values(item) if isinstance(v, _WALKED)])
     return found
+
+
+_WALKED = (dict, list)
+
+
+def _values(item: Any) -> Any:
+    return item.values() if isinstance(item, dict) else item
 
 
 def _set_somewhere(rnd: random.Random, case: Case, value: Any) -> None:

@@ -11,26 +11,7 @@ acted with, joined by commas; it is known when every pair is.
 from __future__ import annotations
 
 #: (kind, signature part, owner and reproducer in words)
-KNOWN: list[tuple[str, str, str]] = [
-    (
-        "not-idempotent",
-        "compact/",
-        "stages/compact.py (cache policy): rare (1 in 20,000): mistral, the second pass"
-        " cuts old turns again (replay 7:5468); vllm + mistral-large, window 8000"
-        " (replay 3:21344) no longer reproduces",
-    ),
-    (
-        "not-idempotent",
-        "alternation/merge",
-        "with compact/ above (replay 7:5468)",
-    ),
-    (
-        "not-idempotent",
-        "snip/drop",
-        "stages/snip.py: rare (1 in 20,000): bedrock, the second pass snips again"
-        " (replay 7:2233)",
-    ),
-]
+KNOWN: list[tuple[str, str, str]] = []
 
 
 def is_known(kind: str, signature: str) -> bool:

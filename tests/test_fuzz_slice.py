@@ -61,6 +61,58 @@ def test_the_oracle_sees_each_class() -> None:
     assert oracle.fingerprint(loop)[0] == [("list", 1), ("ref", 0)]
 
 
+def test_the_mutation_check_sees_any_change_by_identity() -> None:
+    """The campaign's mutation check (oracle.Snapshot) compares what every container
+    holds by identity: a change anywhere, at any depth, is seen; cycles end."""
+    chain: list[object] = ["leaf"]
+    for _ in range(100_000):
+        chain = [chain]
+    messages: list[dict[str, object]] = [{"role": "user", "content": ["a", {"x": [1, 2]}]}]
+    snapshot = oracle.Snapshot([messages, chain])
+    assert snapshot.unchanged()
+    messages[0]["content"][1]["x"].append(3)  # type: ignore[index]
+    assert not snapshot.unchanged()
+
+    link = chain
+    for _ in range(99_999):
+        link = link[0]  # type: ignore[assignment]
+    snapshot = oracle.Snapshot([chain])
+    link[0] = ["leaf"]  # an equal value, but not the caller's: a change all the same
+    assert not snapshot.unchanged()
+
+    pair: list[list[int]] = [[1], [2]]
+    snapshot = oracle.Snapshot(pair)
+    pair[0].append(pair[1].pop())  # same objects in the same order, other containers
+    assert not snapshot.unchanged()
+
+    ordered = {"a": "x", "b": 2}
+    snapshot = oracle.Snapshot([ordered])
+    ordered["a"] = ordered.pop("a")  # same keys and values, other order
+    assert not snapshot.unchanged()
+
+    loop: list[object] = []
+    loop.append(loop)
+    assert oracle.Snapshot(loop).unchanged()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "7:5468",  # mistral: the repairs carry the output past the budget (compaction)
+        "11:11909",  # mistral: the repairs make a cut's savings reach the minimum
+        "7:2233",  # bedrock without tools: snip cut a flattened oversized turn again
+        "22:6683",  # vllm + llama: results out of call order, microcompact
+        "23:7472",  # openai: a cut past a system message only, and its note
+        "23:4931",  # mistral, seed policy: the resnips did not shrink the list enough
+    ],
+)
+def test_replays_of_fixed_findings_find_nothing(spec: str) -> None:
+    """Each input a campaign found a defect on, rebuilt from its SEED:INDEX."""
+    seed, index = (int(x) for x in spec.split(":"))
+    case = generate.make_case(seed, index, generate.load_corpus())
+    assert [(f.kind, f.signature) for f in oracle.check(case)] == []
+
+
 @pytest.mark.parametrize("spec", ["1:0", "7:123"])
 def test_replay_rebuilds_the_same_input(spec: str) -> None:
     seed, index = (int(x) for x in spec.split(":"))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from checks import alternation_problems, newest_user_kept, pairing_problems
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -183,6 +184,156 @@ def test_idempotent_for_long_sessions_near_the_compaction_trigger(
     )
     assert again.messages == first.messages
     assert again.report.actions == []
+
+
+def _short_id_session(turns: int, lines: int) -> list[dict[str, Any]]:
+    """A plain session whose tool call ids Mistral rewrites (to 9 characters): the
+    provider repairs add a few tokens to every call and result."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "fix the tests"},
+    ]
+    for t in range(turns):
+        call = {"id": f"c{t}", "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{t}", "name": "read_file",
+             "content": f"line {t} of the file\n" * lines},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": f"next step {t}"},
+        ]  # fmt: skip
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("turns", "lines", "window"),
+    [
+        # the repairs carry the output past the budget (the first pass had met it, so the
+        # minimum savings held compaction back; the second pass compacted)
+        (12, 20, 7643),
+        (12, 20, 5795),
+        (20, 10, 6278),
+        # the output stays inside the budget, but the repairs, cut away with the old turns
+        # on the second pass, make its savings reach the minimum
+        (30, 6, 8533),
+    ],
+)
+def test_idempotent_where_the_repairs_decide_the_compaction(
+    turns: int, lines: int, window: int
+) -> None:
+    """Found by `make fuzz` (mistral, replays 7:5468 and 11:11909): the first pass did not
+    compact (over the trigger, but under the budget and short of the minimum savings);
+    its output, with the provider's id and content repairs, was compacted by a second
+    pass. Now a pass compacts when governing its output again would."""
+    history = _short_id_session(turns, lines)
+    first = govern(history, profile="mistral", context_window=window)
+    again = govern(first.messages, profile="mistral", context_window=window)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+    assert first.report.within_budget
+
+
+def test_a_flattened_oversized_turn_is_not_cut_again() -> None:
+    """Found by `make fuzz` (bedrock without tools, replay 7:2233; no user message before
+    the model turn): snip keeps the oversized newest turn whole, then its results are
+    written as user messages for Bedrock; a second pass took the last of them for the
+    newest turn and cut the rest."""
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    history: list[dict[str, Any]] = [
+        {"role": "assistant", "content": "reading", "tool_calls": [call, {**call, "id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "the file says hello\n" * 2000},
+    ]
+    first = govern(history, profile="bedrock", context_window=8000)
+    assert [m["role"] for m in first.messages] == ["user", "assistant", "user"]
+    again = govern(first.messages, profile="bedrock", context_window=8000)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
+def test_a_bridge_is_not_taken_for_the_newest_model_turn() -> None:
+    """Found by a targeted fuzz of oversized turns (vllm + mistral-large): the cache policy
+    keeps the newest model turn whole; Mistral then gets an assistant bridge between its
+    tool results and the next user message, and a second pass took the bridge for the
+    newest model turn and cut the calls before it."""
+
+    def call(n: int) -> dict[str, Any]:
+        return {"id": f"call_{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": "{}"}}
+
+    def result(n: int, repeat: int) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": f"call_{n}", "content": f"out call_{n} " * repeat}
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "ok", "tool_calls": [call(0), call(1)]},
+        result(1, 3000),
+        {"role": "assistant", "content": "", "tool_calls": [call(2), call(3)]},
+        result(2, 5),
+        result(3, 3000),
+        {"role": "assistant", "content": "ok", "tool_calls": [call(4), call(5), call(6)]},
+        result(4, 3000),
+        result(5, 500),
+        result(6, 5),
+        {"role": "user", "content": "next"},
+    ]  # fmt: skip
+    settings: dict[str, Any] = {"profile": "vllm", "model": "mistral-large",
+                                "context_window": 20000}  # fmt: skip
+    first = govern(history, **settings)
+    assert any(m.get("content") == "(tool results received)" for m in first.messages)
+    again = govern(first.messages, **settings)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
+def test_results_are_ordered_as_a_one_call_per_turn_model_gets_them() -> None:
+    """Found by `make fuzz` (replay 22:6683, vllm + llama-3.3-70b, seed policy): the
+    results of a parallel call arrived out of call order; microcompact kept the newest
+    ten by position, then the results were sent one call per turn, in call order, and a
+    second pass stubbed a different one. The results are now put in call order first."""
+
+    def call(n: int) -> dict[str, Any]:
+        return {"id": f"c{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": "{}"}}
+
+    def result(n: int) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": f"c{n}", "name": "read_file",
+                "content": f"row {n}\n" * 100}
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call(0), call(1)]},
+        result(1),
+        result(0),
+    ]  # fmt: skip
+    for n in range(2, 11):
+        history += [{"role": "assistant", "content": None, "tool_calls": [call(n)]}, result(n)]
+    history.append({"role": "user", "content": "next"})
+    settings: dict[str, Any] = {"profile": "vllm", "model": "llama-3.3-70b",
+                                "compaction": "seed"}  # fmt: skip
+    first = govern(history, **settings)
+    assert any(a.stage == "microcompact" for a in first.report.actions)
+    again = govern(first.messages, **settings)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
+def test_a_cut_past_system_messages_only_adds_no_note() -> None:
+    """Found by `make fuzz` (replay 23:7472): the cut could move past a system message
+    alone (it stays, so nothing was removed); a note "0 earlier messages ... removed"
+    was added, and governing the output again added a second one."""
+    call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "the task"},
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "assistant", "content": "looking", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "match on line 42\n" * 1000},
+    ]
+    first = govern(history, profile="openai", context_window=8000)
+    assert not any("earlier messages" in str(m.get("content")) for m in first.messages)
+    again = govern(first.messages, profile="openai", context_window=8000)
+    assert again.report.actions == []
+    assert again.messages == first.messages
 
 
 def test_seed_policy_reads_tool_names_as_the_provider_will_send_them() -> None:

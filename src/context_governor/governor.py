@@ -24,7 +24,7 @@ the nanobot profile) runs the whole pipeline, still with the cached counts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +35,7 @@ from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
 from .profiles import Profile
 from .stages.compact import Replay
-from .tokens import TokenCounter
+from .tokens import KnownCounts as _KnownCounts
 
 #: Stages whose actions move messages around before the cache policy's replay runs:
 #: after any of them, the replay's indices are not the history's.
@@ -50,43 +50,6 @@ def _freeze(value: Any) -> Any:
     if type(value) is list:
         return [_freeze(v) for v in value]
     return value
-
-
-class _KnownCounts:
-    """A counter that answers from counts the Governor already has (by object identity,
-    for the messages of the history being governed) and asks the real one otherwise.
-    Every count it hands out equals the real counter's."""
-
-    def __init__(
-        self,
-        inner: TokenCounter,
-        known: dict[int, tuple[Message, int]],
-        tools: tuple[Sequence[Any] | None, int] | None = None,
-    ) -> None:
-        self.inner = inner
-        # Each entry holds its message, so that its id cannot be reused while it lives.
-        self.known = known
-        #: the Governor's own (private, never mutated) tools and their count
-        self.tools = tools
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def message_tokens(self, message: Message) -> int:
-        entry = self.known.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
-        count = self.inner.message_tokens(message)
-        self.known[id(message)] = (message, count)
-        return count
-
-    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
-        if self.tools is not None and tools is self.tools[0]:
-            tools_tokens = self.tools[1]
-        else:
-            tools_tokens = self.inner.prompt_tokens([], tools)
-        return sum(self.message_tokens(m) for m in messages) + tools_tokens
 
 
 @dataclass(slots=True)
@@ -268,7 +231,7 @@ class Governor:
             return None
         if self.settings.budget is not None and replay is None:
             return None  # nothing to continue: the cache policy never ran (e.g. no messages)
-        if replay is not None and replay.final_overhead:
+        if replay is not None and replay.force_final:
             # compacted at this request for the repairs' sake (pipeline._fit): a later
             # replay does not know those repairs, so it will not see that compaction
             return None

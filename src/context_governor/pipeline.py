@@ -15,9 +15,9 @@ from .providers import resolve
 from .providers.rules import find_violations
 from .report import Report
 from .stages import Context, Stage
-from .stages.compact import Replay
+from .stages.compact import Replay, would_compact
 from .stages.snip import SAFETY_BUFFER
-from .tokens import TokenCounter, custom_counter
+from .tokens import ExactCounter, KnownCounts, TokenCounter, custom_counter
 from .windows import WindowSource, resolve_window
 
 DEFAULT_MAX_OUTPUT = 4096
@@ -117,8 +117,10 @@ MAX_RESNIPS = 3
 def _fit(
     profile: Profile, messages: list[Message], ctx: Context, budget: int | None
 ) -> tuple[list[Message], Context]:
-    """Govern; if the finishing repairs (ids, placeholders, bridges) push a list that met
-    the budget over it, snip again with the overshoot taken off the budget."""
+    """Govern; if the cache policy would compact the output when it is governed again
+    (it sees the finishing repairs: ids, placeholders, bridges), compact now; if those
+    repairs push a list that met the budget over it, snip again with the overshoot taken
+    off the budget. Both keep the output a fixed point of govern()."""
     governed_before, governed = _governed(profile, messages, ctx)
     if profile.provider is None or budget is None or budget <= 0:
         return governed, ctx
@@ -132,21 +134,24 @@ def _fit(
         )
 
     before, after = sizes()
-    overhead = _crossing_overhead(ctx, before, after, budget)
-    if overhead:
-        # The repairs carry the request over the compaction trigger: governing the output
-        # again would compact it. Compact now, as if the repairs had been counted.
-        ctx = replace(ctx, actions=[], notes=[], scratch={}, finish_overhead=overhead)
+    if _compacts_again(ctx, governed, budget):
+        # Governing the output again would compact it (the repairs carry it over the
+        # trigger, or past the budget, where the minimum savings no longer hold it back):
+        # compact now, so that the output is a fixed point.
+        ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_final=True)
         governed_before, governed = _governed(profile, messages, ctx)
         ctx.notes.append(
             f"cache policy: compacted at this request because the provider repairs "
-            f"({overhead} tokens) carry it over the compaction trigger"
+            f"({after - before:+} tokens) carry it where the next request would compact"
         )
         before, after = sizes()
     for _ in range(MAX_RESNIPS):
         if after <= budget or before > target_budget:
             break
-        target_budget -= after - budget
+        # the kept list must shrink by the overshoot: from what it is (``before``, often
+        # under the target), not from the target, which a list of whole messages may
+        # already undercut by more than the overshoot (then nothing would change)
+        target_budget = min(target_budget, before) - (after - budget)
         retry = replace(ctx, budget=target_budget, actions=[], notes=[])
         governed_before, governed = _governed(profile, messages, retry)
         retry.notes.append(
@@ -158,20 +163,14 @@ def _fit(
     return governed, ctx
 
 
-def _crossing_overhead(ctx: Context, tokens_before: int, tokens_after: int, budget: int) -> int:
-    """What the finishing repairs add (``tokens_after - tokens_before``), when that alone
-    carries the request over the cache policy's trigger (0 otherwise, or when another
-    policy is in use)."""
-    policy = ctx.compaction
-    if policy is not None and policy.kind != "cache":
-        return 0
+def _compacts_again(ctx: Context, governed: list[Message], budget: int) -> bool:
+    """Whether the cache policy would compact ``governed`` (this pass's output) when it is
+    governed again, although this pass did not compact at this request: the replay of the
+    output counts the finishing repairs (ids, placeholders, bridges), this pass's did not."""
     replay = ctx.scratch.get("replay")
-    if isinstance(replay, Replay) and replay.compacted_now():
-        return 0  # compacted at this request already: counting the repairs changes nothing
-    trigger = (policy or get_policy(None)).thresholds(budget)[0]
-    if tokens_before <= trigger < tokens_after:
-        return tokens_after - tokens_before
-    return 0
+    if not isinstance(replay, Replay) or replay.compacted_now():
+        return False  # the cache policy did not run, or compacted at this request already
+    return would_compact(governed, ctx, budget)
 
 
 def govern(
@@ -311,7 +310,11 @@ def run(
     """Govern checked ``messages`` with resolved settings; also return the final Context
     (what the stages left there, e.g. the compaction replay, is what a Governor reuses).
     ``counter`` overrides the settings' counter (a Governor's per-message cache)."""
-    counter = counter or s.counter
+    if counter is None:
+        counter = s.counter
+        if isinstance(counter, ExactCounter):
+            # additive: count each message object once per call (the stages ask many times)
+            counter = KnownCounts(counter, {})
     policy, target, entry = s.policy, s.target, s.provider
     ctx = Context(
         counter=counter,

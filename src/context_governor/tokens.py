@@ -501,6 +501,47 @@ class ExactCounter:
         return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
 
 
+class KnownCounts:
+    """A counter that answers from counts already known (by object identity) and asks
+    the real, additive one otherwise. Every count it hands out equals the real counter's.
+
+    One govern() call asks for the same message's count many times (each stage, the
+    budget checks, the report); messages are never mutated while governed, so one count
+    per message object is enough. A Governor also seeds it with the counts of the
+    history it governed last time."""
+
+    def __init__(
+        self,
+        inner: TokenCounter,
+        known: dict[int, tuple[Message, int]],
+        tools: tuple[Sequence[Any] | None, int] | None = None,
+    ) -> None:
+        self.inner = inner
+        # Each entry holds its message, so that its id cannot be reused while it lives.
+        self.known = known
+        #: tools known not to change (a Governor's own copy) and their count
+        self.tools = tools
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def message_tokens(self, message: Message) -> int:
+        entry = self.known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        count = self.inner.message_tokens(message)
+        self.known[id(message)] = (message, count)
+        return count
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        if self.tools is not None and tools is self.tools[0]:
+            tools_tokens = self.tools[1]
+        else:
+            tools_tokens = self.inner.prompt_tokens([], tools)
+        return sum(self.message_tokens(m) for m in messages) + tools_tokens
+
+
 def _estimate(text: str) -> int:
     return len(text) // 4
 

@@ -13,15 +13,15 @@ from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind
-from ..stages.alternation import SYNTHETIC_USER
+from ..stages.alternation import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.base import Context
 from ..stages.cap import truncate
 from ..stages.pairing import pair_in
+from ..stages.snip import FLATTENED_RESULT
 from .policy import IdStyle, Policy
 
 STAGE = "provider"
 EMPTY_PLACEHOLDER = "(empty)"
-BRIDGE_CONTENT = "(tool results received)"
 #: The value Gemini accepts in place of a lost thought signature.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 _NAME_OK = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -73,11 +73,15 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
     by_assistant: dict[int, list[int]] = {}
     for result_index, call_number in pairing.result_call.items():
         by_assistant.setdefault(pairing.calls[call_number][0], []).append(result_index)
+    # A model that takes one call per turn gets each result after its own call
+    # (split_parallel_calls), i.e. in call order: put them in that order here already,
+    # so that the stages in between (microcompact keeps the newest results) see the
+    # order that is sent, and a second pass sees nothing new.
+    in_call_order = _policy(ctx).single_tool_call
+    for results in by_assistant.values():
+        results.sort(key=pairing.result_call.__getitem__ if in_call_order else None)
     moved = {
-        r
-        for a, results in by_assistant.items()
-        for n, r in enumerate(sorted(results))
-        if r != a + 1 + n
+        r for a, results in by_assistant.items() for n, r in enumerate(results) if r != a + 1 + n
     }
     if not moved:
         return messages
@@ -87,13 +91,15 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
         if index in placed:
             continue
         out.append(message)
-        for result_index in sorted(by_assistant.get(index, ())):
+        for result_index in by_assistant.get(index, ()):
             if result_index in moved:
                 ctx.record(
                     "regroup",
                     "move",
                     result_index,
-                    "tool result moved up to its call, after an interjected message",
+                    "tool result moved up to its call, after an interjected message"
+                    if result_index > index + len(by_assistant[index])
+                    else "tool result put in the order of the calls (one call per turn)",
                     tool_call_id=messages[result_index].get("tool_call_id"),
                 )
             out.append(messages[result_index])
@@ -122,7 +128,10 @@ def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
             new = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": content}
             edit.replace(index, new, f"tool calls written as text ({policy.flatten_why})")
         elif role == "tool":
-            head = f"[result of {message.get('name') or 'tool'} {message.get('tool_call_id')}]"
+            head = (
+                f"{FLATTENED_RESULT}{message.get('name') or 'tool'} "
+                f"{message.get('tool_call_id')}]"
+            )
             new = {"role": "user", "content": merge_contents(head, message.get("content"))}
             edit.replace(
                 index,

@@ -35,10 +35,9 @@ class Context:
     keep_prefill: bool = False
     #: how the budget is spent (None: the cache policy; the nanobot profile ignores it)
     compaction: CompactionPolicy | None = None
-    #: tokens the finishing (provider) stages added last time: the cache policy counts
-    #: them for the request being made, so that the output does not cross the trigger
-    #: unseen (see pipeline._fit)
-    finish_overhead: int = 0
+    #: the cache policy compacts at the request being made whatever its trigger and
+    #: minimum savings say, because governing the output again would (see pipeline._fit)
+    compact_final: bool = False
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: what a stage leaves for a caller that reuses work across calls (a Governor)

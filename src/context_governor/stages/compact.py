@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
 from ..policies import CACHE, OFFLOAD_PLACEHOLDER, CompactionPolicy
+from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
@@ -152,14 +153,15 @@ class Replay:
         budget: int,
         policy: CompactionPolicy,
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
-        final_overhead: int = 0,
+        force_final: bool = False,
     ) -> None:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
         self.budget, self.policy = budget, policy
         #: extra tokens the note of a cut adds (None: the policy has no note)
         self.note_cost = note_tokens if policy.cut_note is not None else None
-        #: what the finishing repairs add to the request being made now (see pipeline._fit)
-        self.final_overhead = final_overhead
+        #: compact at the final request whatever the trigger and the savings say: governing
+        #: this pass's output again would compact it (see pipeline._fit)
+        self.force_final = force_final
         self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
         self.total = fixed  # tokens of the request up to self.j, as compacted so far
         self.note_total = 0  # of which the note on the cut
@@ -184,7 +186,10 @@ class Replay:
                 self.last_user = i
                 if self.first_user < 0 and i >= self.plan.head:
                     self.first_user = i
-            elif role == "assistant":
+            elif role == "assistant" and not is_bridge(self.m[i]):
+                # a bridge the provider repairs put after tool results is not the newest
+                # model turn: taking it for one would let a second pass cut the turn
+                # before it, which this pass (without the bridge) kept whole
                 self.last_assistant = i
             self.j += 1
 
@@ -266,6 +271,15 @@ class Replay:
         lu = self.last_user
         return lu if self.plan.head <= lu < cut else None
 
+    def _removes_any(self, cut: int) -> bool:
+        """Whether moving the cut to ``cut`` removes a message (system messages and the
+        pin stay; releasing an old pin removes it). A cut that removes nothing would
+        only add a note, and governing the output again would add another."""
+        pin = self._pin_for(cut)
+        return self._released(cut) > 0 or any(
+            self.m[i].get("role") != "system" and i != pin for i in range(self.plan.cut, cut)
+        )
+
     def _released(self, cut: int) -> int:
         """Tokens of the old pin that moving the cut to ``cut`` lets go."""
         old = self.plan.pinned
@@ -291,24 +305,30 @@ class Replay:
 
     def request(self, j: int, final: bool = False) -> None:
         """The request made with the history up to ``j``: compact if it is over the trigger.
-        The final request (the one being made now) also counts what the finishing
-        repairs add to it, so that governing the output again sees what this pass saw."""
+        The final request (the one being made now) compacts whatever the trigger says
+        when ``force_final`` is set: governing the output again would compact it."""
         self.advance(j)
         policy, budget = self.policy, self.budget
         trigger, goal = policy.thresholds(budget)
-        overhead = self.final_overhead if final else 0
-        if self.total + overhead <= trigger:
+        forced = final and self.force_final
+        if self.total <= trigger and not forced:
             return
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
         if total > goal:
             cut, after = self.cut_to(total, goal, cleared_now)
+            if not self._removes_any(cut):
+                cut = self.plan.cut  # past system messages only: a note on nothing removed
             # results before the cut are gone: clearing them saved nothing
             chosen = [i for i in chosen if i >= cut]
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
-        if self.total - after < policy.min_savings and self.total + overhead <= budget:
+        if (
+            self.total - after < policy.min_savings
+            and self.total <= budget
+            and not forced
+        ):
             return  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
             return
@@ -364,11 +384,18 @@ def replay_history(
     budget: int,
     policy: CompactionPolicy,
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
-    final_overhead: int = 0,
+    force_final: bool = False,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
-        messages, tokens, placeholder_tokens, fixed, budget, policy, note_tokens, final_overhead
+        messages,
+        tokens,
+        placeholder_tokens,
+        fixed,
+        budget,
+        policy,
+        note_tokens,
+        force_final,
     )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
@@ -410,14 +437,11 @@ def noted(note: CutNote, policy: CompactionPolicy, message: Message | None) -> M
     return {**message, "content": merge_contents(content, text)}
 
 
-def compact(messages: list[Message], ctx: Context) -> list[Message]:
-    """Apply the cache policy's plan: cut the oldest turns after the head, say so where
-    the history was cut, and replace the cleared results by placeholders. Everything
-    done is an action in the report."""
-    policy, budget = _policy(ctx), ctx.budget
-    if budget is None or budget <= 0 or not messages:
-        return messages
-    tokens = [ctx.tokens(m) for m in messages]
+def plan_replay(messages: list[Message], tokens: list[int], ctx: Context, budget: int) -> Replay:
+    """The cache policy's replay over ``messages`` (``tokens``: their counts) with the
+    context's settings: what compact() applies, and what pipeline._fit asks of a
+    governed output to tell whether a second pass would compact it."""
+    policy = _policy(ctx)
     placeholders: dict[int, Message] = {}
 
     def placeholder_tokens(i: int) -> int:
@@ -429,17 +453,43 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         extra = ctx.tokens(noted(note, policy, message))
         return extra if message is None else extra - ctx.tokens(message)
 
-    fixed = ctx.counter.prompt_tokens([], ctx.tools)
-    replay = replay_history(
+    return replay_history(
         messages,
         tokens,
         placeholder_tokens,
-        fixed,
+        ctx.counter.prompt_tokens([], ctx.tools),
         budget,
         policy,
         note_tokens,
-        ctx.finish_overhead,
+        ctx.compact_final,
     )
+
+
+def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
+    """Whether compact() would change ``messages`` (a governed output) with this budget.
+    Cheap when it would not: no request of the history is over the trigger when the
+    whole history is not."""
+    policy = _policy(ctx)
+    if policy.kind != "cache" or budget <= 0 or not messages:
+        return False
+    tokens = [ctx.tokens(m) for m in messages]
+    fixed = ctx.counter.prompt_tokens([], ctx.tools)
+    if fixed + sum(tokens) <= policy.thresholds(budget)[0]:
+        return False
+    plain = Context(counter=ctx.counter, tools=ctx.tools, budget=budget, compaction=policy)
+    plan = plan_replay(messages, tokens, plain, budget).plan
+    return bool(plan.cleared) or plan.cut != plan.head
+
+
+def compact(messages: list[Message], ctx: Context) -> list[Message]:
+    """Apply the cache policy's plan: cut the oldest turns after the head, say so where
+    the history was cut, and replace the cleared results by placeholders. Everything
+    done is an action in the report."""
+    policy, budget = _policy(ctx), ctx.budget
+    if budget is None or budget <= 0 or not messages:
+        return messages
+    tokens = [ctx.tokens(m) for m in messages]
+    replay = plan_replay(messages, tokens, ctx, budget)
     ctx.scratch["replay"] = replay
     plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:

@@ -15,6 +15,28 @@ from .base import Context
 STAGE = "snip"
 SAFETY_BUFFER = 1024
 FALLBACK_KEEP = 4
+#: How a tool result written as text starts (providers.fixes.flatten_tools): a user
+#: message there, but a result, not a turn of its own.
+FLATTENED_RESULT = "[result of "
+
+
+def flattened_result(message: Message) -> bool:
+    """Whether ``message`` is a tool result that flatten_tools wrote as a user message."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if isinstance(content, list):
+        first = content[0] if content else None
+        content = first.get("text") if isinstance(first, dict) else None
+    return isinstance(content, str) and content.startswith(FLATTENED_RESULT)
+
+
+def _flattens(ctx: Context) -> bool:
+    """Whether the target gets tool calls and results as text (the output's results are
+    then user messages that snip must not take for turns: see _window_start)."""
+    return (
+        ctx.policy is not None and ctx.target is not None and ctx.policy.flatten_tools(ctx.target)
+    )
 
 
 def legal_start(messages: Sequence[Message]) -> int:
@@ -44,14 +66,18 @@ def _window_start(
         if start < n and total + tokens > remaining:
             break
         start, total = j, total + tokens
-    first_user = next((j for j in range(start, n) if non_system[j].get("role") == "user"), None)
+    # Where the target gets tools as text, a result written as a user message (by a
+    # previous pass) is still part of its model turn: taking it for a turn start would
+    # cut a turn that the previous pass kept whole (governing its output again would
+    # cut it).
+    flat = _flattens(ctx)
+    turns = [m.get("role") == "user" and not (flat and flattened_result(m)) for m in non_system]
+    first_user = next((j for j in range(start, n) if turns[j]), None)
     if first_user is not None:
         start = first_user
     else:
         # Oversized beats invalid: reach back to the newest user message.
-        newest_user = next(
-            (j for j in range(n - 1, -1, -1) if non_system[j].get("role") == "user"), None
-        )
+        newest_user = next((j for j in range(n - 1, -1, -1) if turns[j]), None)
         if newest_user is not None:
             start = newest_user
     start += legal_start(non_system[start:])
