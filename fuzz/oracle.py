@@ -192,8 +192,14 @@ def _texts(message: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):
+        # the text of text parts only: a stray "text" key on an image part is not content
+        # the model reads (101:22561: a text-only target omits the image, key and all)
         return [
-            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            p["text"]
+            for p in content
+            if isinstance(p, dict)
+            and isinstance(p.get("text"), str)
+            and p.get("type", "text") == "text"
         ]
     return []
 
