@@ -3,11 +3,17 @@
 An upstream URL may carry a password (``https://user:secret@host/v1``) or a key
 in its query (``?key=...``), and ``--api-key`` is a secret too. Anything that
 shows a URL or an exception text to a person goes through here first.
+
+A client's own key may be in a query too (Gemini's ``?key=``): it is not known in
+advance, so every URL query in a log line has its secret-named values masked
+(mask_query_secrets), by the loggers that print request URLs (httpx, uvicorn's
+access log, ours) before any handler sees the record (QuerySecretFilter).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
@@ -15,6 +21,21 @@ MASK = "***"
 #: Query parameter names whose values are treated as secrets (matched as substrings,
 #: case-insensitively: ``api_key``, ``X-Amz-Signature``, ``access_token``, ...).
 _SECRET_NAME_PARTS = ("key", "token", "secret", "password", "passwd", "signature", "sig", "auth")
+
+
+#: ``name=value`` after ``?`` or ``&`` whose name looks secret; the value runs to the
+#: next separator, quote, space or fragment.
+_QUERY_SECRET = re.compile(
+    r"([?&](?:[^=&\s\"'#?]*?)(?:" + "|".join(_SECRET_NAME_PARTS) + r")[^=&\s\"'#?]*=)"
+    r"[^&\s\"'#]+",
+    re.IGNORECASE,
+)
+
+
+def mask_query_secrets(text: str) -> str:
+    """``text`` with the value of every secret-named query parameter of any URL in it
+    masked (``...?alt=sse&key=***``), whoever's the key."""
+    return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
 
 
 def is_secret_param(name: str) -> bool:
@@ -61,7 +82,7 @@ class Redactor:
     def __call__(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, MASK)
-        return text
+        return mask_query_secrets(text)
 
 
 class RedactingFilter(logging.Filter):
@@ -82,3 +103,29 @@ class RedactingFilter(logging.Filter):
             record.exc_text = self._redactor(record.exc_text)
         record.exc_info = None
         return True
+
+
+class QuerySecretFilter(logging.Filter):
+    """A logger filter masking secret query values (mask_query_secrets) in each record
+    the logger makes, before any handler (a test's capture included) sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_query_secrets(message)
+        if masked != message:
+            record.msg = masked
+            record.args = None
+        return True
+
+
+#: The loggers that print request URLs with their query: httpx (each upstream request),
+#: uvicorn's access log (each client request), uvicorn's errors, ours.
+URL_LOGGERS = ("httpx", "uvicorn.access", "uvicorn.error", "context_governor.proxy")
+
+
+def mask_logged_query_secrets() -> None:
+    """Install QuerySecretFilter on URL_LOGGERS, once per process."""
+    for name in URL_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuerySecretFilter) for f in logger.filters):
+            logger.addFilter(QuerySecretFilter())
