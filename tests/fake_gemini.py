@@ -148,14 +148,14 @@ def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             path = self._record(b"")
             if path.endswith("/models"):
                 self._json(200, {"models": [{"name": "models/gemini-2.5-flash"}]})
             else:
                 self._json(404, google_error(404, "not found", "NOT_FOUND"))
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length)
             path = self._record(raw)

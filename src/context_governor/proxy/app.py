@@ -255,7 +255,8 @@ def create_app(config: ProxyConfig) -> Starlette:
     async def passthrough_request(request: Request, version: str) -> Response:
         raw_path: bytes = request.scope.get("raw_path") or request.scope["path"].encode()
         path = ""
-        route = route_for_path(path, version)
+        # the error shape of a path refused as unsafe: judged on its text as sent
+        route = route_for_path(raw_path.decode("latin-1")[len(version) + 2 :], version)
         try:
             path = forward_path(raw_path, f"/{version}/")
             route = route_for_path(path, version)
