@@ -12,7 +12,7 @@ It answers with function-call turns (the first call of each turn signed) until
 ``calls`` of them were served, then with text. ``:streamGenerateContent`` answers
 with server-sent events (``?alt=sse``), one part per event and no ``[DONE]``;
 ``cut_after`` makes the next stream die after that many events (a chunked body
-never finished), as an upstream that breaks off.
+never finished), as an upstream that breaks off; ``delay`` makes it silent a while.
 
 Everything is recorded: ``bodies`` (parsed), ``raw`` (bytes as received),
 ``paths``, ``queries`` and ``headers``. Also a ``:countTokens`` answer and a
@@ -25,6 +25,7 @@ import base64
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +62,8 @@ class FakeGemini:
     cut_after: int | None = None
     #: the next answer is this (status, body) instead (then it is reset)
     fail_with: tuple[int, dict[str, Any]] | None = None
+    #: seconds to wait before answering (an upstream gone silent)
+    delay: float = 0.0
     base_url: str = ""
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -162,6 +165,7 @@ def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
             if path.endswith(":countTokens"):
                 self._json(200, {"totalTokens": len(raw) // 4})
                 return
+            time.sleep(script.delay)
             status, answer = script.answer(path, json.loads(raw or b"{}"))
             if status != 200 or not path.endswith(":streamGenerateContent"):
                 self._json(status, answer)

@@ -255,11 +255,26 @@ def test_an_unreachable_upstream_is_unavailable_and_a_silent_one_deadline_exceed
     with pytest.raises(errors.ServerError) as raised:
         client.models.generate_content(model=MODEL, contents="hi")
     assert raised.value.code == 502 and raised.value.status == "UNAVAILABLE"
-    from context_governor.proxy.apis import GEMINI
+    fake.delay = 2.0
+    url = proxy(read_timeout=0.3)
+    reply = httpx.post(f"{url}/v1/models/{MODEL}:generateContent", json={"contents": []})
+    assert "timed out" in _google_error(reply, 504, "DEADLINE_EXCEEDED")
 
-    assert GEMINI.error_body("slow", "upstream_error", status=504) == {
-        "error": {"code": 504, "message": "slow", "status": "DEADLINE_EXCEEDED"}
-    }
+
+@pytest.mark.parametrize("govern_in", ["thread", "process"])
+def test_the_window_is_the_paths_models(fake: FakeGemini, proxy: Any, govern_in: str) -> None:
+    """--model-window applies to the model the path names (a body's "model" does not
+    override it), in either place governance runs."""
+    url = proxy(
+        context_window=None, model_windows={"gemini-small": 3_000}, govern_in=govern_in,
+        govern_processes=1,
+    )  # fmt: skip
+    body = {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "go"}]}],
+            "generationConfig": {"maxOutputTokens": 500}}  # fmt: skip
+    small = httpx.post(f"{url}/v1beta/models/gemini-small:generateContent", json=body)
+    known = httpx.post(f"{url}/v1beta/models/{MODEL}:generateContent", json=body)
+    assert int(small.headers["x-context-governor-budget"]) < 3_000
+    assert int(known.headers["x-context-governor-budget"]) > 1_000_000 - 10_000  # its own window
 
 
 def _dead_url() -> str:
