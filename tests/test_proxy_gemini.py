@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import socket
+import string
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ from gemini_bodies import sessions
 from google import genai
 from google.genai import errors, types
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from levels import examples
 from test_proxy import Served
 
@@ -416,3 +418,37 @@ def test_path_kinds_keep_a_models_action() -> None:
     assert route_for_path("models/x:countTokens").google
     assert route_for_path("files", "v1beta").google
     assert not route_for_path("models").google  # OpenAI's listing under /v1/
+
+
+def test_uvicorns_access_line_is_masked_and_still_formats() -> None:
+    """uvicorn's access formatter unpacks the record's five arguments: the filter masks
+    the path argument in place instead of folding the arguments into the message."""
+    from uvicorn.logging import AccessFormatter
+
+    from context_governor.proxy.redact import QuerySecretFilter
+
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "POST", f"/v1beta/models/m:generateContent?alt=sse&key={SECRET}", "1.1", 200),
+        None,
+    )  # fmt: skip
+    assert QuerySecretFilter().filter(record)
+    line = AccessFormatter("%(message)s", use_colors=False).format(record)  # unpacks the args
+    assert (
+        line == '127.0.0.1:5 - "POST /v1beta/models/m:generateContent?alt=sse&key=*** HTTP/1.1" 200'
+    )
+
+
+@given(
+    value=st.text(alphabet=string.ascii_letters + string.digits + "-_.~%", min_size=1),
+    name=st.sampled_from(["key", "api_key", "KEY", "access_token", "X-Goog-Signature"]),
+    before=st.sampled_from(["", "alt=sse&", "a=1&b=2&"]),
+)
+def test_a_secret_query_value_never_survives_masking(value: str, name: str, before: str) -> None:
+    from context_governor.proxy.redact import MASK, mask_query_secrets
+
+    url = f"GET http://h/v1beta/models?{before}{name}={value}&pageSize=5 HTTP/1.1"
+    assert (
+        mask_query_secrets(url)
+        == f"GET http://h/v1beta/models?{before}{name}={MASK}&pageSize=5 HTTP/1.1"
+    )

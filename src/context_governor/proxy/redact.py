@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 MASK = "***"
@@ -105,16 +105,34 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def _masked_arg(arg: object) -> object:
+    """A log record's argument, as a masked string if its text shows a secret query
+    value, else itself (so ``%d`` and formatters that unpack the args keep working)."""
+    if arg is None or isinstance(arg, int | float):
+        return arg
+    try:
+        text = str(arg)
+    except Exception:  # an object whose str() fails is the handler's problem, not ours
+        return arg
+    masked = mask_query_secrets(text)
+    return arg if masked == text else masked
+
+
 class QuerySecretFilter(logging.Filter):
     """A logger filter masking secret query values (mask_query_secrets) in each record
-    the logger makes, before any handler (a test's capture included) sees it."""
+    the logger makes, before any handler (a test's capture included) sees it.
+
+    The message and each argument are masked in place, keeping the record's shape:
+    uvicorn's access formatter unpacks its five arguments, so they cannot be merged
+    into the message."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        masked = mask_query_secrets(message)
-        if masked != message:
-            record.msg = masked
-            record.args = None
+        if isinstance(record.msg, str):
+            record.msg = mask_query_secrets(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_masked_arg(arg) for arg in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {key: _masked_arg(arg) for key, arg in record.args.items()}
         return True
 
 
