@@ -398,6 +398,8 @@ def test_other_gemini_paths_pass_through_and_are_said_once(
         "/v1/models/a%2F..%2F..%2Fx:streamGenerateContent",
         "/v1beta/..%2Fadmin",
         "/v1beta/models/%2e%2e/x:countTokens",
+        "/v1beta/models/a%0Ab:generateContent",  # a governed route: the model is checked too
+        "/v1/models/a%23b:streamGenerateContent",
     ],
 )
 def test_an_encoded_path_cannot_escape(fake: FakeGemini, proxy: Any, target: str) -> None:

@@ -186,16 +186,15 @@ def create_app(config: ProxyConfig) -> Starlette:
 
         async def handle(request: Request) -> Response:
             started = time.perf_counter()
-            path = route.path
-            model = request.path_params.get("model")  # Gemini's route names the model
-            try:
-                if model is not None:  # what the client spelled, checked as passed-through
-                    raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
+            path, model = route.path, request.path_params.get("model")
+            if model is not None:  # Gemini's path names the model: forwarded as spelled, checked
+                raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
+                try:
                     path = forward_path(raw_path, f"/{version}/")
-            except BadPath as exc:
-                log.info("POST /%s/%s 400 (not forwarded): %s", version, route.path, exc)
-                message = f"path not allowed: {exc}"
-                return error_response(400, message, "invalid_request_error", route=route)
+                except BadPath as exc:
+                    log.info("POST /%s/%s 400 (not forwarded): %s", version, route.path, exc)
+                    message = f"path not allowed: {exc}"
+                    return error_response(400, message, "invalid_request_error", route=route)
             where = f"POST /{version}/{path}"
             try:
                 raw = await read_body(request, config.max_body_bytes)
