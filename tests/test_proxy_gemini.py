@@ -318,6 +318,7 @@ def test_a_query_key_is_forwarded_and_never_logged(
     fake: FakeGemini, proxy: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # other libraries quiet it when imported
     url = proxy()
     body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}]}
     for action in ("generateContent", "streamGenerateContent"):
@@ -339,6 +340,7 @@ def test_a_fixed_key_goes_where_the_client_put_its_own(
     fake: FakeGemini, proxy: Any, where: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # other libraries quiet it when imported
     url = proxy(api_key=FIXED)
     query = f"?key={SECRET}" if where == "query" else ""
     headers = {"x-goog-api-key": SECRET} if where == "header" else {}
