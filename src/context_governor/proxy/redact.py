@@ -23,19 +23,21 @@ MASK = "***"
 _SECRET_NAME_PARTS = ("key", "token", "secret", "password", "passwd", "signature", "sig", "auth")
 
 
-#: ``name=value`` after ``?`` or ``&`` whose name looks secret; the value runs to the
-#: next separator, quote, space or fragment.
-_QUERY_SECRET = re.compile(
-    r"([?&](?:[^=&\s\"'#?]*?)(?:" + "|".join(_SECRET_NAME_PARTS) + r")[^=&\s\"'#?]*=)"
-    r"[^&\s\"'#]+",
-    re.IGNORECASE,
-)
+#: ``name=value`` after ``?`` or ``&``; the value runs to the next separator, quote,
+#: space or fragment.
+_QUERY_PAIR = re.compile(r"([?&])([^=&\s\"'#?]+)=([^&\s\"'#]*)")
+
+
+def _masked_pair(match: re.Match[str]) -> str:
+    sep, name, value = match.groups()
+    # decoded, as the server reads it: ``?k%65y=...`` is a key too
+    return f"{sep}{name}={MASK}" if value and is_secret_param(unquote(name)) else match[0]
 
 
 def mask_query_secrets(text: str) -> str:
     """``text`` with the value of every secret-named query parameter of any URL in it
     masked (``...?alt=sse&key=***``), whoever's the key."""
-    return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    return _QUERY_PAIR.sub(_masked_pair, text)
 
 
 def is_secret_param(name: str) -> bool:
