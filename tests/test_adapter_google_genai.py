@@ -1,31 +1,28 @@
 """The google-genai adapter, driven by the real SDK against a fake Gemini on localhost.
 
-The fake upstream is a real HTTP server speaking ``generateContent``: it checks every
-request with ``validate_request(api="gemini")`` and against the window (a request that
-breaks a rule gets Gemini's 400, and is recorded), checks that each thought signature
-it issued comes back unchanged on the part it issued it on, and answers with function
-calls until the script runs out. The docs page's example is executed as it is.
+The fake upstream (tests/fake_gemini.py) is a real HTTP server speaking
+``generateContent``: it checks every request with ``validate_request(api="gemini")``
+and against the window (a request that breaks a rule gets Gemini's 400, and is
+recorded), checks that each thought signature it issued comes back unchanged on the
+part it issued it on, and answers with function calls until the script runs out. The
+docs page's example is executed as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import copy
-import json
 import re
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_gemini import WINDOW, FakeGemini, serve
 from google import genai
 from google.genai import types
 
-from context_governor import govern_request, validate_request
+from context_governor import validate_request
 from context_governor.adapters.google_genai import (
     generate_content,
     generate_content_async,
@@ -33,96 +30,12 @@ from context_governor.adapters.google_genai import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-WINDOW = 6_000
-PATH = re.compile(r"^/v1(?:beta)?/models/(?P<model>[^:/]+):generateContent$")
-
-
-@dataclass
-class FakeGemini:
-    """A scripted generateContent endpoint: ``calls`` function-call turns, then text."""
-
-    calls: int = 6
-    window: int = WINDOW
-    bodies: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    issued: dict[str, str] = field(default_factory=dict)  # signature -> its part's JSON
-    served: int = 0
-
-    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        match = PATH.match(path)
-        if match is None:
-            self.errors.append(f"unexpected path {path}")
-            return 404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}
-        self.bodies.append(body)
-        model = match["model"]
-        found = validate_request(body, api="gemini", model=model)
-        again = govern_request(body, api="gemini", model=model, context_window=self.window)
-        problems = [v.error for v in found]
-        if not again.report.within_budget:
-            problems.append("over the window")
-        problems += self._signatures(body)
-        if problems:
-            self.errors.extend(problems)
-            return 400, {"error": {"code": 400, "message": problems[0],
-                                   "status": "INVALID_ARGUMENT"}}  # fmt: skip
-        self.served += 1
-        if self.served > self.calls:
-            parts: list[dict[str, Any]] = [{"text": "All files summarised."}]
-        else:
-            signature = base64.b64encode(f"signature {self.served:04d}".encode()).decode()
-            parts = [
-                {"functionCall": {"name": "read_file", "args": {"path": f"f{self.served}.txt"}},
-                 "thoughtSignature": signature},
-                {"functionCall": {"name": "read_file", "args": {"path": f"g{self.served}.txt"}}},
-            ]  # fmt: skip
-            self.issued[signature] = json.dumps(parts[0], sort_keys=True)
-        return 200, {
-            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                            "index": 0}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                              "totalTokenCount": 15},
-        }  # fmt: skip
-
-    def _signatures(self, body: dict[str, Any]) -> list[str]:
-        out = []
-        for content in body.get("contents", []):
-            for part in content.get("parts", []):
-                signature = part.get("thoughtSignature")
-                if (
-                    signature in self.issued
-                    and json.dumps(part, sort_keys=True) != self.issued[signature]
-                ):
-                    out.append(f"signature {signature} came back on another part")
-        return out
 
 
 @pytest.fixture
 def fake() -> Iterator[tuple[FakeGemini, str]]:
-    script = FakeGemini()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
-            status, answer = script.answer(self.path.split("?")[0], body)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield script, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    for script in serve(FakeGemini()):
+        yield script, script.base_url
 
 
 def _client(base_url: str) -> genai.Client:

@@ -149,8 +149,8 @@ def _bind(host: str, port: int) -> socket.socket:
     "--api-key",
     envvar="CONTEXT_GOVERNOR_UPSTREAM_KEY",
     default=None,
-    help="Use this key upstream instead of the client's Authorization header "
-    "(env CONTEXT_GOVERNOR_UPSTREAM_KEY).",
+    help="Use this key upstream instead of the client's own, where the client put it "
+    "(its key header or Gemini's ?key=) (env CONTEXT_GOVERNOR_UPSTREAM_KEY).",
 )
 @click.option(
     "--count-tokens-upstream",
@@ -176,16 +176,19 @@ def proxy_command(
     api_key: str | None,
     count_tokens_upstream: bool,
 ) -> None:
-    """Serve a proxy that governs every chat-completions, messages and responses request.
+    """Serve a proxy that governs every chat-completions, messages, responses and
+    Gemini generateContent request.
 
-    Point an OpenAI client's base URL at http://HOST:PORT/v1 (an Anthropic
-    client's at http://HOST:PORT). Each POST /v1/chat/completions,
-    /v1/messages (Anthropic) and /v1/responses (OpenAI Responses) body is
-    repaired and fitted to its model's window in its own format, then
-    forwarded; the answer (streamed or not) comes back unchanged, with
+    Point an OpenAI client's base URL at http://HOST:PORT/v1 (an Anthropic or
+    Gemini client's at http://HOST:PORT). Each POST /v1/chat/completions,
+    /v1/messages (Anthropic), /v1/responses (OpenAI Responses) and
+    /v1beta/models/MODEL:generateContent or :streamGenerateContent (Gemini;
+    also under /v1/) body is repaired and fitted to its model's window in its
+    own format, then forwarded; the answer (streamed or not) comes back unchanged, with
     x-context-governor-* headers giving the token figures. Other /v1 paths
     pass through (logged once per kind). Stateless: replicas forward
-    identical requests.
+    identical requests. For Gemini, --upstream ends with the API version
+    (https://generativelanguage.googleapis.com/v1beta).
 
     Credentials in --upstream (user:password@, key=/token= parameters) and
     --api-key are never printed or logged.

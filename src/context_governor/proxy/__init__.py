@@ -1,5 +1,6 @@
-"""An HTTP proxy that governs every Chat Completions, Anthropic Messages and OpenAI
-Responses request in its own format (docs/proxy.md lists each path).
+"""An HTTP proxy that governs every Chat Completions, Anthropic Messages, OpenAI
+Responses and Gemini generateContent request in its own format (docs/proxy.md lists
+each path).
 
 Needs the ``proxy`` extra (starlette, uvicorn): ``pip install 'context-governor[proxy]'``.
 Run it with ``context-governor proxy --upstream URL`` or serve ``create_app(config)``

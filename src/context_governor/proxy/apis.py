@@ -1,9 +1,9 @@
 """The APIs the proxy governs, and what differs between them: nothing but names and shapes.
 
-Each governed route (Chat Completions, Anthropic Messages, OpenAI Responses) runs
-the same machinery in app.py; an :class:`ApiRoute` says only which path it is,
-which body format ``govern_request`` reads, which profile applies when none was
-configured, which header carries the key, and how errors look, as JSON and as a
+Each governed route (Chat Completions, Anthropic Messages, OpenAI Responses, Gemini
+generateContent) runs the same machinery in app.py; an :class:`ApiRoute` says only
+which path it is, which body format ``govern_request`` reads, which profile applies
+when none was configured, where the key goes, and how errors look, as JSON and as a
 streaming event, in that API's own shape (so each SDK raises its usual exception
 with our message).
 """
@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ..formats.request import Api
 
@@ -45,6 +45,20 @@ def anthropic_error(message: str, kind: str) -> dict[str, Any]:
     return {"type": "error", "error": error}
 
 
+#: Google's canonical status names for the HTTP statuses the proxy answers with itself
+#: (google.rpc.Code's HTTP mapping). A body over the limit is INVALID_ARGUMENT, as
+#: Gemini's own "Request payload size exceeds the limit" error is.
+_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 502: "UNAVAILABLE",
+                  503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}  # fmt: skip
+
+
+def google_error(message: str, status: int) -> dict[str, Any]:
+    """Google's error body: ``{"error": {"code", "message", "status"}}`` (what the
+    google-genai SDK reads into its ClientError / ServerError)."""
+    name = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
+    return {"error": {"code": status, "message": message, "status": name}}
+
+
 def _event(name: str | None, data: dict[str, Any]) -> bytes:
     head = f"event: {name}\n" if name else ""
     return (head + "data: " + json.dumps(data) + "\n\n").encode()
@@ -63,14 +77,36 @@ class ApiRoute:
     #: the body's field that must be present (a 400 in the API's shape otherwise);
     #: None for Responses, whose history may be all server-side (a stored prompt)
     required: str | None
+    #: the proxy's version prefixes the route is served under (each maps to the
+    #: upstream's base, as /v1/ does)
+    versions: tuple[str, ...] = ("v1",)
+    #: streaming is chosen by the path (Gemini's :streamGenerateContent), not the body
+    streams: bool = False
 
     @property
     def anthropic(self) -> bool:
         return self.api == "anthropic"
 
+    @property
+    def google(self) -> bool:
+        return self.api == "gemini"
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Where the proxy serves the route (a Starlette path template: Gemini's names
+        the model, ``/v1beta/models/{model}:generateContent``)."""
+        return tuple(f"/{version}/{self.path}" for version in self.versions)
+
     def error_body(
-        self, message: str, kind: str, param: str | None = None, code: str | None = None
+        self,
+        message: str,
+        kind: str,
+        param: str | None = None,
+        code: str | None = None,
+        status: int = 400,
     ) -> dict[str, Any]:
+        if self.google:
+            return google_error(message, status)
         if self.anthropic:  # one kind, no code: a code Anthropic names as a kind wins
             return anthropic_error(message, code if code in _ANTHROPIC_KINDS else kind)
         return openai_error(message, kind, param, code)
@@ -79,44 +115,97 @@ class ApiRoute:
         """One server-sent event saying the answer broke off, in this API's shape."""
         if self.anthropic:
             return _event("error", anthropic_error(message, "upstream_error"))
+        if self.google:  # the SDK raises a chunk that is {"error": ...} as a ServerError
+            return _event(None, google_error(message, 502))
         if self.api == "responses":
             # The Responses API's own error event (what its SDKs yield as an ErrorEvent).
             data = {"type": "error", "code": "upstream_error", "message": message, "param": None}
             return _event("error", data)
         return _event(None, openai_error(message, "upstream_error"))
 
-    def key_header(self, incoming: set[str]) -> str:
-        """Where a configured --api-key goes: the header the client used for its own
-        key, else the API's usual one."""
-        if "x-api-key" in incoming:
-            return "x-api-key"
-        if "authorization" in incoming:
-            return "authorization"
+    def key_header(self, incoming: set[str], query: str = "") -> str:
+        """Where a configured --api-key goes: where the client put its own key (one of
+        KEY_HEADERS, or QUERY_KEY for Gemini's ``?key=``), else the API's usual header."""
+        for name in KEY_HEADERS:
+            if name in incoming:
+                return name
+        if has_query_key(query):
+            return QUERY_KEY
+        if self.google:
+            return "x-goog-api-key"
         return "x-api-key" if self.anthropic else "authorization"
+
+
+#: The headers a client's key travels in (a fixed --api-key replaces them all).
+KEY_HEADERS = ("x-goog-api-key", "x-api-key", "authorization")
+#: key_header's answer for "in the query, as ``key=``" (Gemini's other way to send it).
+QUERY_KEY = "?key"
+
+
+def has_query_key(query: str) -> bool:
+    """Whether the (still encoded) query carries a ``key=`` parameter."""
+    return any(unquote(piece.partition("=")[0]) == "key" for piece in query.split("&"))
+
+
+def with_query_key(query: str, key: str) -> str:
+    """``query`` with every ``key=`` parameter's value replaced by ``key`` (encoded)."""
+    pieces = [piece for piece in query.split("&") if piece]
+    return "&".join(
+        f"{piece.partition('=')[0]}={quote(key, safe='')}"
+        if unquote(piece.partition("=")[0]) == "key"
+        else piece
+        for piece in pieces
+    )
 
 
 CHAT = ApiRoute("openai", "chat/completions", "openai", "messages")
 MESSAGES = ApiRoute("anthropic", "messages", "anthropic", "messages")
 RESPONSES = ApiRoute("responses", "responses", "openai", None)
-ROUTES: tuple[ApiRoute, ...] = (CHAT, MESSAGES, RESPONSES)
+#: The google-genai SDK calls /v1/models/... (its default API version), others /v1beta/.
+_GOOGLE_VERSIONS = ("v1beta", "v1")
+GEMINI = ApiRoute(
+    "gemini", "models/{model}:generateContent", "gemini", "contents", _GOOGLE_VERSIONS
+)
+GEMINI_STREAM = ApiRoute(
+    "gemini", "models/{model}:streamGenerateContent", "gemini", "contents", _GOOGLE_VERSIONS,
+    streams=True,
+)  # fmt: skip
+ROUTES: tuple[ApiRoute, ...] = (CHAT, MESSAGES, RESPONSES, GEMINI, GEMINI_STREAM)
+#: What governing needs of a route (its format, profile, required field); both Gemini
+#: routes agree on it.
 BY_API: dict[str, ApiRoute] = {route.api: route for route in ROUTES}
+#: The version prefixes passed-through paths are accepted under.
+VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(v for r in ROUTES for v in r.versions))
+#: Gemini's resource collections (files, cachedContents, tunedModels...) and a model's
+#: ``:action``s get Google's error shape when passed through under /v1/.
+_ACTION = re.compile(r"[A-Za-z]{1,40}")
 
 
-def route_for_path(path: str) -> ApiRoute:
-    """Whose error shape a passed-through path gets: Anthropic's under ``messages``
-    (count_tokens, batches), OpenAI's elsewhere."""
-    return MESSAGES if path.split("/", 1)[0] == "messages" else CHAT
+def route_for_path(path: str, version: str = "v1") -> ApiRoute:
+    """Whose error shape a passed-through path gets: Google's under /v1beta/ and for a
+    ``models/{model}:action`` path, Anthropic's under ``messages`` (count_tokens,
+    batches), OpenAI's elsewhere."""
+    first, _, rest = path.partition("/")
+    if version != "v1" or (first == "models" and ":" in rest):
+        return GEMINI
+    return MESSAGES if first == "messages" else CHAT
 
 
 _WORD = re.compile(r"[a-z_]{1,40}")
 
 
+def _segment_kind(segment: str) -> str:
+    if _WORD.fullmatch(segment):
+        return segment
+    _, colon, action = segment.rpartition(":")
+    return "{id}:" + action if colon and _ACTION.fullmatch(action) else "{id}"
+
+
 def path_kind(path: str) -> str:
     """A passed-through path with its ids replaced by ``{id}``, so "not governed" is
-    said once per kind (``responses/{id}/cancel``), not once per response."""
-    return "/".join(
-        seg if i == 0 or _WORD.fullmatch(seg) else "{id}" for i, seg in enumerate(path.split("/"))
-    )
+    said once per kind (``responses/{id}/cancel``, ``models/{id}:countTokens``), not
+    once per response or model."""
+    return "/".join(seg if i == 0 else _segment_kind(seg) for i, seg in enumerate(path.split("/")))
 
 
 def header_value(parts: tuple[str, ...]) -> str:

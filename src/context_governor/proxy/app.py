@@ -1,5 +1,7 @@
-"""The proxy's ASGI app: govern ``POST /v1/chat/completions``, ``/v1/messages`` and
-``/v1/responses`` (one handler, apis.py says what differs), pass the rest through.
+"""The proxy's ASGI app: govern ``POST /v1/chat/completions``, ``/v1/messages``,
+``/v1/responses`` and Gemini's ``/v1beta/models/{model}:generateContent`` /
+``:streamGenerateContent`` (also under ``/v1/``) with one handler (apis.py says what
+differs), pass the rest through.
 
 Every request is governed on its own, from its body and the config alone: no
 conversation state is kept, so any number of replicas behind a load balancer
@@ -8,8 +10,8 @@ forward the same bytes for the same request (see governing.py).
 What a client can send is bounded before any work is done: the body's size
 (body.py, a 413), the path it may reach upstream (paths.py, a 400), and the
 JSON it may contain (governing.py, a 400); every refusal is in the API's own
-error shape (Anthropic's under /v1/messages, OpenAI's elsewhere) so SDKs raise
-their usual exception with our message.
+error shape (Anthropic's under /v1/messages, Google's for Gemini, OpenAI's elsewhere)
+so SDKs raise their usual exception with our message.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -30,14 +33,24 @@ from starlette.routing import Route
 
 from ..errors import ConfigError
 from ..report import Report
-from .apis import CHAT, ROUTES, ApiRoute, header_value, path_kind, route_for_path
+from .apis import (
+    CHAT,
+    ROUTES,
+    VERSIONS,
+    ApiRoute,
+    has_query_key,
+    header_value,
+    path_kind,
+    route_for_path,
+    with_query_key,
+)
 from .body import TooLarge, declared_length, read_limited
 from .config import CONFIG_ENV, ProxyConfig
 from .count_tokens import calibrated, upstream_counter
 from .executor import Governance
 from .governing import BadRequest, Governed
 from .paths import BadPath, forward_path, forward_query
-from .redact import Redactor
+from .redact import Redactor, mask_logged_query_secrets
 from .upstream import Upstream, describe, relay
 
 log = logging.getLogger("context_governor.proxy")
@@ -55,7 +68,8 @@ def error_response(
     route: ApiRoute = CHAT,
 ) -> Response:
     """An error in the API's own shape, so its SDK raises its usual exception with our message."""
-    return JSONResponse(route.error_body(message, kind, param, code), status_code=status)
+    body = route.error_body(message, kind, param, code, status)
+    return JSONResponse(body, status_code=status)
 
 
 def too_large(exc: TooLarge, route: ApiRoute = CHAT) -> Response:
@@ -124,8 +138,8 @@ class NotGovernedLog:
     def __init__(self) -> None:
         self._seen: set[str] = set()
 
-    def __call__(self, method: str, path: str) -> None:
-        kind = f"{method} /v1/{path_kind(path)}"
+    def __call__(self, method: str, path: str, version: str = "v1") -> None:
+        kind = f"{method} /{version}/{path_kind(path)}"
         if kind in self._seen or len(self._seen) >= self.MAX_KINDS:
             return
         self._seen.add(kind)
@@ -133,7 +147,7 @@ class NotGovernedLog:
             "not governed: %s is passed through unchanged (the proxy governs POST %s; "
             "said once per kind of path)",
             kind,
-            ", POST ".join(f"/v1/{r.path}" for r in ROUTES),
+            ", POST ".join(r.paths[0] for r in ROUTES),
         )
 
 
@@ -143,20 +157,48 @@ def create_app(config: ProxyConfig) -> Starlette:
     The configured models' encodings are loaded during the ASGI lifespan start-up,
     so a server that runs it (uvicorn does) accepts no request before they are ready.
     """
+    mask_logged_query_secrets()  # a client's ?key= never reaches a log line
     upstream = Upstream(config)
     governance = Governance(config)
     redact = upstream.redact
     not_governed = NotGovernedLog()
 
-    def governed_route(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
-        """The handler of ``POST /v1/<route.path>``: one code path for every API."""
-        where = f"POST /v1/{route.path}"
+    def keyed(
+        route: ApiRoute, request: Request, content_type: str | None = None
+    ) -> tuple[list[tuple[str, str]], str]:
+        """The headers and query to forward, a fixed --api-key put where the client
+        put its own (apis.ApiRoute.key_header): in a header, or Gemini's ``?key=``."""
+        # the client's query too: the Anthropic SDK's beta calls add ?beta=true
+        query = forward_query(request.scope.get("query_string", b""))
+        headers = upstream.headers(
+            request.headers,
+            content_type=content_type,
+            key_header=lambda names: route.key_header(names, query),
+        )
+        if config.api_key is not None and has_query_key(query):
+            query = with_query_key(query, config.api_key)
+        return headers, query
+
+    def governed_route(
+        route: ApiRoute, version: str = "v1"
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of ``POST /<version>/<route.path>``: one code path for every API."""
 
         async def handle(request: Request) -> Response:
             started = time.perf_counter()
+            path, model = route.path, request.path_params.get("model")
+            if model is not None:  # Gemini's path names the model: forwarded as spelled, checked
+                raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
+                try:
+                    path = forward_path(raw_path, f"/{version}/")
+                except BadPath as exc:
+                    log.info("POST /%s/%s 400 (not forwarded): %s", version, route.path, exc)
+                    message = f"path not allowed: {exc}"
+                    return error_response(400, message, "invalid_request_error", route=route)
+            where = f"POST /{version}/{path}"
             try:
                 raw = await read_body(request, config.max_body_bytes)
-                governed = await governance.govern(raw, route.api)
+                governed = await governance.govern(raw, route.api, model=model)
             except TooLarge as exc:
                 log.info("%s 413 %s", where, exc.message)
                 return too_large(exc, route)
@@ -165,9 +207,9 @@ def create_app(config: ProxyConfig) -> Starlette:
                 return error_response(
                     400, exc.message, "invalid_request_error", exc.param, route=route
                 )
-            headers = upstream.headers(
-                request.headers, content_type="application/json", key_header=route.key_header
-            )
+            if route.google:  # streaming is the path's choice, not a body field's
+                governed = replace(governed, stream=route.streams)
+            headers, query = keyed(route, request, "application/json")
             if route.api == "anthropic" and config.count_tokens_upstream:
                 try:
                     governed = await calibrated(
@@ -181,9 +223,7 @@ def create_app(config: ProxyConfig) -> Starlette:
                         400, exc.message, "invalid_request_error", exc.param, route=route
                     )
             try:
-                # the client's query too: the Anthropic SDK's beta calls add ?beta=true
-                query = forward_query(request.scope.get("query_string", b""))
-                response = await upstream.send("POST", route.path, query, headers, governed.body)
+                response = await upstream.send("POST", path, query, headers, governed.body)
                 relayed = await relay(
                     response,
                     stream=governed.stream,
@@ -203,15 +243,25 @@ def create_app(config: ProxyConfig) -> Starlette:
 
         return handle
 
-    async def passthrough(request: Request) -> Response:
+    def passthrough_under(version: str) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of every other path under ``/<version>/``."""
+
+        async def passthrough(request: Request) -> Response:
+            return await passthrough_request(request, version)
+
+        return passthrough
+
+    async def passthrough_request(request: Request, version: str) -> Response:
         raw_path: bytes = request.scope.get("raw_path") or request.scope["path"].encode()
+        path = ""
+        # the error shape of a path refused as unsafe: judged on its text as sent
+        route = route_for_path(raw_path.decode("latin-1")[len(version) + 2 :], version)
         try:
-            path = forward_path(raw_path)
-            query = forward_query(request.scope.get("query_string", b""))
-            route = route_for_path(path)
-            not_governed(request.method, path)
+            path = forward_path(raw_path, f"/{version}/")
+            route = route_for_path(path, version)
+            not_governed(request.method, path, version)
             body = await read_body(request, config.max_body_bytes)
-            headers = upstream.headers(request.headers, key_header=route.key_header)
+            headers, query = keyed(route, request)
             response = await upstream.send(request.method, path, query, headers, body)
             relayed = await relay(
                 response, stream=True, redact=redact, stream_error=route.stream_error
@@ -219,14 +269,18 @@ def create_app(config: ProxyConfig) -> Starlette:
         except BadPath as exc:
             shown = raw_path.decode("latin-1")
             log.info("%s %s 400 (not forwarded): %s", request.method, shown, exc)
-            return error_response(400, f"path not allowed: {exc}", "invalid_request_error")
+            return error_response(
+                400, f"path not allowed: {exc}", "invalid_request_error", route=route
+            )
         except TooLarge as exc:
-            log.info("%s /v1/%s 413 %s", request.method, path, exc.message)
+            log.info("%s /%s/%s 413 %s", request.method, version, path, exc.message)
             return too_large(exc, route)
         except httpx.HTTPError as exc:
-            log.warning("%s /v1/%s → upstream: %s", request.method, path, describe(exc, redact))
+            what = describe(exc, redact)
+            log.warning("%s /%s/%s → upstream: %s", request.method, version, path, what)
             return _unreachable(exc, redact, route)
-        log.info("%s /v1/%s → %d (passed through)", request.method, path, relayed.status_code)
+        status = relayed.status_code
+        log.info("%s /%s/%s → %d (passed through)", request.method, version, path, status)
         return relayed
 
     async def healthz(request: Request) -> Response:
@@ -245,8 +299,15 @@ def create_app(config: ProxyConfig) -> Starlette:
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
-            *(Route(f"/v1/{r.path}", governed_route(r), methods=["POST"]) for r in ROUTES),
-            Route("/v1/{path:path}", passthrough, methods=_METHODS),
+            *(
+                Route(f"/{v}/{r.path}", governed_route(r, v), methods=["POST"])
+                for r in ROUTES
+                for v in r.versions
+            ),
+            *(
+                Route(f"/{v}/{{path:path}}", passthrough_under(v), methods=_METHODS)
+                for v in VERSIONS
+            ),
         ],
         lifespan=lifespan,
     )

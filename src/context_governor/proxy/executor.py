@@ -36,9 +36,11 @@ def _init_worker(config_json: str) -> None:
     preload(_worker_config)
 
 
-def _govern_in_worker(raw: bytes, api: str, ratio: float | None) -> Governed:
+def _govern_in_worker(
+    raw: bytes, api: str, ratio: float | None, model: str | None = None
+) -> Governed:
     assert _worker_config is not None, "the worker was started without its config"
-    return govern_body(raw, _worker_config, api, ratio)
+    return govern_body(raw, _worker_config, api, ratio, model)
 
 
 def _ready() -> bool:
@@ -70,13 +72,19 @@ class Governance:
         jobs = [loop.run_in_executor(pool, _ready) for _ in range(self._config.govern_processes)]
         await asyncio.gather(*jobs)
 
-    async def govern(self, raw: bytes, api: str = CHAT.api, ratio: float | None = None) -> Governed:
-        """``raw``, a body of ``api`` (apis.py), governed off the event loop (``ratio``:
-        see governing.govern_body)."""
+    async def govern(
+        self,
+        raw: bytes,
+        api: str = CHAT.api,
+        ratio: float | None = None,
+        model: str | None = None,
+    ) -> Governed:
+        """``raw``, a body of ``api`` (apis.py), governed off the event loop (``ratio``,
+        ``model``: see governing.govern_body)."""
         if self._pool is None:
-            return await run_in_threadpool(govern_body, raw, self._config, api, ratio)
+            return await run_in_threadpool(govern_body, raw, self._config, api, ratio, model)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, _govern_in_worker, raw, api, ratio)
+        return await loop.run_in_executor(self._pool, _govern_in_worker, raw, api, ratio, model)
 
     def close(self) -> None:
         if self._pool is not None:

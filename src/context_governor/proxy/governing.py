@@ -103,11 +103,17 @@ def parse(raw: bytes) -> Any:
 
 
 def govern_body(
-    raw: bytes, config: ProxyConfig, api: str = CHAT.api, ratio: float | None = None
+    raw: bytes,
+    config: ProxyConfig,
+    api: str = CHAT.api,
+    ratio: float | None = None,
+    model: str | None = None,
 ) -> Governed:
     """Parse, govern and re-serialize ``raw`` (a body of ``api``, see apis.py);
     BadRequest says what the client got wrong. ``ratio`` (Messages only) scales the
     Claude estimate, as calibrated by the upstream's count_tokens (count_tokens.py).
+    ``model`` is the target named by the path (Gemini's ``models/{model}:...``),
+    which wins over the body's.
 
     A body nested deeper than Python's recursion limit (in the parser, governance
     or the serializer) is a client error, not a crash.
@@ -121,7 +127,7 @@ def govern_body(
             raise BadRequest(f"'{route.required}' is a required property", route.required)
         if route is CHAT:
             return _govern_chat(data, config)
-        return _govern_native(data, config, route, ratio)
+        return _govern_native(data, config, route, ratio, model)
     except RecursionError:
         raise BadRequest("request body is nested too deeply") from None
 
@@ -131,12 +137,17 @@ def _model(data: dict[str, Any]) -> str | None:
 
 
 def _govern_native(
-    data: dict[str, Any], config: ProxyConfig, route: ApiRoute, ratio: float | None = None
+    data: dict[str, Any],
+    config: ProxyConfig,
+    route: ApiRoute,
+    ratio: float | None = None,
+    path_model: str | None = None,
 ) -> Governed:
-    """A Messages or Responses body, governed in its own format by govern_request: the
-    reserve is the body's own (``max_tokens``/``max_output_tokens``), the target's
-    rules are the configured profile's, else the API's own provider's."""
-    model = _model(data)
+    """A Messages, Responses or Gemini body, governed in its own format by
+    govern_request: the reserve is the body's own (``max_tokens``/``max_output_tokens``/
+    ``generationConfig.maxOutputTokens``), the target's rules are the configured
+    profile's, else the API's own provider's."""
+    model = path_model or _model(data)
     try:
         result = govern_request(
             data,

@@ -22,6 +22,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from .apis import KEY_HEADERS
 from .config import ProxyConfig
 from .paths import BadPath
 from .redact import Redactor
@@ -113,8 +114,9 @@ class Upstream:
         """The client's headers to forward (``x-api-key``, ``anthropic-version``,
         ``anthropic-beta`` and the like unchanged); the fixed key, if any, replaces the
         client's own, in the header ``key_header`` picks from the names the client sent
-        (default ``authorization``); ``content_type`` replaces the client's (the governed
-        body is always JSON, whatever it said)."""
+        (default ``authorization``; apis.QUERY_KEY: none, the key goes in the query);
+        ``content_type`` replaces the client's (the governed body is always JSON,
+        whatever it said)."""
         drop = _REQUEST_DROP | ({"content-type"} if content_type else set())
         out = [(k, v) for k, v in incoming.items() if k.lower() not in drop]
         if content_type:
@@ -122,9 +124,10 @@ class Upstream:
         if self._config.api_key is not None:
             names = {k.lower() for k, _ in out}
             where = key_header(names) if key_header else "authorization"
-            out = [(k, v) for k, v in out if k.lower() not in ("authorization", "x-api-key")]
+            out = [(k, v) for k, v in out if k.lower() not in KEY_HEADERS]
             key = self._config.api_key
-            out.append((where, key if where == "x-api-key" else f"Bearer {key}"))
+            if where in KEY_HEADERS:  # else in the query (the caller's: with_query_key)
+                out.append((where, f"Bearer {key}" if where == "authorization" else key))
         return out
 
     async def send(
