@@ -216,7 +216,7 @@ def create_app(config: ProxyConfig) -> Starlette:
                         governed,
                         config,
                         upstream_counter(upstream, headers),
-                        lambda ratio: governance.govern(raw, route.api, ratio),
+                        lambda ratio: governance.govern(raw, route.api, ratio, model=model),
                     )
                 except BadRequest as exc:  # cannot happen: the same body governed once
                     return error_response(
