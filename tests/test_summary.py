@@ -395,3 +395,51 @@ def test_no_cut_no_summary() -> None:
     result = govern(history, context_window=WINDOW, max_output=1000, compaction=_policy())
     assert result.messages is history
     assert MARK not in json.dumps(result.messages)
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("read_file", "exec", "grep")
+]
+
+
+@pytest.mark.parametrize("api", ["anthropic", "responses"])
+def test_native_formats_get_one_summary_through_the_same_pipeline(api: str) -> None:
+    from context_governor.formats.request import govern_request
+    from context_governor.llm.anthropic_client import AnthropicClient
+    from context_governor.llm.responses_client import ResponsesClient
+
+    client: Any = (
+        AnthropicClient("claude-sonnet-4-5", api_key="k")
+        if api == "anthropic"
+        else ResponsesClient("gpt-4o", api_key="k")
+    )
+    seen: list[list[Message]] = []
+
+    def summarizer(messages: list[Message]) -> str:
+        json.dumps(messages)  # the edge's private state never reaches the summarizer
+        seen.append(messages)
+        return scripted_summary(messages)
+
+    body = client.request_body(_last_history(), TOOLS, 1000)
+    policy = _policy(summarizer)
+    result = govern_request(body, api=api, context_window=WINDOW, compaction=policy)
+    assert result.report.violations == []
+    assert not any(a.kind == "fallback" for a in result.report.actions)
+    assert json.dumps(result.body).count(MARK) == 1
+    assert len(seen) == 1
+    again = govern_request(body, api=api, context_window=WINDOW, compaction=policy)
+    assert json.dumps(again.body) == json.dumps(result.body) and len(seen) == 1
+
+
+def test_the_key_covers_only_what_is_sent() -> None:
+    cfg = Summaries(scripted_summary)
+    plain = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    carried = {
+        "role": "user",
+        "_edge": object(),
+        "content": [{"type": "text", "text": "hi", "_part": object()}],
+    }
+    assert cfg.key([plain]) == cfg.key([carried])
+    assert cfg.key([plain]) != cfg.key([{"role": "user", "content": "hi!"}])
+    assert cfg.key([plain]) != Summaries(scripted_summary, max_tokens=500).key([plain])

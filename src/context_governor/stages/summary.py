@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..messages import Message
+from ..summary.settings import public
 from .base import Context
 
 if TYPE_CHECKING:
@@ -136,8 +137,8 @@ def _inputs(messages: list[Message], plan: Plan, now: list[int], cfg: Summaries)
         if previous is not None:
             old = set(before)
             lead: Message = {"role": "user", "content": PREVIOUS_HEAD + previous}
-            return [lead, *(messages[i] for i in now if i not in old)]
-    return [messages[i] for i in now]
+            return [lead, *(public(messages[i]) for i in now if i not in old)]
+    return [public(messages[i]) for i in now]
 
 
 def _governed(inputs: list[Message], cfg: Summaries, ctx: Context) -> list[Message]:

@@ -68,9 +68,33 @@ class Summaries:
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
     def key(self, messages: list[Message]) -> str:
-        """The store key of the summary of ``messages`` (everything cut so far)."""
+        """The store key of the summary of ``messages`` (everything cut so far): only what
+        is sent counts, so the key is the same in any process (see ``public``)."""
         h = hashlib.sha256(self.settings_digest().encode())
         for message in messages:
             h.update(b"\x1e")
-            h.update(json.dumps(message, sort_keys=True, ensure_ascii=False, default=repr).encode())
+            h.update(
+                json.dumps(
+                    public(message), sort_keys=True, ensure_ascii=False, default=_type_name
+                ).encode()
+            )
         return h.hexdigest()
+
+
+def _type_name(value: Any) -> str:
+    """Objects JSON cannot carry are named by type: never by repr, which may hold an
+    address that differs between processes."""
+    return f"<{type(value).__name__}>"
+
+
+def public(value: Any) -> Any:
+    """``value`` without the private keys (a leading "_") the format edges and adapters
+    attach to messages and content parts to carry native state: the summarizer sees, and
+    a key covers, only what goes on the wire."""
+    if isinstance(value, dict):
+        return {
+            k: public(v) for k, v in value.items() if not (isinstance(k, str) and k[:1] == "_")
+        }
+    if isinstance(value, list):
+        return [public(v) for v in value]
+    return value
