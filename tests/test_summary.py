@@ -443,3 +443,24 @@ def test_the_key_covers_only_what_is_sent() -> None:
     assert cfg.key([plain]) == cfg.key([carried])
     assert cfg.key([plain]) != cfg.key([{"role": "user", "content": "hi!"}])
     assert cfg.key([plain]) != Summaries(scripted_summary, max_tokens=500).key([plain])
+
+
+def test_a_summarizer_that_never_returns_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import sys, threading\n"
+        f"sys.path.insert(0, {str(TESTS)!r})\n"
+        "from test_compact import WINDOW, _session\n"
+        "from context_governor import CompactionPolicy, govern\n"
+        "from context_governor.summary import Summaries\n"
+        "def hang(messages):\n"
+        "    threading.Event().wait()\n"
+        "policy = CompactionPolicy(summary=Summaries(hang, timeout=0.3))\n"
+        "r = govern(_session(60)[-1], context_window=WINDOW, max_output=1000, compaction=policy)\n"
+        "print(any('no answer within' in n for n in r.report.notes))\n"
+    )
+    child = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "True"

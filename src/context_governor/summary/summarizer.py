@@ -15,9 +15,9 @@ clients (llm/), with a prompt that keeps what an agent needs to go on.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import json
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -129,18 +129,25 @@ def call_summarizer(
     summarizer: Callable[[list[Message]], Any], messages: list[Message], timeout: float
 ) -> str:
     """The summarizer's text for ``messages`` within ``timeout`` seconds, or SummarizerError
-    saying what went wrong."""
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summarizer")
-    try:
-        future = pool.submit(_call, summarizer, messages)
+    saying what went wrong. The call runs on a daemon thread: one that never returns is
+    abandoned, and does not keep the process from exiting."""
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def work() -> None:
         try:
-            text = future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            raise SummarizerError(f"no answer within {timeout:g}s") from None
-        except Exception as exc:
-            raise SummarizerError(f"it failed ({exc!r})") from None
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    if not isinstance(text, str) or not text.strip():
-        raise SummarizerError(f"it returned {type(text).__name__} {str(text)[:40]!r}, not text")
-    return text.strip()
+            outcome.append((True, _call(summarizer, messages)))
+        except BaseException as exc:  # reported to the caller, whatever it is
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="summarizer", daemon=True).start()
+    if not done.wait(timeout):
+        raise SummarizerError(f"no answer within {timeout:g}s")
+    ok, value = outcome[0]
+    if not ok:
+        raise SummarizerError(f"it failed ({value!r})")
+    if not isinstance(value, str) or not value.strip():
+        raise SummarizerError(f"it returned {type(value).__name__} {str(value)[:40]!r}, not text")
+    return value.strip()
