@@ -15,6 +15,15 @@ from test_compact import _session
 from context_governor.cli import main
 from context_governor.summary.summarizer import SUMMARY_PROMPT
 
+#: more replies than the summary calls of a cold store (one per cut); the rest are cleared
+SPARE = 30
+
+
+def _reply(body: dict[str, Any]) -> Reply:
+    if body.get("model") == "small-model":
+        return Reply.text("The parser fix is half done; tests in tests/ fail.")
+    return Reply.text("ok")
+
 
 def _cli(args: list[str], env: dict[str, str] | None = None) -> Any:
     return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
@@ -26,15 +35,30 @@ def test_run_with_a_summary_model_sends_one_summary_from_the_store(
     history = tmp_path / "chat.json"
     history.write_text(json.dumps(_session(60)[-1]))
     store = tmp_path / "summaries.db"
-    upstream.push(Reply.text("The parser fix is half done; tests in tests/ fail."), Reply.text("ok"))
-    args = ["run", "go on", "--model", "gpt-4o-mini", "--base-url", upstream.base_url,
-            "--workspace", str(tmp_path), "--context-window", "16000", "--no-stream",
-            "--summary-model", "small-model", "--summary-store", f"sqlite:///{store}"]
+    upstream.push(*[_reply] * SPARE)
+    args = [
+        "run",
+        "go on",
+        "--model",
+        "gpt-4o-mini",
+        "--base-url",
+        upstream.base_url,
+        "--workspace",
+        str(tmp_path),
+        "--context-window",
+        "16000",
+        "--no-stream",
+        "--summary-model",
+        "small-model",
+        "--summary-store",
+        f"sqlite:///{store}",
+    ]
     result = _cli([*args, "--history", str(history)], env={"OPENAI_API_KEY": "k"})
     assert result.exit_code == 0, result.stderr
-    summarize, agent = upstream.requests
-    assert summarize["model"] == "small-model"
-    assert summarize["messages"][0]["content"] == SUMMARY_PROMPT
+    upstream.replies.clear()  # the spare replies
+    *summaries, agent = upstream.requests
+    assert summaries and all(s["model"] == "small-model" for s in summaries)
+    assert all(s["messages"][0]["content"] == SUMMARY_PROMPT for s in summaries)
     assert agent["model"] == "gpt-4o-mini"
     sent = json.dumps(agent["messages"])
     assert sent.count(MARK) == 1 and "The parser fix is half done" in sent
@@ -43,8 +67,8 @@ def test_run_with_a_summary_model_sends_one_summary_from_the_store(
     upstream.push(Reply.text("ok"))
     again = _cli([*args, "--history", str(history)], env={"OPENAI_API_KEY": "k"})
     assert again.exit_code == 0, again.stderr
-    assert len(upstream.requests) == 3
-    assert upstream.requests[2]["messages"] == agent["messages"]
+    assert len(upstream.requests) == len(summaries) + 2
+    assert upstream.requests[-1]["messages"] == agent["messages"]
 
 
 def test_run_summary_model_failure_falls_back_and_the_run_goes_on(
@@ -52,11 +76,26 @@ def test_run_summary_model_failure_falls_back_and_the_run_goes_on(
 ) -> None:
     history = tmp_path / "chat.json"
     history.write_text(json.dumps(_session(60)[-1]))
-    upstream.push(Reply.error(400, "no such model"), Reply.text("ok"))
+    upstream.push(Reply.error(400, "no such model"), Reply.text("ok"))  # the first fails: no more
     result = _cli(
-        ["run", "go on", "--model", "gpt-4o-mini", "--base-url", upstream.base_url,
-         "--workspace", str(tmp_path), "--context-window", "16000", "--no-stream",
-         "--summary-model", "missing", "--history", str(history), "-v"],
+        [
+            "run",
+            "go on",
+            "--model",
+            "gpt-4o-mini",
+            "--base-url",
+            upstream.base_url,
+            "--workspace",
+            str(tmp_path),
+            "--context-window",
+            "16000",
+            "--no-stream",
+            "--summary-model",
+            "missing",
+            "--history",
+            str(history),
+            "-v",
+        ],
         env={"OPENAI_API_KEY": "k"},
     )
     assert result.exit_code == 0, result.stderr
@@ -68,14 +107,26 @@ def test_run_summary_model_failure_falls_back_and_the_run_goes_on(
     ("extra", "message"),
     [
         (["--summary-store", "memory://"], "--summary-store needs --summary-model"),
-        (["--summary-model", "m", "--compaction", "seed"], "--summary-model needs --compaction cache"),
+        (
+            ["--summary-model", "m", "--compaction", "seed"],
+            "--summary-model needs --compaction cache",
+        ),
         (["--summary-model", "m", "--summary-store", "ftp://x"], "summary store 'ftp://x'"),
     ],
 )
 def test_run_summary_usage_errors(extra: list[str], message: str, tmp_path: Path) -> None:
     result = _cli(
-        ["run", "hi", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-         "--workspace", str(tmp_path), *extra]
+        [
+            "run",
+            "hi",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--workspace",
+            str(tmp_path),
+            *extra,
+        ]
     )
     assert result.exit_code == 2
     assert message in result.stderr

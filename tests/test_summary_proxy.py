@@ -24,6 +24,12 @@ TOOLS = [
 ]
 
 
+def _reply(body: dict[str, Any]) -> Reply:
+    if body.get("model") == "small":
+        return Reply.text("Summary: the parser fix is half done.")
+    return Reply.text("ok")
+
+
 @pytest.fixture
 def serve() -> Iterator[Any]:
     started: list[Served] = []
@@ -55,11 +61,12 @@ def test_replicas_sharing_a_store_forward_identical_bodies(
     common = {"upstream": upstream.base_url, "context_window": 16_000, "summary_store": store}
     first = serve(ProxyConfig(summary_model="small", api_key="sk-proxy", **common))
     history = _session(60)[-1]
-    upstream.push(Reply.text("Summary: the parser fix is half done."), Reply.text("ok"))
+    upstream.push(*[_reply] * 30)
     assert _post(first, history).status_code == 200
-    summarize, forwarded = upstream.requests
-    assert summarize["model"] == "small"
-    assert summarize["messages"][0]["content"] == SUMMARY_PROMPT
+    upstream.replies.clear()  # the spare replies
+    *summaries, forwarded = upstream.requests  # one summary call per cut, oldest first
+    assert summaries and all(s["model"] == "small" for s in summaries)
+    assert all(s["messages"][0]["content"] == SUMMARY_PROMPT for s in summaries)
     sent = json.dumps(forwarded["messages"])
     assert sent.count(MARK) == 1 and "the parser fix is half done" in sent
 
@@ -69,8 +76,8 @@ def test_replicas_sharing_a_store_forward_identical_bodies(
     )
     upstream.push(Reply.text("ok"))
     assert _post(replica, history).status_code == 200
-    assert len(upstream.requests) == 3
-    assert upstream.requests[2]["messages"] == forwarded["messages"]
+    assert len(upstream.requests) == len(summaries) + 2
+    assert upstream.requests[-1]["messages"] == forwarded["messages"]
 
 
 def test_a_failing_summary_model_never_fails_the_request(

@@ -24,6 +24,7 @@ shortened to that room.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ..messages import Message
@@ -83,34 +84,98 @@ def _fallback(ctx: Context, at: int, why: str) -> None:
     ctx.notes.append(f"summary: {why}; the plain cut note is used")
 
 
+class _Chain:
+    """The cuts of a plan and their store keys, computed newest first and only as far
+    back as needed (each message is serialized at most once)."""
+
+    def __init__(self, messages: list[Message], plan: Plan, cfg: Summaries) -> None:
+        self.m, self.plan, self.cfg = messages, plan, cfg
+        self._digests: dict[int, str] = {}
+        self._keys: dict[int, str] = {}
+
+    def removed(self, k: int) -> list[int]:
+        cut, pin = self.plan.cuts[k]
+        return _removed(self.m, self.plan.head, cut, pin)
+
+    def key(self, k: int) -> str:
+        if k not in self._keys:
+            digests = []
+            for i in self.removed(k):
+                if i not in self._digests:
+                    self._digests[i] = self.cfg.digest(self.m[i])
+                digests.append(self._digests[i])
+            self._keys[k] = self.cfg.key_of(digests)
+        return self._keys[k]
+
+
 def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) -> str | None:
+    """The summary of the newest cut: from the store, else made now. A summary nests the
+    one before it, so missing ones are made oldest first (each stored): the same history
+    gives the same summaries whether a process saw every cut happen or only the last."""
     if not plan.cuts:
         return None
     store = cfg.store
     assert store is not None  # Summaries.__post_init__ gives one
-    cut, pin = plan.cuts[-1]
-    now = _removed(messages, plan.head, cut, pin)
-    key = cfg.key([messages[i] for i in now])
+    chain = _Chain(messages, plan, cfg)
+    newest = len(plan.cuts) - 1
+    cut = plan.cuts[newest][0]
+    # walk back to the newest cut whose summary is stored (or to before the first cut)
+    k, found = newest, None
     try:
-        found = store.get(key)
+        while k >= 0:
+            found = store.get(chain.key(k))
+            if found is not None:
+                break
+            if chain.key(k) in cfg.failed:
+                _fallback(ctx, cut, f"no summary for this cut: {cfg.failed[chain.key(k)]}")
+                return None
+            k -= 1
     except Exception as exc:
         _fallback(ctx, cut, f"summary store failed on read ({exc!r})")
         return None
-    if found is not None:
-        ctx.notes.append(f"cache policy: the summary of {len(now)} cut messages is the stored one")
+    if k == newest:
+        n = len(chain.removed(k))
+        ctx.notes.append(f"cache policy: the summary of {n} cut messages is the stored one")
         return found
-    if key in cfg.failed:
-        _fallback(ctx, cut, f"no summary for this cut: {cfg.failed[key]} (earlier request)")
-        return None
-    inputs = _inputs(messages, plan, now, cfg)
+    deadline = time.monotonic() + cfg.timeout
+    made = 0
+    for j in range(k + 1, newest + 1):
+        key = chain.key(j)
+        new = chain.removed(j)
+        if found is not None:
+            old = set(chain.removed(j - 1))
+            lead: Message = {"role": "user", "content": PREVIOUS_HEAD + found}
+            inputs = [lead, *(public(messages[i]) for i in new if i not in old)]
+        else:
+            inputs = [public(messages[i]) for i in new]
+        found = _make(inputs, key, cfg, ctx, cut, deadline)
+        if found is None:
+            return None
+        made += 1
+    n = len(chain.removed(newest))
+    ctx.notes.append(
+        f"cache policy: summarized {n} cut messages ({made} summary call(s), stored for reuse)"
+    )
+    return found
+
+
+def _make(
+    inputs: list[Message], key: str, cfg: Summaries, ctx: Context, at: int, deadline: float
+) -> str | None:
+    """One summary, made and stored; None (reported, remembered) when it cannot be had."""
     from ..summary.summarizer import SummarizerError, call_summarizer
 
+    store = cfg.store
+    assert store is not None
     try:
         governed = _governed(inputs, cfg, ctx)
-        text = call_summarizer(cfg.summarizer, governed, cfg.timeout)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SummarizerError(f"no answer within {cfg.timeout:g}s")
+        text = call_summarizer(cfg.summarizer, governed, left, cfg.timeout)
     except SummarizerError as exc:
         cfg.failed[key] = f"the summarizer gave none: {exc}"
-        _fallback(ctx, cut, cfg.failed[key])
+        _fallback(ctx, at, cfg.failed[key])
         return None
     try:
         store.put(key, text)
@@ -118,27 +183,9 @@ def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) 
     except Exception as exc:
         # Not stored: a summary used now would differ from the next request's, so none.
         cfg.failed[key] = f"summary store failed on write ({exc!r})"
-        _fallback(ctx, cut, cfg.failed[key])
+        _fallback(ctx, at, cfg.failed[key])
         return None
-    ctx.notes.append(f"cache policy: summarized {len(now)} cut messages (stored for reuse)")
     return stored if stored is not None else text
-
-
-def _inputs(messages: list[Message], plan: Plan, now: list[int], cfg: Summaries) -> list[Message]:
-    """What the summarizer sees: the previous cut's stored summary and the messages cut
-    since, or (no stored previous summary) everything cut."""
-    if len(plan.cuts) > 1:
-        cut, pin = plan.cuts[-2]
-        before = _removed(messages, plan.head, cut, pin)
-        try:
-            previous = cfg.store.get(cfg.key([messages[i] for i in before])) if cfg.store else None
-        except Exception:
-            previous = None  # the whole block is summarized instead
-        if previous is not None:
-            old = set(before)
-            lead: Message = {"role": "user", "content": PREVIOUS_HEAD + previous}
-            return [lead, *(public(messages[i]) for i in now if i not in old)]
-    return [public(messages[i]) for i in now]
 
 
 def _governed(inputs: list[Message], cfg: Summaries, ctx: Context) -> list[Message]:

@@ -67,18 +67,21 @@ class Summaries:
         data = [KEY_VERSION, self.name, self.max_tokens, self.input_tokens]
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
-    def key(self, messages: list[Message]) -> str:
-        """The store key of the summary of ``messages`` (everything cut so far): only what
-        is sent counts, so the key is the same in any process (see ``public``)."""
+    def digest(self, message: Message) -> str:
+        """The digest of one message as sent (see ``public``): the same in any process."""
+        text = json.dumps(public(message), sort_keys=True, ensure_ascii=False, default=_type_name)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def key_of(self, digests: list[str]) -> str:
+        """The store key of the summary of the messages with these digests, in order."""
         h = hashlib.sha256(self.settings_digest().encode())
-        for message in messages:
-            h.update(b"\x1e")
-            h.update(
-                json.dumps(
-                    public(message), sort_keys=True, ensure_ascii=False, default=_type_name
-                ).encode()
-            )
+        for d in digests:
+            h.update(d.encode())
         return h.hexdigest()
+
+    def key(self, messages: list[Message]) -> str:
+        """The store key of the summary of ``messages`` (everything cut so far)."""
+        return self.key_of([self.digest(m) for m in messages])
 
 
 def _type_name(value: Any) -> str:
@@ -92,9 +95,7 @@ def public(value: Any) -> Any:
     attach to messages and content parts to carry native state: the summarizer sees, and
     a key covers, only what goes on the wire."""
     if isinstance(value, dict):
-        return {
-            k: public(v) for k, v in value.items() if not (isinstance(k, str) and k[:1] == "_")
-        }
+        return {k: public(v) for k, v in value.items() if not (isinstance(k, str) and k[:1] == "_")}
     if isinstance(value, list):
         return [public(v) for v in value]
     return value

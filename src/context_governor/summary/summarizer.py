@@ -126,11 +126,15 @@ def _call(summarizer: Callable[[list[Message]], Any], messages: list[Message]) -
 
 
 def call_summarizer(
-    summarizer: Callable[[list[Message]], Any], messages: list[Message], timeout: float
+    summarizer: Callable[[list[Message]], Any],
+    messages: list[Message],
+    timeout: float,
+    budget: float | None = None,
 ) -> str:
     """The summarizer's text for ``messages`` within ``timeout`` seconds, or SummarizerError
     saying what went wrong. The call runs on a daemon thread: one that never returns is
-    abandoned, and does not keep the process from exiting."""
+    abandoned, and does not keep the process from exiting. ``budget`` is the timeout
+    the report names (when ``timeout`` is what is left of it)."""
     done = threading.Event()
     outcome: list[Any] = []
 
@@ -144,7 +148,7 @@ def call_summarizer(
 
     threading.Thread(target=work, name="summarizer", daemon=True).start()
     if not done.wait(timeout):
-        raise SummarizerError(f"no answer within {timeout:g}s")
+        raise SummarizerError(f"no answer within {budget or timeout:g}s")
     ok, value = outcome[0]
     if not ok:
         raise SummarizerError(f"it failed ({value!r})")
