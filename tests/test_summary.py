@@ -533,3 +533,24 @@ def test_a_fact_that_was_cut_is_answered_with_summaries_and_not_without() -> Non
     assert _cut(summarized)
     assert agent(plain.messages) == "I do not know"
     assert agent(summarized.messages) == "48213"
+
+
+def test_after_a_failed_summary_the_next_cut_is_summarized_from_scratch() -> None:
+    calls: list[list[Message]] = []
+
+    def first_fails(messages: list[Message]) -> str:
+        calls.append(messages)
+        if len(calls) == 1:
+            raise RuntimeError("transient")
+        return scripted_summary(messages)
+
+    gov = Governor(context_window=WINDOW, max_output=1000, compaction=_policy(first_fails))
+    outcomes = []
+    for history in _session(120):
+        result = gov.govern(history)
+        if _cut(result):
+            outcomes.append(summary_count(result.messages))
+    assert outcomes[0] == 0 and outcomes[-1] == 1  # the plain cut first, summaries later
+    assert len(calls) >= 3
+    assert not str(calls[1][0]["content"]).startswith(PREVIOUS_HEAD)  # nothing to nest
+    assert str(calls[2][0]["content"]).startswith(PREVIOUS_HEAD)

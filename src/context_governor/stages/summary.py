@@ -127,8 +127,10 @@ def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) 
             if found is not None:
                 break
             if chain.key(k) in cfg.failed:
-                _fallback(ctx, cut, f"no summary for this cut: {cfg.failed[chain.key(k)]}")
-                return None
+                if k == newest:
+                    _fallback(ctx, cut, f"no summary for this cut: {cfg.failed[chain.key(k)]}")
+                    return None
+                break  # an older summary failed: summarize everything cut from scratch
             k -= 1
     except Exception as exc:
         _fallback(ctx, cut, f"summary store failed on read ({exc!r})")
