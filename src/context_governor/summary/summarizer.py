@@ -19,10 +19,12 @@ import inspect
 import json
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..llm.base import ModelClient, content_text
 from ..messages import Message
+
+if TYPE_CHECKING:  # llm/ imports httpx: govern() must not pay for it
+    from ..llm.base import ModelClient
 
 Summarizer = Callable[[list[Message]], "str | Awaitable[str]"]
 """Messages (the block being cut, led by the previous summary if any) -> summary text."""
@@ -52,6 +54,8 @@ class SummarizerError(Exception):
 
 
 def _message_text(message: Message) -> str:
+    from ..llm.base import content_text
+
     content = message.get("content")
     text = content_text(content) if not isinstance(content, str) else content
     if not text and content not in (None, "", []):
