@@ -554,3 +554,13 @@ def test_after_a_failed_summary_the_next_cut_is_summarized_from_scratch() -> Non
     assert len(calls) >= 3
     assert not str(calls[1][0]["content"]).startswith(PREVIOUS_HEAD)  # nothing to nest
     assert str(calls[2][0]["content"]).startswith(PREVIOUS_HEAD)
+
+
+def test_failed_summaries_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_governor.stages import summary as stage
+
+    monkeypatch.setattr(stage, "MAX_FAILED", 2)
+    cfg = Summaries(scripted_summary)
+    for key in ("a", "b", "c"):
+        stage._remember(cfg, key, "failed")
+    assert list(cfg.failed) == ["b", "c"]

@@ -161,6 +161,21 @@ def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) 
     return found
 
 
+#: Failed keys remembered per Summaries object (the oldest are forgotten first).
+MAX_FAILED = 10_000
+
+
+def _remember(cfg: Summaries, key: str, why: str) -> None:
+    """Remember that ``key`` has no summary in this process (bounded: a long-lived proxy
+    must not grow without end)."""
+    cfg.failed[key] = why
+    while len(cfg.failed) > MAX_FAILED:
+        try:
+            del cfg.failed[next(iter(cfg.failed))]
+        except (KeyError, RuntimeError, StopIteration):  # another thread got there first
+            break
+
+
 def _make(
     inputs: list[Message], key: str, cfg: Summaries, ctx: Context, at: int, deadline: float
 ) -> str | None:
@@ -176,7 +191,7 @@ def _make(
             raise SummarizerError(f"no answer within {cfg.timeout:g}s")
         text = call_summarizer(cfg.summarizer, governed, left, cfg.timeout)
     except SummarizerError as exc:
-        cfg.failed[key] = f"the summarizer gave none: {exc}"
+        _remember(cfg, key, f"the summarizer gave none: {exc}")
         _fallback(ctx, at, cfg.failed[key])
         return None
     try:
@@ -184,7 +199,7 @@ def _make(
         stored = store.get(key)  # the first writer wins: send what every process sends
     except Exception as exc:
         # Not stored: a summary used now would differ from the next request's, so none.
-        cfg.failed[key] = f"summary store failed on write ({exc!r})"
+        _remember(cfg, key, f"summary store failed on write ({exc!r})")
         _fallback(ctx, at, cfg.failed[key])
         return None
     return stored if stored is not None else text
