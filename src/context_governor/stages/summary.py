@@ -152,6 +152,8 @@ def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) 
             inputs = [public(messages[i]) for i in new]
         found = _make(inputs, key, cfg, ctx, cut, deadline)
         if found is None:
+            # this cut's block has failed: not asked again until the next cut
+            _remember(cfg, chain.key(newest), cfg.failed.get(key, "an earlier summary failed"))
             return None
         made += 1
     n = len(chain.removed(newest))
