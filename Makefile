@@ -41,7 +41,19 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 run: $(CORE_STAMP)
 	$(VENV)/bin/context-governor govern examples/coding-session.json --context-window 32000
 
-test: $(BENCH_STAMP) $(REF_STAMP)
+# The Redis summary store is tested against a real server (tests/test_summary_redis.py):
+# install Debian's redis-server when no server is there. Never fails the build: without
+# apt (or root) it warns, and that test fails saying how to get the server.
+.PHONY: redis-server
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1 || \
+	{ command -v apt-get >/dev/null 2>&1 && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -qq redis-server >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq redis-server >/dev/null 2>&1; }; }; } || \
+	echo "warning: redis-server could not be installed; tests/test_summary_redis.py will fail" \
+	     "(install redis-server or valkey-server, or set CG_ALLOW_NO_REDIS=1 to skip it)"
+
+test: $(BENCH_STAMP) $(REF_STAMP) redis-server
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest

@@ -217,6 +217,47 @@ def _make_client(
     return OpenAICompatClient(model, base_url=url, stream=stream, on_retry=on_retry)
 
 
+def _compaction(
+    compaction: str,
+    summary_model: str | None,
+    store: str | None,
+    timeout: float,
+    api: str,
+    url: str | None,
+) -> Any:
+    """``compaction``, or the cache policy with summaries by ``summary_model`` (a client of
+    the same ``api`` and server). ContextGovernorError on settings that do not go together."""
+    if summary_model is None:
+        if store is not None:
+            _fail("--summary-store needs --summary-model")
+        return compaction
+    if compaction != "cache":
+        _fail(
+            "--summary-model needs --compaction cache (summaries replace the cache policy's cuts)"
+        )
+    from .policies import CompactionPolicy
+    from .summary import Summaries, model_summarizer, open_store
+
+    def make_client() -> Any:
+        return _make_client(
+            api,
+            summary_model,
+            url,
+            stream=False,
+            thinking=None,
+            effort=None,
+            include_reasoning=False,
+            on_retry=None,
+        )
+
+    summarizer = model_summarizer(make_client, name=f"{api}:{summary_model}")
+    return CompactionPolicy(
+        summary=Summaries(
+            summarizer, store=None if store is None else open_store(store), timeout=timeout
+        )
+    )
+
+
 async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | None) -> RunResult:
     try:
         return await runner.run(history)
@@ -279,8 +320,7 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 )
 @profile_option(
     sorted(PROFILES),
-    help="Target rules and policy (as for govern); with --api anthropic the default is "
-    "anthropic.",
+    help="Target rules and policy (as for govern); with --api anthropic the default is anthropic.",
 )
 @click.option(
     "--compaction",
@@ -289,6 +329,25 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
     show_default=True,
     help="How the budget is spent: 'cache' compacts rarely, so the prompt cache keeps "
     "hitting; 'seed' is Nanobot's microcompact + snip on every call.",
+)
+@click.option(
+    "--summary-model",
+    default=None,
+    help="Replace each block of turns the cache policy cuts by one summary written by "
+    "this model (same --api and server; see docs/summaries.md). Default: no summaries.",
+)
+@click.option(
+    "--summary-store",
+    default=None,
+    help="Where summaries are kept: sqlite:///file.db (relative; sqlite:////abs/file.db), "
+    "redis://host:port/db or memory:// (the default: this run only).",
+)
+@click.option(
+    "--summary-timeout",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds a request waits for a new summary before it cuts without one.",
 )
 @click.option(
     "--context-window",
@@ -327,6 +386,9 @@ def run_command(
     workspace: Path,
     profile: str,
     compaction: str,
+    summary_model: str | None,
+    summary_store: str | None,
+    summary_timeout: float,
     context_window: int | None,
     max_output: int | None,
     max_iterations: int,
@@ -389,12 +451,13 @@ def run_command(
     try:
         if history_path is not None and history_path.exists():
             history = read_history(history_path)
+        policy = _compaction(compaction, summary_model, summary_store, summary_timeout, api, url)
         governor = Governor(
             profile=profile,
             model=model,
             context_window=context_window,
             max_output=max_output,
-            compaction=compaction,
+            compaction=policy,
         )
         tools = builtin_tools(workspace, exec_timeout=tool_timeout, allow_exec=not no_exec)
     except ContextGovernorError as exc:

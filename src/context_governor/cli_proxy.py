@@ -158,6 +158,37 @@ def _bind(host: str, port: int) -> socket.socket:
     help="Messages API: near the budget, ask the upstream's /v1/messages/count_tokens "
     "and scale the offline estimate by it (one extra request there, none elsewhere).",
 )
+@click.option(
+    "--summary-model",
+    default=None,
+    help="Replace each block of turns the cache policy cuts by one summary written by "
+    "this model, over Chat Completions at --summary-base-url (default: the upstream) "
+    "with --api-key, else $OPENAI_API_KEY (docs/summaries.md).",
+)
+@click.option(
+    "--summary-store",
+    default=None,
+    metavar="URL",
+    help="Where summaries are kept: sqlite:///file.db (relative; sqlite:////abs.db) for "
+    "one machine, redis://host:port/db for replicas on several; default: memory of "
+    "each process.",
+)
+@click.option("--summary-base-url", default=None, help="Server of --summary-model.")
+@click.option(
+    "--summary-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a request waits for a new summary before it is cut without one.",
+)
+@click.option(
+    "--summary-retention",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Drop stored summaries older than this (default: keep them).",
+)
 def proxy_command(
     upstream: str,
     host: str,
@@ -175,6 +206,11 @@ def proxy_command(
     govern_processes: int,
     api_key: str | None,
     count_tokens_upstream: bool,
+    summary_model: str | None,
+    summary_store: str | None,
+    summary_base_url: str | None,
+    summary_timeout: float,
+    summary_retention: float | None,
 ) -> None:
     """Serve a proxy that governs every chat-completions, messages, responses and
     Gemini generateContent request.
@@ -227,6 +263,11 @@ def proxy_command(
             govern_in=govern_in,
             govern_processes=govern_processes,
             count_tokens_upstream=count_tokens_upstream,
+            summary_model=summary_model,
+            summary_store=summary_store,
+            summary_base_url=summary_base_url,
+            summary_timeout=summary_timeout,
+            summary_retention=summary_retention,
         )
     except ContextGovernorError as exc:
         _fail(str(exc))

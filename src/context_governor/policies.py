@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ConfigError, brief
+
+if TYPE_CHECKING:
+    from .summary import Summaries
 
 PolicyKind = Literal["seed", "cache"]
 
@@ -60,7 +63,9 @@ class CompactionPolicy:
     empties the arguments of the calls whose results were cleared; ``offload_dir``
     keeps each cleared output in a file there, named after its call. ``cut_note`` is
     the note put where older history was cut ({messages}, {turns} and {user_messages}
-    are what was removed); None leaves the model untold.
+    are what was removed); None leaves the model untold. ``summary`` (a
+    ``summary.Summaries``) replaces each cut block by one stored summary where the
+    note goes (the plain note when no summary can be had; see docs/summaries.md).
     """
 
     kind: PolicyKind = "cache"
@@ -79,6 +84,7 @@ class CompactionPolicy:
     placeholder: str = DEFAULT_PLACEHOLDER
     offload_dir: Path | None = None
     cut_note: str | None = DEFAULT_CUT_NOTE
+    summary: Summaries | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -100,6 +106,16 @@ class CompactionPolicy:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
         if self.cut_note is not None and (not isinstance(self.cut_note, str) or not self.cut_note):
             raise ConfigError(f"cut_note must be a non-empty string or None, got {self.cut_note!r}")
+        if self.summary is not None:
+            from .summary import Summaries
+
+            if not isinstance(self.summary, Summaries):
+                raise ConfigError(
+                    "summary must be a context_governor.summary.Summaries, "
+                    f"got {brief(self.summary)}"
+                )
+            if self.kind != "cache":
+                raise ConfigError("summary needs the cache policy (kind='cache')")
         if not isinstance(self.exclude_tools, frozenset):
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
@@ -128,6 +144,11 @@ def get_policy(policy: Any) -> CompactionPolicy:
         return CACHE
     if policy == "seed":
         return SEED
+    if policy == "summary":
+        raise ConfigError(
+            "compaction 'summary' needs a summarizer: pass "
+            "CompactionPolicy(summary=Summaries(summarizer=...)) (docs/summaries.md)"
+        )
     raise ConfigError(
         f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {brief(policy)}"
     )

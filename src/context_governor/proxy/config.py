@@ -93,6 +93,15 @@ class ProxyConfig:
     #: Messages API: calibrate the estimate with the upstream's count_tokens near the
     #: budget (proxy/count_tokens.py)
     count_tokens_upstream: bool = False
+    #: summaries where the cache policy cuts (proxy/summaries.py, docs/summaries.md): the
+    #: model that writes them (Chat Completions at ``summary_base_url``, else upstream)
+    summary_model: str | None = None
+    #: where they are kept: sqlite:///file.db, redis://host:port/db (replicas) or memory://
+    summary_store: str | None = None
+    summary_base_url: str | None = None
+    summary_timeout: float = 60.0
+    #: seconds a stored summary is kept (None: as long as the store keeps it)
+    summary_retention: float | None = None
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -128,8 +137,37 @@ class ProxyConfig:
             raise ConfigError(
                 f"count_tokens_upstream must be true or false, got {self.count_tokens_upstream!r}"
             )
+        self._check_summaries()
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
+
+    def _check_summaries(self) -> None:
+        if self.summary_model is None:
+            for name in ("summary_store", "summary_base_url", "summary_retention"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(f"{name} needs summary_model")
+            return
+        if not isinstance(self.summary_model, str) or not self.summary_model:
+            raise ConfigError(f"summary_model must be a model name, got {self.summary_model!r}")
+        if self.compaction != "cache":
+            raise ConfigError("summary_model needs compaction 'cache' (summaries replace its cuts)")
+        if self.summary_store is not None and (
+            not isinstance(self.summary_store, str)
+            or urlsplit(self.summary_store).scheme.lower()
+            not in ("sqlite", "redis", "rediss", "valkey", "valkeys", "memory")
+        ):
+            shown = redact_url(self.summary_store) if isinstance(self.summary_store, str) else None
+            raise ConfigError(
+                f"summary_store must be sqlite:///file.db, redis://host:port/db or memory://, "
+                f"got {shown!r}"
+            )
+        if self.summary_base_url is not None and urlsplit(
+            str(self.summary_base_url)
+        ).scheme not in ("http", "https"):
+            raise ConfigError("summary_base_url must be an http(s) URL")
+        _seconds("summary_timeout", self.summary_timeout)
+        if self.summary_retention is not None:
+            _seconds("summary_retention", self.summary_retention)
 
     def window_for(self, model: str | None) -> int | None:
         """The context window of ``model`` (see the class docstring for the lookup)."""
@@ -148,7 +186,18 @@ class ProxyConfig:
 
     def redactor(self) -> Redactor:
         """Scrubs this config's secrets (upstream credentials, api_key) from any text."""
-        return Redactor([*url_secrets(self.upstream), self.api_key])
+        return Redactor(
+            [
+                *url_secrets(self.upstream),
+                *(
+                    secret
+                    for url in (self.summary_store, self.summary_base_url)
+                    if url
+                    for secret in url_secrets(url)
+                ),
+                self.api_key,
+            ]
+        )
 
     def __repr__(self) -> str:
         shown = ", ".join(
@@ -161,6 +210,8 @@ class ProxyConfig:
         if name == "upstream":
             return self.shown_upstream
         value = getattr(self, name)
+        if name in ("summary_store", "summary_base_url") and value is not None:
+            return redact_url(value)
         return dict(value) if name == "model_windows" else value
 
     def to_json(self) -> str:

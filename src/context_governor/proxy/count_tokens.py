@@ -22,6 +22,7 @@ from ..errors import ContextGovernorError
 from ..formats.anthropic_count import CountFn, calibrate
 from .config import ProxyConfig
 from .governing import Governed
+from .summaries import compaction_for
 from .upstream import Upstream
 
 #: Below the upstream's base URL, as the proxy's /v1/X goes to upstream/X.
@@ -67,7 +68,7 @@ async def calibrated(
     if not config.count_tokens_upstream:
         return governed
     found = await calibrate(
-        governed.report, json.loads(governed.body), count, compaction=config.compaction
+        governed.report, json.loads(governed.body), count, compaction=compaction_for(config)
     )
     result = governed if found.ratio is None else await regovern(found.ratio)
     if found.note:

@@ -27,6 +27,7 @@ from ..tokens import warm_up
 from ..windows import known_window
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
+from .summaries import compaction_for
 
 
 class BadRequest(Exception):
@@ -155,7 +156,7 @@ def _govern_native(
             profile=config.profile or route.default_profile,
             model=model,
             context_window=config.window_for(model),
-            compaction=config.compaction,
+            compaction=compaction_for(config),
             count_tokens=None if ratio is None else scaled_estimate(ratio),
         )
     except InputError as exc:
@@ -183,7 +184,7 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
             model=model,
             context_window=window,
             max_output=config.max_output if reserve is None else reserve,
-            compaction=config.compaction,
+            compaction=compaction_for(config),
         )
     except InputError as exc:
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None

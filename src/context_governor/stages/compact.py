@@ -35,6 +35,7 @@ from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
 from .snip import snip
+from .summary import SUMMARY_SLACK, summary_note, summary_room
 
 STAGE = "compact"
 
@@ -110,6 +111,9 @@ class Plan:
     pinned: int | None = None
     #: the note on the cut (None: nothing cut, or the policy's note is off)
     note: CutNote | None = None
+    #: every cut in order, with the user message it pinned: (cut, pinned). A summary
+    #: of the newest cut folds in the summary of the one before (stages/summary.py).
+    cuts: list[tuple[int, int | None]] = field(default_factory=list)
 
     def kept(self, index: int, message: Message) -> bool:
         return (
@@ -158,7 +162,8 @@ class Replay:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
         self.budget, self.policy = budget, policy
         #: extra tokens the note of a cut adds (None: the policy has no note)
-        self.note_cost = note_tokens if policy.cut_note is not None else None
+        has_note = policy.cut_note is not None or policy.summary is not None
+        self.note_cost = note_tokens if has_note else None
         #: compact at the final request whatever the trigger and the savings say: governing
         #: this pass's output again would compact it (see pipeline._fit)
         self.force_final = force_final
@@ -336,6 +341,7 @@ class Replay:
             self.plan.cleared[i] = j
         if cut != self.plan.cut:
             self.plan.pinned = self._pin_for(cut)
+            self.plan.cuts.append((cut, self.plan.pinned))
             self.plan.note = note
             self.note_total = self._note_tokens(note)
         self.plan.cut = cut
@@ -425,10 +431,13 @@ def note_text(note: CutNote, policy: CompactionPolicy) -> str:
     return template.format_map(fields)
 
 
-def noted(note: CutNote, policy: CompactionPolicy, message: Message | None) -> Message:
+def noted(
+    note: CutNote, policy: CompactionPolicy, message: Message | None, text: str | None = None
+) -> Message:
     """The message carrying the note: ``message`` with the note folded in, or (``insert``)
-    a user message of its own."""
-    text = note_text(note, policy)
+    a user message of its own. ``text`` replaces the policy's note (a summary)."""
+    if text is None:
+        text = note_text(note, policy)
     if message is None or note.how == "insert":
         return {"role": "user", "content": text}
     content = message.get("content")
@@ -450,7 +459,10 @@ def plan_replay(messages: list[Message], tokens: list[int], ctx: Context, budget
         return ctx.tokens(placeholders[i])
 
     def note_tokens(note: CutNote, message: Message | None) -> int:
-        extra = ctx.tokens(noted(note, policy, message))
+        text = None if policy.summary is None else summary_room(note, policy.summary)
+        extra = ctx.tokens(noted(note, policy, message, text))
+        if policy.summary is not None:
+            extra += policy.summary.max_tokens + SUMMARY_SLACK
         return extra if message is None else extra - ctx.tokens(message)
 
     return replay_history(
@@ -497,6 +509,11 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
     out: list[Message] = []
     cleared_calls: set[str] = set()
     note = plan.note
+    text = None
+    if note is not None and policy.summary is not None:
+        text = summary_note(messages, plan, note, policy.summary, ctx)
+        if text is None and policy.cut_note is None:
+            note = None  # no summary to be had, and the plain note is off
     cut_count = sum(1 for i in range(plan.head, plan.cut) if not plan.kept(i, messages[i]))
     for i, message in enumerate(messages):
         if not plan.kept(i, message):
@@ -510,7 +527,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             )
             continue
         if note is not None and i == note.at:
-            message = _place_note(note, message, policy, plan, ctx, out)
+            message = _place_note(note, message, policy, plan, ctx, out, text)
         if i in plan.cleared:
             replaced = _cleared(message, policy, ctx)
             cleared_calls.add(str(message.get("tool_call_id")))
@@ -554,29 +571,32 @@ def _place_note(
     plan: Plan,
     ctx: Context,
     out: list[Message],
+    text: str | None = None,
 ) -> Message:
-    """Put the note on the cut: as its own user message before ``message`` (appended to
-    ``out``), or folded into ``message``, which is returned. Reported either way."""
+    """Put the note on the cut (or the summary ``text`` in its place): as its own user
+    message before ``message`` (appended to ``out``), or folded into ``message``, which
+    is returned. Reported either way."""
     when = _when(plan, plan.cut - 1)
+    what = "note" if text is None else "summary"
     if note.how == "insert":
-        inserted = noted(note, policy, None)
+        inserted = noted(note, policy, None, text)
         out.append(inserted)
         ctx.record(
             STAGE,
             "insert",
             note.at,
-            f"note where older history was cut: {note.messages} messages removed "
+            f"{what} where older history was cut: {note.messages} messages removed "
             f"(compaction at message {when})",
             tokens_saved=-ctx.tokens(inserted),
         )
         return message
-    folded = noted(note, policy, message)
+    folded = noted(note, policy, message, text)
     where = "before" if note.how == "prepend" else "after"
     ctx.record(
         STAGE,
         "replace",
         note.at,
-        f"note on the cut added {where} this user message's text: {note.messages} "
+        f"{what} on the cut added {where} this user message's text: {note.messages} "
         f"older messages removed (compaction at message {when})",
         tokens_saved=ctx.tokens(message) - ctx.tokens(folded),
     )

@@ -1,0 +1,22 @@
+"""Summary compaction: where the cache policy cuts turns, one stored summary instead.
+
+See docs/summaries.md. ``Summaries`` is the option (CompactionPolicy(summary=...));
+the stores and the built-in model summarizer are here too.
+"""
+
+from .settings import Summaries
+from .store import MemoryStore, RedisStore, SqliteStore, SummaryStore, open_store
+from .summarizer import SUMMARY_PROMPT, Summarizer, model_summarizer, transcript
+
+__all__ = [
+    "SUMMARY_PROMPT",
+    "MemoryStore",
+    "RedisStore",
+    "SqliteStore",
+    "Summaries",
+    "Summarizer",
+    "SummaryStore",
+    "model_summarizer",
+    "open_store",
+    "transcript",
+]
