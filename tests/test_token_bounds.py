@@ -191,7 +191,7 @@ def test_warm_up_builds_ahead_and_requests_build_nothing(monkeypatch: pytest.Mon
     assert builds == ["cl100k_base", "o200k_base"]
 
 
-def test_the_seed_counter_is_exact_on_runs_up_to_a_megabyte() -> None:
+def test_the_seed_counter_is_exact_on_runs_up_to_a_quarter_megabyte() -> None:
     """The nanobot profile must count as the seed does: a 16,019-char run of one letter
     (an over-cap tool result of the differential test) counted as its byte length made
     snip cut differently from nanobot-ai 0.2.2."""
@@ -204,4 +204,18 @@ def test_the_seed_counter_is_exact_on_runs_up_to_a_megabyte() -> None:
         message = {"role": "tool", "tool_call_id": "c", "content": text}
         expected = len(encoding.encode("\n".join([text, "c"]))) + 4
         assert counter.message_tokens(message) == expected
-    assert SEED_EXACT_CHARS >= 1_000_000
+    assert SEED_EXACT_CHARS >= 200_000
+
+
+def test_the_seed_counter_bounds_a_run_just_under_a_megabyte() -> None:
+    """Fuzz 101:66235: a 900,000-char run in the nanobot profile's system prompt was
+    encoded exactly five times in one govern() (2.4 s of CPU). Past SEED_EXACT_CHARS it
+    is an upper bound, never under the exact count."""
+    from context_governor.tokens import SEED_EXACT_CHARS, load_encoding, seed_counter
+
+    encoding = load_encoding("cl100k_base")
+    assert encoding is not None
+    text = "=" * (SEED_EXACT_CHARS + 1)
+    message = {"role": "system", "content": text}
+    counted = seed_counter().message_tokens(message)
+    assert len(encoding.encode(text)) < counted <= len(text.encode()) + 8

@@ -365,17 +365,18 @@ def _seed_prompt_parts(message: Message) -> list[str]:
 
 #: Up to this many characters the seed counter counts exactly whatever the text (see
 #: SeedCounter); 1 MB of one repeated character costs tiktoken about 0.4 s.
-SEED_EXACT_CHARS = 1_000_000
+SEED_EXACT_CHARS = 250_000
 
 
 class SeedCounter:
     """Nanobot 0.2.2's estimator, reproduced with its quirks (for the ``nanobot`` profile).
 
-    Exact, as the seed's, for any text up to SEED_EXACT_CHARS (1,000,000) characters:
-    the profile's contract is the seed's output, and tiktoken needs under half a
-    second for a run of one character that long. A longer text, on which the seed
-    spends seconds, is counted with bounded_count (an upper bound around each run
-    of RUN_LIMIT characters of one kind).
+    Exact, as the seed's, for any text up to SEED_EXACT_CHARS (250,000) characters:
+    the profile's contract is the seed's output, and tiktoken needs about 0.1 s for a
+    run of one character that long. A longer text is counted with bounded_count: still
+    exact unless it holds a run of RUN_LIMIT characters of one kind, then an upper
+    bound around the run. (At 1,000,000 a 950 kB run, counted as a message, the system
+    part and the whole prompt, took 2.4 s of CPU in one govern(): the fuzzer's 101:66235.)
 
     Plain ``encode()`` raises on special-token text such as ``<|endoftext|>``: a
     message estimate then falls back to ``len // 4 + 4`` and a whole-prompt
