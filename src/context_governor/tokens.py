@@ -34,6 +34,7 @@ Set ``CONTEXT_GOVERNOR_FAST=0`` to count with tiktoken even when rs-bpe is insta
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -42,6 +43,7 @@ import os
 import re
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -579,7 +581,12 @@ class ExactCounter:
       counted as its UTF-8 length, an upper bound, so budgets err on the safe side;
     - counts are memoised by a 128-bit digest of the payload (not the payload
       itself, which would keep a second copy of every message alive), so an
-      unchanged message is never tokenized twice in a process.
+      unchanged message is never tokenized twice in a process. The profiles build
+      one counter per process and encoding, so the memo is shared by every call and
+      every request (a proxy governing a conversation's next request counts only
+      its new messages); it keeps the ``cache_size`` most recently used counts
+      (least recently used out first: a full memo does not forget the live
+      conversations' counts all at once).
     """
 
     def __init__(
@@ -591,7 +598,7 @@ class ExactCounter:
         name: str | None = None,
     ) -> None:
         self._enc = encoding
-        self._cache: dict[bytes, int] = {}
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
         if count is not None:
             self._count = count
@@ -614,11 +621,15 @@ class ExactCounter:
     def text_tokens(self, text: str) -> int:
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         cached = self._cache.get(key)
-        if cached is None:
-            cached = self._count(text)
-            if len(self._cache) >= self._cache_size:
-                self._cache.clear()
-            self._cache[key] = cached
+        if cached is not None:
+            with contextlib.suppress(KeyError):  # another thread may have evicted it
+                self._cache.move_to_end(key)
+            return cached
+        cached = self._count(text)
+        self._cache[key] = cached
+        while len(self._cache) > self._cache_size:
+            with contextlib.suppress(KeyError):  # evicted by another thread
+                self._cache.popitem(last=False)
         return cached
 
     def message_tokens(self, message: Message) -> int:
