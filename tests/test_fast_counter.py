@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -139,3 +140,22 @@ def test_the_count_memo_forgets_the_least_recently_used_count_first() -> None:
     assert counted == ["a", "bb", "ccc", "dddd"]  # still memoised
     assert counter.text_tokens("bb") == 2  # the least recently used one went
     assert counted == ["a", "bb", "ccc", "dddd", "bb"]
+
+
+def test_warm_up_in_background_builds_the_encodings_off_the_callers_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "_COUNTING", {})
+    builds: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        tokens, "build_hooks", [lambda name: builds.append((name, threading.current_thread().name))]
+    )
+    thread = tokens.warm_up_in_background(["gpt-4o"])
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert builds == [
+        ("cl100k_base", "context-governor-warm-up"),
+        ("o200k_base", "context-governor-warm-up"),
+    ]
+    tokens.exact_counter("gpt-4o").message_tokens({"role": "user", "content": "hi"})
+    assert len(builds) == 2  # the first count builds nothing
