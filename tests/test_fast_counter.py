@@ -123,25 +123,6 @@ def test_governance_is_byte_identical_with_either_counter(
         profiles._cached_seed_counter.cache_clear()
 
 
-def test_the_count_memo_forgets_the_least_recently_used_count_first() -> None:
-    """A full memo used to be cleared whole, so a proxy's live conversations lost every
-    count at once; now only the least recently used counts go."""
-    counted: list[str] = []
-
-    def count(text: str) -> int:
-        counted.append(text)
-        return len(text)
-
-    counter = tokens.ExactCounter(None, cache_size=3, count=count)
-    for text in ("a", "bb", "ccc", "a", "dddd"):  # "a" used again just before "dddd"
-        counter.text_tokens(text)
-    assert counted == ["a", "bb", "ccc", "dddd"]
-    assert counter.text_tokens("a") == 1 and counter.text_tokens("ccc") == 3
-    assert counted == ["a", "bb", "ccc", "dddd"]  # still memoised
-    assert counter.text_tokens("bb") == 2  # the least recently used one went
-    assert counted == ["a", "bb", "ccc", "dddd", "bb"]
-
-
 def test_warm_up_in_background_builds_the_encodings_off_the_callers_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

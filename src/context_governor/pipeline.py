@@ -17,7 +17,7 @@ from .report import Report
 from .stages import Context, Stage
 from .stages.compact import Replay
 from .stages.snip import SAFETY_BUFFER
-from .tokens import TokenCounter, custom_counter
+from .tokens import TokenCounter, custom_counter, per_call
 from .windows import WindowSource, resolve_window
 
 DEFAULT_MAX_OUTPUT = 4096
@@ -311,7 +311,7 @@ def run(
     """Govern checked ``messages`` with resolved settings; also return the final Context
     (what the stages left there, e.g. the compaction replay, is what a Governor reuses).
     ``counter`` overrides the settings' counter (a Governor's per-message cache)."""
-    counter = counter or s.counter
+    counter = counter or per_call(s.counter)
     policy, target, entry = s.policy, s.target, s.provider
     ctx = Context(
         counter=counter,

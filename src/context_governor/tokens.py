@@ -645,6 +645,43 @@ class ExactCounter:
         return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
 
 
+class CallCounts:
+    """An ExactCounter seen through one governance call: each message object is counted
+    once per call, however many times the stages and the report ask (a request's
+    messages are asked about four times or more: before, while cutting, after). The
+    memo holds each message, so that its id cannot be reused while the call lives;
+    governance never changes a message in place, so a count cannot go stale. Every
+    count equals the inner counter's (its sums are sums of message counts)."""
+
+    def __init__(self, inner: ExactCounter) -> None:
+        self.inner = inner
+        self._known: dict[int, tuple[Message, int]] = {}
+        self._tools: tuple[Sequence[Any] | None, int] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def message_tokens(self, message: Message) -> int:
+        entry = self._known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        count = self.inner.message_tokens(message)
+        self._known[id(message)] = (message, count)
+        return count
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, self.inner.tools_tokens(tools))
+        return sum(self.message_tokens(m) for m in messages) + self._tools[1]
+
+
+def per_call(counter: TokenCounter) -> TokenCounter:
+    """``counter`` for one governance call: an ExactCounter behind CallCounts; any other
+    counter (the seed's, whose whole-prompt count is not a sum) as it is."""
+    return CallCounts(counter) if type(counter) is ExactCounter else counter
+
+
 def _estimate(text: str) -> int:
     return len(text) // 4
 
