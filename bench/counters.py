@@ -164,6 +164,7 @@ _COLD = {
         "from bpe_openai import _bindings\n"
         "_bindings.tokenizer_for_encoding('{name}').count('hello world')"
     ),
+    "context-governor import": "import context_governor.tokens",
     "context-governor": (
         "from context_governor.tokens import exact_counter\n"
         "exact_counter({model!r}).message_tokens({{'role': 'user', 'content': 'hello world'}})"
@@ -202,7 +203,7 @@ def measure_cold(runs: int) -> list[Cold]:
     available = set(_counters("cl100k_base"))
     for name in ENCODINGS:
         for label, template in _COLD.items():
-            if label not in available and label != "context-governor":
+            if label not in available and not label.startswith("context-governor"):
                 continue
             code = template.format(name=name, model=_MODELS[name])
             variants = [(label, {})]
@@ -229,7 +230,7 @@ def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
         "encodings already loaded (median of 3). `python -m bench.counters --out "
         "docs/benchmarks.md` reruns this section.",
         "",
-        "| encoding | counter | texts | mismatches | corpus | replay | replay vs tiktoken |",
+        "| encoding | counter | texts | mismatches | corpus | replay | speed-up on the replay |",
         "|---|---|---|---|---|---|---|",
     ]
     base = {r.encoding: r.replay_ms for r in exact if r.counter == "tiktoken"}
@@ -237,7 +238,7 @@ def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
         lines.append(
             f"| {r.encoding} | {r.counter} | {r.texts:,} | {r.mismatches} | "
             f"{r.corpus_ms:,.0f} ms | {r.replay_ms:,.0f} ms | "
-            f"{base[r.encoding] / r.replay_ms:.2f}× faster |"
+            f"{base[r.encoding] / r.replay_ms:.2f}× |"
         )
     lines += [
         "",
@@ -245,7 +246,8 @@ def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
         "",
         "Import and first count of one short text, encoding load included; interpreter "
         "start-up excluded. *context-governor* is `exact_counter(model).message_tokens(...)`, "
-        "what the first `govern()` pays for its counter.",
+        "what the first `govern()` pays for its counter; *context-governor import* is the "
+        "package's own import, which that figure includes.",
         "",
         "| encoding | what | median | runs |",
         "|---|---|---|---|",
