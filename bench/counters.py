@@ -11,11 +11,11 @@ extra, what counters use when it is installed) and bpe-openai (evaluated, not us
   and surrogate pairs), counted by each contender after the surrogate clean-up
   tiktoken itself applies, against ``len(tiktoken.encode(text, disallowed_special=()))``.
 * **Speed**: counting every message payload of the benchmark's 300-step replay, once
-  (a warm process: encodings loaded before timing), median of 3.
+  (a warm process: encodings loaded before timing), median of 5 interleaved rounds.
 * **Cold start**: a fresh interpreter per run, timing the import of the counter and
   the first count of one message (the encoding load included), median of ``--cold``
-  runs. The ``context-governor`` rows are what a first ``govern()`` pays for its counter
-  in a fresh process, with and without rs-bpe (``CONTEXT_GOVERNOR_FAST=0``).
+  runs (interleaved). The ``context-governor`` rows are what a first ``govern()``
+  pays for its counter in a fresh process, with and without rs-bpe (``CONTEXT_GOVERNOR_FAST=0``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from context_governor.tokens import clean_surrogates, load_encoding, seed_message_payload
+from context_governor.tokens import (
+    FAST_ENV,
+    clean_surrogates,
+    load_encoding,
+    seed_message_payload,
+)
 
 from .anthropic_cache import write_section
 from .sessions import coding_session
@@ -139,16 +144,24 @@ def _time(count: Callable[[str], int], texts: Sequence[str], repeats: int = 3) -
     return statistics.median(times) * 1000
 
 
-def measure_exactness(n: int) -> list[Exactness]:
+def measure_exactness(n: int, repeats: int = 5) -> list[Exactness]:
+    """Mismatches on the corpus, and times; the replay is counted ``repeats`` times
+    with the contenders interleaved (each round times every contender once), so a
+    busy machine slows them alike."""
     texts = [clean_surrogates(t) for t in corpus(n)]
     replay = replay_texts()
     rows = []
     for name in ENCODINGS:
         counters = _counters(name)
         truth = [counters["tiktoken"](t) for t in texts]
+        rounds: dict[str, list[float]] = {label: [] for label in counters}
+        for _ in range(repeats):
+            for label, count in counters.items():
+                rounds[label].append(_time(count, replay, 1))
         for label, count in counters.items():
             bad = sum(count(t) != want for t, want in zip(texts, truth, strict=True))
-            corpus_ms, replay_ms = _time(count, texts, 1), _time(count, replay)
+            corpus_ms = _time(count, texts, 1)
+            replay_ms = statistics.median(rounds[label])
             rows.append(Exactness(name, label, len(texts), bad, corpus_ms, replay_ms))
     return rows
 
@@ -199,23 +212,25 @@ class Cold:
 
 
 def measure_cold(runs: int) -> list[Cold]:
-    rows = []
+    """Each contender's median over ``runs`` fresh processes, the contenders interleaved
+    (every round starts each one once)."""
     available = set(_counters("cl100k_base"))
+    plan: list[tuple[str, str, str, dict[str, str]]] = []
     for name in ENCODINGS:
         for label, template in _COLD.items():
             if label not in available and not label.startswith("context-governor"):
                 continue
             code = template.format(name=name, model=_MODELS[name])
-            variants = [(label, {})]
             if label == "context-governor":
-                variants = [
-                    ("context-governor, rs-bpe", {}),
-                    ("context-governor, tiktoken", {"CONTEXT_GOVERNOR_FAST": "0"}),
-                ]
-            for what, env in variants:
-                times = [cold_ms(code, env) for _ in range(runs)]
-                rows.append(Cold(name, what, statistics.median(times), runs))
-    return rows
+                plan.append((name, "context-governor, rs-bpe", code, {}))
+                plan.append((name, "context-governor, tiktoken", code, {FAST_ENV: "0"}))
+            else:
+                plan.append((name, label, code, {}))
+    times: dict[tuple[str, str], list[float]] = {(n, w): [] for n, w, _, _ in plan}
+    for _ in range(runs):
+        for name, what, code, env in plan:
+            times[name, what].append(cold_ms(code, env))
+    return [Cold(n, w, statistics.median(times[n, w]), runs) for n, w, _, _ in plan]
 
 
 def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
@@ -227,8 +242,8 @@ def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
         "code, JSON, CJK, emoji, whitespace runs, long lines, random mixed-script text, "
         "lone surrogates cleaned as tiktoken cleans them) whose count differs from "
         "tiktoken's. *Replay*: counting every message payload of the 300-step replay once, "
-        "encodings already loaded (median of 3). `python -m bench.counters --out "
-        "docs/benchmarks.md` reruns this section.",
+        "encodings already loaded (median of 5 rounds, the counters interleaved). "
+        "`python -m bench.counters --out docs/benchmarks.md` reruns this section.",
         "",
         "| encoding | counter | texts | mismatches | corpus | replay | speed-up on the replay |",
         "|---|---|---|---|---|---|---|",
