@@ -243,7 +243,9 @@ def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
         "lone surrogates cleaned as tiktoken cleans them) whose count differs from "
         "tiktoken's. *Replay*: counting every message payload of the 300-step replay once, "
         "encodings already loaded (median of 5 rounds, the counters interleaved). "
-        "`python -m bench.counters --out docs/benchmarks.md` reruns this section.",
+        "`python -m bench.counters --out docs/benchmarks.md` reruns this section. "
+        f"Load average at the end of the run: {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs (a busy machine slows every contender; compare ratios).",
         "",
         "| encoding | counter | texts | mismatches | corpus | replay | speed-up on the replay |",
         "|---|---|---|---|---|---|---|",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -124,7 +125,9 @@ def render(rows: Sequence[Row], tokens: int, size: int) -> str:
         "re-serialize of the same body), measured in the same run. Target: added ≤ "
         f"{TARGET_RATIO:g}× parse + re-serialize on a warm conversation: **{verdict}** "
         f"({warm.ratio:.2f}×). `python -m bench.proxy_cost --out docs/benchmarks.md` "
-        "reruns this section.",
+        "reruns this section. "
+        f"Load average at the end of the run: {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs (a busy machine slows every contender; compare ratios).",
         "",
         "| requests | governed (median) | parse + re-serialize | added | added / parse + "
         "re-serialize |",
