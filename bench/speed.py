@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from context_governor import Governor, govern
-from context_governor.tokens import ExactCounter, encoding_for_model, load_encoding
+from context_governor.tokens import ExactCounter, counting_encoding, encoding_for_model
 
 from .sessions import SEED, Message, Replay, coding_session, long_history
 
@@ -457,7 +457,7 @@ def interleaved_repeat(
         "json.dumps (whole history)",
     ]
     # Its own counter: a cache of its own, so every new message is really tokenized.
-    tokenizer = ExactCounter(load_encoding(encoding_for_model(replay.model)))
+    tokenizer = ExactCounter(counting_encoding(encoding_for_model(replay.model)))
     if langchain:
         from langchain_core.messages import BaseMessage, convert_to_messages
 
@@ -585,7 +585,7 @@ def run_speed(
                 time_dumps(history, [history.messages])
             )
             cold = long_history(history_messages, variant=400 + r)
-            tokenizer = ExactCounter(load_encoding(encoding_for_model(cold.model)))
+            tokenizer = ExactCounter(counting_encoding(encoding_for_model(cold.model)))
             gc.collect()
             start = time.perf_counter_ns()
             for message in cold.messages:

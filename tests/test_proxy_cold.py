@@ -21,13 +21,9 @@ TESTS = Path(__file__).parent
 
 COLD = r'''
 import collections, json, sys, threading
-import tiktoken
-builds = collections.Counter()
-original = tiktoken.Encoding.__init__
-def counting(self, name, *args, **kwargs):
-    builds[name.removesuffix("_offline")] += 1
-    original(self, name, *args, **kwargs)
-tiktoken.Encoding.__init__ = counting
+from context_governor import tokens
+builds = collections.Counter()  # every encoding build, tiktoken's or rs-bpe's
+tokens.build_hooks.append(lambda name: builds.update([name]))
 
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse

@@ -159,6 +159,7 @@ def test_the_seed_counter_keeps_its_special_token_quirk_inside_long_text() -> No
 
 def test_twenty_threads_build_an_encoding_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(tokens, "_COUNTING", {})
     builds: list[str] = []
     monkeypatch.setattr(tokens, "build_hooks", [builds.append])
     barrier = threading.Barrier(20)
@@ -179,6 +180,7 @@ def test_twenty_threads_build_an_encoding_once(monkeypatch: pytest.MonkeyPatch) 
 
 def test_warm_up_builds_ahead_and_requests_build_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(tokens, "_COUNTING", {})
     builds: list[str] = []
     monkeypatch.setattr(tokens, "build_hooks", [builds.append])
     assert context_governor.warm_up(["gpt-4o", "claude-sonnet-4", None]) == [
