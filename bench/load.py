@@ -68,8 +68,10 @@ class Spec:
 
 def _history(rng: random.Random, marker: str, fault: str | None) -> list[dict[str, Any]]:
     """A coding session of 6 to 60 messages with tool calls, ending in the marked question."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."},
-                                      {"role": "user", "content": "Fix the failing test."}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing test."},
+    ]
     for turn in range(rng.randint(1, 14)):
         call_id = f"call_{marker[3:]}_{turn}"
         args = json.dumps({"path": f"src/mod_{turn}.py"})
@@ -77,10 +79,12 @@ def _history(rng: random.Random, marker: str, fault: str | None) -> list[dict[st
         call = {"id": call_id, "type": "function", "function": function}
         size = rng.randint(100, 3000)
         output = "\n".join(f"line {i}: value = compute({i}, {turn})" for i in range(size // 30))
-        messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
-                     {"role": "tool", "tool_call_id": call_id, "content": output},
-                     {"role": "assistant", "content": f"Read mod_{turn}."},
-                     {"role": "user", "content": "Go on."}]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": output},
+            {"role": "assistant", "content": f"Read mod_{turn}."},
+            {"role": "user", "content": "Go on."},
+        ]
     tag = f" fault={fault}" if fault else ""
     messages.append({"role": "user", "content": f"Continue, please. {marker}{tag}"})
     return messages
@@ -94,8 +98,12 @@ def build_specs(count: int, seed: int = 11) -> list[Spec]:
         marker = f"mk-{rng.getrandbits(48):012x}"
         fault = FAULTS[(i // 10) % len(FAULTS)] if i % 10 == 9 else None
         stream = i % 2 == 0 if fault != "cut" else True
-        body: dict[str, Any] = {"model": MODEL, "messages": _history(rng, marker, fault),
-                                "max_tokens": 300, "stream": stream}
+        body: dict[str, Any] = {
+            "model": MODEL,
+            "messages": _history(rng, marker, fault),
+            "max_tokens": 300,
+            "stream": stream,
+        }
         raw = json.dumps(body).encode()
         if fault == "bad":
             raw = raw.replace(b'"max_tokens": 300', b'"max_tokens": 300, "temperature": NaN')
@@ -135,8 +143,13 @@ class Outcome:
         if self.exception is not None:
             return False
         if fault is None:
-            return (self.status == 200 and self.spec.marker in self.text
-                    and not self.others and self.stream_error is None and (self.done or not stream))
+            return (
+                self.status == 200
+                and self.spec.marker in self.text
+                and not self.others
+                and self.stream_error is None
+                and (self.done or not stream)
+            )
         if fault == "500":
             return self.status == 500
         if fault == "429":
@@ -153,8 +166,9 @@ async def _one(client: httpx.AsyncClient, url: str, spec: Spec) -> Outcome:
     headers = {"content-type": "application/json", "authorization": "Bearer sk-load"}
     started = time.perf_counter()
     try:
-        async with client.stream("POST", f"{url}/chat/completions", content=spec.body,
-                                 headers=headers) as response:
+        async with client.stream(
+            "POST", f"{url}/chat/completions", content=spec.body, headers=headers
+        ) as response:
             outcome.status = response.status_code
             outcome.retry_after = response.headers.get("retry-after")
             if spec.stream and response.status_code == 200:
@@ -192,11 +206,16 @@ PER_CLIENT = 10
 
 async def _wave(url: str, specs: Sequence[Spec]) -> list[Outcome]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    clients = [httpx.AsyncClient(limits=limits, timeout=120)
-               for _ in range(max(1, len(specs) // PER_CLIENT))]
+    clients = [
+        httpx.AsyncClient(limits=limits, timeout=120)
+        for _ in range(max(1, len(specs) // PER_CLIENT))
+    ]
     try:
-        return list(await asyncio.gather(
-            *(_one(clients[i % len(clients)], url, spec) for i, spec in enumerate(specs))))
+        return list(
+            await asyncio.gather(
+                *(_one(clients[i % len(clients)], url, spec) for i, spec in enumerate(specs))
+            )
+        )
     finally:
         for client in clients:
             await client.aclose()
@@ -293,8 +312,19 @@ def _cmdline(pid: int) -> bytes:
 
 def proxy_args(upstream: str, extra: Sequence[str]) -> Callable[[int], list[str]]:
     def args(port: int) -> list[str]:
-        return ["-m", "context_governor", "proxy", "--upstream", upstream, "--port", str(port),
-                "--read-timeout", str(READ_TIMEOUT), *extra]
+        return [
+            "-m",
+            "context_governor",
+            "proxy",
+            "--upstream",
+            upstream,
+            "--port",
+            str(port),
+            "--read-timeout",
+            str(READ_TIMEOUT),
+            *extra,
+        ]
+
     return args
 
 
@@ -328,23 +358,29 @@ class RunResult:
         return [o.latency for o in self.outcomes if o.spec.fault is None and o.exception is None]
 
 
-def run_proxied(name: str, upstream: str, specs: Sequence[Spec], extra: Sequence[str],
-                log: Path) -> RunResult:
+def run_proxied(
+    name: str, upstream: str, specs: Sequence[Spec], extra: Sequence[str], log: Path
+) -> RunResult:
     progress(f"{name}: starting the proxy ({' '.join(extra) or 'defaults'})")
     with served(proxy_args(upstream, extra), log) as (base, process):
         before = rss_mb(process.pid)
         progress(f"{name}: {len(specs)} concurrent requests")
         outcomes, seconds = wave(f"{base}/v1", specs)
         still = httpx.get(f"{base}/healthz", timeout=10).status_code == 200
-        result = RunResult(name, outcomes, seconds, before, rss_mb(process.pid),
-                           rss_mb(process.pid, peak=True))
+        result = RunResult(
+            name, outcomes, seconds, before, rss_mb(process.pid), rss_mb(process.pid, peak=True)
+        )
         if not still:
             result.notes.append("the proxy did not answer /healthz after the wave")
-    progress(f"{name}: lost {result.count('lost')}, mixed {result.count('mixed')}, "
-             f"errors {result.count('errors')} in {seconds:.1f}s")
+    progress(
+        f"{name}: lost {result.count('lost')}, mixed {result.count('mixed')}, "
+        f"errors {result.count('errors')} in {seconds:.1f}s"
+    )
     for outcome in [o for o in outcomes if not o.as_expected][:5]:
-        progress(f"  unexpected: fault={outcome.spec.fault} stream={outcome.spec.stream} "
-                 f"status={outcome.status} error={outcome.stream_error} exc={outcome.exception}")
+        progress(
+            f"  unexpected: fault={outcome.spec.fault} stream={outcome.spec.stream} "
+            f"status={outcome.status} error={outcome.stream_error} exc={outcome.exception}"
+        )
     return result
 
 
@@ -358,27 +394,41 @@ def run_cold(name: str, upstream: str, extra: Sequence[str], log: Path) -> dict[
     ok = sum(o.as_expected for o in outcomes)
     lat = [o.latency for o in outcomes]
     progress(f"{name}: peak RSS {peak:.0f} MB, {ok}/20 ok, p50 {_pct(lat, 0.5):.0f} ms")
-    return {"ready_rss": started_rss, "peak": peak, "ok": ok, "p50": _pct(lat, 0.5),
-            "max": max(lat) * 1000, "seconds": seconds}
+    return {
+        "ready_rss": started_rss,
+        "peak": peak,
+        "ok": ok,
+        "p50": _pct(lat, 0.5),
+        "max": max(lat) * 1000,
+        "seconds": seconds,
+    }
 
 
 def _big_body(messages: int) -> bytes:
     history: list[dict[str, Any]] = [{"role": "system", "content": "s"}]
     for i in range(messages // 2):
-        history += [{"role": "user", "content": f"question {i} " * 40},
-                    {"role": "assistant", "content": f"answer {i} " * 40}]
+        history += [
+            {"role": "user", "content": f"question {i} " * 40},
+            {"role": "assistant", "content": f"answer {i} " * 40},
+        ]
     history.append({"role": "user", "content": "and now? mk-000000000000"})
     return json.dumps({"model": MODEL, "messages": history, "max_tokens": 300}).encode()
 
 
-def run_big_body(name: str, upstream: str, extra: Sequence[str], log: Path,
-                 body: bytes) -> dict[str, float]:
+def run_big_body(
+    name: str, upstream: str, extra: Sequence[str], log: Path, body: bytes
+) -> dict[str, float]:
     """/healthz latency, polled every 20 ms, while one huge body is governed."""
 
     async def measure(base: str) -> tuple[float, list[float]]:
         async with httpx.AsyncClient(timeout=120) as client:
-            big = asyncio.create_task(client.post(f"{base}/v1/chat/completions", content=body,
-                                                  headers={"content-type": "application/json"}))
+            big = asyncio.create_task(
+                client.post(
+                    f"{base}/v1/chat/completions",
+                    content=body,
+                    headers={"content-type": "application/json"},
+                )
+            )
             started = time.perf_counter()
             pings: list[float] = []
             while not big.done():
@@ -394,18 +444,31 @@ def run_big_body(name: str, upstream: str, extra: Sequence[str], log: Path,
     with served(proxy_args(upstream, extra), log) as (base, process):
         seconds, pings = asyncio.run(measure(base))
         peak = rss_mb(process.pid, peak=True)
-    progress(f"{name}: big body {seconds:.1f}s, healthz p50 {_pct(pings, 0.5):.0f} ms "
-             f"max {max(pings) * 1000:.0f} ms over {len(pings)} pings")
-    return {"seconds": seconds, "p50": _pct(pings, 0.5), "max": max(pings) * 1000,
-            "pings": len(pings), "peak": peak}
+    progress(
+        f"{name}: big body {seconds:.1f}s, healthz p50 {_pct(pings, 0.5):.0f} ms "
+        f"max {max(pings) * 1000:.0f} ms over {len(pings)} pings"
+    )
+    return {
+        "seconds": seconds,
+        "p50": _pct(pings, 0.5),
+        "max": max(pings) * 1000,
+        "pings": len(pings),
+        "peak": peak,
+    }
 
 
 # ----------------------------------------------------------------------------- report
 
 
-def markdown(runs: list[RunResult], direct: RunResult, cold: dict[str, dict[str, float]],
-             big: dict[str, dict[str, float]], big_mb: float, command: str,
-             load_before: float) -> str:
+def markdown(
+    runs: list[RunResult],
+    direct: RunResult,
+    cold: dict[str, dict[str, float]],
+    big: dict[str, dict[str, float]],
+    big_mb: float,
+    command: str,
+    load_before: float,
+) -> str:
     d50, d99 = _pct(direct.latencies(), 0.5), _pct(direct.latencies(), 0.99)
     count = len(direct.outcomes)
     faults = sum(s.fault is not None for s in (o.spec for o in direct.outcomes))
@@ -441,7 +504,8 @@ def markdown(runs: list[RunResult], direct: RunResult, cold: dict[str, dict[str,
             f"| {run.name} | {run.count('lost')} | {run.count('mixed')} | {run.count('errors')} "
             f"| {p50:.0f} | {p99:.0f} | {p50 - d50:+.0f} / {p99 - d99:+.0f} "
             f"| {run.rss_before:.0f} → {run.rss_after:.0f} | {run.rss_peak:.0f} "
-            f"| {run.seconds:.1f} |")
+            f"| {run.seconds:.1f} |"
+        )
     lines += [
         "",
         "RSS is the proxy's process tree (server, worker processes), read from /proc; *peak* "
@@ -457,8 +521,10 @@ def markdown(runs: list[RunResult], direct: RunResult, cold: dict[str, dict[str,
     ]
     for name, c in cold.items():
         verdict = "PASS" if c["peak"] < COLD_TARGET_MB else "MISS"
-        lines.append(f"| {name} | {c['ready_rss']:.0f} | {c['peak']:.0f} ({verdict}) | "
-                     f"{c['ok']:.0f}/20 | {c['p50']:.0f} | {c['max']:.0f} |")
+        lines.append(
+            f"| {name} | {c['ready_rss']:.0f} | {c['peak']:.0f} ({verdict}) | "
+            f"{c['ok']:.0f}/20 | {c['p50']:.0f} | {c['max']:.0f} |"
+        )
     lines += [
         "",
         f"## /healthz while one {big_mb:.0f} MB body is governed",
@@ -470,8 +536,10 @@ def markdown(runs: list[RunResult], direct: RunResult, cold: dict[str, dict[str,
         "|---|---|---|---|---|---|",
     ]
     for name, b in big.items():
-        lines.append(f"| {name} | {b['seconds']:.1f} | {b['p50']:.0f} | {b['max']:.0f} | "
-                     f"{b['pings']:.0f} | {b['peak']:.0f} |")
+        lines.append(
+            f"| {name} | {b['seconds']:.1f} | {b['p50']:.0f} | {b['max']:.0f} | "
+            f"{b['pings']:.0f} | {b['peak']:.0f} |"
+        )
     threads, processes = runs[0], runs[1]
     lines += [
         "",
@@ -507,23 +575,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         direct = RunResult("direct", outcomes, seconds)
         window = ["--model-window", f"{MODEL}=128000"]
         runs.append(run_proxied("proxy, governance in threads", upstream, specs, window, log))
-        runs.append(run_proxied("proxy, governance in 2 worker processes", upstream, specs,
-                                [*window, "--govern-in", "process", "--govern-processes", "2"],
-                                log))
-        runs.append(run_proxied("proxy --workers 2 (threads)", upstream, specs,
-                                [*window, "--workers", "2"], log))
+        runs.append(
+            run_proxied(
+                "proxy, governance in 2 worker processes",
+                upstream,
+                specs,
+                [*window, "--govern-in", "process", "--govern-processes", "2"],
+                log,
+            )
+        )
+        runs.append(
+            run_proxied(
+                "proxy --workers 2 (threads)", upstream, specs, [*window, "--workers", "2"], log
+            )
+        )
         cold = {
-            "gpt-4o-mini configured (preloaded)": run_cold("cold, preloaded", upstream, window,
-                                                           log),
-            "not configured (loaded on first use, once)": run_cold("cold, on first use",
-                                                                   upstream, [], log),
+            "gpt-4o-mini configured (preloaded)": run_cold(
+                "cold, preloaded", upstream, window, log
+            ),
+            "not configured (loaded on first use, once)": run_cold(
+                "cold, on first use", upstream, [], log
+            ),
         }
         body = _big_body(args.big_messages)
         big = {
             "thread": run_big_body("big body, thread", upstream, window, log, body),
             "2 worker processes": run_big_body(
-                "big body, process", upstream,
-                [*window, "--govern-in", "process", "--govern-processes", "2"], log, body),
+                "big body, process",
+                upstream,
+                [*window, "--govern-in", "process", "--govern-processes", "2"],
+                log,
+                body,
+            ),
         }
     command = "python -m bench.load" + (f" --out {args.out}" if args.out else "")
     text = markdown(runs, direct, cold, big, len(body) / 1e6, command, load_before)

@@ -45,8 +45,13 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 def _chunk(marker: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
-    data = {"id": f"chatcmpl-{marker}", "object": "chat.completion.chunk", "created": 0,
-            "model": "m", "choices": [choice]}
+    data = {
+        "id": f"chatcmpl-{marker}",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [choice],
+    }
     return f"data: {json.dumps(data)}\n\n".encode()
 
 
@@ -84,19 +89,32 @@ async def chat(request: Request) -> Response:
     if body.get("stream"):
         return StreamingResponse(_events(marker, answer, fault), media_type="text/event-stream")
     message = {"role": "assistant", "content": answer}
-    return JSONResponse({"id": f"chatcmpl-{marker}", "object": "chat.completion", "created": 0,
-                         "model": body.get("model"), "choices": [
-                             {"index": 0, "message": message, "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+    return JSONResponse(
+        {
+            "id": f"chatcmpl-{marker}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )
 
 
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
-                        Route("/healthz", healthz)])
+app = Starlette(
+    routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/healthz", healthz)]
+)
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="critical",
-                backlog=2048, timeout_keep_alive=30)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        log_level="critical",
+        backlog=2048,
+        timeout_keep_alive=30,
+    )

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import anthropic_cache, claude_estimate, messages_request, responses_request
+from . import (
+    anthropic_cache,
+    claude_estimate,
+    counters,
+    messages_request,
+    proxy_cost,
+    responses_request,
+    summaries,
+)
 from .cache import RECENT_WINDOWS, Run, marks, run_cache
 from .sessions import coding_session
 from .speed import (
@@ -550,6 +558,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             responses_request.measure(turns, native_repeats), turns, native_repeats
         ),
     ]
+    progress("summary compaction on the replay")
+    sections.append(summaries.section(summaries.run(steps, (128_000, 32_000)), steps))
+    progress("exact token counters: exactness, speed, cold start")
+    texts, cold_runs = (500, 1) if args.quick else (20_000, 5)
+    sections.append(
+        counters.render(counters.measure_exactness(texts), counters.measure_cold(cold_runs))
+    )
+    progress("proxy per-request cost on a warm conversation")
+    sections.append(proxy_cost.render(*proxy_cost.measure(2 if args.quick else 10)))
     text = render(speed, runs, steps, time.perf_counter() - started, sections)
     print(text)
     if args.out is not None:

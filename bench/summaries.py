@@ -143,6 +143,26 @@ def render(results: list[tuple[Run, Scripted | None]], steps: int) -> str:
     return "\n".join(lines)
 
 
+def section(results: list[tuple[Run, Scripted | None]], steps: int) -> str:
+    """The table as a section of docs/benchmarks.md (bench.run)."""
+    return "\n".join(
+        [
+            "## Summary compaction",
+            "",
+            f"The {steps}-step coding-session replay governed three ways: the cache policy "
+            "as it is (a short note where it cuts), the same policy with summaries where it "
+            f"cuts (a scripted summarizer of about {SUMMARY_WORDS} words), and a summary made "
+            "afresh on every request over the trigger (the shape of LangChain's "
+            "summarization middleware). Cost counts cached input at a tenth of the price "
+            "(the summarizer's own input is its own column). `python -m bench.summaries` "
+            "reruns it; docs/summaries.md explains the option.",
+            "",
+            render(results, steps),
+            "",
+        ]
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)

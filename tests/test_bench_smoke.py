@@ -193,6 +193,8 @@ def test_quick_run_writes_the_report(tmp_path: Path) -> None:
     assert text.count("PASS") + text.count("MISS") + text.count("n/a") >= 4
     assert "## Governing a long Messages session" in text
     assert "## Governing a long Responses session, next to Chat Completions" in text
+    for heading in ("## Summary compaction", "## Exact token counters", "## Proxy per-request cost"):
+        assert heading in text
 
 
 def test_nanobot_side_times_every_step() -> None:
