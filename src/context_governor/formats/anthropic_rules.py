@@ -4,7 +4,7 @@ The chat-level rules (AN-1..AN-8, AN-11 in providers/anthropic.py) run on the
 decoded messages; what they cannot see is here: the thinking-mode rules (AN-9),
 which depend on the request's ``thinking`` setting and on thinking blocks, and
 the cache breakpoint limit over the whole request (AN-10: tools, system and
-messages together). Error texts are the API's own (RULEBOOK AN-9, AN-10).
+messages together). Error texts are the API's own (rules AN-9 and AN-10 of docs/providers.md).
 
 Thinking blocks carry signatures: nothing here edits or reorders one. The only
 repairs are the ones the API's error texts recommend: drop the thinking blocks
