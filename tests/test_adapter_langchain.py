@@ -372,7 +372,7 @@ def test_the_way_back_finds_unchanged_messages_after_a_cut_and_never_traces_a_ma
     assert isinstance(out[1], HumanMessage) and out[1].id is None and out[1].content == marker["content"]
 
 
-@settings(max_examples=examples(full=150, fast=25), deadline=None)
+@settings(max_examples=examples(full=60, fast=25), deadline=None)
 @given(cases(quirks=True), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "deepseek"]))
 def test_the_langchain_path_sends_what_the_dict_path_sends(case: dict[str, Any], profile: str) -> None:
     """Differential: governing LangChain messages sends, message for message, what governing

@@ -412,7 +412,7 @@ ROUTES = {
 }
 
 
-@settings(max_examples=examples(full=150, fast=25), deadline=None)
+@settings(max_examples=examples(full=60, fast=25), deadline=None)
 @given(cases(quirks=True), st.sampled_from(sorted(ROUTES)))
 def test_governed_calls_are_valid_for_the_routed_provider_and_stable(case: dict[str, Any], model: str) -> None:
     """For random agent transcripts on each route: the governed messages pass the routed

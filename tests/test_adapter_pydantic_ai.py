@@ -403,7 +403,7 @@ _message = st.one_of(
 _histories = st.lists(_message, min_size=1, max_size=8)
 
 
-@settings(max_examples=examples(full=400, fast=60), suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(full=150, fast=60), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(_histories)
 def test_round_trip_gives_back_the_same_objects(history: list[ModelMessage]) -> None:
     decoded = edge.decode(history)
@@ -414,7 +414,7 @@ def test_round_trip_gives_back_the_same_objects(history: list[ModelMessage]) -> 
     assert len(out) == len(history) and all(a is b for a, b in zip(out, history, strict=True))
 
 
-@settings(max_examples=examples(full=300, fast=40), suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(full=120, fast=40), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(_histories, st.sampled_from([300, 5_500, 200_000]), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "groq", "qwen"]))
 def test_governed_histories_are_valid_and_keep_what_they_can(history: list[ModelMessage], window: int, profile: str) -> None:
     """Whatever the history and the target, the governed one is valid for it (or the report

@@ -30,7 +30,7 @@ from bench.anthropic_cache import PromptCache, to_body, tools_of  # noqa: E402
 from bench.sessions import coding_session  # noqa: E402
 
 SETTINGS = settings(
-    max_examples=examples(full=200, fast=25),
+    max_examples=examples(full=75, fast=25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -60,7 +60,7 @@ def test_the_probe_pins_tiktokens_token_ids(name: str) -> None:
 
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_rs_bpe_counts_a_generated_corpus_as_tiktoken_does(name: str) -> None:
-    texts = corpus(examples(full=40_000, fast=1_500), seed=7)
+    texts = corpus(examples(full=8_000, fast=1_500), seed=7)
     assert any(t != clean_surrogates(t) for t in texts), "the corpus must hold surrogates"
     enc = fast(name)
     wrong = [t for t in texts if enc.count(t) != truth(name, t)]
@@ -69,7 +69,7 @@ def test_rs_bpe_counts_a_generated_corpus_as_tiktoken_does(name: str) -> None:
 
 @pytest.mark.parametrize("name", ENCODINGS)
 @given(text=st.text(max_size=300))  # any code point, lone surrogates included
-@settings(max_examples=examples(full=3000, fast=200), deadline=None)
+@settings(max_examples=examples(full=800, fast=200), deadline=None)
 def test_rs_bpe_counts_any_text_as_tiktoken_does(name: str, text: str) -> None:
     assert fast(name).count(text) == truth(name, text)
     assert fast(name).encode(text) == reference(name).encode(text, disallowed_special=())

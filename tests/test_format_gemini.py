@@ -23,12 +23,12 @@ from context_governor import ConfigError, InputError, govern_request, validate_r
 from context_governor.formats import gemini as ge
 
 SETTINGS = settings(
-    max_examples=examples(full=400, fast=60),
+    max_examples=examples(full=150, fast=60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 GOVERN_SETTINGS = settings(
-    max_examples=examples(full=200, fast=25),
+    max_examples=examples(full=75, fast=25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

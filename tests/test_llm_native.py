@@ -43,7 +43,7 @@ from context_governor.llm.responses_client import (
 
 NO_RETRY = RetryPolicy(max_retries=0)
 #: Property budgets: fast by default, CI's full level draws more.
-PROPERTY = settings(max_examples=examples(full=300, fast=40), deadline=None)
+PROPERTY = settings(max_examples=examples(full=120, fast=40), deadline=None)
 ECHO = {"type": "function", "function": {"name": "echo", "description": "Echo text.",
         "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}  # fmt: skip
 Handler = Callable[[httpx.Request], httpx.Response]

@@ -150,7 +150,7 @@ def test_a_tool_session_that_outgrows_the_window_stays_legal(
 def test_a_long_session_at_a_small_window_never_gets_a_rejection(
     fake: FakeGemini, proxy: Any
 ) -> None:
-    fake.calls = examples(60, 20)
+    fake.calls = examples(40, 20)
     history = _session(_client(proxy(context_window=4_000)), SIGNED_MODEL, False, turns=200)
     fake.window = 4_000
     assert fake.errors == []
@@ -187,7 +187,7 @@ def test_the_async_client_and_its_stream_are_governed_too(fake: FakeGemini, prox
 # -- what the upstream receives is exactly govern_request's output -----------------------------
 
 
-@settings(max_examples=examples(40, 8), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(20, 8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=sessions(max_turns=6))
 def test_the_upstream_receives_exactly_what_govern_request_makes(body: dict[str, Any]) -> None:
     """Differential: the bytes the fake received are govern_request's body for the path's

@@ -250,7 +250,7 @@ def test_a_long_anthropic_session_with_thinking_outgrows_the_window_and_keeps_wo
     client = _claude(start(context_window=window))
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the whole parser."}]
     cut = 0
-    for step in range(examples(full=40, fast=10)):
+    for step in range(examples(full=20, fast=10)):
         native.push(NativeReply.tool_calls(("read_file", {"path": f"f{step}.py"}), thinking=f"next: f{step}.py"))
         with client.messages.stream(
             model=CLAUDE, max_tokens=reserve, thinking=THINKING, tools=[READ_TOOL], messages=messages
@@ -369,7 +369,7 @@ def test_a_long_responses_session_outgrows_the_window_and_keeps_working(
         "include": ["reasoning.encrypted_content"], "max_output_tokens": reserve,
     }  # fmt: skip
     cut = 0
-    for step in range(examples(full=40, fast=10)):
+    for step in range(examples(full=20, fast=10)):
         native.push(NativeReply.tool_calls(("read_file", {"path": f"f{step}.py"}), thinking=f"s{step}"))
         raw = client.responses.with_raw_response.create(input=items, stream=step % 2 == 1, **settings)
         cut += int(raw.headers[f"{H}tokens-before"]) > window - reserve

@@ -23,7 +23,7 @@ from native_proxy import ProxyStarter
 from test_proxy_native import _anthropic_session, _responses_session
 
 SETTINGS = settings(
-    max_examples=examples(full=400, fast=40),
+    max_examples=examples(full=120, fast=40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

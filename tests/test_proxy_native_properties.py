@@ -32,7 +32,7 @@ from context_governor.proxy.governing import encode
 
 WINDOWS = (6000, 12000)
 SETTINGS = settings(
-    max_examples=examples(full=200, fast=12),
+    max_examples=examples(full=40, fast=12),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

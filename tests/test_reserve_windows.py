@@ -24,7 +24,7 @@ from context_governor.tokens import claude_estimate, load_encoding
 from context_governor.windows import known_window, load_windows, window_table
 
 SETTINGS = settings(
-    max_examples=examples(full=100, fast=15),
+    max_examples=examples(full=40, fast=15),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -164,7 +164,7 @@ def test_a_bad_windows_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @given(st.text(max_size=400))
-@settings(max_examples=examples(full=300, fast=50), deadline=None)
+@settings(max_examples=examples(full=120, fast=50), deadline=None)
 def test_the_claude_estimate_errs_high_over_both_offline_encodings(text: str) -> None:
     """At least 1.3x cl100k and o200k... for cl100k exactly; and one token per 3 bytes."""
     cl = load_encoding("cl100k_base")
