@@ -397,6 +397,7 @@ def unserializable_path(value: Any, path: str) -> str | None:
     stack: list[Iterator[tuple[Any, Any]]] = [_children(value)]
     labels: list[str] = []
     ancestors: list[int] = [id(value)]
+    open_ids = {id(value)}  # the same ids as a set: a lookup per step, not a scan (depth 10^5)
     while stack:
         for key, item in stack[-1]:
             if isinstance(key, str | int | float | bool) or key is None:
@@ -405,15 +406,16 @@ def unserializable_path(value: Any, path: str) -> str | None:
                 return _short_path(path, [*labels, f".{brief(key)}"])
             if isinstance(item, _JSON_LEAVES):
                 continue
-            if not isinstance(item, _CONTAINERS) or id(item) in ancestors:
+            if not isinstance(item, _CONTAINERS) or id(item) in open_ids:
                 return _short_path(path, [*labels, _label(key)])
             stack.append(_children(item))
             labels.append(_label(key))
             ancestors.append(id(item))
+            open_ids.add(id(item))
             break
         else:
             stack.pop()
-            ancestors.pop()
+            open_ids.discard(ancestors.pop())
             if labels:
                 labels.pop()
     return None
