@@ -31,9 +31,12 @@ from context_governor.profiles import PROFILES
 from .generate import Case
 
 SLOW_SECONDS = 2.0
-#: Wall-clock seconds after which one govern() is stopped and reported as ``slow``
-#: (a hang would otherwise stall the whole campaign).
+#: CPU seconds after which one check is stopped and reported as ``slow``/``hang`` (a
+#: hang would otherwise stall the whole campaign). CPU time, not wall-clock: a campaign
+#: run niced on a busy machine must not report a hang because it was waiting its turn.
 HANG_SECONDS = 60
+#: Wall-clock backstop for a check that blocks without spending CPU (a lock never freed).
+STALL_SECONDS = 1800
 
 
 class Hang(BaseException):
@@ -42,8 +45,10 @@ class Hang(BaseException):
 
 
 @contextmanager
-def watchdog(seconds: float) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` (Unix main thread; elsewhere a no-op)."""
+def watchdog(cpu_seconds: float, wall_seconds: float | None = None) -> Iterator[None]:
+    """Interrupt the block after ``cpu_seconds`` of this process's CPU time, or after
+    ``wall_seconds`` of wall-clock time (default: STALL_SECONDS), whichever comes first
+    (Unix main thread; elsewhere a no-op)."""
     if (
         not hasattr(signal, "setitimer")
         or threading.current_thread() is not threading.main_thread()
@@ -54,13 +59,23 @@ def watchdog(seconds: float) -> Iterator[None]:
     def interrupt(signum: int, frame: object) -> None:
         raise Hang
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timers = (
+        (signal.ITIMER_PROF, signal.SIGPROF, cpu_seconds),
+        (
+            signal.ITIMER_REAL,
+            signal.SIGALRM,
+            STALL_SECONDS if wall_seconds is None else wall_seconds,
+        ),
+    )
+    previous = [signal.signal(sig, interrupt) for _, sig, _ in timers]
+    for which, _, seconds in timers:
+        signal.setitimer(which, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for (which, sig, _), handler in zip(timers, previous, strict=True):
+            signal.setitimer(which, 0)
+            signal.signal(sig, handler)
 
 
 SMALL_INPUT = 1_000_000  # bytes-ish: characters of strings plus one per value
@@ -223,12 +238,12 @@ def _newest_user_lost(messages: list[Any], output: list[Any]) -> str | None:
 
 def check(case: Case) -> list[Finding]:
     """Every finding on ``case`` (empty: the input passed every class); a check that
-    takes longer than HANG_SECONDS is stopped and reported as ``slow``/``hang``."""
+    takes more than HANG_SECONDS of CPU is stopped and reported as ``slow``/``hang``."""
     try:
         with watchdog(HANG_SECONDS):
             return _check(case)
     except Hang as exc:
-        return [Finding("slow", "hang", f"no answer after {HANG_SECONDS}s: {_where(exc)}")]
+        return [Finding("slow", "hang", f"no answer after {HANG_SECONDS}s of CPU: {_where(exc)}")]
 
 
 def _check(case: Case) -> list[Finding]:

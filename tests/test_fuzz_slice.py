@@ -134,3 +134,16 @@ def test_a_hang_is_stopped_and_reported(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(oracle, "govern", forever)
     case = generate.Case([{"role": "user", "content": "x"}], None, {"profile": "openai"})
     assert [(f.kind, f.signature) for f in oracle.check(case)] == [("slow", "hang")]
+
+
+def test_a_check_that_blocks_without_cpu_is_stopped_by_the_wall_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    monkeypatch.setattr(oracle, "STALL_SECONDS", 0.3)
+    monkeypatch.setattr(oracle, "govern", lambda *a, **k: time.sleep(30))
+    case = generate.Case([{"role": "user", "content": "x"}], None, {"profile": "openai"})
+    started = time.monotonic()
+    assert [(f.kind, f.signature) for f in oracle.check(case)] == [("slow", "hang")]
+    assert time.monotonic() - started < 5
