@@ -124,17 +124,56 @@ class Plan:
         )
 
 
-def _cut_note(messages: list[Message], head: int, cut: int, pin: int | None) -> CutNote:
+class _RoleTally:
+    """Prefix counts of the non-system, assistant and user messages of a history, so that
+    what a cut removes is counted in O(1): the replay asks at each compaction, and a
+    walk over [head, cut) each time made a 100,000-message first call quadratic."""
+
+    def __init__(self) -> None:
+        self.kept = [0]  # non-system messages in [0, k)
+        self.assistants = [0]
+        self.users = [0]
+
+    def add(self, role: Any) -> None:
+        self.kept.append(self.kept[-1] + (role != "system"))
+        self.assistants.append(self.assistants[-1] + (role == "assistant"))
+        self.users.append(self.users[-1] + (role == "user"))
+
+    def between(self, head: int, cut: int) -> tuple[int, int, int]:
+        """(non-system, assistant, user) messages in [head, cut)."""
+        return (
+            self.kept[cut] - self.kept[head],
+            self.assistants[cut] - self.assistants[head],
+            self.users[cut] - self.users[head],
+        )
+
+
+def _cut_note(
+    messages: list[Message],
+    head: int,
+    cut: int,
+    pin: int | None,
+    tally: _RoleTally | None = None,
+) -> CutNote:
     """The note for a cut at ``cut``, ``pin`` kept behind it. Counts what the cut removes:
-    everything in [head, cut) but system messages and the pin."""
-    removed = turns = users = 0
-    for i in range(head, cut):
-        role = messages[i].get("role")
-        if role == "system" or i == pin:
-            continue
-        removed += 1
-        turns += role == "assistant"
-        users += role == "user"
+    everything in [head, cut) but system messages and the pin (from ``tally`` when it
+    covers [0, cut), else by walking the range)."""
+    if tally is not None and cut < len(tally.kept):
+        removed, turns, users = tally.between(head, cut)
+        if pin is not None and head <= pin < cut:
+            role = messages[pin].get("role")
+            removed -= role != "system"
+            turns -= role == "assistant"
+            users -= role == "user"
+    else:
+        removed = turns = users = 0
+        for i in range(head, cut):
+            role = messages[i].get("role")
+            if role == "system" or i == pin:
+                continue
+            removed += 1
+            turns += role == "assistant"
+            users += role == "user"
     if pin is not None:  # before the kept prompt: whatever joins the task reads as later
         return CutNote(pin, "prepend", removed, turns, users)
     if messages[cut].get("role") == "user":
@@ -176,6 +215,7 @@ class Replay:
         self.last_user = -1
         self.last_assistant = -1
         self.first_user = -1  # the first user message after the head
+        self.tally = _RoleTally()  # of the messages before self.j
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -185,6 +225,7 @@ class Replay:
             i = self.j
             role = self.m[i].get("role")
             self.total += self.t[i]
+            self.tally.add(role)
             if role == "tool":
                 self.results.append(i)
             elif role == "user":
@@ -329,11 +370,7 @@ class Replay:
             chosen = [i for i in chosen if i >= cut]
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
-        if (
-            self.total - after < policy.min_savings
-            and self.total <= budget
-            and not forced
-        ):
+        if self.total - after < policy.min_savings and self.total <= budget and not forced:
             return  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
             return
@@ -359,7 +396,7 @@ class Replay:
             return self.plan.note
         if self.note_cost is None:
             return None
-        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut))
+        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut), self.tally)
 
     def _note_tokens(self, note: CutNote | None) -> int:
         if note is None or self.note_cost is None:

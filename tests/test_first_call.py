@@ -1,0 +1,74 @@
+"""The first call on a long history: work that must stay linear in its length.
+
+A first call governs a whole history nobody has seen: the cache policy replays every
+request of it (one per assistant message) and compacts many times on the way. Each
+compaction's note counts what the cut removes; counting that by walking [head, cut)
+at every compaction made a 100,000-message first call quadratic (575 compactions,
+about 23 s of the 27 s it took). The replay now keeps prefix counts of the roles.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from long_sessions import long_session
+
+from context_governor.policies import CompactionPolicy
+from context_governor.stages.compact import _cut_note, _RoleTally, replay_history
+
+Message = dict[str, Any]
+
+
+class CountingList(list[Message]):
+    """A list that counts how often an item is read by index."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        CountingList.reads += 1
+        return super().__getitem__(index)
+
+
+def _replay_reads(messages: list[Message]) -> tuple[int, int]:
+    """Index reads of the history by one replay with a small trigger (many compactions),
+    and how many compactions it made."""
+    tokens = [len(str(m.get("content") or "")) // 4 + 4 for m in messages]
+    policy = CompactionPolicy(trigger_tokens=4_000, target_tokens=1_000, min_savings=100)
+    counted = CountingList(messages)
+    CountingList.reads = 0
+    replay = replay_history(
+        counted, tokens, lambda i: 20, 0, 100_000, policy, note_tokens=lambda note, m: 10
+    )
+    return CountingList.reads, len(replay.plan.compactions)
+
+
+def test_replay_reads_the_history_a_bounded_number_of_times_per_message() -> None:
+    """Linear: doubling the history doubles the reads (quadratic before: each of the
+    ~n/40 compactions walked everything between the head and its cut)."""
+    rng = random.Random(7)
+    short = long_session(rng, 1_500, prompt="go on")
+    reads, compactions = _replay_reads(short)
+    assert compactions > 50  # the walk this guards against ran once per compaction
+    assert reads <= 12 * len(short), (reads, len(short), compactions)
+
+
+@given(st.data())
+def test_role_tally_gives_the_note_the_walk_gives(data: st.DataObject) -> None:
+    """Differential: the note from the prefix counts equals the note from walking the
+    range, for any head, cut and pin (any roles, system messages anywhere)."""
+    roles = data.draw(
+        st.lists(st.sampled_from(["system", "user", "assistant", "tool"]), min_size=2, max_size=40)
+    )
+    messages: list[Message] = [{"role": r, "content": str(i)} for i, r in enumerate(roles)]
+    head = data.draw(st.integers(0, len(messages) - 1))
+    cut = data.draw(st.integers(head, len(messages) - 1))
+    pin = data.draw(st.none() | st.integers(head, max(head, cut - 1)))
+    if pin is not None and not head <= pin < cut:
+        pin = None
+    tally = _RoleTally()
+    for m in messages:
+        tally.add(m["role"])
+    assert _cut_note(messages, head, cut, pin, tally) == _cut_note(messages, head, cut, pin)
