@@ -14,7 +14,8 @@ timeout; or the body is not JSON. For each run it counts
   not answered 200 with its marker and a clean end; a fault not answered with the
   status or stream error event the client should see);
 
-and the latency of fault-free requests (p50/p99) through the proxy and directly,
+and the latency of fault-free requests (p50/p99) through the proxy, through a plain
+pass-through relay with the same server stack (bench/relay.py) and directly,
 the proxy process's RSS before and after, then a cold start (20 concurrent first
 requests to a fresh proxy: peak RSS) and /healthz while one huge body is governed,
 for governance in threads and in worker processes. Progress goes to stderr; the
@@ -384,6 +385,63 @@ def run_proxied(
     return result
 
 
+def run_relayed(name: str, upstream: str, specs: Sequence[Spec], log: Path) -> RunResult:
+    """The wave through bench/relay.py: the proxy's server stack, no governance."""
+    progress(f"{name}: starting the pass-through relay")
+    with served(lambda port: ["-m", "bench.relay", str(port), upstream], log) as (base, process):
+        before = rss_mb(process.pid)
+        progress(f"{name}: {len(specs)} concurrent requests")
+        outcomes, seconds = wave(f"{base}/v1", specs)
+        result = RunResult(
+            name, outcomes, seconds, before, rss_mb(process.pid), rss_mb(process.pid, peak=True)
+        )
+    progress(
+        f"{name}: fault-free lost {result.count('lost', False)}, mixed "
+        f"{result.count('mixed', False)}, errors {result.count('errors', False)} in {seconds:.1f}s"
+    )
+    return result
+
+
+def throughput(run: RunResult) -> float:
+    """Fault-free requests answered as expected per second, from the wave's start (every
+    request leaves at once) to the last of their answers."""
+    done = [o.latency for o in run.outcomes if o.spec.fault is None and o.as_expected]
+    return len(done) / max(done) if done else 0.0
+
+
+def comparison(direct: RunResult, relay: RunResult, proxied: Sequence[RunResult]) -> list[str]:
+    """The governing proxy against the plain relay, both over the direct run: throughput
+    and the p50/p99 each adds, and what governance adds on top of relaying."""
+    d50, d99 = _pct(direct.latencies(), 0.5), _pct(direct.latencies(), 0.99)
+    r50, r99 = _pct(relay.latencies(), 0.5), _pct(relay.latencies(), 0.99)
+    lines = [
+        "## Governing proxy against a plain pass-through proxy",
+        "",
+        "The same wave through bench/relay.py, a relay with the proxy's server stack "
+        "(uvicorn, Starlette, the same sharded httpx clients and timeouts) and no "
+        "governance, measured in the same run just before the proxies. *Throughput*: "
+        "fault-free requests answered as expected per second, from the wave's start to the "
+        "last of those answers (all requests leave at once; the upstream's own delays, "
+        "0-250 ms, are in every row). *Added*: over the direct run; *governance adds*: over "
+        "the relay. Fault-free requests only (the relay does not map faults as the proxy "
+        "does).",
+        "",
+        "| run | throughput req/s | p50 ms | p99 ms | added p50 / p99 ms "
+        "| governance adds p50 / p99 ms |",
+        "|---|---|---|---|---|---|",
+        f"| direct to the upstream | {throughput(direct):.0f} | {d50:.0f} | {d99:.0f} | – | – |",
+        f"| pass-through relay (no governance) | {throughput(relay):.0f} | {r50:.0f} "
+        f"| {r99:.0f} | {r50 - d50:+.0f} / {r99 - d99:+.0f} | – |",
+    ]
+    for run in proxied:
+        p50, p99 = _pct(run.latencies(), 0.5), _pct(run.latencies(), 0.99)
+        lines.append(
+            f"| {run.name} | {throughput(run):.0f} | {p50:.0f} | {p99:.0f} "
+            f"| {p50 - d50:+.0f} / {p99 - d99:+.0f} | {p50 - r50:+.0f} / {p99 - r99:+.0f} |"
+        )
+    return lines
+
+
 def run_cold(name: str, upstream: str, extra: Sequence[str], log: Path) -> dict[str, float]:
     """A fresh proxy and, as soon as it answers /healthz, 20 concurrent first requests."""
     specs = [s for s in build_specs(40, seed=5) if s.fault is None][:20]
@@ -463,6 +521,7 @@ def run_big_body(
 def markdown(
     runs: list[RunResult],
     direct: RunResult,
+    relay: RunResult,
     cold: dict[str, dict[str, float]],
     big: dict[str, dict[str, float]],
     big_mb: float,
@@ -498,6 +557,14 @@ def markdown(
         f"| {direct.count('mixed', False)} | {direct.count('errors', False)} "
         f"| {d50:.0f} | {d99:.0f} | – | – | – | {direct.seconds:.1f} |",
     ]
+    r50, r99 = _pct(relay.latencies(), 0.5), _pct(relay.latencies(), 0.99)
+    lines.append(
+        f"| pass-through relay, no governance (fault-free requests) "
+        f"| {relay.count('lost', False)} | {relay.count('mixed', False)} "
+        f"| {relay.count('errors', False)} | {r50:.0f} | {r99:.0f} "
+        f"| {r50 - d50:+.0f} / {r99 - d99:+.0f} | {relay.rss_before:.0f} → "
+        f"{relay.rss_after:.0f} | {relay.rss_peak:.0f} | {relay.seconds:.1f} |"
+    )
     for run in runs:
         p50, p99 = _pct(run.latencies(), 0.5), _pct(run.latencies(), 0.99)
         lines.append(
@@ -510,6 +577,8 @@ def markdown(
         "",
         "RSS is the proxy's process tree (server, worker processes), read from /proc; *peak* "
         "sums each process's own high-water mark, an upper bound on the tree's peak.",
+        "",
+        *comparison(direct, relay, runs),
         "",
         f"## Cold start: 20 concurrent first requests (target: peak < {COLD_TARGET_MB} MB)",
         "",
@@ -562,6 +631,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--big-messages", type=int, default=20_000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="direct, the pass-through relay and the proxy (threads) only: the comparison",
+    )
     args = parser.parse_args(argv)
     specs = build_specs(args.requests)
     load_before = os.getloadavg()[0]
@@ -573,8 +647,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress(f"direct: {len(specs)} concurrent requests to the upstream")
         outcomes, seconds = wave(upstream, specs)
         direct = RunResult("direct", outcomes, seconds)
+        relay = run_relayed("relay", upstream, specs, log)
         window = ["--model-window", f"{MODEL}=128000"]
         runs.append(run_proxied("proxy, governance in threads", upstream, specs, window, log))
+        if args.compare_only:
+            print("\n".join(comparison(direct, relay, runs)))
+            return 0
         runs.append(
             run_proxied(
                 "proxy, governance in 2 worker processes",
@@ -609,7 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         }
     command = "python -m bench.load" + (f" --out {args.out}" if args.out else "")
-    text = markdown(runs, direct, cold, big, len(body) / 1e6, command, load_before)
+    text = markdown(runs, direct, relay, cold, big, len(body) / 1e6, command, load_before)
     print(text)
     if args.out:
         args.out.write_text(text)

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from context_governor.tokens import counting_encoding, encoding_for_model
+
 from . import (
     anthropic_cache,
     claude_estimate,
     counters,
+    first_call,
     messages_request,
     proxy_cost,
     responses_request,
@@ -32,7 +35,6 @@ from .cache import RECENT_WINDOWS, Run, marks, run_cache
 from .sessions import coding_session
 from .speed import (
     MAX_OUTPUT,
-    TOKENIZE_ALL,
     TOKENIZE_NEW,
     SpeedResult,
     govern_fn,
@@ -46,7 +48,6 @@ from .speed import (
 #: The issue's targets.
 NANOBOT_SPEEDUP = 50.0
 STEADY_VS_DUMPS = 0.1
-FIRST_CALL_VS_DUMPS = 10.0
 RETAINED_VS_MESSAGES = 1.0
 
 
@@ -141,22 +142,7 @@ def targets(speed: SpeedResult) -> list[Target]:
             steady <= STEADY_VS_DUMPS,
         )
     )
-    first = statistics.median(speed.first_call["Governor"])
-    dumps = statistics.median(speed.first_call["json.dumps (whole history)"])
-    out.append(
-        Target(
-            f"first call on a {speed.history_messages:,}-message history",
-            f"≤ {FIRST_CALL_VS_DUMPS:.0f}× json.dumps of it",
-            f"{ratio(first / dumps)} ({ms(first)} vs {ms(dumps)})"
-            + (
-                f"; tokenizing every message alone: "
-                f"{ratio(statistics.median(speed.first_call[TOKENIZE_ALL]) / dumps)}"
-                if TOKENIZE_ALL in speed.first_call
-                else ""
-            ),
-            first / dumps <= FIRST_CALL_VS_DUMPS,
-        )
-    )
+    out += [Target(*row) for row in first_call.target_rows(speed.first_calls)]
     if speed.memory is None:
         out.append(Target("memory kept by a Governor", "≤ 1× the message list", "n/a", None))
     else:
@@ -278,20 +264,12 @@ def render_speed(speed: SpeedResult) -> str:
             rows,
         ),
         "",
-        f"### First call on a {speed.history_messages:,}-message history "
-        f"({speed.history_json_bytes / 1e6:.1f} MB of request JSON)",
+        "### First call on a long history",
         "",
+        first_call.render_table(speed.first_calls),
+        "",
+        first_call.WHY,
     ]
-    dumps = statistics.median(speed.first_call["json.dumps (whole history)"])
-    parts.append(
-        table(
-            ["contender", f"first call (median of {speed.repeats})", "vs json.dumps"],
-            [
-                [label, ms(statistics.median(v)), ratio(statistics.median(v) / dumps)]
-                for label, v in speed.first_call.items()
-            ],
-        )
-    )
     if speed.memory is not None:
         m = speed.memory
         parts += [
@@ -414,8 +392,11 @@ METHOD = """\
   messages is timed separately (*LangChain conversion*) and not included in the trim
   time; `json.dumps` of the request body `{model, messages, tools}`, for the messages
   actually sent (the Governor's output) and for the whole history.
-- **First call**: a fresh `Governor` (and a `govern()` call) on a 10,000-message history
-  never seen before (cold token cache), against one `json.dumps` of that history's body.
+- **First call** (`bench/first_call.py`): a fresh `Governor` (and, at the first size, a
+  `govern()` call) on a long history never seen before (cold token cache), against one
+  `json.dumps` of that history's body; at 10,000 and 100,000 messages by default (the
+  second size with its own, smaller number of repeats). The breakdown rows time exact
+  counting of every message alone, serially, over 2 threads and over 2 forked processes.
 - **Memory**: tracemalloc. *Kept* = bytes still allocated after a whole replay by a fresh
   `Governor` (last result dropped, full gc), minus the history list's own array: the
   Governor and every cache governance filled, process-wide ones included (the token
@@ -515,12 +496,81 @@ def profile_late_step(steps: int, window: int, top: int = 10) -> str:
 # ----------------------------------------------------------------------------- main
 
 
+def _sizes(text: str) -> list[int]:
+    """``--history``: one size or several, comma-separated."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}") from None
+    if not sizes or min(sizes) < 2:
+        raise argparse.ArgumentTypeError("sizes must be at least 2")
+    return sizes
+
+
+def _first_call_only(
+    sizes: Sequence[int], repeats: int, more_repeats: int, window: int, out: Path | None
+) -> int:
+    """The first-call measurement alone (Governor and govern(), no Nanobot or LangChain):
+    its targets and table, printed and written to ``out``."""
+    from .speed import machine_info
+
+    counting_encoding(encoding_for_model(coding_session(2).model))  # loaded before timing
+    results = [
+        first_call.measure(
+            size,
+            repeats if k == 0 else more_repeats,
+            window,
+            {"Governor": governor_fn, "govern()": govern_fn}
+            if k == 0
+            else {"Governor": governor_fn},
+            progress=progress,
+        )
+        for k, size in enumerate(sizes)
+    ]
+    m = machine_info()
+    text = "\n".join(
+        [
+            "# First call on a long history",
+            "",
+            f"Generated by `python -m bench.run --first-call-only` on "
+            f"{datetime.now(UTC):%Y-%m-%d}: {m['implementation']} {m['python']}, "
+            f"{m['cpu_count']} CPUs, load average {m['load'][0]:.1f} at the start. Code "
+            f"measured: {m['source']}. `make bench` measures the same in docs/benchmarks.md.",
+            "",
+            render_targets([Target(*row) for row in first_call.target_rows(results)]),
+            "",
+            first_call.render_table(results),
+            "",
+            first_call.WHY,
+            "",
+        ]
+    )
+    print(text)
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+        progress(f"wrote {out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="20 steps, 1 repeat, small history")
     parser.add_argument("--steps", type=int, default=None, help="steps of the replay (300)")
     parser.add_argument("--repeats", type=int, default=None, help="repeats of the replay (3)")
-    parser.add_argument("--history", type=int, default=None, help="long history size (10000)")
+    parser.add_argument(
+        "--history",
+        type=_sizes,
+        default=None,
+        help="first-call history sizes, comma-separated (10000,100000)",
+    )
+    parser.add_argument(
+        "--history-repeats", type=int, default=None, help="repeats at the sizes after the first (1)"
+    )
+    parser.add_argument(
+        "--first-call-only",
+        action="store_true",
+        help="only the first-call measurement (its targets and table)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the Markdown here")
     parser.add_argument("--no-nanobot", action="store_true", help="skip Nanobot 0.2.2")
     parser.add_argument("--cprofile", action="store_true", help="profile one late govern() step")
@@ -528,8 +578,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     steps = args.steps or (20 if args.quick else 300)
     repeats = args.repeats or (1 if args.quick else 3)
-    history = args.history or (500 if args.quick else 10_000)
+    sizes = args.history or ([500] if args.quick else [10_000, 100_000])
     window = 128_000
+    if args.first_call_only:
+        return _first_call_only(sizes, repeats, args.history_repeats or 1, window, args.out)
     if steps < 2:
         parser.error("--steps must be at least 2")
 
@@ -538,7 +590,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps=steps,
         window=window,
         repeats=repeats,
-        history_messages=history,
+        history_messages=sizes[0],
+        more_histories=sizes[1:],
+        more_repeats=args.history_repeats or 1,
         nanobot=not args.no_nanobot,
     )
     progress("cache benchmark")

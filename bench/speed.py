@@ -41,6 +41,7 @@ from typing import Any
 from context_governor import Governor, govern
 from context_governor.tokens import ExactCounter, counting_encoding, encoding_for_model
 
+from . import first_call
 from .sessions import SEED, Message, Replay, coding_session, long_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +52,6 @@ StepFn = Callable[[list[Message]], Any]
 
 #: What exact counting alone costs: the floor under any exact governor's time.
 TOKENIZE_NEW = "exact tokens of the new messages (o200k)"
-TOKENIZE_ALL = "exact tokens of every message (o200k)"
 
 
 def progress(text: str) -> None:
@@ -390,9 +390,7 @@ class SpeedResult:
     repeats: int
     session: dict[str, Any]
     series: dict[str, Series]
-    first_call: dict[str, list[int]]  # label -> ns per repeat, on the long history
-    history_messages: int
-    history_json_bytes: int
+    first_calls: list[first_call.FirstCall]  # per history size, the main one first
     memory: Memory | None
     machine: dict[str, Any]
     notes: list[str] = field(default_factory=list)
@@ -521,6 +519,8 @@ def run_speed(
     nanobot: bool = True,
     langchain: bool = True,
     memory: bool = True,
+    more_histories: Sequence[int] = (),
+    more_repeats: int = 1,
 ) -> SpeedResult:
     """The whole speed benchmark; progress on stderr."""
     from .sessions import describe
@@ -529,8 +529,8 @@ def run_speed(
     budget = window - MAX_OUTPUT - 1024
     replays = [coding_session(steps, variant=r) for r in range(repeats)]
     warmup = coding_session(min(steps, 30), seed=SEED + 1)
+    # the main size's histories, as first_call.measure makes them (Nanobot gets them too)
     histories = [long_history(history_messages, variant=100 + r) for r in range(repeats)]
-    hist_json = len(json.dumps(body(histories[0], histories[0].messages)).encode())
     notes: list[str] = []
     use_langchain = langchain and langchain_available()
     if langchain and not use_langchain:
@@ -566,32 +566,10 @@ def run_speed(
                     nano.replay(r)
                 )
 
-        progress(f"long history: {history_messages:,} messages, first call")
-        first_call: dict[str, list[int]] = {}
-        for r, history in enumerate(histories):
-            for offset, label, make in (
-                (200, "Governor", governor_fn),
-                (300, "govern()", govern_fn),
-            ):
-                # a variant of its own for each contender and repeat: a cold token cache
-                cold = long_history(history_messages, variant=offset + r)
-                fn = make(cold, window)
-                gc.collect()  # the generator's garbage is not the governor's
-                start = time.perf_counter_ns()
-                fn(cold.messages)
-                first_call.setdefault(label, []).append(time.perf_counter_ns() - start)
-                del cold, fn
-            first_call.setdefault("json.dumps (whole history)", []).extend(
-                time_dumps(history, [history.messages])
-            )
-            cold = long_history(history_messages, variant=400 + r)
-            tokenizer = ExactCounter(counting_encoding(encoding_for_model(cold.model)))
-            gc.collect()
-            start = time.perf_counter_ns()
-            for message in cold.messages:
-                tokenizer.message_tokens(message)
-            first_call.setdefault(TOKENIZE_ALL, []).append(time.perf_counter_ns() - start)
-            del cold, tokenizer
+        def others(r: int, history: Replay, result: first_call.FirstCall) -> None:
+            """LangChain and Nanobot on the main size's history (not a cold variant: no
+            cache of ours matters to them)."""
+            times = result.times
             if use_langchain:
                 from langchain_core.messages import convert_to_messages
 
@@ -601,11 +579,28 @@ def run_speed(
                 mid = time.perf_counter_ns()
                 trim(converted, budget)
                 end = time.perf_counter_ns()
-                first_call.setdefault("LangChain conversion", []).append(mid - start)
-                first_call.setdefault("LangChain trim_messages", []).append(end - mid)
+                times.setdefault("LangChain conversion", []).append(mid - start)
+                times.setdefault("LangChain trim_messages", []).append(end - mid)
                 del converted
             if nano is not None:
-                first_call.setdefault("Nanobot 0.2.2", []).append(nano.first_call(r))
+                times.setdefault("Nanobot 0.2.2", []).append(nano.first_call(r))
+
+        contenders = {"Governor": governor_fn, "govern()": govern_fn}
+        first_calls = [
+            first_call.measure(
+                history_messages, repeats, window, contenders, others, progress=progress
+            )
+        ]
+        for size in more_histories:
+            first_calls.append(
+                first_call.measure(
+                    size,
+                    more_repeats,
+                    window,
+                    {"Governor": governor_fn},
+                    progress=progress,
+                )
+            )
 
         mem: Memory | None = None
         if memory:
@@ -635,9 +630,7 @@ def run_speed(
         repeats=repeats,
         session=describe(replays[0]),
         series=series,
-        first_call=first_call,
-        history_messages=history_messages,
-        history_json_bytes=hist_json,
+        first_calls=first_calls,
         memory=mem,
         machine=machine,
         notes=notes,

@@ -1,0 +1,280 @@
+"""The first call on a long history nobody has governed before (a cold token cache).
+
+Issue 15's target: a first call on 10,000 and on 100,000 messages costs at most 5x one
+``json.dumps`` of the history's request body. Measured per size, in the same run:
+
+* ``Governor``: a fresh Governor (profile openai, gpt-4o, the default cache policy) on a
+  history variant of its own, so no count of it is in the process-wide memo;
+* ``govern()``: the stateless function, same settings, another variant;
+* ``json.dumps`` of ``{model, messages, tools}``: the yardstick;
+* what stands in the way: exact tokens of every message alone (the memoised o200k
+  counter, as the Governor counts: payload, digest, count), the same work split over 2
+  threads and over 2 processes (``os.fork``: the children inherit the loaded encoding and
+  the texts, and send back only the counts), and what is left of the Governor's time
+  once counting is taken away (a fresh Governor on the same history, its counter's memo
+  filled beforehand).
+
+Why exact counts of every message: the default (cache) policy replays every request of
+the history (one per assistant message) with its hysteresis, and each request's total
+(compared with the trigger, the target and the minimum savings) sums the exact counts of
+every message still in it. Every message is in the request of the next compaction, so
+each count takes part in a decision; a bound (UTF-8 bytes, about 4x the count of this
+history) cannot stand in for it. See docs/benchmarks.md, *First call*.
+"""
+
+from __future__ import annotations
+
+import array
+import gc
+import json
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from context_governor.tokens import ExactCounter, counting_encoding, encoding_for_model
+
+from .sessions import Message, Replay, long_history
+
+GOVERNOR = "Governor"
+GOVERN = "govern()"
+DUMPS = "json.dumps (whole history)"
+TOKENIZE_ALL = "exact tokens of every message (o200k)"
+THREADS = "exact tokens of every message, 2 threads"
+PROCESSES = "exact tokens of every message, 2 processes (fork)"
+REST = "Governor, every count already in the memo"
+#: Issue 15's goal for both sizes.
+FIRST_CALL_VS_DUMPS = 5.0
+#: Contender rows that are not the Governor's total: what its time is made of.
+BREAKDOWN = (TOKENIZE_ALL, THREADS, PROCESSES, REST)
+
+
+@dataclass(slots=True)
+class FirstCall:
+    """One history size: ns per repeat for each row."""
+
+    messages: int
+    json_bytes: int
+    repeats: int
+    times: dict[str, list[int]] = field(default_factory=dict)
+
+    def median(self, label: str) -> float:
+        return float(statistics.median(self.times[label]))
+
+    def ratio(self, label: str) -> float:
+        return self.median(label) / self.median(DUMPS)
+
+
+def _counter(model: str) -> ExactCounter:
+    """A counter of its own (an empty memo): every message is really tokenized."""
+    return ExactCounter(counting_encoding(encoding_for_model(model)))
+
+
+def _count_all(model: str, messages: Sequence[Message]) -> list[int]:
+    counter = _counter(model)
+    return [counter.message_tokens(m) for m in messages]
+
+
+def _threads(model: str, messages: Sequence[Message], n: int = 2) -> list[int]:
+    """Counts of ``messages`` split over ``n`` threads (each with its own counter)."""
+    chunks = _split(messages, n)
+    out: list[list[int]] = [[] for _ in chunks]
+
+    def work(k: int) -> None:
+        out[k] = _count_all(model, chunks[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, len(chunks))]
+    for thread in threads:
+        thread.start()
+    work(0)
+    for thread in threads:
+        thread.join()
+    return [c for part in out for c in part]
+
+
+def _forked(model: str, messages: Sequence[Message], n: int = 2) -> list[int]:
+    """Counts of ``messages`` split over this process and ``n - 1`` forked children.
+    Only the counts cross a pipe (the children inherit the texts and the encoding)."""
+    chunks = _split(messages, n)
+    children: list[tuple[int, int]] = []
+    for chunk in chunks[1:]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: count, send, leave without running any cleanup
+            os.close(read)
+            try:
+                data = array.array("q", _count_all(model, chunk)).tobytes()
+                with os.fdopen(write, "wb") as sink:
+                    sink.write(data)
+            finally:
+                os._exit(0)
+        os.close(write)
+        children.append((pid, read))
+    counts = _count_all(model, chunks[0])
+    for pid, read in children:
+        with os.fdopen(read, "rb") as source:
+            counts.extend(array.array("q", source.read()).tolist())
+        os.waitpid(pid, 0)
+    return counts
+
+
+def _split(messages: Sequence[Message], n: int) -> list[Sequence[Message]]:
+    size = -(-len(messages) // n)
+    return [messages[k * size : (k + 1) * size] for k in range(n)]
+
+
+def _timed(run: Callable[[], Any]) -> tuple[int, Any]:
+    gc.collect()  # the generator's garbage is not billed to the contender
+    start = time.perf_counter_ns()
+    result = run()
+    return time.perf_counter_ns() - start, result
+
+
+def body(replay: Replay) -> dict[str, Any]:
+    return {"model": replay.model, "messages": replay.messages, "tools": replay.tools}
+
+
+def _with_counts_known(
+    factory: Callable[[Replay, int], Callable[[list[Message]], Any]], cold: Replay, window: int
+) -> int:
+    """ns of a fresh Governor on ``cold`` whose counter's memo already holds every count
+    (a memo of its own, big enough for the whole history): what is left of the first
+    call once counting is taken away (the memo's digests and look-ups stay in)."""
+    counter = ExactCounter(
+        counting_encoding(encoding_for_model(cold.model)), cache_size=4 * len(cold.messages)
+    )
+    for message in cold.messages:
+        counter.message_tokens(message)
+    fn = factory(cold, window)
+    owner = getattr(fn, "__self__", None)  # the Governor of a bound .govern
+    if owner is None:
+        raise TypeError("the Governor contender must be a Governor's bound govern method")
+    owner.settings = replace(owner.settings, counter=counter)
+    return _timed(lambda: fn(cold.messages))[0]
+
+
+def _yardsticks(history: Replay, times: dict[str, list[int]]) -> None:
+    """json.dumps of ``history``'s body, and its exact counting: serial, 2 threads, 2
+    processes (the parallel counts are checked against the serial ones)."""
+    payload = body(history)
+    times.setdefault(DUMPS, []).append(_timed(lambda: json.dumps(payload))[0])
+    model, messages = history.model, history.messages
+    serial_ns, serial = _timed(lambda: _count_all(model, messages))
+    times.setdefault(TOKENIZE_ALL, []).append(serial_ns)
+    for label, split in ((THREADS, _threads), (PROCESSES, _forked)):
+        ns, counts = _timed(lambda split=split: split(model, messages))  # type: ignore[misc]
+        if counts != serial:
+            raise AssertionError(f"{label}: counts differ from the serial counts")
+        times.setdefault(label, []).append(ns)
+
+
+def measure(
+    size: int,
+    repeats: int,
+    window: int,
+    make: dict[str, Callable[[Replay, int], Callable[[list[Message]], Any]]],
+    extra: Callable[[int, Replay, FirstCall], None] | None = None,
+    progress: Callable[[str], None] = lambda text: None,
+) -> FirstCall:
+    """Each repeat: every contender of ``make`` on a cold variant of its own, json.dumps,
+    the counting rows, then ``extra(repeat, history, result)`` (other contenders)."""
+    histories = [long_history(size, variant=100 + r) for r in range(repeats)]
+    result = FirstCall(size, len(json.dumps(body(histories[0])).encode()), repeats)
+    times = result.times
+    for r, history in enumerate(histories):
+        progress(f"first call, {size:,} messages, repeat {r + 1}/{repeats}")
+        for offset, (label, factory) in enumerate(make.items()):
+            cold = long_history(size, variant=200 + 100 * offset + r)
+            fn = factory(cold, window)
+            ns, _ = _timed(lambda fn=fn, cold=cold: fn(cold.messages))  # type: ignore[misc]
+            times.setdefault(label, []).append(ns)
+            if label == GOVERNOR:
+                times.setdefault(REST, []).append(_with_counts_known(factory, cold, window))
+            del cold, fn
+        _yardsticks(history, times)
+        if extra is not None:
+            extra(r, history, result)
+    return result
+
+
+def ms(ns: float) -> str:
+    value = ns / 1e6
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:,.1f}×" if x >= 10 else f"{x:.2f}×"
+
+
+def render_table(results: Sequence[FirstCall]) -> str:
+    """One row per contender, two columns (time, vs json.dumps) per history size."""
+    labels: list[str] = []
+    for result in results:
+        labels += [label for label in result.times if label not in labels]
+    header = ["contender"]
+    for result in results:
+        header += [
+            f"{result.messages:,} messages (median of {result.repeats})",
+            "vs json.dumps",
+        ]
+    rows = []
+    for label in labels:
+        row = [label]
+        for result in results:
+            if label in result.times:
+                row += [ms(result.median(label)), _ratio(result.ratio(label))]
+            else:
+                row += ["–", "–"]
+        rows.append(row)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    sizes = ", ".join(
+        f"{r.messages:,} messages: {r.json_bytes / 1e6:.1f} MB of request JSON" for r in results
+    )
+    return f"Histories ({sizes}) generated by bench/sessions.py's `long_history`.\n\n" + "\n".join(
+        lines
+    )
+
+
+def target_rows(results: Sequence[FirstCall]) -> list[tuple[str, str, str, bool]]:
+    """(target, goal, measured, met) per size."""
+    out = []
+    for result in results:
+        ratio = result.ratio(GOVERNOR)
+        measured = (
+            f"{_ratio(ratio)} ({ms(result.median(GOVERNOR))} vs {ms(result.median(DUMPS))}); "
+            f"exact tokens of every message alone: {_ratio(result.ratio(TOKENIZE_ALL))}, "
+            f"over 2 processes: {_ratio(result.ratio(PROCESSES))}; "
+            f"the Governor with every count known: {_ratio(result.ratio(REST))}"
+        )
+        out.append(
+            (
+                f"first call on a {result.messages:,}-message history",
+                f"≤ {FIRST_CALL_VS_DUMPS:.0f}× json.dumps of it",
+                measured,
+                ratio <= FIRST_CALL_VS_DUMPS,
+            )
+        )
+    return out
+
+
+WHY = """\
+What stands in the way, measured above. The default (cache) policy replays every request
+of the history: its decisions (over the trigger? how far to cut? enough savings?) sum the
+exact counts of every message in each request, and every message is in the request of
+the next compaction, so no count can be replaced by a bound (UTF-8 bytes: about 4× the
+count here). Exact counting of every message alone costs more than the goal on one core.
+rs-bpe, the fastest exact counter we ship, holds the GIL while it counts (its batch
+functions run on one core too), so threads do not help; two processes halve it only on
+an idle machine (each half then takes one core; on a shared one the other core is
+busy). What it would take: counting in a second core that is free (a worker process
+started ahead, as the proxy's `--govern-in process` has), or a counter at least twice as
+fast as rs-bpe, and the rest of the Governor (input checks and repairs, the replay,
+pairing, copies) at about 1× json.dumps."""

@@ -1,0 +1,64 @@
+"""bench/first_call.py and the load test's pass-through relay: sane figures, in seconds.
+
+The figures are not asserted (they depend on the machine); what is asserted is that
+they are computed from what they claim (the parallel counts equal the serial ones, the
+relay answers every request with its own marker), so the reports cannot quietly say
+nonsense.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import first_call, load, sessions  # noqa: E402
+from bench.speed import governor_fn  # noqa: E402
+
+
+def test_first_call_rows_and_render() -> None:
+    results = [
+        first_call.measure(size, 1, 128_000, {first_call.GOVERNOR: governor_fn})
+        for size in (120, 240)
+    ]
+    for result in results:
+        assert set(result.times) >= {
+            first_call.GOVERNOR,
+            first_call.DUMPS,
+            first_call.REST,
+            *first_call.BREAKDOWN,
+        }
+        assert all(ns > 0 for times in result.times.values() for ns in times)
+    table = first_call.render_table(results)
+    assert "| 120 messages (median of 1) | vs json.dumps | 240 messages" in table
+    rows = first_call.target_rows(results)
+    assert [r[0] for r in rows] == [
+        "first call on a 120-message history",
+        "first call on a 240-message history",
+    ]
+    assert all(r[1] == "≤ 5× json.dumps of it" for r in rows)
+
+
+def test_parallel_counts_equal_the_serial_ones() -> None:
+    history = sessions.long_history(300, variant=3)
+    serial = first_call._count_all(history.model, history.messages)
+    assert first_call._threads(history.model, history.messages) == serial
+    assert first_call._forked(history.model, history.messages) == serial
+    assert first_call._forked(history.model, history.messages[:1], n=3) == serial[:1]
+
+
+def test_relay_passes_every_request_through() -> None:
+    specs = [s for s in load.build_specs(20, seed=3) if s.fault is None][:8]
+    log = Path(tempfile.mkdtemp(prefix="cg-relay-test-")) / "servers.log"
+    with load.served(lambda port: ["-m", "bench.load_upstream", str(port)], log) as (up, _):
+        relay = load.run_relayed("relay", f"{up}/v1", specs, log)
+    assert relay.count("errors") == 0 and relay.count("mixed") == 0
+    assert sum(o.spec.stream for o in relay.outcomes) > 0  # streams are relayed too
+    assert load.throughput(relay) > 0
+    lines = load.comparison(relay, relay, [relay])
+    assert lines[0].startswith("## Governing proxy against a plain pass-through proxy")
+    assert lines[-1].endswith("| +0 / +0 | +0 / +0 |")
