@@ -18,8 +18,9 @@ Why exact counts of every message: the default (cache) policy replays every requ
 the history (one per assistant message) with its hysteresis, and each request's total
 (compared with the trigger, the target and the minimum savings) sums the exact counts of
 every message still in it. Every message is in the request of the next compaction, so
-each count takes part in a decision; a bound (UTF-8 bytes, about 4x the count of this
-history) cannot stand in for it. See docs/benchmarks.md, *First call*.
+each count takes part in a decision; a bound (UTF-8 bytes, several times the count,
+measured as ``bytes_per_token``) cannot stand in for it. See docs/benchmarks.md,
+*First call on a long history*.
 """
 
 from __future__ import annotations
@@ -35,7 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from context_governor.tokens import ExactCounter, counting_encoding, encoding_for_model
+from context_governor.tokens import (
+    ExactCounter,
+    counting_encoding,
+    encoding_for_model,
+    seed_message_payload,
+)
 
 from .sessions import Message, Replay, long_history
 
@@ -60,6 +66,8 @@ class FirstCall:
     json_bytes: int
     repeats: int
     times: dict[str, list[int]] = field(default_factory=dict)
+    #: UTF-8 bytes of the counted payloads per exact token (how loose the byte bound is)
+    bytes_per_token: float = 0.0
 
     def median(self, label: str) -> float:
         return float(statistics.median(self.times[label]))
@@ -156,13 +164,16 @@ def _with_counts_known(
     return _timed(lambda: fn(cold.messages))[0]
 
 
-def _yardsticks(history: Replay, times: dict[str, list[int]]) -> None:
+def _yardsticks(history: Replay, result: FirstCall) -> None:
     """json.dumps of ``history``'s body, and its exact counting: serial, 2 threads, 2
     processes (the parallel counts are checked against the serial ones)."""
+    times = result.times
     payload = body(history)
     times.setdefault(DUMPS, []).append(_timed(lambda: json.dumps(payload))[0])
     model, messages = history.model, history.messages
     serial_ns, serial = _timed(lambda: _count_all(model, messages))
+    size = sum(len(seed_message_payload(m).encode("utf-8", "surrogatepass")) for m in messages)
+    result.bytes_per_token = size / max(1, sum(serial))
     times.setdefault(TOKENIZE_ALL, []).append(serial_ns)
     for label, split in ((THREADS, _threads), (PROCESSES, _forked)):
         ns, counts = _timed(lambda split=split: split(model, messages))  # type: ignore[misc]
@@ -194,7 +205,7 @@ def measure(
             if label == GOVERNOR:
                 times.setdefault(REST, []).append(_with_counts_known(factory, cold, window))
             del cold, fn
-        _yardsticks(history, times)
+        _yardsticks(history, result)
         if extra is not None:
             extra(r, history, result)
     return result
@@ -265,16 +276,62 @@ def target_rows(results: Sequence[FirstCall]) -> list[tuple[str, str, str, bool]
     return out
 
 
-WHY = """\
-What stands in the way, measured above. The default (cache) policy replays every request
-of the history: its decisions (over the trigger? how far to cut? enough savings?) sum the
-exact counts of every message in each request, and every message is in the request of
-the next compaction, so no count can be replaced by a bound (UTF-8 bytes: about 4× the
-count here). Exact counting of every message alone costs more than the goal on one core.
-rs-bpe, the fastest exact counter we ship, holds the GIL while it counts (its batch
-functions run on one core too), so threads do not help; two processes halve it only on
-an idle machine (each half then takes one core; on a shared one the other core is
-busy). What it would take: counting in a second core that is free (a worker process
-started ahead, as the proxy's `--govern-in process` has), or a counter at least twice as
-fast as rs-bpe, and the rest of the Governor (input checks and repairs, the replay,
-pairing, copies) at about 1× json.dumps."""
+def why(results: Sequence[FirstCall]) -> str:
+    """What stands in the way, with this run's figures."""
+    ratios = "; ".join(
+        f"{r.messages:,} messages: {r.bytes_per_token:.1f} UTF-8 bytes per token" for r in results
+    )
+    return (
+        "What stands in the way, measured above. The default (cache) policy replays every "
+        "request of the history: its decisions (over the trigger? how far to cut? enough "
+        "savings?) sum the exact counts of every message in each request, and every message "
+        "is in the request of the next compaction, so no count can be replaced by a bound "
+        f"(UTF-8 bytes, an upper bound, are several times the count: {ratios}). Counting "
+        "every message exactly is then the floor, and alone it costs more than the goal on "
+        "one core. rs-bpe, the fastest exact counter we ship, holds the GIL while it "
+        "counts (its batch functions run on one core too), so threads cannot help; two "
+        "processes can at best halve it, and only when the second core is free (the rows "
+        "above are what they gave in this run). Everything else the Governor does (input "
+        "checks and repairs, the replay, pairing, copies, the memo's digests) is the row "
+        "with every count known. What meeting the goal would take: a counter several times "
+        "faster than rs-bpe, or counting spread over free cores, and that rest at about "
+        "1× json.dumps."
+    )
+
+
+HEADING = "### First call on a long history"
+
+
+def section(results: Sequence[FirstCall], provenance: str = "") -> str:
+    """The first-call subsection of docs/benchmarks.md's *Speed* section; ``provenance``
+    says where its figures come from when they are not from the run of the page."""
+    head = [HEADING, "", provenance, ""] if provenance else [HEADING, ""]
+    return "\n".join([*head, render_table(results), "", why(results)])
+
+
+def target_lines(results: Sequence[FirstCall]) -> list[str]:
+    """The first-call rows of the Targets table, as bench/run.py renders that table."""
+    return [
+        f"| {name} | {goal} | {measured} | **{'PASS' if ok else 'MISS'}** |"
+        for name, goal, measured, ok in target_rows(results)
+    ]
+
+
+def splice(text: str, results: Sequence[FirstCall], provenance: str = "") -> str:
+    """``text`` (docs/benchmarks.md) with its first-call target rows and its first-call
+    subsection replaced by those of ``results`` (the rest, measured by other runs, is
+    left as it is). ValueError if ``text`` has neither."""
+    lines = text.split("\n")
+    rows = [i for i, line in enumerate(lines) if line.startswith("| first call on a ")]
+    start = next(
+        (i for i, line in enumerate(lines) if line.startswith("### First call on a")), None
+    )
+    if not rows or start is None:
+        raise ValueError("no first-call targets or section to replace")
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith(("### ", "## "))),
+        len(lines),
+    )
+    lines[start:end] = [*section(results, provenance).split("\n"), ""]
+    lines[rows[0] : rows[-1] + 1] = target_lines(results)
+    return "\n".join(lines)

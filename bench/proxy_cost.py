@@ -113,6 +113,15 @@ def measure(measure_last: int = 10) -> tuple[list[Row], int, int]:
     return rows, tokens, len(last)
 
 
+#: Where the proxy's cost under load is (another run: ``make load``).
+LOAD_POINTER = (
+    "Under load (500 concurrent requests on 2 cores, faults included), the proxy's "
+    "throughput and added p50/p99 next to a plain pass-through proxy with the same server "
+    "stack, measured in the same run: docs/load.md, *Governing proxy against a plain "
+    "pass-through proxy* (`make load`)."
+)
+
+
 def render(rows: Sequence[Row], tokens: int, size: int) -> str:
     warm = rows[0]
     verdict = "PASS" if warm.ratio <= TARGET_RATIO else "MISS"
@@ -128,6 +137,8 @@ def render(rows: Sequence[Row], tokens: int, size: int) -> str:
         "reruns this section. "
         f"Load average at the end of the run: {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} CPUs (a busy machine slows every contender; compare ratios).",
+        "",
+        LOAD_POINTER,
         "",
         "| requests | governed (median) | parse + re-serialize | added | added / parse + "
         "re-serialize |",

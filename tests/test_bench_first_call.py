@@ -16,15 +16,21 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import first_call, load, sessions  # noqa: E402
+import pytest  # noqa: E402
+
+from bench import first_call, load, run, sessions  # noqa: E402
 from bench.speed import governor_fn  # noqa: E402
 
 
-def test_first_call_rows_and_render() -> None:
-    results = [
+@pytest.fixture(scope="module")
+def results() -> list[first_call.FirstCall]:
+    return [
         first_call.measure(size, 1, 128_000, {first_call.GOVERNOR: governor_fn})
         for size in (120, 240)
     ]
+
+
+def test_first_call_rows_and_render(results: list[first_call.FirstCall]) -> None:
     for result in results:
         assert set(result.times) >= {
             first_call.GOVERNOR,
@@ -62,3 +68,62 @@ def test_relay_passes_every_request_through() -> None:
     lines = load.comparison(relay, relay, [relay])
     assert lines[0].startswith("## Governing proxy against a plain pass-through proxy")
     assert lines[-1].endswith("| +0 / +0 | +0 / +0 |")
+
+
+OLD_REPORT = """# Benchmarks
+
+## Targets
+
+| target | goal | measured | verdict |
+|---|---|---|---|
+| steady-state median per step | ≤ 0.1× | 0.81× | **MISS** |
+| first call on a 10,000-message history | ≤ 10× json.dumps of it | 9.57× | **PASS** |
+| memory kept by a Governor after the replay | ≤ 1× | 0.51× | **PASS** |
+
+## Speed
+
+### 300-step replay
+
+a table
+
+### First call on a 10,000-message history (19.3 MB of request JSON)
+
+| contender | first call | vs json.dumps |
+| Governor | 967 ms | 9.57× |
+
+### Memory
+
+kept
+"""
+
+
+def test_splice_replaces_only_the_first_call_rows_and_section(
+    results: list[first_call.FirstCall],
+) -> None:
+    new = first_call.splice(OLD_REPORT, results)
+    assert "9.57×" not in new and "10,000-message" not in new
+    for kept in ("| steady-state median per step |", "| memory kept by a Governor", "a table",
+                 "### Memory\n\nkept"):  # fmt: skip
+        assert kept in new
+    lines = new.split("\n")
+    start = lines.index("| steady-state median per step | ≤ 0.1× | 0.81× | **MISS** |")
+    assert lines[start + 1 : start + 3] == first_call.target_lines(results)
+    assert first_call.section(results) + "\n\n### Memory" in new
+    with pytest.raises(ValueError):
+        first_call.splice("# nothing to replace\n", results)
+
+
+def test_first_call_only_splices_a_whole_report_and_writes_a_page_otherwise(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text(OLD_REPORT, encoding="utf-8")
+    page = tmp_path / "first-call.md"
+    for out in (report, page):
+        assert run.main(["--first-call-only", "--history", "60,90", "--repeats", "1",
+                         "--out", str(out)]) == 0  # fmt: skip
+    spliced = report.read_text(encoding="utf-8")
+    assert spliced.startswith("# Benchmarks") and "| first call on a 90-message history" in spliced
+    standalone = page.read_text(encoding="utf-8")
+    assert standalone.startswith("# First call on a long history")
+    assert "| first call on a 60-message history" in standalone
