@@ -2,8 +2,9 @@
 UPSTREAM``): the proxy's server stack and upstream client, no governance.
 
 What it shares with ``context-governor proxy``: uvicorn serving a Starlette app in one
-process, and the upstream reached through ``POOL_SHARDS`` httpx clients round-robin with
-the same limits and timeouts (``bench.load.READ_TIMEOUT``). What it leaves out is what
+process, and the upstream reached through ``POOL_SHARDS`` httpx clients round-robin,
+made on first use with one shared TLS context, the same limits and timeouts (the load
+test's ``READ_TIMEOUT``, the proxy's default connect timeout). What it leaves out is what
 the proxy adds: parsing the body, governing it, the report and its headers, redaction,
 error mapping (an upstream that goes silent ends the relayed answer; a body that is not
 JSON is forwarded as is). So the proxy's latency minus the relay's, measured in the same
@@ -24,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from context_governor.proxy.config import DEFAULT_CONNECT_TIMEOUT
 from context_governor.proxy.upstream import POOL_SHARDS
 
 #: Headers a relay must not copy (hop-by-hop, or set again by httpx or the server).
@@ -47,10 +49,14 @@ def make_app(upstream: str, read_timeout: float) -> Starlette:
 
     def client() -> httpx.AsyncClient:
         if not clients:  # made inside the event loop, as the proxy's are
-            timeout = httpx.Timeout(read_timeout, connect=10.0)
+            timeout = httpx.Timeout(read_timeout, connect=DEFAULT_CONNECT_TIMEOUT)
             limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
+            # one TLS context for all (building one per client costs ~0.1 s each), as
+            # the proxy does
+            ssl_context = httpx.create_ssl_context()
             clients.extend(
-                httpx.AsyncClient(timeout=timeout, limits=limits) for _ in range(POOL_SHARDS)
+                httpx.AsyncClient(timeout=timeout, limits=limits, verify=ssl_context)
+                for _ in range(POOL_SHARDS)
             )
         return clients[next(turn) % len(clients)]
 
