@@ -424,7 +424,11 @@ def comparison(direct: RunResult, relay: RunResult, proxied: Sequence[RunResult]
         "last of those answers (all requests leave at once; the upstream's own delays, "
         "0-250 ms, are in every row). *Added*: over the direct run; *governance adds*: over "
         "the relay. Fault-free requests only (the relay does not map faults as the proxy "
-        "does).",
+        "does). With the whole wave in flight at once on two busy cores, latency is mostly "
+        "queueing: a negative *governance adds* at p50 means the proxy answered its "
+        "earlier requests sooner than the relay did (likely because its governance step, in a "
+        "pool of threads or processes, staggers what reaches the upstream), not that governance is "
+        "free; throughput and p99 are the fairer comparison.",
         "",
         "| run | throughput req/s | p50 ms | p99 ms | added p50 / p99 ms "
         "| governance adds p50 / p99 ms |",
