@@ -24,6 +24,7 @@ The walk costs O(n) integer work over cached per-message token counts.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -645,8 +646,11 @@ def _last_user_before(messages: list[Message], end: int) -> int:
 
 
 def _when(plan: Plan, index: int) -> int:
-    """The compaction whose cut removed ``index``: the first one cutting past it."""
-    return next((j for j in plan.compactions if j > index), plan.compactions[-1])
+    """The compaction whose cut removed ``index``: the first one cutting past it (the
+    compactions are in increasing order: a binary search, as every cut message asks, and
+    a scan made a 100,000-message first call spend ~3 s here)."""
+    at = bisect.bisect_right(plan.compactions, index)
+    return plan.compactions[at] if at < len(plan.compactions) else plan.compactions[-1]
 
 
 def _cleared(message: Message, policy: CompactionPolicy, ctx: Context) -> Message:
