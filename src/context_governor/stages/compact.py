@@ -371,7 +371,11 @@ class Replay:
             chosen = [i for i in chosen if i >= cut]
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
-        if self.total - after < policy.min_savings and self.total <= budget and not forced:
+        if (
+            self.total - after < policy.min_savings
+            and self.total <= budget
+            and not forced
+        ):
             return  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
             return
