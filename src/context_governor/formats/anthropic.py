@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message
+from ..messages import Message, join_fields
 from ._fields import check_common
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
@@ -63,6 +63,21 @@ class Origin:
     block: dict[str, Any] | None = None  # tool messages: their tool_result block
     after: tuple[Any, ...] = ()  # messages of unknown role that followed it
     extra: str = ""
+
+    def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
+        """The origin of the message the pipeline merged from this one's and ``later``'s
+        (two consecutive turns of one role): one native message holding both's fields
+        (messages.join_fields) and blocks, followed by both's unknown-role messages.
+        Also the places whose earlier value gave way (one field holds one value)."""
+        if not isinstance(later, Origin):
+            return self, ()
+        fields, lost = join_fields(_fields(self), _fields(later))
+        blocks = _blocks(self.message.get("content")) + _blocks(later.message.get("content"))
+        after = self.after + later.after
+        joined = Origin(self.index, self.part, {**fields, "content": blocks}, None, after)
+        return replace(joined, extra=_extra(fields, after)), tuple(
+            f"messages[{self.index}].{key}" for key in lost
+        )
 
 
 @dataclass(frozen=True)
@@ -256,10 +271,16 @@ def _attach(
 ) -> Message:
     after = message.pop("__after__", ())
     last = part == count - 1
-    unknown = {k: v for k, v in native.items() if k not in ("role", "content")}
-    extra = _dumps([unknown, *after]) if last and (unknown or after) else ""
+    extra = _extra(native, after) if last else ""
     message[CARRY] = Origin(index, part, native, block, after if last else (), extra)
     return message
+
+
+def _extra(native: dict[str, Any], after: tuple[Any, ...]) -> str:
+    """The text of a native message's unknown fields and the unknown-role messages after
+    it: what its chat message carries that the counter would not see."""
+    unknown = {k: v for k, v in native.items() if k not in ("role", "content")}
+    return _dumps([unknown, *after]) if unknown or after else ""
 
 
 def thinking_enabled(body: dict[str, Any]) -> bool:
@@ -391,18 +412,38 @@ def _tool_result(message: Message, decoded: Decoded) -> dict[str, Any]:
     return out
 
 
-def _user(parts: list[Message], decoded: Decoded) -> dict[str, Any]:
+def _run_fields(parts: Sequence[Message], lost: list[str]) -> dict[str, Any]:
+    """The fields of one native message written from chat messages that may come from
+    several (tool results of one turn sent in two user messages, a user text joining
+    them): all their native messages' fields (messages.join_fields); a field whose
+    earlier value gave way is appended to ``lost`` as its place in the input body."""
+    fields: dict[str, Any] = {}
+    setter: dict[str, int] = {}  # which native message each kept value came from
+    seen: list[dict[str, Any]] = []
+    for part in parts:
+        origin = _origin(part)
+        if origin is None or any(origin.message is m for m in seen):
+            continue
+        seen.append(origin.message)
+        own = _fields(origin)
+        fields, replaced = join_fields(fields, own)
+        lost.extend(f"messages[{setter[key]}].{key}" for key in replaced)
+        setter.update({key: origin.index for key in own if fields[key] is own[key]})
+    return fields
+
+
+def _user(parts: list[Message], decoded: Decoded, lost: list[str]) -> dict[str, Any]:
     """One user message from a run of tool messages and at most one user message after."""
-    origin = _origin(parts[0])
+    fields = _run_fields(parts, lost)
     if len(parts) == 1 and parts[0].get("role") == "user":
-        return {**_fields(origin), "role": "user", "content": parts[0].get("content")}
+        return {**fields, "role": "user", "content": parts[0].get("content")}
     blocks: list[Any] = []
     for part in parts:
         if part.get("role") == "tool":
             blocks.append(_tool_result(part, decoded))
         else:
             blocks.extend(_blocks(part.get("content")))
-    return {**_fields(origin), "role": "user", "content": blocks}
+    return {**fields, "role": "user", "content": blocks}
 
 
 def _afters(messages: Sequence[Message]) -> Iterator[Any]:
@@ -424,7 +465,7 @@ def _joins(
     return _verbatim(messages, at, decoded) is None
 
 
-def _encode_messages(messages: Sequence[Message], decoded: Decoded) -> list[Any]:
+def _encode_messages(messages: Sequence[Message], decoded: Decoded, lost: list[str]) -> list[Any]:
     out: list[Any] = list(decoded.head)
     at = 0
     while at < len(messages):
@@ -447,10 +488,10 @@ def _encode_messages(messages: Sequence[Message], decoded: Decoded) -> list[Any]
             if _joins(messages, end, _origin(messages[end - 1]), decoded):
                 end += 1
             taken = list(messages[at:end])
-            out.append(_user(taken, decoded))
+            out.append(_user(taken, decoded, lost))
         else:  # user (system messages are taken out before)
             taken = [message]
-            out.append(_user(taken, decoded))
+            out.append(_user(taken, decoded, lost))
         out.extend(_afters(taken))
         at += len(taken)
     return out
@@ -469,15 +510,24 @@ def _system(systems: list[Message], decoded: Decoded) -> tuple[bool, Any]:
 
 
 def encode(
-    messages: Sequence[Message], decoded: Decoded, updates: dict[str, Any] | None = None
+    messages: Sequence[Message],
+    decoded: Decoded,
+    updates: dict[str, Any] | None = None,
+    *,
+    lost: list[str] | None = None,
 ) -> dict[str, Any]:
     """The Messages body for governed chat messages: the input body's fields, in their
     order, with ``system`` and ``messages`` rebuilt and ``updates`` applied. Returns
-    the decoded body itself when nothing differs from it."""
+    the decoded body itself when nothing differs from it.
+
+    ``lost`` receives the places (``messages[3].metadata``) of the unknown fields that
+    could not be kept: where chat messages of several native messages go out as one
+    (all the tool results of a turn in one user message) and two of those hold one
+    field with different values, only the later value fits."""
     systems = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
     present, system = _system(systems, decoded)
-    native = _encode_messages(rest, decoded)
+    native = _encode_messages(rest, decoded, [] if lost is None else lost)
     body = decoded.body
     out = dict(body)
     if present:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message
+from ..messages import Message, join_fields
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
 
@@ -114,6 +114,19 @@ class Origin:
     key: str | None = None  # tool messages: the response's only key, if its value was text
     after: tuple[Any, ...] = ()
     extra: str = ""
+
+    def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
+        """The origin of the message the pipeline merged from this one's and ``later``'s
+        (two consecutive turns of one role): one native content holding both's fields
+        (messages.join_fields) and parts, followed by both's unknown-role contents.
+        Also the places whose earlier value gave way (one field holds one value)."""
+        if not isinstance(later, Origin):
+            return self, ()
+        fields, lost = join_fields(_fields(self), _fields(later))
+        content = {**fields, "parts": parts_of(self.content) + parts_of(later.content)}
+        after = self.after + later.after
+        joined = Origin(self.index, self.part, content, after=after, extra=_extra(fields, after))
+        return joined, tuple(f"contents[{self.index}].{key}" for key in lost)
 
 
 @dataclass(frozen=True)
@@ -441,13 +454,17 @@ def _attach(
 ) -> Message:  # fmt: skip
     after = message.pop("__after__", ())
     last = n == count - 1
-    unknown = {k: v for k, v in native.items() if k not in ("role", "parts")}
-    pieces = [_part_extra(part)]
-    if last and (unknown or after):
-        pieces.append(_dumps([unknown, *after]))
+    pieces = [_part_extra(part), _extra(native, after) if last else ""]
     extra = "\n".join(p for p in pieces if p)
     message[CARRY] = Origin(index, n, native, part, key, after if last else (), extra)
     return message
+
+
+def _extra(native: dict[str, Any], after: tuple[Any, ...]) -> str:
+    """The text of a native content's unknown fields and the unknown-role contents after
+    it: what its chat message carries that the counter would not see."""
+    unknown = {k: v for k, v in native.items() if k not in ("role", "parts")}
+    return _dumps([unknown, *after]) if unknown or after else ""
 
 
 # -- encode -----------------------------------------------------------------------------------
@@ -587,17 +604,36 @@ def _text_of(content: Any) -> str:
     return "" if content is None else _dumps(content)
 
 
-def _user(taken: list[Message], decoded: Decoded) -> dict[str, Any]:
+def _run_fields(taken: Sequence[Message], lost: list[str]) -> dict[str, Any]:
+    """The fields of one native content written from chat messages that may come from
+    several (a user text joining the function responses' turn): all their native
+    contents' fields (messages.join_fields); a field whose earlier value gave way is
+    appended to ``lost`` as its place in the input body."""
+    fields: dict[str, Any] = {}
+    setter: dict[str, int] = {}  # which native content each kept value came from
+    seen: list[dict[str, Any]] = []
+    for message in taken:
+        origin = origin_of(message)
+        if origin is None or any(origin.content is c for c in seen):
+            continue
+        seen.append(origin.content)
+        own = _fields(origin)
+        fields, replaced = join_fields(fields, own)
+        lost.extend(f"contents[{setter[key]}].{key}" for key in replaced)
+        setter.update({key: origin.index for key in own if fields[key] is own[key]})
+    return fields
+
+
+def _user(taken: list[Message], decoded: Decoded, lost: list[str]) -> dict[str, Any]:
     """One user content from a run of tool messages and the user messages after them."""
-    origin = origin_of(taken[0])
     parts: list[Any] = []
     for message in taken:
         if message.get("role") == "tool":
             parts.append(_response(message, decoded))
         else:
             parts.extend(to_native_parts(message.get("content")))
-    fields = _fields(origin)
-    if "role" in fields or origin is None:
+    fields = _run_fields(taken, lost)
+    if "role" in fields or not fields:
         fields["role"] = "user"
     return {**fields, "parts": parts}
 
@@ -630,7 +666,11 @@ def _pieces(run: list[Message], decoded: Decoded) -> Iterator[tuple[list[Message
 
 
 def encode_contents(
-    messages: Sequence[Message], decoded: Decoded, *, join: bool = False
+    messages: Sequence[Message],
+    decoded: Decoded,
+    *,
+    join: bool = False,
+    lost: list[str] | None = None,
 ) -> list[Any]:
     """The native contents for the governed chat messages (system messages excluded).
 
@@ -639,7 +679,8 @@ def encode_contents(
     others are rebuilt, a run of them as one user content (function responses travel
     in the user turn). ``join``: every run of user-side messages is one content
     (Gemini's turns alternate), the native content itself only when the run is exactly
-    its messages."""
+    its messages. ``lost``: see :func:`encode`."""
+    lost = [] if lost is None else lost
     out: list[Any] = list(decoded.head)
     at = 0
     while at < len(messages):
@@ -656,7 +697,7 @@ def encode_contents(
             elif piece[0].get("role") == "assistant":
                 out.append(_model(piece[0], decoded))
             else:
-                out.append(_user(piece, decoded))
+                out.append(_user(piece, decoded, lost))
             out.extend(_afters(piece))
         at = end
     return out
@@ -675,10 +716,20 @@ def _system_value(systems: list[Message], decoded: Decoded) -> tuple[str | None,
     return key or "systemInstruction", {**base, "parts": parts}
 
 
-def encode(messages: Sequence[Message], decoded: Decoded, *, join: bool = False) -> dict[str, Any]:
+def encode(
+    messages: Sequence[Message],
+    decoded: Decoded,
+    *,
+    join: bool = False,
+    lost: list[str] | None = None,
+) -> dict[str, Any]:
     """The generateContent body for governed chat messages: the input body's fields, in
     their order, with the system instruction and ``contents`` rebuilt (``join``: see
-    :func:`encode_contents`). Returns the decoded body itself when nothing differs."""
+    :func:`encode_contents`). Returns the decoded body itself when nothing differs.
+
+    ``lost`` receives the places (``contents[3].metadata``) of the unknown fields that
+    could not be kept: where several native contents go out as one and two of them
+    hold one field with different values, only the later value fits."""
     systems = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
     body = decoded.body
@@ -686,7 +737,7 @@ def encode(messages: Sequence[Message], decoded: Decoded, *, join: bool = False)
     key, system = _system_value(systems, decoded)
     if key is not None:
         out[key] = system
-    out["contents"] = encode_contents(rest, decoded, join=join)
+    out["contents"] = encode_contents(rest, decoded, join=join, lost=lost)
     if out == body:
         return body
     return out
