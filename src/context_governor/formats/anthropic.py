@@ -23,14 +23,21 @@ Hence ``encode(decode(body)) == body`` for any body whose shape we can read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message, join_fields
-from ._fields import check_common
+from ..messages import Message
+from ._fields import (
+    carried_text,
+    check_common,
+    joined_fields,
+    joined_native,
+    other_fields,
+    parse_arguments,
+    same,
+)
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
 
@@ -71,13 +78,13 @@ class Origin:
         Also the places whose earlier value gave way (one field holds one value)."""
         if not isinstance(later, Origin):
             return self, ()
-        fields, lost = join_fields(_fields(self), _fields(later))
         blocks = _blocks(self.message.get("content")) + _blocks(later.message.get("content"))
-        after = self.after + later.after
-        joined = Origin(self.index, self.part, {**fields, "content": blocks}, None, after)
-        return replace(joined, extra=_extra(fields, after)), tuple(
-            f"messages[{self.index}].{key}" for key in lost
+        native, lost = joined_native(
+            (self.index, self.message), (later.index, later.message), "content", "messages", blocks
         )
+        after = self.after + later.after
+        extra = carried_text(native, "content", after)
+        return Origin(self.index, self.part, native, None, after, extra), lost
 
 
 @dataclass(frozen=True)
@@ -271,16 +278,9 @@ def _attach(
 ) -> Message:
     after = message.pop("__after__", ())
     last = part == count - 1
-    extra = _extra(native, after) if last else ""
+    extra = carried_text(native, "content", after) if last else ""
     message[CARRY] = Origin(index, part, native, block, after if last else (), extra)
     return message
-
-
-def _extra(native: dict[str, Any], after: tuple[Any, ...]) -> str:
-    """The text of a native message's unknown fields and the unknown-role messages after
-    it: what its chat message carries that the counter would not see."""
-    unknown = {k: v for k, v in native.items() if k not in ("role", "content")}
-    return _dumps([unknown, *after]) if unknown or after else ""
 
 
 def thinking_enabled(body: dict[str, Any]) -> bool:
@@ -297,10 +297,6 @@ def _origin(message: Message) -> Origin | None:
     return origin if isinstance(origin, Origin) else None
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
-
-
 def _matches(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
     """The origin of messages[at:] if they start with its whole, unchanged group."""
     origin = _origin(messages[at])
@@ -308,9 +304,7 @@ def _matches(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin |
         return None
     group = decoded.groups.get(origin.index, ())
     window = messages[at : at + len(group)]
-    if len(window) != len(group) or not all(
-        _same(a, b) for a, b in zip(window, group, strict=True)
-    ):
+    if len(window) != len(group) or not all(same(a, b) for a, b in zip(window, group, strict=True)):
         return None
     return origin
 
@@ -335,9 +329,7 @@ def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin 
 
 def _fields(origin: Origin | None) -> dict[str, Any]:
     """A rebuilt message keeps the native message's other fields, in their order."""
-    if origin is None:
-        return {}
-    return {k: v for k, v in origin.message.items() if k != "content"}
+    return {} if origin is None else other_fields(origin.message, "content")
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -359,7 +351,7 @@ def _tool_use(call: Any, origin: Origin | None, position: int) -> Any:
     )
     by_id = next((b for b in originals if b.get("id") == call.get("id")), None)
     original = by_id or (originals[position] if position < len(originals) else None)
-    if original is not None and _same(call, _call(original)):
+    if original is not None and same(call, _call(original)):
         return original
     found = call.get("function")
     function: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -367,20 +359,9 @@ def _tool_use(call: Any, origin: Origin | None, position: int) -> Any:
     if original is not None and arguments == _dumps(original.get("input", {})):
         tool_input = original.get("input", {})
     else:
-        tool_input = _parse_arguments(arguments)
+        tool_input = parse_arguments(arguments)
     base = original if original is not None else {"type": "tool_use"}
     return {**base, "id": call.get("id"), "name": function.get("name"), "input": tool_input}
-
-
-def _parse_arguments(arguments: Any) -> Any:
-    """Chat arguments (a JSON string) as a tool_use input object."""
-    if not isinstance(arguments, str) or not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {"arguments": arguments}  # kept, as text, rather than lost
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def _assistant(message: Message) -> dict[str, Any]:
@@ -397,7 +378,7 @@ def _tool_result(message: Message, decoded: Decoded) -> dict[str, Any]:
     block = origin.block if origin is not None else None
     if block is not None and origin is not None:
         group = decoded.groups.get(origin.index, ())
-        if origin.part < len(group) and _same(message, group[origin.part]):
+        if origin.part < len(group) and same(message, group[origin.part]):
             return block
     base = {k: v for k, v in (block or {}).items() if k not in ("content", "cache_control")}
     out: dict[str, Any] = {
@@ -415,21 +396,9 @@ def _tool_result(message: Message, decoded: Decoded) -> dict[str, Any]:
 def _run_fields(parts: Sequence[Message], lost: list[str]) -> dict[str, Any]:
     """The fields of one native message written from chat messages that may come from
     several (tool results of one turn sent in two user messages, a user text joining
-    them): all their native messages' fields (messages.join_fields); a field whose
-    earlier value gave way is appended to ``lost`` as its place in the input body."""
-    fields: dict[str, Any] = {}
-    setter: dict[str, int] = {}  # which native message each kept value came from
-    seen: list[dict[str, Any]] = []
-    for part in parts:
-        origin = _origin(part)
-        if origin is None or any(origin.message is m for m in seen):
-            continue
-        seen.append(origin.message)
-        own = _fields(origin)
-        fields, replaced = join_fields(fields, own)
-        lost.extend(f"messages[{setter[key]}].{key}" for key in replaced)
-        setter.update({key: origin.index for key in own if fields[key] is own[key]})
-    return fields
+    them): all their native messages' fields (see _fields.joined_fields)."""
+    origins = [o for o in map(_origin, parts) if o is not None]
+    return joined_fields([(o.index, o.message) for o in origins], "content", "messages", lost)
 
 
 def _user(parts: list[Message], decoded: Decoded, lost: list[str]) -> dict[str, Any]:
@@ -501,7 +470,7 @@ def _system(systems: list[Message], decoded: Decoded) -> tuple[bool, Any]:
     """(present, value) of the body's ``system`` for the system messages of the output."""
     if decoded.system is None and not systems:
         return "system" in decoded.body, decoded.body.get("system")
-    if len(systems) == 1 and decoded.system is not None and _same(systems[0], decoded.system):
+    if len(systems) == 1 and decoded.system is not None and same(systems[0], decoded.system):
         return True, decoded.body["system"]
     contents = [m.get("content") for m in systems]
     if all(isinstance(c, str) for c in contents):

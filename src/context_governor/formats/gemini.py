@@ -33,13 +33,20 @@ not know travel as they are, after the content they followed. Hence
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message, join_fields
+from ..messages import Message
+from ._fields import (
+    carried_text,
+    joined_fields,
+    joined_native,
+    other_fields,
+    parse_arguments,
+    same,
+)
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
 
@@ -122,11 +129,13 @@ class Origin:
         Also the places whose earlier value gave way (one field holds one value)."""
         if not isinstance(later, Origin):
             return self, ()
-        fields, lost = join_fields(_fields(self), _fields(later))
-        content = {**fields, "parts": parts_of(self.content) + parts_of(later.content)}
+        parts = parts_of(self.content) + parts_of(later.content)
+        content, lost = joined_native(
+            (self.index, self.content), (later.index, later.content), "parts", "contents", parts
+        )
         after = self.after + later.after
-        joined = Origin(self.index, self.part, content, after=after, extra=_extra(fields, after))
-        return joined, tuple(f"contents[{self.index}].{key}" for key in lost)
+        extra = carried_text(content, "parts", after)
+        return Origin(self.index, self.part, content, after=after, extra=extra), lost
 
 
 @dataclass(frozen=True)
@@ -454,17 +463,10 @@ def _attach(
 ) -> Message:  # fmt: skip
     after = message.pop("__after__", ())
     last = n == count - 1
-    pieces = [_part_extra(part), _extra(native, after) if last else ""]
+    pieces = [_part_extra(part), carried_text(native, "parts", after) if last else ""]
     extra = "\n".join(p for p in pieces if p)
     message[CARRY] = Origin(index, n, native, part, key, after if last else (), extra)
     return message
-
-
-def _extra(native: dict[str, Any], after: tuple[Any, ...]) -> str:
-    """The text of a native content's unknown fields and the unknown-role contents after
-    it: what its chat message carries that the counter would not see."""
-    unknown = {k: v for k, v in native.items() if k not in ("role", "parts")}
-    return _dumps([unknown, *after]) if unknown or after else ""
 
 
 # -- encode -----------------------------------------------------------------------------------
@@ -475,26 +477,20 @@ def origin_of(message: Message) -> Origin | None:
     return origin if isinstance(origin, Origin) else None
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
-
-
 def _whole(run: Sequence[Message], decoded: Decoded) -> Origin | None:
     """The origin of ``run`` if it is exactly one native content's messages, unchanged."""
     origin = origin_of(run[0])
     if origin is None or origin.part != 0:
         return None
     group = decoded.groups.get(origin.index, ())
-    if len(run) != len(group) or not all(_same(a, b) for a, b in zip(run, group, strict=True)):
+    if len(run) != len(group) or not all(same(a, b) for a, b in zip(run, group, strict=True)):
         return None
     return origin
 
 
 def _fields(origin: Origin | None) -> dict[str, Any]:
     """A rebuilt content keeps the native content's other fields, in their order."""
-    if origin is None:
-        return {}
-    return {k: v for k, v in origin.content.items() if k != "parts"}
+    return {} if origin is None else other_fields(origin.content, "parts")
 
 
 def to_native_parts(content: Any) -> list[Any]:
@@ -510,17 +506,6 @@ def to_native_parts(content: Any) -> list[Any]:
         else:
             out.append(p)
     return out
-
-
-def parse_arguments(arguments: Any) -> Any:
-    """Chat arguments (a JSON string) as a functionCall's args object."""
-    if not isinstance(arguments, str) or not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {"arguments": arguments}  # kept, as text, rather than lost
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def _strip_private(call: dict[str, Any]) -> dict[str, Any]:
@@ -570,7 +555,7 @@ def _response(message: Message, decoded: Decoded) -> dict[str, Any]:
     native = origin.native if origin is not None else None
     if native is not None and origin is not None:
         group = decoded.groups.get(origin.index, ())
-        if origin.part < len(group) and _same(message, group[origin.part]):
+        if origin.part < len(group) and same(message, group[origin.part]):
             return native
     key = spelled(native, "functionResponse") or "functionResponse"
     old = native.get(key, {}) if native is not None else {}
@@ -607,21 +592,9 @@ def _text_of(content: Any) -> str:
 def _run_fields(taken: Sequence[Message], lost: list[str]) -> dict[str, Any]:
     """The fields of one native content written from chat messages that may come from
     several (a user text joining the function responses' turn): all their native
-    contents' fields (messages.join_fields); a field whose earlier value gave way is
-    appended to ``lost`` as its place in the input body."""
-    fields: dict[str, Any] = {}
-    setter: dict[str, int] = {}  # which native content each kept value came from
-    seen: list[dict[str, Any]] = []
-    for message in taken:
-        origin = origin_of(message)
-        if origin is None or any(origin.content is c for c in seen):
-            continue
-        seen.append(origin.content)
-        own = _fields(origin)
-        fields, replaced = join_fields(fields, own)
-        lost.extend(f"contents[{setter[key]}].{key}" for key in replaced)
-        setter.update({key: origin.index for key in own if fields[key] is own[key]})
-    return fields
+    contents' fields (see _fields.joined_fields)."""
+    origins = [o for o in map(origin_of, taken) if o is not None]
+    return joined_fields([(o.index, o.content) for o in origins], "parts", "contents", lost)
 
 
 def _user(taken: list[Message], decoded: Decoded, lost: list[str]) -> dict[str, Any]:
@@ -708,7 +681,7 @@ def _system_value(systems: list[Message], decoded: Decoded) -> tuple[str | None,
     key = spelled(decoded.body, "systemInstruction")
     if decoded.system is None and not systems:
         return key, decoded.body.get(key) if key is not None else None
-    if len(systems) == 1 and decoded.system is not None and _same(systems[0], decoded.system):
+    if len(systems) == 1 and decoded.system is not None and same(systems[0], decoded.system):
         return key, decoded.body[key] if key is not None else None
     parts = [p for m in systems for p in to_native_parts(m.get("content"))]
     raw = decoded.body.get(key) if key is not None else None
