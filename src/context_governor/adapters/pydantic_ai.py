@@ -332,7 +332,7 @@ def async_history_processor(
 
 
 @dataclass
-class GovernHistory(AbstractCapability[Any]):
+class GovernHistory(HookSettings, AbstractCapability[Any]):
     """Governs the messages of every model request; the run's history stays whole.
 
     ``profile`` is the target's rules (default: from the serving model's provider and
@@ -343,13 +343,6 @@ class GovernHistory(AbstractCapability[Any]):
     ``on_report`` and a summary to this module's logger; ``last`` is the last one.
     """
 
-    profile: str | Profile | None = None
-    model: str | None = None
-    context_window: int | None = None
-    max_tool_result_chars: int | None = None
-    compaction: str | CompactionPolicy | None = None
-    count_tokens: Callable[[str], int] | None = None
-    on_report: Callable[[Report], None] | None = None
     _governance: Governance | None = field(default=None, init=False, repr=False)
 
     @property

@@ -4,7 +4,7 @@ and the carrying of a native message's fields through decode, merge and encode."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import InputError
@@ -41,6 +41,14 @@ def same(a: Any, b: Any) -> bool:
     """A chat message (or call) that came back as it was decoded: the same object or an
     equal copy (the carried origins compare by identity)."""
     return a is b or a == b
+
+
+def unchanged(messages: Sequence[Any], group: Sequence[Any]) -> bool:
+    """``messages`` are exactly the chat messages decoded from one native message (its
+    ``group``), as they were: then the native message itself can go out."""
+    return len(messages) == len(group) and all(
+        same(a, b) for a, b in zip(messages, group, strict=True)
+    )
 
 
 def parse_arguments(arguments: Any) -> Any:

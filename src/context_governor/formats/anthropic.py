@@ -37,6 +37,7 @@ from ._fields import (
     other_fields,
     parse_arguments,
     same,
+    unchanged,
 )
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
@@ -303,10 +304,7 @@ def _matches(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin |
     if origin is None or origin.part != 0:
         return None
     group = decoded.groups.get(origin.index, ())
-    window = messages[at : at + len(group)]
-    if len(window) != len(group) or not all(same(a, b) for a, b in zip(window, group, strict=True)):
-        return None
-    return origin
+    return origin if unchanged(messages[at : at + len(group)], group) else None
 
 
 def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:

@@ -46,6 +46,7 @@ from ._fields import (
     other_fields,
     parse_arguments,
     same,
+    unchanged,
 )
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
@@ -482,10 +483,7 @@ def _whole(run: Sequence[Message], decoded: Decoded) -> Origin | None:
     origin = origin_of(run[0])
     if origin is None or origin.part != 0:
         return None
-    group = decoded.groups.get(origin.index, ())
-    if len(run) != len(group) or not all(same(a, b) for a, b in zip(run, group, strict=True)):
-        return None
-    return origin
+    return origin if unchanged(run, decoded.groups.get(origin.index, ())) else None
 
 
 def _fields(origin: Origin | None) -> dict[str, Any]:
