@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_server import ListeningStream, ThreadedServer, free_socket, pieces, sse, sse_data
+from fake_server import ListeningStream, ThreadedServer, pieces, sse, sse_data
+from fake_server import free_socket as _free_socket  # the name other tests import
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -251,7 +252,7 @@ class HangUp:
     connection without a byte of answer (a crashed or restarting upstream)."""
 
     def __init__(self) -> None:
-        self._sock = free_socket()
+        self._sock = _free_socket()
         self._sock.listen(16)
         self.port: int = self._sock.getsockname()[1]
         self.requests = 0
