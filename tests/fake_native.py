@@ -33,7 +33,7 @@ Public interface (other branches copy this file; keep it stable): NativeReply
 ``delay``), FakeNative (``start``, ``stop``, ``reset``, ``push``, ``base_url``,
 ``root_url``, ``context_window``, ``profile``, ``auto``, ``requests``, ``apis``,
 ``request_headers``, ``targets``, ``rejections``, ``violations``,
-``stream_ends``), fake_signature(text).
+``stream_ends``), fake_signature(text). The server itself is fake_server.py's.
 """
 
 from __future__ import annotations
@@ -41,20 +41,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import socket
-import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
+from fake_server import ListeningStream, ThreadedServer, pieces, sse, sse_data
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_governor.errors import ContextGovernorError
 from context_governor.formats import govern_request, validate_request
@@ -111,13 +107,6 @@ def fake_signature(text: str) -> str:
     return "sig_" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
 def anthropic_error(status: int, message: str) -> JSONResponse:
     kinds = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
              413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}  # fmt: skip
@@ -132,7 +121,7 @@ def responses_error(status: int, message: str) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-class FakeNative:
+class FakeNative(ThreadedServer):
     """The server and its script; one instance serves a whole test session."""
 
     def __init__(self) -> None:
@@ -146,29 +135,17 @@ class FakeNative:
         self.apis: list[str] = []
         self.request_headers: list[dict[str, str]] = []
         self.rejections: list[str] = []
-        self.targets: list[str] = []
         self.stream_ends: list[tuple[float, str]] = []
         #: the prompt tokens of each accepted request, as counted for the window check
         self.prompt_tokens: list[int] = []
         self._ids = 0
-        self._lock = threading.Lock()
-        app = Starlette(
-            routes=[
-                Route("/v1/messages", self._messages, methods=["POST"]),
-                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
-                Route("/v1/responses", self._responses, methods=["POST"]),
-                Route("/v1/responses/{rid}", self._retrieve, methods=["GET"]),
-            ]
-        )
-        self._sock = _free_socket()
-        self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(
-            self._recording(app), log_level="error", lifespan="off", timeout_graceful_shutdown=1
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        routes = [
+            Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            Route("/v1/responses", self._responses, methods=["POST"]),
+            Route("/v1/responses/{rid}", self._retrieve, methods=["GET"]),
+        ]
+        super().__init__(routes, "the fake native upstream")
 
     @property
     def violations(self) -> list[str]:
@@ -176,26 +153,8 @@ class FakeNative:
         return self.rejections
 
     @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
-
-    def start(self) -> FakeNative:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake native upstream did not start")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(5)
-        self._sock.close()
 
     def reset(self) -> None:
         with self._lock:
@@ -213,17 +172,6 @@ class FakeNative:
 
     def push(self, *replies: NativeReply | AutoReply) -> None:
         self.replies.extend(replies)
-
-    def _recording(self, app: ASGIApp) -> ASGIApp:
-        async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http":
-                query = scope.get("query_string", b"")
-                target = scope["raw_path"] + (b"?" + query if query else b"")
-                with self._lock:
-                    self.targets.append(target.decode("latin-1"))
-            await app(scope, receive, send)
-
-        return recorded
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
@@ -333,7 +281,7 @@ class FakeNative:
         if not body.get("stream"):
             return JSONResponse(message)
         events = _anthropic_events(message)
-        return _Stream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
+        return ListeningStream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
 
     def _anthropic_content(self, reply: NativeReply, thinking: bool) -> list[dict[str, Any]]:
         content: list[dict[str, Any]] = []
@@ -378,7 +326,7 @@ class FakeNative:
         if not body.get("stream"):
             return JSONResponse(response)
         events = _responses_events(response)
-        return _Stream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
+        return ListeningStream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
 
     def _response_object(
         self, body: dict[str, Any], reply: NativeReply, counted: int
@@ -451,10 +399,6 @@ class FakeNative:
 # ---------------------------------------------------------------------- event streams
 
 
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
 def _anthropic_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The events the Messages API streams for ``message``, deltas in small pieces."""
     start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
@@ -463,15 +407,15 @@ def _anthropic_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]
         kind = block["type"]
         if kind == "thinking":
             opening: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], 8)]
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(block["thinking"], 8)]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "text":
             opening = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], 5)]
+            deltas = [{"type": "text_delta", "text": p} for p in pieces(block["text"], 5)]
         else:
             opening = {**block, "input": {}}
             text = json.dumps(block["input"])
-            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(text, 7)]
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces(text, 7)]
         events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
         events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
@@ -499,7 +443,7 @@ def _responses_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any
             events.append(("response.content_part.added", {"type": "response.content_part.added", **where, "part": empty}))
             events += [
                 ("response.output_text.delta", {"type": "response.output_text.delta", **where, "delta": p, "logprobs": []})
-                for p in _pieces(text, 5)
+                for p in pieces(text, 5)
             ]
             events.append(("response.output_text.done", {"type": "response.output_text.done", **where, "text": text, "logprobs": []}))
             events.append(("response.content_part.done", {"type": "response.content_part.done", **where, "part": item["content"][0]}))
@@ -509,7 +453,7 @@ def _responses_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any
             where = {"item_id": item["id"], "output_index": n}
             events += [
                 ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", **where, "delta": p})
-                for p in _pieces(item["arguments"], 7)
+                for p in pieces(item["arguments"], 7)
             ]
             events.append(("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", **where, "arguments": item["arguments"], "name": item["name"]}))
         else:
@@ -522,30 +466,9 @@ def _responses_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any
     return events
 
 
-class _Cut(Exception):
-    """Raised inside a streamed answer: uvicorn then drops the connection mid-body."""
-
-
-class _Stream(StreamingResponse):
-    """Stops as soon as the client goes away, even while stalled (as in fake_upstream)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        asgi = {**scope.get("asgi", {}), "spec_version": "2.3"}
-        await super().__call__({**scope, "asgi": asgi}, receive, send)
-
-
-async def _sse(
+def _sse(
     events: list[tuple[str, dict[str, Any]]], reply: NativeReply, ends: list[tuple[float, str]]
 ) -> AsyncIterator[bytes]:
-    end = "aborted"
-    try:
-        for i, (name, data) in enumerate(events):
-            if reply.cut_after is not None and i == reply.cut_after:
-                end = "cut"
-                raise _Cut(f"cut after {reply.cut_after} events")
-            yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-            if i == 0 and reply.stall:
-                await asyncio.sleep(reply.stall)
-        end = "complete"
-    finally:
-        ends.append((time.monotonic(), end))
+    """The named events as a stream, stalled or cut as ``reply`` says."""
+    frames = [sse_data(data, name) for name, data in events]
+    return sse(frames, reply.stall, reply.cut_after, ends)

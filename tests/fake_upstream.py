@@ -25,16 +25,15 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
+from fake_server import ListeningStream, ThreadedServer, pieces, sse, sse_data
+from fake_server import free_socket as _free_socket  # the name other tests import
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_governor.providers import validate
 from context_governor.tokens import exact_counter
@@ -80,14 +79,7 @@ class Reply:
         return cls("raw", status=status, body=body, headers={"content-type": content_type})
 
 
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-class FakeUpstream:
+class FakeUpstream(ThreadedServer):
     """The server and its script; one instance serves a whole test session."""
 
     def __init__(self, provider: str = "openai") -> None:
@@ -97,46 +89,19 @@ class FakeUpstream:
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.violations: list[str] = []
-        #: every request's target as sent (raw path and query), whatever the route
-        self.targets: list[str] = []
         #: how each streamed answer ended: (monotonic time, "complete" | "aborted" | "cut")
         self.stream_ends: list[tuple[float, str]] = []
         self._counter = exact_counter("gpt-4o-mini")
         self._ids = 0
-        self._lock = threading.Lock()
-        app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", self._handle, methods=["POST"]),
-                Route("/v1/models", self._models, methods=["GET"]),
-            ]
-        )
-        self._sock = _free_socket()
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(
-            self._recording(app), log_level="error", lifespan="off", timeout_graceful_shutdown=1
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        routes = [
+            Route("/v1/chat/completions", self._handle, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ]
+        super().__init__(routes, "the fake upstream")
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> FakeUpstream:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake upstream did not start")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(5)
-        self._sock.close()
+        return f"{self.root_url}/v1"
 
     def reset(self) -> None:
         with self._lock:
@@ -147,19 +112,6 @@ class FakeUpstream:
             self.targets.clear()
             self.stream_ends.clear()
             self.context_window = None
-
-    def _recording(self, app: ASGIApp) -> ASGIApp:
-        """``app``, recording each request's raw target first (any path, routed or not)."""
-
-        async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http":
-                query = scope.get("query_string", b"")
-                target = scope["raw_path"] + (b"?" + query if query else b"")
-                with self._lock:
-                    self.targets.append(target.decode("latin-1"))
-            await app(scope, receive, send)
-
-        return recorded
 
     def push(self, *replies: Reply | Callable[[dict[str, Any]], Reply]) -> None:
         self.replies.extend(replies)
@@ -233,8 +185,9 @@ class FakeUpstream:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = _stream_chunks(completion_id, body["model"], reply, calls, usage if include_usage else None)
-            events = _sse(chunks, reply.stall, reply.cut_after, self.stream_ends)
-            return _ListeningStream(events, media_type="text/event-stream")
+            frames = [sse_data(c) for c in chunks]
+            events = sse(frames, reply.stall, reply.cut_after, self.stream_ends, b"data: [DONE]\n\n")
+            return ListeningStream(events, media_type="text/event-stream")
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
         if calls:
             message["tool_calls"] = calls
@@ -257,10 +210,6 @@ class FakeUpstream:
             return {"id": f"call_fake{self._ids}", **call}
 
 
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
 def _stream_chunks(
     completion_id: str,
     model: str,
@@ -281,7 +230,7 @@ def _stream_chunks(
 
     chunks = [chunk({"role": "assistant", "content": "" if reply.content is not None else None})]
     if reply.content:
-        chunks += [chunk({"content": piece}) for piece in _pieces(reply.content, 5)]
+        chunks += [chunk({"content": piece}) for piece in pieces(reply.content, 5)]
     for index, call in enumerate(calls):
         first = {
             "index": index,
@@ -290,43 +239,12 @@ def _stream_chunks(
             "function": {"name": call["function"]["name"], "arguments": ""},
         }
         chunks.append(chunk({"tool_calls": [first]}))
-        for piece in _pieces(call["function"]["arguments"], 7):
+        for piece in pieces(call["function"]["arguments"], 7):
             chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     chunks.append(chunk({}, reply.finish_reason))
     if usage is not None:
         chunks.append({"id": completion_id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [], "usage": usage})
     return chunks
-
-
-class _Cut(Exception):
-    """Raised inside a streamed answer: uvicorn then drops the connection mid-body."""
-
-
-class _ListeningStream(StreamingResponse):
-    """A StreamingResponse that stops as soon as the client goes away, even while
-    stalled (Starlette only notices at the next write under ASGI 2.4), so a test
-    can tell when the proxy closed its upstream request."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await super().__call__({**scope, "asgi": {**scope.get("asgi", {}), "spec_version": "2.3"}}, receive, send)
-
-
-async def _sse(
-    chunks: list[dict[str, Any]], stall: float, cut_after: int | None, ends: list[tuple[float, str]]
-) -> AsyncIterator[bytes]:
-    end = "aborted"
-    try:
-        for i, item in enumerate(chunks):
-            if cut_after is not None and i == cut_after:
-                end = "cut"
-                raise _Cut(f"cut after {cut_after} events")
-            yield f"data: {json.dumps(item)}\n\n".encode()
-            if i == 0 and stall:
-                await asyncio.sleep(stall)
-        yield b"data: [DONE]\n\n"
-        end = "complete"
-    finally:
-        ends.append((time.monotonic(), end))
 
 
 class HangUp:

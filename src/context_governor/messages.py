@@ -6,8 +6,8 @@ the TypedDicts document the shape, they are not enforced at run time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, Literal, TypedDict
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
@@ -73,3 +73,55 @@ def merge_contents(left: Any, right: Any) -> Any:
     if isinstance(left, str) and isinstance(right, str):
         return f"{left}\n\n{right}"
     return text_parts(left) + text_parts(right)
+
+
+@runtime_checkable
+class Joinable(Protocol):
+    """What a format edge carries on a message under its private key (its origin in the
+    native body) when two messages can be merged into one: ``joined_with`` gives the carry of
+    the merged message and the places (e.g. ``messages[3].metadata``) whose earlier
+    value had to give way, because one field holds one value."""
+
+    def joined_with(self, later: Any) -> tuple[Any, tuple[str, ...]]: ...
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal to the letter: 1 == True == 1.0 in Python, but not on the wire."""
+    return a is b or (type(a) is type(b) and a == b and repr(a) == repr(b))
+
+
+def join_fields(
+    earlier: Mapping[str, Any], later: Mapping[str, Any], own: Collection[str] = ()
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The fields of two records written as one (two merged messages), and the keys of
+    ``earlier`` whose value was replaced.
+
+    Every key of either record is kept, in first-seen order. Where both hold a key with
+    different values, only one can stay: the later one (it describes the latest state),
+    unless it is empty (None or ""), which never replaces a value; such a key is
+    returned so that the caller reports it. Carried origins (:class:`Joinable`) are
+    joined instead. ``own`` keys are the caller's to merge: the earlier value is kept
+    and never reported.
+    """
+    out = dict(earlier)
+    lost: list[str] = []
+    for key, value in later.items():
+        if key not in out or key in own:
+            out.setdefault(key, value)
+            continue
+        kept = out[key]
+        if _empty(value) or _same(kept, value):
+            continue
+        if _empty(kept):
+            out[key] = value
+        elif type(kept) is type(value) and isinstance(kept, Joinable):
+            out[key], more = kept.joined_with(value)
+            lost.extend(more)
+        else:
+            out[key] = value
+            lost.append(key)
+    return out, tuple(lost)

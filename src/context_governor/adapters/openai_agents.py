@@ -21,7 +21,7 @@ sessions) is never changed: the filter only shapes what one model call sees.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +36,10 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 
 from ..formats import RequestResult, govern_request
-from ..policies import CompactionPolicy
-from ..profiles import Profile
 from ..report import Report
 from ._model_profile import bare_model, profile_for
+from ._report_log import log_report
+from ._settings import HookSettings
 
 __all__ = ["GovernInput", "request_body"]
 
@@ -137,23 +137,11 @@ def request_body(
 
 
 def _log(report: Report) -> None:
-    if report.changed:
-        logger.info(
-            "context-governor: %d -> %d items, %d -> %d tokens (budget %s), %d actions",
-            report.messages_before,
-            report.messages_after,
-            report.tokens_before,
-            report.tokens_after,
-            report.budget,
-            len(report.actions),
-        )
-    if not report.ok:  # over budget or a rule broken: the notes say why
-        for note in report.notes:
-            logger.warning("context-governor: %s", note)
+    log_report(logger, report, "items")
 
 
 @dataclass
-class GovernInput:
+class GovernInput(HookSettings):
     """A ``call_model_input_filter`` that governs every model call of a run.
 
     ``profile`` is the target's rules; by default it follows the agent's model name
@@ -171,13 +159,6 @@ class GovernInput:
     cannot see. The filter cannot tell such a run from the call data alone.
     """
 
-    profile: str | Profile | None = None
-    model: str | None = None
-    context_window: int | None = None
-    max_tool_result_chars: int | None = None
-    compaction: str | CompactionPolicy | None = None
-    count_tokens: Callable[[str], int] | None = None
-    on_report: Callable[[Report], None] | None = None
     server_side: bool = False
     last: RequestResult | None = None
 

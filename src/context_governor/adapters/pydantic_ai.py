@@ -48,6 +48,8 @@ from ..tokens import TokenCounter
 from ..windows import known_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
+from ._report_log import log_report
+from ._settings import HookSettings
 
 __all__ = [
     "GovernHistory",
@@ -122,17 +124,10 @@ class _Conversation:
 
 
 @dataclass
-class Governance:
+class Governance(HookSettings):
     """What the hooks share: the settings (see GovernHistory), one Governor per
     conversation, and the edge's decode cache of each."""
 
-    profile: str | Profile | None = None
-    model: str | None = None
-    context_window: int | None = None
-    max_tool_result_chars: int | None = None
-    compaction: str | CompactionPolicy | None = None
-    count_tokens: Callable[[str], int] | None = None
-    on_report: Callable[[Report], None] | None = None
     #: the last request's report
     last: Report | None = field(default=None, init=False)
     _conversations: OrderedDict[tuple[Any, ...], _Conversation] = field(
@@ -264,19 +259,7 @@ def _judged(report: Report, messages: Sequence[Message], governor: Governor) -> 
 
 
 def _log(report: Report) -> None:
-    if report.changed:
-        logger.info(
-            "context-governor: %d -> %d messages, %d -> %d tokens (budget %s), %d actions",
-            report.messages_before,
-            report.messages_after,
-            report.tokens_before,
-            report.tokens_after,
-            report.budget,
-            len(report.actions),
-        )
-    if not report.ok:
-        for note in report.notes:
-            logger.warning("context-governor: %s", note)
+    log_report(logger, report, "messages")
 
 
 def _last_instructions(messages: Sequence[ModelMessage]) -> str | None:
@@ -349,7 +332,7 @@ def async_history_processor(
 
 
 @dataclass
-class GovernHistory(AbstractCapability[Any]):
+class GovernHistory(HookSettings, AbstractCapability[Any]):
     """Governs the messages of every model request; the run's history stays whole.
 
     ``profile`` is the target's rules (default: from the serving model's provider and
@@ -360,13 +343,6 @@ class GovernHistory(AbstractCapability[Any]):
     ``on_report`` and a summary to this module's logger; ``last`` is the last one.
     """
 
-    profile: str | Profile | None = None
-    model: str | None = None
-    context_window: int | None = None
-    max_tool_result_chars: int | None = None
-    compaction: str | CompactionPolicy | None = None
-    count_tokens: Callable[[str], int] | None = None
-    on_report: Callable[[Report], None] | None = None
     _governance: Governance | None = field(default=None, init=False, repr=False)
 
     @property

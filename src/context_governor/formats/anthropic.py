@@ -23,14 +23,22 @@ Hence ``encode(decode(body)) == body`` for any body whose shape we can read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
 from ..messages import Message
-from ._fields import check_common
+from ._fields import (
+    carried_text,
+    check_common,
+    joined_fields,
+    joined_native,
+    other_fields,
+    parse_arguments,
+    same,
+    unchanged,
+)
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
 
@@ -63,6 +71,21 @@ class Origin:
     block: dict[str, Any] | None = None  # tool messages: their tool_result block
     after: tuple[Any, ...] = ()  # messages of unknown role that followed it
     extra: str = ""
+
+    def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
+        """The origin of the message the pipeline merged from this one's and ``later``'s
+        (two consecutive turns of one role): one native message holding both's fields
+        (messages.join_fields) and blocks, followed by both's unknown-role messages.
+        Also the places whose earlier value gave way (one field holds one value)."""
+        if not isinstance(later, Origin):
+            return self, ()
+        blocks = _blocks(self.message.get("content")) + _blocks(later.message.get("content"))
+        native, lost = joined_native(
+            (self.index, self.message), (later.index, later.message), "content", "messages", blocks
+        )
+        after = self.after + later.after
+        extra = carried_text(native, "content", after)
+        return Origin(self.index, self.part, native, None, after, extra), lost
 
 
 @dataclass(frozen=True)
@@ -256,8 +279,7 @@ def _attach(
 ) -> Message:
     after = message.pop("__after__", ())
     last = part == count - 1
-    unknown = {k: v for k, v in native.items() if k not in ("role", "content")}
-    extra = _dumps([unknown, *after]) if last and (unknown or after) else ""
+    extra = carried_text(native, "content", after) if last else ""
     message[CARRY] = Origin(index, part, native, block, after if last else (), extra)
     return message
 
@@ -276,22 +298,13 @@ def _origin(message: Message) -> Origin | None:
     return origin if isinstance(origin, Origin) else None
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
-
-
 def _matches(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
     """The origin of messages[at:] if they start with its whole, unchanged group."""
     origin = _origin(messages[at])
     if origin is None or origin.part != 0:
         return None
     group = decoded.groups.get(origin.index, ())
-    window = messages[at : at + len(group)]
-    if len(window) != len(group) or not all(
-        _same(a, b) for a, b in zip(window, group, strict=True)
-    ):
-        return None
-    return origin
+    return origin if unchanged(messages[at : at + len(group)], group) else None
 
 
 def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin | None:
@@ -314,9 +327,7 @@ def _verbatim(messages: Sequence[Message], at: int, decoded: Decoded) -> Origin 
 
 def _fields(origin: Origin | None) -> dict[str, Any]:
     """A rebuilt message keeps the native message's other fields, in their order."""
-    if origin is None:
-        return {}
-    return {k: v for k, v in origin.message.items() if k != "content"}
+    return {} if origin is None else other_fields(origin.message, "content")
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -338,7 +349,7 @@ def _tool_use(call: Any, origin: Origin | None, position: int) -> Any:
     )
     by_id = next((b for b in originals if b.get("id") == call.get("id")), None)
     original = by_id or (originals[position] if position < len(originals) else None)
-    if original is not None and _same(call, _call(original)):
+    if original is not None and same(call, _call(original)):
         return original
     found = call.get("function")
     function: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -346,20 +357,9 @@ def _tool_use(call: Any, origin: Origin | None, position: int) -> Any:
     if original is not None and arguments == _dumps(original.get("input", {})):
         tool_input = original.get("input", {})
     else:
-        tool_input = _parse_arguments(arguments)
+        tool_input = parse_arguments(arguments)
     base = original if original is not None else {"type": "tool_use"}
     return {**base, "id": call.get("id"), "name": function.get("name"), "input": tool_input}
-
-
-def _parse_arguments(arguments: Any) -> Any:
-    """Chat arguments (a JSON string) as a tool_use input object."""
-    if not isinstance(arguments, str) or not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {"arguments": arguments}  # kept, as text, rather than lost
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def _assistant(message: Message) -> dict[str, Any]:
@@ -376,7 +376,7 @@ def _tool_result(message: Message, decoded: Decoded) -> dict[str, Any]:
     block = origin.block if origin is not None else None
     if block is not None and origin is not None:
         group = decoded.groups.get(origin.index, ())
-        if origin.part < len(group) and _same(message, group[origin.part]):
+        if origin.part < len(group) and same(message, group[origin.part]):
             return block
     base = {k: v for k, v in (block or {}).items() if k not in ("content", "cache_control")}
     out: dict[str, Any] = {
@@ -391,18 +391,26 @@ def _tool_result(message: Message, decoded: Decoded) -> dict[str, Any]:
     return out
 
 
-def _user(parts: list[Message], decoded: Decoded) -> dict[str, Any]:
+def _run_fields(parts: Sequence[Message], lost: list[str]) -> dict[str, Any]:
+    """The fields of one native message written from chat messages that may come from
+    several (tool results of one turn sent in two user messages, a user text joining
+    them): all their native messages' fields (see _fields.joined_fields)."""
+    origins = [o for o in map(_origin, parts) if o is not None]
+    return joined_fields([(o.index, o.message) for o in origins], "content", "messages", lost)
+
+
+def _user(parts: list[Message], decoded: Decoded, lost: list[str]) -> dict[str, Any]:
     """One user message from a run of tool messages and at most one user message after."""
-    origin = _origin(parts[0])
+    fields = _run_fields(parts, lost)
     if len(parts) == 1 and parts[0].get("role") == "user":
-        return {**_fields(origin), "role": "user", "content": parts[0].get("content")}
+        return {**fields, "role": "user", "content": parts[0].get("content")}
     blocks: list[Any] = []
     for part in parts:
         if part.get("role") == "tool":
             blocks.append(_tool_result(part, decoded))
         else:
             blocks.extend(_blocks(part.get("content")))
-    return {**_fields(origin), "role": "user", "content": blocks}
+    return {**fields, "role": "user", "content": blocks}
 
 
 def _afters(messages: Sequence[Message]) -> Iterator[Any]:
@@ -424,7 +432,7 @@ def _joins(
     return _verbatim(messages, at, decoded) is None
 
 
-def _encode_messages(messages: Sequence[Message], decoded: Decoded) -> list[Any]:
+def _encode_messages(messages: Sequence[Message], decoded: Decoded, lost: list[str]) -> list[Any]:
     out: list[Any] = list(decoded.head)
     at = 0
     while at < len(messages):
@@ -447,10 +455,10 @@ def _encode_messages(messages: Sequence[Message], decoded: Decoded) -> list[Any]
             if _joins(messages, end, _origin(messages[end - 1]), decoded):
                 end += 1
             taken = list(messages[at:end])
-            out.append(_user(taken, decoded))
+            out.append(_user(taken, decoded, lost))
         else:  # user (system messages are taken out before)
             taken = [message]
-            out.append(_user(taken, decoded))
+            out.append(_user(taken, decoded, lost))
         out.extend(_afters(taken))
         at += len(taken)
     return out
@@ -460,7 +468,7 @@ def _system(systems: list[Message], decoded: Decoded) -> tuple[bool, Any]:
     """(present, value) of the body's ``system`` for the system messages of the output."""
     if decoded.system is None and not systems:
         return "system" in decoded.body, decoded.body.get("system")
-    if len(systems) == 1 and decoded.system is not None and _same(systems[0], decoded.system):
+    if len(systems) == 1 and decoded.system is not None and same(systems[0], decoded.system):
         return True, decoded.body["system"]
     contents = [m.get("content") for m in systems]
     if all(isinstance(c, str) for c in contents):
@@ -469,15 +477,24 @@ def _system(systems: list[Message], decoded: Decoded) -> tuple[bool, Any]:
 
 
 def encode(
-    messages: Sequence[Message], decoded: Decoded, updates: dict[str, Any] | None = None
+    messages: Sequence[Message],
+    decoded: Decoded,
+    updates: dict[str, Any] | None = None,
+    *,
+    lost: list[str] | None = None,
 ) -> dict[str, Any]:
     """The Messages body for governed chat messages: the input body's fields, in their
     order, with ``system`` and ``messages`` rebuilt and ``updates`` applied. Returns
-    the decoded body itself when nothing differs from it."""
+    the decoded body itself when nothing differs from it.
+
+    ``lost`` receives the places (``messages[3].metadata``) of the unknown fields that
+    could not be kept: where chat messages of several native messages go out as one
+    (all the tool results of a turn in one user message) and two of those hold one
+    field with different values, only the later value fits."""
     systems = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
     present, system = _system(systems, decoded)
-    native = _encode_messages(rest, decoded)
+    native = _encode_messages(rest, decoded, [] if lost is None else lost)
     body = decoded.body
     out = dict(body)
     if present:

@@ -33,13 +33,21 @@ not know travel as they are, after the content they followed. Hence
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
 from ..messages import Message
+from ._fields import (
+    carried_text,
+    joined_fields,
+    joined_native,
+    other_fields,
+    parse_arguments,
+    same,
+    unchanged,
+)
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
 
@@ -114,6 +122,21 @@ class Origin:
     key: str | None = None  # tool messages: the response's only key, if its value was text
     after: tuple[Any, ...] = ()
     extra: str = ""
+
+    def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
+        """The origin of the message the pipeline merged from this one's and ``later``'s
+        (two consecutive turns of one role): one native content holding both's fields
+        (messages.join_fields) and parts, followed by both's unknown-role contents.
+        Also the places whose earlier value gave way (one field holds one value)."""
+        if not isinstance(later, Origin):
+            return self, ()
+        parts = parts_of(self.content) + parts_of(later.content)
+        content, lost = joined_native(
+            (self.index, self.content), (later.index, later.content), "parts", "contents", parts
+        )
+        after = self.after + later.after
+        extra = carried_text(content, "parts", after)
+        return Origin(self.index, self.part, content, after=after, extra=extra), lost
 
 
 @dataclass(frozen=True)
@@ -441,10 +464,7 @@ def _attach(
 ) -> Message:  # fmt: skip
     after = message.pop("__after__", ())
     last = n == count - 1
-    unknown = {k: v for k, v in native.items() if k not in ("role", "parts")}
-    pieces = [_part_extra(part)]
-    if last and (unknown or after):
-        pieces.append(_dumps([unknown, *after]))
+    pieces = [_part_extra(part), carried_text(native, "parts", after) if last else ""]
     extra = "\n".join(p for p in pieces if p)
     message[CARRY] = Origin(index, n, native, part, key, after if last else (), extra)
     return message
@@ -458,26 +478,17 @@ def origin_of(message: Message) -> Origin | None:
     return origin if isinstance(origin, Origin) else None
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
-
-
 def _whole(run: Sequence[Message], decoded: Decoded) -> Origin | None:
     """The origin of ``run`` if it is exactly one native content's messages, unchanged."""
     origin = origin_of(run[0])
     if origin is None or origin.part != 0:
         return None
-    group = decoded.groups.get(origin.index, ())
-    if len(run) != len(group) or not all(_same(a, b) for a, b in zip(run, group, strict=True)):
-        return None
-    return origin
+    return origin if unchanged(run, decoded.groups.get(origin.index, ())) else None
 
 
 def _fields(origin: Origin | None) -> dict[str, Any]:
     """A rebuilt content keeps the native content's other fields, in their order."""
-    if origin is None:
-        return {}
-    return {k: v for k, v in origin.content.items() if k != "parts"}
+    return {} if origin is None else other_fields(origin.content, "parts")
 
 
 def to_native_parts(content: Any) -> list[Any]:
@@ -493,17 +504,6 @@ def to_native_parts(content: Any) -> list[Any]:
         else:
             out.append(p)
     return out
-
-
-def parse_arguments(arguments: Any) -> Any:
-    """Chat arguments (a JSON string) as a functionCall's args object."""
-    if not isinstance(arguments, str) or not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {"arguments": arguments}  # kept, as text, rather than lost
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def _strip_private(call: dict[str, Any]) -> dict[str, Any]:
@@ -553,7 +553,7 @@ def _response(message: Message, decoded: Decoded) -> dict[str, Any]:
     native = origin.native if origin is not None else None
     if native is not None and origin is not None:
         group = decoded.groups.get(origin.index, ())
-        if origin.part < len(group) and _same(message, group[origin.part]):
+        if origin.part < len(group) and same(message, group[origin.part]):
             return native
     key = spelled(native, "functionResponse") or "functionResponse"
     old = native.get(key, {}) if native is not None else {}
@@ -587,17 +587,24 @@ def _text_of(content: Any) -> str:
     return "" if content is None else _dumps(content)
 
 
-def _user(taken: list[Message], decoded: Decoded) -> dict[str, Any]:
+def _run_fields(taken: Sequence[Message], lost: list[str]) -> dict[str, Any]:
+    """The fields of one native content written from chat messages that may come from
+    several (a user text joining the function responses' turn): all their native
+    contents' fields (see _fields.joined_fields)."""
+    origins = [o for o in map(origin_of, taken) if o is not None]
+    return joined_fields([(o.index, o.content) for o in origins], "parts", "contents", lost)
+
+
+def _user(taken: list[Message], decoded: Decoded, lost: list[str]) -> dict[str, Any]:
     """One user content from a run of tool messages and the user messages after them."""
-    origin = origin_of(taken[0])
     parts: list[Any] = []
     for message in taken:
         if message.get("role") == "tool":
             parts.append(_response(message, decoded))
         else:
             parts.extend(to_native_parts(message.get("content")))
-    fields = _fields(origin)
-    if "role" in fields or origin is None:
+    fields = _run_fields(taken, lost)
+    if "role" in fields or not fields:
         fields["role"] = "user"
     return {**fields, "parts": parts}
 
@@ -630,7 +637,11 @@ def _pieces(run: list[Message], decoded: Decoded) -> Iterator[tuple[list[Message
 
 
 def encode_contents(
-    messages: Sequence[Message], decoded: Decoded, *, join: bool = False
+    messages: Sequence[Message],
+    decoded: Decoded,
+    *,
+    join: bool = False,
+    lost: list[str] | None = None,
 ) -> list[Any]:
     """The native contents for the governed chat messages (system messages excluded).
 
@@ -639,7 +650,8 @@ def encode_contents(
     others are rebuilt, a run of them as one user content (function responses travel
     in the user turn). ``join``: every run of user-side messages is one content
     (Gemini's turns alternate), the native content itself only when the run is exactly
-    its messages."""
+    its messages. ``lost``: see :func:`encode`."""
+    lost = [] if lost is None else lost
     out: list[Any] = list(decoded.head)
     at = 0
     while at < len(messages):
@@ -656,7 +668,7 @@ def encode_contents(
             elif piece[0].get("role") == "assistant":
                 out.append(_model(piece[0], decoded))
             else:
-                out.append(_user(piece, decoded))
+                out.append(_user(piece, decoded, lost))
             out.extend(_afters(piece))
         at = end
     return out
@@ -667,7 +679,7 @@ def _system_value(systems: list[Message], decoded: Decoded) -> tuple[str | None,
     key = spelled(decoded.body, "systemInstruction")
     if decoded.system is None and not systems:
         return key, decoded.body.get(key) if key is not None else None
-    if len(systems) == 1 and decoded.system is not None and _same(systems[0], decoded.system):
+    if len(systems) == 1 and decoded.system is not None and same(systems[0], decoded.system):
         return key, decoded.body[key] if key is not None else None
     parts = [p for m in systems for p in to_native_parts(m.get("content"))]
     raw = decoded.body.get(key) if key is not None else None
@@ -675,10 +687,20 @@ def _system_value(systems: list[Message], decoded: Decoded) -> tuple[str | None,
     return key or "systemInstruction", {**base, "parts": parts}
 
 
-def encode(messages: Sequence[Message], decoded: Decoded, *, join: bool = False) -> dict[str, Any]:
+def encode(
+    messages: Sequence[Message],
+    decoded: Decoded,
+    *,
+    join: bool = False,
+    lost: list[str] | None = None,
+) -> dict[str, Any]:
     """The generateContent body for governed chat messages: the input body's fields, in
     their order, with the system instruction and ``contents`` rebuilt (``join``: see
-    :func:`encode_contents`). Returns the decoded body itself when nothing differs."""
+    :func:`encode_contents`). Returns the decoded body itself when nothing differs.
+
+    ``lost`` receives the places (``contents[3].metadata``) of the unknown fields that
+    could not be kept: where several native contents go out as one and two of them
+    hold one field with different values, only the later value fits."""
     systems = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
     body = decoded.body
@@ -686,7 +708,7 @@ def encode(messages: Sequence[Message], decoded: Decoded, *, join: bool = False)
     key, system = _system_value(systems, decoded)
     if key is not None:
         out[key] = system
-    out["contents"] = encode_contents(rest, decoded, join=join)
+    out["contents"] = encode_contents(rest, decoded, join=join, lost=lost)
     if out == body:
         return body
     return out

@@ -24,7 +24,7 @@ from ..providers.gemini import POLICY
 from ..providers.rules import Violation
 from . import gemini as ge
 from . import gemini_rules as rules
-from .request import RequestResult, _CarryCounter
+from .request import RequestResult, _CarryCounter, record_lost
 
 #: Gemini's policy for a native body: a user message after function responses needs no
 #: bridge (the edge writes it into the responses' own user content).
@@ -62,8 +62,10 @@ def govern_gemini(body: Any, profile: str | Profile, model: str | None, **kw: An
     settings = replace(settings, policy=NATIVE_POLICY)
     counter = _CarryCounter(settings.counter, decoded.extra, key=ge.CARRY)
     result, _ = run(decoded.messages, settings, counter)
-    out = ge.encode(result.messages, decoded, join=True)
+    lost: list[str] = []
+    out = ge.encode(result.messages, decoded, join=True, lost=lost)
     report = result.report
+    record_lost(report, lost, "user content")
     found = rules.native_violations(out, settings.target)
     report.violations = [asdict(v) for v in found]
     report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]

@@ -204,8 +204,10 @@ def _govern_anthropic(
                 "cache", "repair", -1, f"cache_control breakpoint of tools[{n}] dropped (at most 4)"
             ),
         )
-    out = an.encode(result.messages, decoded, updates)
+    lost: list[str] = []
+    out = an.encode(result.messages, decoded, updates, lost=lost)
     report = result.report
+    record_lost(report, lost, "user message")
     if cache_breakpoints:
         out = _place_breakpoints(out, report)
     # The report judges what is sent: the output body, decoded again (positions are
@@ -221,6 +223,20 @@ def _govern_anthropic(
     report.messages_before = len(native)
     report.messages_after = len(out["messages"])
     return RequestResult(out, report, result.messages)
+
+
+def record_lost(report: Report, lost: Sequence[str], turn: str) -> None:
+    """One action per unknown field the encoder could not keep (the edges' ``lost``)."""
+    report.actions.extend(
+        Action(
+            "encode",
+            "drop",
+            -1,
+            f"{place} left out: native messages written as one {turn} held different "
+            "values of it, and one field holds one value (the later one was kept)",
+        )
+        for place in lost
+    )
 
 
 def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message
+from ..messages import Message, join_fields, merge_contents
 from ._fields import check_common
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
@@ -78,6 +78,15 @@ class Origin:
     index: int  # the run's first item in body["input"] (-1: a string input; -2: instructions)
     items: tuple[Any, ...]
     extra: str = ""
+
+    def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
+        """The origin of the message the pipeline merged from this one's and ``later``'s:
+        both runs' items, in order. Nothing gives way: the API takes consecutive items
+        of one side, so the encoder can send them all (see ``_rebuild_inputs``)."""
+        if not isinstance(later, Origin):
+            return self, ()
+        extra = "\n".join(e for e in (self.extra, later.extra) if e)
+        return Origin(self.index, self.items + later.items, extra), ()
 
 
 @dataclass(frozen=True)
@@ -447,6 +456,8 @@ def _rebuild(message: Message, decoded: Decoded) -> list[Any]:
         return _rebuild_step(message, origin, decoded)
     if role == "tool":
         return [_output_item(message, origin, decoded)]
+    if origin is not None and len(origin.items) > 1:
+        return _rebuild_inputs(message, origin.items)
     native = origin.items[0] if origin is not None else None
     if isinstance(native, str):  # the string input, changed (e.g. invalid unicode replaced)
         return [{"role": "user", "content": message.get("content")}]
@@ -456,6 +467,33 @@ def _rebuild(message: Message, decoded: Decoded) -> list[Any]:
         return [native]  # an opaque output (server-side call): sent as it came
     return [{"type": "message", "role": "user" if role == "user" else "developer",
              "content": message.get("content")}]  # fmt: skip
+
+
+def _as_item(native: Any) -> Any:
+    """An input-side item as a dict: the string input as the user message it stands for."""
+    return {"role": "user", "content": native} if isinstance(native, str) else native
+
+
+def _rebuild_inputs(message: Message, natives: tuple[Any, ...]) -> list[Any]:
+    """The items of a user message the pipeline merged from several input-side items.
+
+    The API takes consecutive user items, so while the message's content is just theirs
+    joined, they go out as they came (nothing lost, fields and all). A stage that then
+    changed the content gets one message item: every field of the message items
+    (messages.join_fields), the new content; outputs stay as they came, before it."""
+    items = [_as_item(n) for n in natives]
+    joined: Any = None
+    for item in items:
+        own = item.get("content") if item_type(item) == "message" else item.get("output")
+        joined = merge_contents(joined, own)
+    if message.get("content") == joined:
+        return items
+    fields: dict[str, Any] = {}
+    for item in items:
+        if item_type(item) == "message":
+            fields, _ = join_fields(fields, item)
+    outputs = [item for item in items if item_type(item) != "message"]
+    return [*outputs, {"role": "user", **fields, "content": message.get("content")}]
 
 
 def encode(messages: Sequence[Message], decoded: Decoded) -> dict[str, Any]:

@@ -25,21 +25,18 @@ Messages tools.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..errors import InputError
 from ..formats import anthropic as edge
 from ..messages import Message
+from ._answers import answer_object, count, error_text, event_object, model_of, native_tools
+from ._http import Transport, base_url_from, from_env
 from .base import ModelResponse, Usage
 from .errors import ModelError, ModelResponseError
 from .native_http import NativeHTTPClient
-from .retry import RetryCallback, RetryPolicy, Sleep
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -78,21 +75,18 @@ def thinking_setting(thinking: int | str | None) -> dict[str, Any] | None:
 def anthropic_tools(schemas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Chat-format function tools as Messages tools; a tool already in another shape
     (a Messages tool, a server tool) is sent as it is."""
-    out: list[dict[str, Any]] = []
-    for schema in schemas:
-        function = schema.get("function")
-        if schema.get("type") != "function" or not isinstance(function, Mapping):
-            out.append(dict(schema))
-            continue
-        tool: dict[str, Any] = {"name": function.get("name")}
-        if function.get("description"):
-            tool["description"] = function["description"]
-        parameters = function.get("parameters")
-        tool["input_schema"] = (
-            parameters if isinstance(parameters, Mapping) else {"type": "object", "properties": {}}
-        )
-        out.append(tool)
-    return out
+    return native_tools(schemas, _messages_tool)
+
+
+def _messages_tool(function: Mapping[str, Any]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": function.get("name")}
+    if function.get("description"):
+        tool["description"] = function["description"]
+    parameters = function.get("parameters")
+    tool["input_schema"] = (
+        parameters if isinstance(parameters, Mapping) else {"type": "object", "properties": {}}
+    )
+    return tool
 
 
 def chat_message(blocks: list[Any]) -> Message:
@@ -108,43 +102,31 @@ def chat_message(blocks: list[Any]) -> Message:
     return {k: v for k, v in message.items() if k != edge.CARRY}
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_of(data: Any) -> Usage:
     """Messages usage in the runner's terms: the prompt is the input, cache reads and
     cache writes together (the API counts them apart)."""
     if not isinstance(data, Mapping):
         return Usage()
-    read = _count(data.get("cache_read_input_tokens"))
-    written = _count(data.get("cache_creation_input_tokens"))
-    prompt = _count(data.get("input_tokens")) + read + written
-    return Usage(prompt, _count(data.get("output_tokens")), read)
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, Mapping):
-        return str(error.get("message") or error.get("type") or error)
-    return str(error)
+    read = count(data.get("cache_read_input_tokens"))
+    written = count(data.get("cache_creation_input_tokens"))
+    prompt = count(data.get("input_tokens")) + read + written
+    return Usage(prompt, count(data.get("output_tokens")), read)
 
 
 def parse_message(data: Any) -> ModelResponse:
     """A whole Messages answer (``{"type": "message", "content": [...], ...}``)."""
-    if not isinstance(data, Mapping):
-        raise ModelResponseError(f"expected a JSON object, got {type(data).__name__}")
+    data = answer_object(data)
     if data.get("type") == "error" or ("error" in data and "content" not in data):
-        raise ModelResponseError(f"error in response: {_error_text(data.get('error'))}")
+        raise ModelResponseError(f"error in response: {error_text(data.get('error'), 'type')}")
     content = data.get("content")
     if not isinstance(content, list):
         raise ModelResponseError("response has no content blocks")
     stop = data.get("stop_reason")
-    model = data.get("model")
     return ModelResponse(
         chat_message(content),
         usage_of(data.get("usage")),
         FINISH.get(stop, stop) if isinstance(stop, str) else None,
-        model if isinstance(model, str) else None,
+        model_of(data),
     )
 
 
@@ -164,14 +146,14 @@ class MessageStream:
         self._json: dict[int, list[str]] = {}
 
     def feed(self, event: Any) -> str:
-        if not isinstance(event, Mapping):
-            raise ModelResponseError(f"stream event is not an object: {event!r:.200}")
+        event = event_object(event)
         kind = event.get("type")
         if kind == "error":
             error = event.get("error")
             kind_of = error.get("type") if isinstance(error, Mapping) else None
             raise ModelResponseError(
-                f"error in stream: {_error_text(error)}", retryable=kind_of in RETRYABLE_ERRORS
+                f"error in stream: {error_text(error, 'type')}",
+                retryable=kind_of in RETRYABLE_ERRORS,
             )
         if kind == "message_start" and isinstance(event.get("message"), Mapping):
             self._message = dict(event["message"])
@@ -257,6 +239,9 @@ class AnthropicClient(NativeHTTPClient):
     answer (SSE) and passes text pieces to ``on_text`` as they arrive.
     ``extra_body`` is merged into every body (``temperature``, ``metadata``...);
     ``headers`` into every request (``anthropic-beta``...).
+
+    The transport keywords (``stream``, ``timeout``, ``connect_timeout``, ``retry``,
+    ``extra_body``, ``http_client``, ``on_retry``, ``sleep``) are ``_http.Transport``'s.
     """
 
     api = "anthropic"
@@ -267,41 +252,21 @@ class AnthropicClient(NativeHTTPClient):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        stream: bool = False,
         thinking: int | str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         version: str = API_VERSION,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        extra_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        on_retry: RetryCallback | None = None,
-        sleep: Sleep = asyncio.sleep,
+        **transport: Unpack[Transport],
     ) -> None:
         self.thinking = thinking_setting(thinking)
         self.max_tokens = max_tokens
         self._check_budget(max_tokens)
-        base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        self.base_url = base.rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        self.base_url = base_url_from(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
+        key = from_env(api_key, "ANTHROPIC_API_KEY")
         sent = {"anthropic-version": version, **(headers or {})}
         if key:
             sent["x-api-key"] = key
-        super().__init__(
-            model,
-            url=f"{self.base_url}/v1/messages",
-            headers=sent,
-            stream=stream,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            retry=retry,
-            extra_body=extra_body,
-            http_client=http_client,
-            on_retry=on_retry,
-            sleep=sleep,
-        )
+        super().__init__(model, url=f"{self.base_url}/v1/messages", headers=sent, **transport)
 
     def _check_budget(self, max_tokens: int) -> None:
         budget = self.thinking.get("budget_tokens") if self.thinking else None

@@ -14,22 +14,15 @@ not from the client: the body is what the server sees.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import httpx
 
 from ..messages import Message
+from ._http import HTTPModelClient, http_error, json_value
 from .base import ModelResponse, TextCallback
-from .errors import (
-    ModelConnectionError,
-    ModelError,
-    ModelResponseError,
-    ModelTimeoutError,
-)
-from .openai_compat import http_error
-from .retry import RetryCallback, RetryPolicy, Sleep, with_retries
+from .errors import ModelConnectionError, ModelError
 from .streaming import SSEDecoder
 
 
@@ -48,15 +41,7 @@ class StreamReader(Protocol):
         ...
 
 
-def json_value(data: str, what: str) -> Any:
-    """``data`` parsed as JSON; ModelResponseError naming ``what`` if it is not."""
-    try:
-        return json.loads(data)
-    except ValueError:
-        raise ModelResponseError(f"{what} is not JSON: {data[:200]!r}") from None
-
-
-class NativeHTTPClient:
+class NativeHTTPClient(HTTPModelClient):
     """Posts native request bodies to ``url``; subclasses say how to build and read them.
 
     ``timeout`` bounds each read (a long streamed answer is fine while it keeps
@@ -65,46 +50,6 @@ class NativeHTTPClient:
     """
 
     api = ""
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        url: str,
-        headers: Mapping[str, str],
-        stream: bool,
-        timeout: float,
-        connect_timeout: float,
-        retry: RetryPolicy | None,
-        extra_body: Mapping[str, Any] | None,
-        http_client: httpx.AsyncClient | None,
-        on_retry: RetryCallback | None,
-        sleep: Sleep,
-    ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty string")
-        self.model = model
-        self.url = url
-        self.stream = stream
-        self.retry = retry or RetryPolicy()
-        self.extra_body = dict(extra_body or {})
-        self.on_retry = on_retry
-        self._sleep = sleep
-        self._headers = {"Content-Type": "application/json", **headers}
-        self._owns_client = http_client is None
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout)
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._http.aclose()
-
-    async def __aenter__(self) -> NativeHTTPClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # -- what a subclass supplies ---------------------------------------------------------
 
@@ -147,30 +92,16 @@ class NativeHTTPClient:
         self, body: dict[str, Any], *, on_text: TextCallback | None = None
     ) -> ModelResponse:
         """Send ``body`` as it is; raises ModelError once retries are exhausted."""
-        # Serialise once: a retry resends the same bytes, and a value JSON cannot
-        # carry fails here, clearly, rather than inside httpx.
-        try:
-            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"request body is not JSON-serializable: {exc}") from None
         streamed = body.get("stream") is True
-        return await with_retries(
-            lambda: (
+        return await self._send_with_retries(
+            body,
+            lambda content: (
                 self._send_streamed(content, on_text) if streamed else self._send(content, on_text)
             ),
-            self.retry,
-            sleep=self._sleep,
-            on_retry=self.on_retry,
         )
 
     async def _send(self, content: bytes, on_text: TextCallback | None) -> ModelResponse:
-        try:
-            response = await self._http.post(self.url, content=content, headers=self._headers)
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from None
-        if response.status_code >= 400:
-            raise http_error(response.status_code, response.headers, response.content, self.url)
-        answer = self.parse(json_value(response.text, f"response from {self.url}"))
+        answer = self.parse(await self._post_json(content))
         if on_text is not None and answer.text:
             on_text(answer.text)
         return answer
@@ -221,19 +152,3 @@ class NativeHTTPClient:
                 retryable=not emitted,
             )
         return reader.response()
-
-    def _transport_error(self, exc: httpx.HTTPError) -> ModelError:
-        detail = str(exc) or type(exc).__name__
-        if isinstance(exc, httpx.TimeoutException):
-            return ModelTimeoutError(
-                f"no answer from {self.url} in time ({type(exc).__name__})", retryable=True
-            )
-        if isinstance(exc, httpx.ConnectError):
-            return ModelConnectionError(
-                f"cannot reach the model server at {self.url} ({detail})", retryable=True
-            )
-        if isinstance(exc, httpx.TransportError):
-            return ModelConnectionError(
-                f"connection to {self.url} failed ({detail})", retryable=True
-            )
-        return ModelError(f"request to {self.url} failed ({detail})")

@@ -7,64 +7,26 @@ Both come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` unless given.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
 from ..messages import Message
-from .base import ModelResponse, TextCallback, Usage, assistant_message
-from .errors import (
-    ModelConnectionError,
-    ModelError,
-    ModelHTTPError,
-    ModelResponseError,
-    ModelTimeoutError,
-    is_retryable_status,
+from ._http import (
+    HTTPModelClient,
+    Transport,
+    base_url_from,
+    bearer,
+    error_body_message,
+    http_error,
+    json_value,
 )
-from .retry import RetryCallback, RetryPolicy, Sleep, parse_retry_after, with_retries
+from .base import ModelResponse, TextCallback, Usage, assistant_message
+from .errors import ModelResponseError
 from .streaming import DONE, SSEDecoder, StreamAssembler
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: How much of an error body goes into the error message.
-ERROR_BODY_CHARS = 500
-
-
-def _error_message(body: bytes) -> str:
-    """The server's own words from an error body: ``error.message`` when it is JSON."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:ERROR_BODY_CHARS] or "(empty body)"
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])[:ERROR_BODY_CHARS]
-    if isinstance(error, str) and error:
-        return error[:ERROR_BODY_CHARS]
-    return text[:ERROR_BODY_CHARS]
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        seconds = parse_retry_after(millis)
-        if seconds is not None:
-            return seconds / 1000
-    return parse_retry_after(headers.get("retry-after"))
-
-
-def http_error(status: int, headers: httpx.Headers, body: bytes, url: str) -> ModelHTTPError:
-    """The error for an HTTP error response, marked retryable for 408/409/429/5xx."""
-    return ModelHTTPError(
-        f"HTTP {status} from {url}: {_error_message(body)}",
-        retryable=is_retryable_status(status),
-        status=status,
-        retry_after=_retry_after(headers),
-    )
 
 
 def parse_completion(data: Any) -> ModelResponse:
@@ -72,7 +34,7 @@ def parse_completion(data: Any) -> ModelResponse:
     if not isinstance(data, Mapping):
         raise ModelResponseError(f"expected a JSON object, got {type(data).__name__}")
     if "error" in data and "choices" not in data:
-        raise ModelResponseError(f"error in response: {_error_message(json.dumps(data).encode())}")
+        raise ModelResponseError(f"error in response: {error_body_message(data)}")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise ModelResponseError("response has no choices")
@@ -92,7 +54,7 @@ def parse_completion(data: Any) -> ModelResponse:
     )
 
 
-class OpenAICompatClient:
+class OpenAICompatClient(HTTPModelClient):
     """Chat completions over HTTP, with tool calls, streaming, timeouts and retries.
 
     >>> client = OpenAICompatClient("gpt-4o-mini")                # doctest: +SKIP
@@ -105,6 +67,9 @@ class OpenAICompatClient:
     answer is fine as long as it keeps coming); ``retry`` retries 429/5xx,
     timeouts and dropped connections with backoff, honouring Retry-After.
     ``extra_body`` is merged into every request (``temperature``, ``seed``, ...).
+
+    The transport keywords (``stream``, ``timeout``, ``connect_timeout``, ``retry``,
+    ``extra_body``, ``http_client``, ``on_retry``, ``sleep``) are ``_http.Transport``'s.
     """
 
     def __init__(
@@ -113,47 +78,20 @@ class OpenAICompatClient:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        stream: bool = False,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
         max_tokens_field: str = "max_tokens",
-        extra_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        on_retry: RetryCallback | None = None,
-        sleep: Sleep = asyncio.sleep,
+        **transport: Unpack[Transport],
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty string")
-        self.model = model
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self.base_url = base.rstrip("/")
-        self.url = f"{self.base_url}/chat/completions"
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.stream = stream
-        self.retry = retry or RetryPolicy()
-        self.max_tokens_field = max_tokens_field
-        self.extra_body = dict(extra_body or {})
-        self.on_retry = on_retry
-        self._sleep = sleep
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
-        self._owns_client = http_client is None
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout)
+        self.base_url = base_url_from(base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
+        auth = bearer(api_key, "OPENAI_API_KEY")
+        super().__init__(
+            model,
+            url=f"{self.base_url}/chat/completions",
+            headers={**(headers or {}), **auth},
+            server=self.base_url,
+            **transport,
         )
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._http.aclose()
-
-    async def __aenter__(self) -> OpenAICompatClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        self.max_tokens_field = max_tokens_field
 
     def request_body(
         self,
@@ -182,33 +120,13 @@ class OpenAICompatClient:
         on_text: TextCallback | None = None,
     ) -> ModelResponse:
         """One chat completion; raises ModelError once retries are exhausted."""
-        # Serialise once: a retry resends the same bytes, and a value JSON cannot
-        # carry fails here, clearly, rather than inside httpx.
-        try:
-            content = json.dumps(
-                self.request_body(messages, tools, max_tokens), ensure_ascii=False
-            ).encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"request body is not JSON-serializable: {exc}") from None
         send = self._send_streamed if self.stream else self._send
-        return await with_retries(
-            lambda: send(content, on_text), self.retry, sleep=self._sleep, on_retry=self.on_retry
+        return await self._send_with_retries(
+            self.request_body(messages, tools, max_tokens), lambda content: send(content, on_text)
         )
 
     async def _send(self, content: bytes, on_text: TextCallback | None) -> ModelResponse:
-        try:
-            response = await self._http.post(self.url, content=content, headers=self._headers)
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from None
-        if response.status_code >= 400:
-            raise http_error(response.status_code, response.headers, response.content, self.url)
-        try:
-            data = response.json()
-        except ValueError:
-            raise ModelResponseError(
-                f"response from {self.url} is not JSON: {response.text[:200]!r}"
-            ) from None
-        answer = parse_completion(data)
+        answer = parse_completion(await self._post_json(content))
         if on_text is not None and answer.text:
             on_text(answer.text)
         return answer
@@ -249,25 +167,6 @@ class OpenAICompatClient:
             raise error from None
         return assembler.response()
 
-    def _transport_error(self, exc: httpx.HTTPError) -> ModelError:
-        detail = str(exc) or type(exc).__name__
-        if isinstance(exc, httpx.TimeoutException):
-            return ModelTimeoutError(
-                f"no answer from {self.url} in time ({type(exc).__name__})", retryable=True
-            )
-        if isinstance(exc, httpx.ConnectError):
-            return ModelConnectionError(
-                f"cannot reach the model server at {self.base_url} ({detail})", retryable=True
-            )
-        if isinstance(exc, httpx.TransportError):
-            return ModelConnectionError(
-                f"connection to {self.base_url} failed ({detail})", retryable=True
-            )
-        return ModelError(f"request to {self.url} failed ({detail})")
-
 
 def _json_chunk(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        raise ModelResponseError(f"stream event is not JSON: {data[:200]!r}") from None
+    return json_value(data, "stream event")

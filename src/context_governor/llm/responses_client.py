@@ -24,20 +24,17 @@ How it fits the runner (one pipeline, one edge per format):
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..errors import InputError
 from ..formats import responses as edge
 from ..messages import Message
+from ._answers import answer_object, count, error_text, event_object, model_of, native_tools
+from ._http import Transport, base_url_from, bearer
 from .base import ModelResponse, Usage
 from .errors import ModelResponseError
 from .native_http import NativeHTTPClient
-from .retry import RetryCallback, RetryPolicy, Sleep
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Key of a runner assistant message: the output items of the answer it holds, as returned.
@@ -52,18 +49,15 @@ RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 def responses_tools(schemas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Chat-format function tools as Responses function tools (flat: name, description,
     parameters); a tool already in another shape (a hosted tool) is sent as it is."""
-    out: list[dict[str, Any]] = []
-    for schema in schemas:
-        function = schema.get("function")
-        if schema.get("type") != "function" or not isinstance(function, Mapping):
-            out.append(dict(schema))
-            continue
-        tool: dict[str, Any] = {"type": "function", "name": function.get("name")}
-        for key in ("description", "parameters", "strict"):
-            if key in function:
-                tool[key] = function[key]
-        out.append(tool)
-    return out
+    return native_tools(schemas, _flat_tool)
+
+
+def _flat_tool(function: Mapping[str, Any]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "function", "name": function.get("name")}
+    for key in ("description", "parameters", "strict"):
+        if key in function:
+            tool[key] = function[key]
+    return tool
 
 
 def chat_message(items: list[Any]) -> Message:
@@ -97,24 +91,12 @@ def with_origin(message: Message) -> Message:
     return out
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_of(data: Any) -> Usage:
     if not isinstance(data, Mapping):
         return Usage()
     details = data.get("input_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
-    return Usage(
-        _count(data.get("input_tokens")), _count(data.get("output_tokens")), _count(cached)
-    )
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, Mapping):
-        return str(error.get("message") or error.get("code") or error)
-    return str(error)
+    return Usage(count(data.get("input_tokens")), count(data.get("output_tokens")), count(cached))
 
 
 def _finish(data: Mapping[str, Any], message: Message) -> str:
@@ -127,20 +109,15 @@ def _finish(data: Mapping[str, Any], message: Message) -> str:
 
 def parse_response(data: Any) -> ModelResponse:
     """A whole Responses answer (``{"object": "response", "output": [...], ...}``)."""
-    if not isinstance(data, Mapping):
-        raise ModelResponseError(f"expected a JSON object, got {type(data).__name__}")
+    data = answer_object(data)
     if data.get("status") == "failed" or (data.get("error") and "output" not in data):
-        raise ModelResponseError(f"error in response: {_error_text(data.get('error'))}")
+        raise ModelResponseError(f"error in response: {error_text(data.get('error'), 'code')}")
     output = data.get("output")
     if not isinstance(output, list):
         raise ModelResponseError("response has no output items")
     message = chat_message(output)
-    model = data.get("model")
     return ModelResponse(
-        message,
-        usage_of(data.get("usage")),
-        _finish(data, message),
-        model if isinstance(model, str) else None,
+        message, usage_of(data.get("usage")), _finish(data, message), model_of(data)
     )
 
 
@@ -159,19 +136,18 @@ class ResponseStream:
         self._items: dict[int, Any] = {}
 
     def feed(self, event: Any) -> str:
-        if not isinstance(event, Mapping):
-            raise ModelResponseError(f"stream event is not an object: {event!r:.200}")
+        event = event_object(event)
         kind = event.get("type")
         if kind == "error":
             code = event.get("code")
             error = event.get("error", event)
             raise ModelResponseError(
-                f"error in stream: {_error_text(error)}", retryable=code in RETRYABLE_CODES
+                f"error in stream: {error_text(error, 'code')}", retryable=code in RETRYABLE_CODES
             )
         if kind == "response.failed":
             response = event.get("response")
             error = response.get("error") if isinstance(response, Mapping) else None
-            raise ModelResponseError(f"the response failed: {_error_text(error)}")
+            raise ModelResponseError(f"the response failed: {error_text(error, 'code')}")
         if kind == "response.output_text.delta" and isinstance(event.get("delta"), str):
             return str(event["delta"])
         if kind == "response.output_item.done" and isinstance(event.get("output_index"), int):
@@ -203,6 +179,9 @@ class ResponsesClient(NativeHTTPClient):
     ``stream=True`` streams the answer and passes text pieces to ``on_text``.
     ``extra_body`` is merged into every body. The key and base URL come from
     ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` unless given.
+
+    The transport keywords (``stream``, ``timeout``, ``connect_timeout``, ``retry``,
+    ``extra_body``, ``http_client``, ``on_retry``, ``sleep``) are ``_http.Transport``'s.
     """
 
     api = "responses"
@@ -213,38 +192,20 @@ class ResponsesClient(NativeHTTPClient):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        stream: bool = False,
         reasoning: Mapping[str, Any] | None = None,
         include_reasoning: bool = True,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        extra_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        on_retry: RetryCallback | None = None,
-        sleep: Sleep = asyncio.sleep,
+        **transport: Unpack[Transport],
     ) -> None:
         self.reasoning = dict(reasoning) if reasoning is not None else None
         self.include_reasoning = include_reasoning
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self.base_url = base.rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        sent = dict(headers or {})
-        if key:
-            sent["Authorization"] = f"Bearer {key}"
+        self.base_url = base_url_from(base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
+        auth = bearer(api_key, "OPENAI_API_KEY")
         super().__init__(
             model,
             url=f"{self.base_url}/responses",
-            headers=sent,
-            stream=stream,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            retry=retry,
-            extra_body=extra_body,
-            http_client=http_client,
-            on_retry=on_retry,
-            sleep=sleep,
+            headers={**(headers or {}), **auth},
+            **transport,
         )
 
     def request_body(

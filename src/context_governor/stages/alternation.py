@@ -8,7 +8,9 @@ an assistant message last (no prefill), and GLM rejects system→assistant (1214
 
 from __future__ import annotations
 
-from ..messages import Message, has_tool_calls, merge_contents
+from collections.abc import Sequence
+
+from ..messages import Joinable, Message, has_tool_calls, join_fields, merge_contents
 from .base import Context
 
 STAGE = "alternation"
@@ -26,36 +28,77 @@ def is_bridge(message: Message) -> bool:
         and message.get("content") == BRIDGE_CONTENT
         and not has_tool_calls(message)
     )
+
+
 _MERGEABLE = ("user", "assistant")
 #: Keys that only an assistant message may carry: tool calls and the prefill flags.
 _ASSISTANT_ONLY = ("tool_calls", "prefix", "partial")
 
 
-def _merge_seed(prev: Message, curr: Message) -> tuple[Message | None, str]:
-    """The seed's merge: the new previous message (None: drop ``curr``) and what happened."""
+def _replaced(lost: Sequence[str]) -> str:
+    """The report's words for fields whose earlier value gave way in a merge."""
+    if not lost:
+        return ""
+    return (
+        f"; the earlier value of {', '.join(lost)} was replaced by the later message's "
+        "(one field holds one value)"
+    )
+
+
+def _merge_seed(prev: Message, curr: Message) -> tuple[Message | None, str, str]:
+    """The seed's merge: the new previous message (None: drop ``curr``), what happened,
+    and what of the messages did not survive it (for the report)."""
     if curr.get("role") == "assistant":
         if has_tool_calls(curr):
-            return dict(curr), "replace"
+            return dict(curr), "replace", ""
         if has_tool_calls(prev):
-            return None, "drop"
+            return None, "drop", ""
     prev_content = prev.get("content") or ""
     curr_content = curr.get("content") or ""
     if isinstance(prev_content, str) and isinstance(curr_content, str):
-        return {**prev, "content": (prev_content + "\n\n" + curr_content).strip()}, "merge"
-    return dict(curr), "replace"
+        joined = (prev_content + "\n\n" + curr_content).strip()
+        merged: Message = {**prev, "content": joined}
+        # Nanobot keeps only the earlier message's other keys (a defect the profile keeps);
+        # what an edge carries is not a chat key: joined, as in the lossless merge.
+        carried = [k for k, v in prev.items() if isinstance(v, Joinable) and k in curr]
+        lost: list[str] = []
+        for key in carried:
+            fields, more = join_fields({key: prev[key]}, {key: curr[key]})
+            merged[key] = fields[key]
+            lost.extend(more)
+        left = [
+            k
+            for k in curr
+            if k not in ("role", "content", *carried) and (k not in prev or prev[k] != curr[k])
+        ]
+        note = f"; the later message's {', '.join(left)} left out" if left else ""
+        return merged, "merge", note + _replaced(lost)
+    return dict(curr), "replace", ""
 
 
-def _merge_lossless(prev: Message, curr: Message) -> tuple[Message | None, str]:
-    """Join both messages: contents concatenated, tool calls kept in order, other keys
-    of the newer message win (they describe the latest state)."""
-    merged = {**prev, **curr, "content": merge_contents(prev.get("content"), curr.get("content"))}
+#: Keys the lossless merge joins itself rather than choosing one value.
+_JOINED = ("content", "tool_calls")
+
+
+def _merge_lossless(prev: Message, curr: Message) -> tuple[Message | None, str, str]:
+    """Join both messages: contents concatenated, tool calls kept in order, reasoning
+    joined, every other key of either kept (messages.join_fields: where both hold one
+    with different values the newer wins, and the earlier value is named for the
+    report), the edges' carried origins joined so that what they carry (unknown fields,
+    unknown-role messages, native blocks) reaches the merged native message."""
+    reasons = [m.get("reasoning_content") for m in (prev, curr)]
+    both = all(isinstance(r, str) and r for r in reasons)
+    own = (*_JOINED, "reasoning_content") if both else _JOINED
+    merged, lost = join_fields(prev, curr, own)
+    merged["content"] = merge_contents(prev.get("content"), curr.get("content"))
     calls = list(prev.get("tool_calls") or ()) + list(curr.get("tool_calls") or ())
     if calls:
         merged["tool_calls"] = calls
-    reasons = [m.get("reasoning_content") for m in (prev, curr)]
-    if all(isinstance(r, str) and r for r in reasons):
+    elif "tool_calls" in curr:
+        merged["tool_calls"] = curr["tool_calls"]
+    if both:
         merged["reasoning_content"] = f"{reasons[0]}\n\n{reasons[1]}"
-    return merged, "merge"
+    return merged, "merge", _replaced(lost)
 
 
 def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[Message]:
@@ -67,7 +110,7 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
         role = message.get("role")
         if out and role in _MERGEABLE and out[-1].get("role") == role:
             prev = out[-1]
-            merged, how = merge(prev, message)
+            merged, how, note = merge(prev, message)
             if merged is None:
                 ctx.record(
                     STAGE,
@@ -78,16 +121,15 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
                 )
                 continue
             out[-1] = merged
-            detail = (
-                f"consecutive {role} messages joined"
-                if how == "merge"
-                else f"consecutive {role} message replaces the previous one"
-            )
             ctx.record(
                 STAGE,
                 "merge" if how == "merge" else "replace",
                 index,
-                detail,
+                (
+                    f"consecutive {role} messages joined{note}"
+                    if how == "merge"
+                    else f"consecutive {role} message replaces the previous one"
+                ),
                 tokens_saved=ctx.tokens(prev) + ctx.tokens(message) - ctx.tokens(merged),
             )
             continue

@@ -1,0 +1,33 @@
+"""The settings every adapter hook takes, declared once (each hook is a dataclass that
+extends them with its own).
+
+``profile`` is the target's rules (default: from the framework's model, see
+_model_profile.py); ``model`` overrides the framework's model name (the window and
+model-specific rules come from it); ``context_window`` overrides the model's
+published window; ``max_tool_result_chars``, ``compaction`` and ``count_tokens`` are
+govern()'s; each call's report goes to ``on_report``.
+
+This module imports no framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..policies import CompactionPolicy
+from ..profiles import Profile
+from ..report import Report
+
+
+@dataclass
+class HookSettings:
+    """How a hook governs: see the module docstring."""
+
+    profile: str | Profile | None = None
+    model: str | None = None
+    context_window: int | None = None
+    max_tool_result_chars: int | None = None
+    compaction: str | CompactionPolicy | None = None
+    count_tokens: Callable[[str], int] | None = None
+    on_report: Callable[[Report], None] | None = None
