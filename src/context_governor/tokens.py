@@ -43,8 +43,10 @@ import os
 import re
 import struct
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from .errors import ConfigError, InputError
@@ -609,6 +611,12 @@ class ExactCounter:
         self._name = name
 
     @property
+    def bpe_exact(self) -> bool:
+        """Counts with a byte-level BPE encoding (no estimate, no custom count): its counts
+        never exceed the UTF-8 bytes of the text (see message_bound)."""
+        return self._enc is not None and self._count == self._count_exact
+
+    @property
     def name(self) -> str:
         if self._name is not None:
             return self._name
@@ -746,3 +754,64 @@ def custom_counter(count: Callable[[str], int], name: str | None = None) -> Exac
         return value
 
     return ExactCounter(None, count=checked, name=label)
+
+
+# -- bounds and background counting: a Governor's step (governor.py) ----------------------
+#
+# Kept apart from the counters above on purpose: a step of a long conversation should not
+# tokenize on its critical path. It decides from an upper bound when the bound is far from
+# every threshold, and has the exact counts computed in a worker thread while the model
+# call runs; the report reads them (waiting if it must) before it shows a figure.
+
+
+def message_bound(counter: TokenCounter, message: Message) -> int | None:
+    """An upper bound on ``counter.message_tokens(message)`` found without tokenizing, or
+    None when the counter has none (an estimate, a custom or a Claude counter).
+
+    Byte-level BPE never yields more tokens than the UTF-8 bytes of the text (each token
+    is at least one byte; the parts ExactCounter bounds instead of tokenizing are counted
+    as exactly that many; a cleaned surrogate never takes more bytes than its
+    ``surrogatepass`` form), so the payload's byte length plus the per-message overhead
+    bounds the exact count. Most of a step's payload is ASCII, whose length is its size."""
+    if not isinstance(counter, ExactCounter) or not counter.bpe_exact:
+        return None
+    payload = seed_message_payload(message)
+    if not payload:
+        return PER_MESSAGE_OVERHEAD
+    size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "surrogatepass"))
+    return max(4, size + PER_MESSAGE_OVERHEAD)
+
+
+_BACKGROUND_LOCK = threading.Lock()
+_background: list[Any] = []  # the worker pool, built on first use
+_background_cpu_ns = [0]
+
+
+def background_cpu_ns() -> int:
+    """CPU time (ns) the background counting thread has spent in this process so far: a
+    benchmark adds it to the critical path's time to report the total cost honestly."""
+    return _background_cpu_ns[0]
+
+
+def count_in_background(counter: TokenCounter, messages: Sequence[Message]) -> Future[list[int]]:
+    """``[counter.message_tokens(m) for m in messages]``, computed by one worker thread
+    shared by the process (started on first use). The caller must not mutate the messages
+    until the result is read (a Governor holds frozen copies of them)."""
+    with _BACKGROUND_LOCK:
+        if not _background:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _background.append(
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="context-governor-count")
+            )
+        pool = _background[0]
+    future: Future[list[int]] = pool.submit(_count_all, counter, list(messages))
+    return future
+
+
+def _count_all(counter: TokenCounter, messages: list[Message]) -> list[int]:
+    start = time.thread_time_ns()
+    try:
+        return [counter.message_tokens(m) for m in messages]
+    finally:
+        _background_cpu_ns[0] += time.thread_time_ns() - start  # the only writer
