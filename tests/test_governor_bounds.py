@@ -20,6 +20,7 @@ import json
 import pickle
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,13 @@ from context_governor import Governor, govern
 from context_governor import governor as governor_module
 from context_governor.pipeline import GovernResult
 from context_governor.policies import CACHE
-from context_governor.tokens import ExactCounter, exact_counter, message_bound
+from context_governor.tokens import (
+    BackgroundCounts,
+    ExactCounter,
+    count_in_background,
+    exact_counter,
+    message_bound,
+)
 
 Message = dict[str, Any]
 MODELS = ["gpt-4o", None]  # o200k_base and cl100k_base
@@ -240,3 +247,36 @@ def test_a_result_counted_later_behaves_as_a_plain_result() -> None:
         assert type(other) is GovernResult
         assert other == plain
     assert "GovernResult(" in repr(result)
+
+
+def test_background_counts_are_made_by_the_worker_or_by_the_first_reader() -> None:
+    """The worker makes queued counts on its own; a reader that comes first makes them
+    itself (it never waits for a thread that has not started, e.g. after a fork)."""
+    counter = exact_counter("gpt-4o")
+    messages = [{"role": "user", "content": f"message {i} " * 50} for i in range(3)]
+    exact = [counter.message_tokens(m) for m in messages]
+    queued = count_in_background(counter, messages)
+    deadline = time.monotonic() + 10
+    while not queued.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert queued.done()  # nobody asked: the worker did it
+    assert queued.result() == exact
+    unqueued = BackgroundCounts(counter, messages)  # no worker will ever see this one
+    assert not unqueued.done()
+    assert unqueued.result() == exact
+
+
+def test_an_error_while_counting_reaches_the_reader() -> None:
+    class Broken:
+        name = "broken"
+
+        def message_tokens(self, message: Message) -> int:
+            raise RuntimeError("counter broke")
+
+        def prompt_tokens(self, messages: Any, tools: Any) -> int:
+            return 0
+
+    job = BackgroundCounts(Broken(), [{"role": "user", "content": "x"}])
+    job.run()
+    with pytest.raises(RuntimeError, match="counter broke"):
+        job.result()

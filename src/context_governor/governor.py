@@ -35,7 +35,6 @@ anything. A step the bound cannot decide counts exactly, as before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,8 +46,8 @@ from .policies import CompactionPolicy
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
+from .tokens import BackgroundCounts, count_in_background, message_bound
 from .tokens import KnownCounts as _KnownCounts
-from .tokens import count_in_background, message_bound
 
 #: Stages whose actions move messages around before the cache policy's replay runs:
 #: after any of them, the replay's indices are not the history's.
@@ -76,13 +75,13 @@ class _CountedLater(GovernResult):
     waits for those counts if they are not ready; every figure it shows is exact."""
 
     __slots__ = ("_counts", "_finish")
-    _counts: Future[list[int]]
+    _counts: BackgroundCounts
     _finish: Callable[[int], Report]
 
     def __init__(
         self,
         messages: list[Message],
-        counts: Future[list[int]],
+        counts: BackgroundCounts,
         finish: Callable[[int], Report],
     ) -> None:
         object.__setattr__(self, "messages", messages)
@@ -99,9 +98,9 @@ class _CountedLater(GovernResult):
         return done
 
     def counts(self) -> list[int]:
-        """The exact counts of the step's new messages (waits for the worker)."""
-        counts: list[int] = self._counts.result()
-        return counts
+        """The exact counts of the step's new messages (made now if the worker has not
+        started on them, else waited for)."""
+        return self._counts.result()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GovernResult):
@@ -114,7 +113,7 @@ class _CountedLater(GovernResult):
         return f"GovernResult(messages={self.messages!r}, report={self.report!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # copies and pickles are plain results (the future does not travel)
+        # copies and pickles are plain results (the pending counts do not travel)
         return (GovernResult, (self.messages, self.report))
 
 
