@@ -20,6 +20,16 @@ What it remembers, and why that is enough to make a step cost what is new:
 
 Anything else (an edit, a truncation, a compaction, a repair, the seed policy,
 the nanobot profile) runs the whole pipeline, still with the cached counts.
+
+An appending step does not tokenize its new messages on the critical path when the
+counter is an exact byte-level BPE one: it decides from their UTF-8 size, an upper
+bound on their tokens (tokens.message_bound), whenever that bound keeps the step
+under the cache policy's trigger (every count-dependent decision of the pipeline
+acts only above a threshold, so a decision that holds for the bound holds for the
+exact count). The exact counts are computed by a worker thread while the caller
+makes its model call; the returned report waits for them (briefly, if at all) when
+it is first read, and the next step folds them into the cache before it decides
+anything. A step the bound cannot decide counts exactly, as before.
 """
 
 from __future__ import annotations
@@ -34,7 +44,9 @@ from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
 from .profiles import Profile
+from .report import Report
 from .stages.compact import Replay
+from .tokens import BackgroundCounts, count_in_background, message_bound
 from .tokens import KnownCounts as _KnownCounts
 
 #: Stages whose actions move messages around before the cache policy's replay runs:
@@ -52,6 +64,67 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+#: The dataclass's own storage of GovernResult.report (a slot), which _CountedLater's
+#: property stands in front of.
+_REPORT_SLOT: Any = GovernResult.__dict__["report"]
+
+
+class _CountedLater(GovernResult):
+    """A GovernResult whose report is made when first read, from exact token counts a
+    worker thread computes meanwhile (see the module docstring). Reading ``report``
+    waits for those counts if they are not ready; every figure it shows is exact."""
+
+    __slots__ = ("_counts", "_finish")
+    _counts: BackgroundCounts
+    _finish: Callable[[int], Report]
+
+    def __init__(
+        self,
+        messages: list[Message],
+        counts: BackgroundCounts,
+        finish: Callable[[int], Report],
+    ) -> None:
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "_counts", counts)
+        object.__setattr__(self, "_finish", finish)
+
+    @property
+    def report(self) -> Report:
+        try:
+            done: Report = _REPORT_SLOT.__get__(self, GovernResult)
+        except AttributeError:  # not made yet
+            done = self._finish(sum(self.counts()))
+            _REPORT_SLOT.__set__(self, done)
+        return done
+
+    def counts(self) -> list[int]:
+        """The exact counts of the step's new messages (made now if the worker has not
+        started on them, else waited for)."""
+        return self._counts.result()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GovernResult):
+            return NotImplemented
+        return (self.messages, self.report) == (other.messages, other.report)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GovernResult(messages={self.messages!r}, report={self.report!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copies and pickles are plain results (the pending counts do not travel)
+        return (GovernResult, (self.messages, self.report))
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A step accepted on bounds whose exact counts are still being computed."""
+
+    history: list[Message]  # that step's history (the replay continues over it)
+    result: _CountedLater
+
+
 @dataclass(slots=True)
 class _State:
     history: list[Message]  # the last history (its message objects)
@@ -66,6 +139,8 @@ class _State:
     #: the newest model turn starts here in the history, and the result ends with
     #: history[turn:] untouched; None when the result cannot be extended
     turn: int | None
+    #: the last step, if it was accepted on bounds: its counts are not in ``tokens`` yet
+    pending: _Pending | None = None
 
 
 class Governor:
@@ -188,6 +263,8 @@ class Governor:
 
     def _full(self, messages: list[Message]) -> GovernResult:
         state = self._state
+        if state is not None:
+            self._settle(state)
         known: dict[int, tuple[Message, int]] = {}
         same = 0  # messages[:same] equal the last history: their copies and counts hold
         if state is not None:
@@ -246,9 +323,25 @@ class Governor:
             return None
         return turn
 
+    def _settle(self, state: _State) -> None:
+        """Fold the exact counts of a step accepted on bounds into the cache (waiting for
+        the worker if it has not finished: in an agent loop it had a model call's time)."""
+        pending = state.pending
+        if pending is None:
+            return
+        state.pending = None
+        counts = pending.result.counts()
+        state.tokens.extend(counts)
+        pending.result.report  # noqa: B018 - made now, from the exact counts
+        if state.replay is not None and not state.replay.extend(pending.history, counts):
+            # cannot happen (the replay accepted a bound on these counts); if it did, the
+            # next call runs the whole pipeline rather than trust the replay
+            state.turn = None
+
     def _extend(self, state: _State, messages: list[Message]) -> GovernResult | None:
         """The stateless result when ``messages`` only appends to the last history and
         nothing about the old part changes; None when that cannot be shown cheaply."""
+        self._settle(state)
         n = len(state.history)
         if state.turn is None or len(messages) <= n:
             return None
@@ -263,9 +356,44 @@ class Governor:
             return None  # an id the old part uses: provider id repairs would see it
         if any(_has_cache_control(m) for m in new):
             return None  # limits on breakpoints count the whole list
+        bounds = self._bounds(new)
+        if bounds is not None:
+            accepted = self._accept(state, messages, new, bounds)
+            if accepted is not None:
+                return accepted
+        return self._accept(state, messages, new, None)
+
+    def _bounds(self, new: list[Message]) -> list[int] | None:
+        """Upper bounds on the new messages' counts, if the counter has them."""
+        counter = self.settings.counter
+        bounds: list[int] = []
+        for message in new:
+            try:
+                bound = message_bound(counter, message)
+            except Exception:  # e.g. arguments JSON cannot carry: the exact path says so
+                return None
+            if bound is None:
+                return None
+            bounds.append(bound)
+        return bounds
+
+    def _accept(
+        self,
+        state: _State,
+        messages: list[Message],
+        new: list[Message],
+        bounds: list[int] | None,
+    ) -> GovernResult | None:
+        """Probe the newest turn with the new messages, check the thresholds and, if the
+        step is a plain append, grow the state and return the result. With ``bounds`` the
+        decisions are taken on those upper bounds (see the module docstring) and the exact
+        counts are left to the worker thread."""
         turn = state.turn
+        assert turn is not None
         window = [_ANCHOR, *state.history[turn:], *new]
         known = {id(m): (m, state.tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
+        if bounds is not None:
+            known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
         try:
             counter = _KnownCounts(self.settings.counter, known, self._tools_count)
             probe, _ = run(window, self.settings, counter)
@@ -274,38 +402,58 @@ class Governor:
         report = probe.report
         if probe.messages is not window or report.actions or report.notes or report.violations:
             return None
-        new_tokens = [counter.message_tokens(m) for m in new]
+        new_tokens = bounds if bounds is not None else [counter.message_tokens(m) for m in new]
         added = sum(new_tokens)
         old = state.result.report
         if self._trigger is not None and old.tokens_after + added > self._trigger:
             return None  # over the budget, or the repairs' tokens cross the trigger (_fit)
         history = list(messages)  # the caller's list grows in place: keep our own
         replay = state.replay
-        if replay is not None and not replay.extend(history, new_tokens):
+        if replay is not None and not replay.accepts(history, added):
             return None
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).
         state.sent.extend(new)
-        result = GovernResult(
-            messages=list(state.sent),  # the caller may append to the list it gets
-            report=replace(
-                old,
-                tokens_before=old.tokens_before + added,
-                tokens_after=old.tokens_after + added,
-                messages_before=len(messages),
-                messages_after=old.messages_after + len(new),
-                actions=list(old.actions),
-                notes=list(old.notes),
-                violations=[],
-            ),
-        )
+        frozen = [_freeze(m) for m in new]
+        sent = list(state.sent)  # the caller may append to the list it gets
+        finish = _finisher(old, len(messages), len(new))
+        result: GovernResult
+        if bounds is None:
+            result = GovernResult(messages=sent, report=finish(added))
+            if replay is not None:
+                replay.extend(history, new_tokens)
+            state.tokens.extend(new_tokens)
+        else:
+            # the worker counts the frozen copies: the caller may edit its dicts meanwhile
+            counts = count_in_background(self.settings.counter, frozen)
+            result = _CountedLater(sent, counts, finish)
+            state.pending = _Pending(history, result)
+        start = len(state.history)
         state.history = history
-        state.frozen.extend(_freeze(m) for m in new)
-        state.tokens.extend(new_tokens)
+        state.frozen.extend(frozen)
         state.result = result
         state.call_ids.update(str(c.get("id")) for m in new for c in _calls(m))
-        state.turn = _last_assistant(messages, n, turn)
+        state.turn = _last_assistant(messages, start, turn)
         return result
+
+
+def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Report]:
+    """The report of a step that appended ``new`` messages of ``added`` tokens to the
+    history whose report was ``old`` (made when the exact ``added`` is known)."""
+
+    def finish(added: int) -> Report:
+        return replace(
+            old,
+            tokens_before=old.tokens_before + added,
+            tokens_after=old.tokens_after + added,
+            messages_before=messages_before,
+            messages_after=old.messages_after + new,
+            actions=list(old.actions),
+            notes=list(old.notes),
+            violations=[],
+        )
+
+    return finish
 
 
 def _last_assistant(messages: list[Message], start: int, default: int | None) -> int | None:

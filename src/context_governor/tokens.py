@@ -43,7 +43,8 @@ import os
 import re
 import struct
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -609,6 +610,12 @@ class ExactCounter:
         self._name = name
 
     @property
+    def bpe_exact(self) -> bool:
+        """Counts with a byte-level BPE encoding (no estimate, no custom count): its counts
+        never exceed the UTF-8 bytes of the text (see message_bound)."""
+        return self._enc is not None and self._count == self._count_exact
+
+    @property
     def name(self) -> str:
         if self._name is not None:
             return self._name
@@ -746,3 +753,128 @@ def custom_counter(count: Callable[[str], int], name: str | None = None) -> Exac
         return value
 
     return ExactCounter(None, count=checked, name=label)
+
+
+# -- bounds and background counting: a Governor's step (governor.py) ----------------------
+#
+# Kept apart from the counters above on purpose: a step of a long conversation should not
+# tokenize on its critical path. It decides from an upper bound when the bound is far from
+# every threshold, and has the exact counts computed in a worker thread while the model
+# call runs; the report reads them (waiting if it must) before it shows a figure.
+
+
+def message_bound(counter: TokenCounter, message: Message) -> int | None:
+    """An upper bound on ``counter.message_tokens(message)`` found without tokenizing, or
+    None when the counter has none (an estimate, a custom or a Claude counter).
+
+    Byte-level BPE never yields more tokens than the UTF-8 bytes of the text (each token
+    is at least one byte; the parts ExactCounter bounds instead of tokenizing are counted
+    as exactly that many; a cleaned surrogate never takes more bytes than its
+    ``surrogatepass`` form), so the payload's byte length plus the per-message overhead
+    bounds the exact count. Most of a step's payload is ASCII, whose length is its size."""
+    if not isinstance(counter, ExactCounter) or not counter.bpe_exact:
+        return None
+    payload = seed_message_payload(message)
+    if not payload:
+        return PER_MESSAGE_OVERHEAD
+    size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "surrogatepass"))
+    return max(4, size + PER_MESSAGE_OVERHEAD)
+
+
+#: How often the worker looks for work: often while a conversation is active (its steps
+#: come seconds apart), rarely once it has been idle for a while. Polling, not waking:
+#: waking a sleeping thread from the caller's thread costs the caller its CPU slice on a
+#: busy machine (measured: 0.2-1.8 ms a step at load 6 on 2 cores), which is the very
+#: latency this thread exists to remove.
+_POLL_ACTIVE = 0.002
+_POLL_IDLE = 0.05
+_ACTIVE_FOR = 1.0
+
+_BACKGROUND_LOCK = threading.Lock()
+_jobs: deque[BackgroundCounts] = deque()
+_worker: list[threading.Thread] = []
+_background_cpu_ns = [0]
+
+
+def background_cpu_ns() -> int:
+    """CPU time (ns) the worker thread has spent counting in this process so far (counts
+    a reader made itself are its own thread's time): a benchmark adds it to the critical
+    path's time to report the total cost honestly."""
+    return _background_cpu_ns[0]
+
+
+class BackgroundCounts:
+    """``[counter.message_tokens(m) for m in messages]``, made after the call that needed
+    them returned: by the process's worker thread, or by the first caller of ``result()``
+    if the worker has not started on it yet (a reader never waits for a thread that has
+    not begun). The messages must not change until then (a Governor passes frozen copies).
+
+    rs-bpe holds the GIL while it counts (tiktoken releases it): the worker is meant to
+    run while the caller waits on the network, as during a model call."""
+
+    def __init__(self, counter: TokenCounter, messages: Sequence[Message]) -> None:
+        self._counter = counter
+        self._messages = list(messages)
+        self._lock = threading.Lock()
+        self._claimed = False
+        self._done = threading.Event()
+        self._counts: list[int] = []
+        self._error: BaseException | None = None
+
+    def _claim(self) -> bool:
+        with self._lock:
+            claimed, self._claimed = self._claimed, True
+            return not claimed
+
+    def run(self) -> None:
+        """Count, unless someone already does."""
+        if not self._claim():
+            return
+        try:
+            self._counts = [self._counter.message_tokens(m) for m in self._messages]
+        except BaseException as exc:  # handed to the reader, who raises it
+            self._error = exc
+        finally:
+            self._messages = []
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self) -> list[int]:
+        """The counts: made here if the worker has not started, else waited for."""
+        self.run()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._counts
+
+
+def count_in_background(counter: TokenCounter, messages: Sequence[Message]) -> BackgroundCounts:
+    """Queue the counting of ``messages`` for the worker thread (started on first use)."""
+    job = BackgroundCounts(counter, messages)
+    _jobs.append(job)
+    if not _worker:
+        with _BACKGROUND_LOCK:
+            if not _worker:
+                thread = threading.Thread(
+                    target=_work, name="context-governor-count", daemon=True
+                )
+                thread.start()
+                _worker.append(thread)
+    return job
+
+
+def _work() -> None:
+    last = time.monotonic()
+    while True:
+        try:
+            job = _jobs.popleft()
+        except IndexError:
+            idle = time.monotonic() - last > _ACTIVE_FOR
+            time.sleep(_POLL_IDLE if idle else _POLL_ACTIVE)
+            continue
+        start = time.thread_time_ns()
+        job.run()
+        _background_cpu_ns[0] += time.thread_time_ns() - start  # the only writer
+        last = time.monotonic()

@@ -264,6 +264,17 @@ class Replay:
         self.advance(len(messages))
         return True
 
+    def accepts(self, messages: list[Message], added: int) -> bool:
+        """Whether ``extend(messages, tokens)`` would accept new messages whose counts add
+        up to at most ``added`` (an upper bound will do: the replay's totals only grow, so
+        the last request is the one nearest the trigger, and fewer tokens never compact
+        where more did not). Lets a Governor decide before it has the exact counts."""
+        n = self.j
+        compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
+        if compacted_at_end and n < len(messages) and messages[n].get("role") != "assistant":
+            return False
+        return self.total + added <= self.policy.thresholds(self.budget)[0]
+
     def clearable(self, i: int) -> bool:
         m = self.m[i]
         return (
