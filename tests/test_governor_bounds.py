@@ -280,3 +280,27 @@ def test_an_error_while_counting_reaches_the_reader() -> None:
     job.run()
     with pytest.raises(RuntimeError, match="counter broke"):
         job.result()
+
+
+def test_the_worker_ends_when_idle_and_a_new_job_starts_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time as _time
+
+    from context_governor import tokens
+
+    monkeypatch.setattr(tokens, "_EXIT_AFTER", 0.05)
+    counter = tokens.exact_counter("gpt-4o")
+    message = {"role": "user", "content": "hello there"}
+    first = tokens.count_in_background(counter, [message])
+    assert first.result() == [counter.message_tokens(message)]
+    deadline = _time.monotonic() + 5
+    while tokens._worker and _time.monotonic() < deadline:
+        _time.sleep(0.01)
+    assert not tokens._worker  # it ended once idle
+    second = tokens.count_in_background(counter, [message])
+    assert tokens._worker  # a job starts a new worker
+    deadline = _time.monotonic() + 5
+    while not second.done() and _time.monotonic() < deadline:
+        _time.sleep(0.01)
+    assert second.done()  # made by the new worker, not by a reader

@@ -789,6 +789,9 @@ def message_bound(counter: TokenCounter, message: Message) -> int | None:
 _POLL_ACTIVE = 0.002
 _POLL_IDLE = 0.05
 _ACTIVE_FOR = 1.0
+#: Idle seconds after which the worker ends (the next job starts a new one): a process
+#: that stopped governing is not woken 20 times a second for ever.
+_EXIT_AFTER = 10.0
 
 _BACKGROUND_LOCK = threading.Lock()
 _jobs: deque[BackgroundCounts] = deque()
@@ -853,15 +856,12 @@ class BackgroundCounts:
 def count_in_background(counter: TokenCounter, messages: Sequence[Message]) -> BackgroundCounts:
     """Queue the counting of ``messages`` for the worker thread (started on first use)."""
     job = BackgroundCounts(counter, messages)
-    _jobs.append(job)
-    if not _worker:
-        with _BACKGROUND_LOCK:
-            if not _worker:
-                thread = threading.Thread(
-                    target=_work, name="context-governor-count", daemon=True
-                )
-                thread.start()
-                _worker.append(thread)
+    with _BACKGROUND_LOCK:  # the worker ends under this lock once it sees no job
+        _jobs.append(job)
+        if not _worker:
+            thread = threading.Thread(target=_work, name="context-governor-count", daemon=True)
+            thread.start()
+            _worker.append(thread)
     return job
 
 
@@ -871,8 +871,13 @@ def _work() -> None:
         try:
             job = _jobs.popleft()
         except IndexError:
-            idle = time.monotonic() - last > _ACTIVE_FOR
-            time.sleep(_POLL_IDLE if idle else _POLL_ACTIVE)
+            idle = time.monotonic() - last
+            if idle > _EXIT_AFTER:
+                with _BACKGROUND_LOCK:
+                    if not _jobs:
+                        _worker.clear()
+                        return
+            time.sleep(_POLL_IDLE if idle > _ACTIVE_FOR else _POLL_ACTIVE)
             continue
         start = time.thread_time_ns()
         job.run()
