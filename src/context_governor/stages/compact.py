@@ -34,6 +34,7 @@ from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
+from .single_call import keep_from, sent_view
 from .snip import snip
 from .summary import SUMMARY_SLACK, summary_note, summary_room
 
@@ -202,24 +203,27 @@ class Replay:
         """Continue the replay over messages appended to the history, if no request
         among them would compact; False (and nothing changed) otherwise.
 
-        ``messages`` is the whole new history, ``tokens`` the counts of the new part.
+        ``messages`` is the whole new history, ``tokens`` the counts of the new part. The
+        replay may stand on the history as a one-call-per-turn model gets it (longer than
+        the history: see compact()); the new part is then appended to that view (a new part
+        with a parallel call to split never gets here: its repair is an action).
         """
         n = self.j
+        new = messages[len(messages) - len(tokens) :]
         compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
-        if compacted_at_end and n < len(messages) and messages[n].get("role") != "assistant":
+        if compacted_at_end and new and new[0].get("role") != "assistant":
             return False  # the compaction at the old end was for a request never made
         trigger = self.policy.thresholds(self.budget)[0]
         total = self.total
         for k, count in enumerate(tokens):
-            j = n + k
-            if j > n and messages[j].get("role") == "assistant" and total > trigger:
+            if k and new[k].get("role") == "assistant" and total > trigger:
                 return False
             total += count
         if total > trigger:
             return False
-        self.m = messages
+        self.m = messages if len(messages) == n + len(new) else [*self.m[:n], *new]
         self.t.extend(tokens)
-        self.advance(len(messages))
+        self.advance(len(self.m))
         return True
 
     def clearable(self, i: int) -> bool:
@@ -493,42 +497,61 @@ def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
     return bool(plan.cleared) or plan.cut != plan.head
 
 
+def _one_call_per_turn(ctx: Context) -> bool:
+    return ctx.policy is not None and ctx.policy.single_tool_call
+
+
 def compact(messages: list[Message], ctx: Context) -> list[Message]:
     """Apply the cache policy's plan: cut the oldest turns after the head, say so where
     the history was cut, and replace the cleared results by placeholders. Everything
-    done is an action in the report."""
+    done is an action in the report.
+
+    For a model that takes one call per turn, the plan is made on the history as that
+    model gets it (stages.single_call: each parallel call split into single-call turns),
+    since that is what a second pass sees: a turn too long to keep whole can then be cut
+    between its calls. The cut is applied to ``messages`` themselves (the calls before it
+    leave their message with their results) and reported at their own indices."""
     policy, budget = _policy(ctx), ctx.budget
     if budget is None or budget <= 0 or not messages:
         return messages
-    tokens = [ctx.tokens(m) for m in messages]
-    replay = plan_replay(messages, tokens, ctx, budget)
+    view = sent_view(messages) if _one_call_per_turn(ctx) else None
+    seen = messages if view is None else view.messages
+    tokens = [ctx.tokens(m) for m in seen]
+    replay = plan_replay(seen, tokens, ctx, budget)
     ctx.scratch["replay"] = replay
     plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:
         return messages
+    at: Callable[[int], int] = (lambda v: v) if view is None else view.at
     out: list[Message] = []
     cleared_calls: set[str] = set()
     note = plan.note
     text = None
     if note is not None and policy.summary is not None:
-        text = summary_note(messages, plan, note, policy.summary, ctx)
+        text = summary_note(seen, plan, note, policy.summary, ctx)
         if text is None and policy.cut_note is None:
             note = None  # no summary to be had, and the plain note is off
-    cut_count = sum(1 for i in range(plan.head, plan.cut) if not plan.kept(i, messages[i]))
+    cut_count = 0
     for i, message in enumerate(messages):
-        if not plan.kept(i, message):
+        turns = [i] if view is None else view.where[i]
+        kept = [v for v in turns if plan.kept(v, seen[v])]
+        if not kept:
+            cut_count += 1
             ctx.record(
                 STAGE,
                 "drop",
                 i,
-                f"old turn cut (compaction at message {_when(plan, i)})",
+                f"old turn cut (compaction at message {at(_when(plan, turns[-1]))})",
                 tool_call_id=message.get("tool_call_id"),
-                tokens_saved=tokens[i],
+                tokens_saved=ctx.tokens(message),
             )
             continue
-        if note is not None and i == note.at:
-            message = _place_note(note, message, policy, plan, ctx, out, text)
-        if i in plan.cleared:
+        if note is not None and note.at == kept[0]:
+            message = _place_note(note, i, message, policy, plan, ctx, out, text, at)
+        if len(kept) < len(turns) and view is not None:
+            message = _cut_calls(i, message, view.turn[kept[0]], plan, ctx, at)
+        v = kept[0]
+        if v in plan.cleared:
             replaced = _cleared(message, policy, ctx)
             cleared_calls.add(str(message.get("tool_call_id")))
             ctx.record(
@@ -537,46 +560,71 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
                 i,
                 f"old {message.get('name') or 'tool'} result "
                 f"({_chars(message.get('content'))} chars) cleared "
-                f"(compaction at message {plan.cleared[i]})",
+                f"(compaction at message {at(plan.cleared[v])})",
                 tool_call_id=message.get("tool_call_id"),
-                tokens_saved=tokens[i] - ctx.tokens(replaced),
+                tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
             )
             message = replaced
         out.append(message)
     if policy.clear_arguments and cleared_calls:
         out = _clear_arguments(out, cleared_calls, ctx)
-    if plan.head < plan.cut < len(messages) and messages[plan.cut].get("role") != "user":
-        owner = plan.pinned if plan.pinned is not None else _last_user_before(messages, plan.head)
-        kept = (
-            f"its user message (message {owner}) is kept"
+    if plan.head < plan.cut < len(seen) and seen[plan.cut].get("role") != "user":
+        owner = plan.pinned if plan.pinned is not None else _last_user_before(seen, plan.head)
+        kept_text = (
+            f"its user message (message {at(owner)}) is kept"
             if owner >= 0
             else "no user message precedes it, so the note on the cut is one"
         )
         ctx.notes.append(
             f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
-            f"{kept} and the turn resumes at message {plan.cut}"
+            f"{kept_text} and the turn resumes at message {at(plan.cut)}"
         )
     ctx.notes.append(
         f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
-        f"{plan.compactions[-1]}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool results "
-        f"cleared, {cut_count} messages cut"
+        f"{at(plan.compactions[-1])}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool "
+        f"results cleared, {cut_count} messages cut"
     )
     return out
 
 
+def _cut_calls(
+    index: int,
+    message: Message,
+    first: int,
+    plan: Plan,
+    ctx: Context,
+    at: Callable[[int], int],
+) -> Message:
+    """``message`` (a parallel call the cut is inside) without its calls before ``first``,
+    whose results the cut removes too. Reported as a replacement at ``index``."""
+    trimmed = keep_from(message, first)
+    ctx.record(
+        STAGE,
+        "replace",
+        index,
+        f"the cut is inside this parallel call (sent one call per turn): its first {first} "
+        f"of {len(message['tool_calls'])} calls cut with their results, the rest kept "
+        f"(compaction at message {at(_when(plan, plan.cut - 1))})",
+        tokens_saved=ctx.tokens(message) - ctx.tokens(trimmed),
+    )
+    return trimmed
+
+
 def _place_note(
     note: CutNote,
+    index: int,
     message: Message,
     policy: CompactionPolicy,
     plan: Plan,
     ctx: Context,
     out: list[Message],
     text: str | None = None,
+    at: Callable[[int], int] = lambda v: v,
 ) -> Message:
     """Put the note on the cut (or the summary ``text`` in its place): as its own user
     message before ``message`` (appended to ``out``), or folded into ``message``, which
-    is returned. Reported either way."""
-    when = _when(plan, plan.cut - 1)
+    is returned. Reported either way, at ``index`` (``message``'s own)."""
+    when = at(_when(plan, plan.cut - 1))
     what = "note" if text is None else "summary"
     if note.how == "insert":
         inserted = noted(note, policy, None, text)
@@ -584,7 +632,7 @@ def _place_note(
         ctx.record(
             STAGE,
             "insert",
-            note.at,
+            index,
             f"{what} where older history was cut: {note.messages} messages removed "
             f"(compaction at message {when})",
             tokens_saved=-ctx.tokens(inserted),
@@ -595,7 +643,7 @@ def _place_note(
     ctx.record(
         STAGE,
         "replace",
-        note.at,
+        index,
         f"{what} on the cut added {where} this user message's text: {note.messages} "
         f"older messages removed (compaction at message {when})",
         tokens_saved=ctx.tokens(message) - ctx.tokens(folded),

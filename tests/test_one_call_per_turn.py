@@ -1,0 +1,248 @@
+"""Models that take one tool call per turn (vLLM serving Llama 3.x): the cache policy
+decides its cuts on the history as that model gets it, each parallel call split into
+single-call turns, and reports them at the caller's own indices.
+
+Found by a targeted fuzz of oversized tool results (9 in 5,000 inputs, all vLLM + Llama
+3.x): the newest model turn was too long to keep whole and held a parallel call. The
+first pass could not cut inside it (the calls were one message); its output, split one
+call per turn, could be cut between those turns, and a second pass did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checks import pairing_problems
+from hypothesis import HealthCheck, example, find, given, settings
+from hypothesis import strategies as st
+from levels import examples
+
+from context_governor import Governor, govern
+from context_governor.stages.single_call import (
+    keep_from,
+    parallel_blocks,
+    sent_view,
+    split_message,
+)
+from context_governor.tokens import exact_counter
+
+Message = dict[str, Any]
+LLAMA = ["llama-3.3-70b", "meta-llama/Llama-3.1-8B-Instruct", "llama3.2"]
+
+
+def _call(n: int, name: str = "read_file") -> dict[str, Any]:
+    return {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _result(n: int, repeat: int) -> Message:
+    return {"role": "tool", "tool_call_id": f"call_{n}", "content": f"out call_{n} " * repeat}
+
+
+def _reproducer() -> list[Message]:
+    return [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "step 0"},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "step 5"},
+        {"role": "assistant", "content": "", "tool_calls": [_call(16), _call(17), _call(18)]},
+        _result(16, 3000),
+        _result(17, 50),
+        _result(18, 50),
+    ]
+
+
+SETTINGS: dict[str, Any] = {"profile": "vllm", "model": "llama-3.3-70b",
+                            "context_window": 5200, "max_output": 1000}  # fmt: skip
+
+
+def test_an_oversized_parallel_turn_is_cut_between_its_calls_once() -> None:
+    """The reproducer from docs/hardening.md: a second pass used to cut the first call and
+    its result (compact/replace, compact/drop x2); now the first pass does, and the
+    output is a fixed point."""
+    history = _reproducer()
+    first = govern(history, **SETTINGS)
+    again = govern(first.messages, **SETTINGS)
+    assert again.report.actions == []
+    assert again.messages is first.messages
+    assert first.report.within_budget
+    # the oversized result went with its call; the two other calls stay, one per turn
+    sent = [c["id"] for m in first.messages for c in m.get("tool_calls") or ()]
+    assert sent == ["call_17", "call_18"]
+    assert "out call_16" not in str(first.messages)
+
+
+def test_the_cut_is_reported_at_the_callers_indices() -> None:
+    history = _reproducer()
+    report = govern(history, **SETTINGS).report
+    compact = [(a.kind, a.index, a.tool_call_id) for a in report.actions if a.stage == "compact"]
+    assert compact == [
+        ("drop", 2, None),  # "done"
+        ("replace", 3, None),  # the note, before "step 5"
+        ("replace", 4, None),  # the parallel call, its first call cut
+        ("drop", 5, "call_16"),  # that call's result
+    ]
+    trimmed = next(a for a in report.actions if a.stage == "compact" and a.index == 4)
+    assert "first 1 of 3 calls" in trimmed.detail
+    assert sum(a.tokens_saved for a in report.actions) == (
+        report.tokens_before - report.tokens_after
+    )
+
+
+def test_a_governor_continues_a_replay_made_on_split_turns() -> None:
+    """The Governor extends the cache policy's replay with appended messages; the replay
+    now stands on the split view (longer than the history), and extending it must still
+    give what a stateless govern() gives."""
+    history: list[Message] = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": None, "tool_calls": [_call(1), _call(2)]},
+        _result(1, 40),
+        _result(2, 40),
+        {"role": "assistant", "content": "read both"},
+    ]
+    settings = {"profile": "vllm", "model": "llama-3.3-70b", "context_window": 20_000}
+    governor = Governor(**settings)
+    for step in range(12):
+        history = [*history, {"role": "user", "content": f"step {step}"},
+                   {"role": "assistant", "content": None, "tool_calls": [_call(10 + step)]},
+                   _result(10 + step, 150), {"role": "assistant", "content": f"ok {step}"}]  # fmt: skip
+        ours = governor.govern(history)
+        stateless = govern(history, **settings)
+        assert ours.messages == stateless.messages
+        assert ours.report.actions == stateless.report.actions
+
+
+# -- the one rule for what splits ---------------------------------------------------------------
+
+
+def test_the_split_view_is_what_the_repair_sends() -> None:
+    """The view the cache policy plans on is, message for message, what
+    split_parallel_calls sends; keep_from(message, k) splits into the view's turns from
+    k on (so a cut between two calls leaves nothing for a second pass to cut)."""
+    history = _reproducer()
+    view = sent_view(history)
+    assert view is not None
+    result = govern(history, profile="vllm", model="llama-3.3-70b")  # no window: no cut
+    assert view.messages == result.messages
+    assert view.origin == [0, 1, 2, 3, 4, 5, 4, 6, 4, 7]
+    assert view.turn == [0, 0, 0, 0, 0, 0, 1, 0, 2, 0]
+    assert view.where[4] == [4, 6, 8]
+    assert view.at(len(view.messages)) == len(history)
+    parallel = history[4]
+    for k in range(3):
+        assert split_message(keep_from(parallel, k))[0] == view.messages[4 + 2 * k]
+
+
+def test_only_a_call_answered_exactly_right_after_it_splits() -> None:
+    calls: Message = {"role": "assistant", "content": "x", "tool_calls": [_call(1), _call(2)]}
+    assert parallel_blocks([calls, _result(2, 1), _result(1, 1)]) == {0: [2, 1]}
+    assert parallel_blocks([calls, _result(1, 1)]) == {}  # a result missing
+    assert parallel_blocks([calls, _result(1, 1), _result(2, 1), _result(2, 1)]) == {}
+    assert parallel_blocks([calls, _result(1, 1), {"role": "user"}, _result(2, 1)]) == {}
+    assert parallel_blocks([{**calls, "tool_calls": [_call(1)]}, _result(1, 1)]) == {}
+    assert sent_view([calls, _result(1, 1)]) is None
+
+
+# -- the property ---------------------------------------------------------------------------------
+
+SIZES = [3, 30, 300, 1500, 4000]
+
+
+@st.composite
+def parallel_turn_cases(draw: st.DrawFn) -> tuple[list[Message], dict[str, Any]]:
+    """A history whose newest model turn holds a parallel call (2-4 calls, results of
+    mixed sizes, maybe more rounds after it), older turns before it, and settings for a
+    one-call-per-turn model with a window around the size of that turn."""
+    n = 0
+
+    def rounds(count: int, parallel_first: bool) -> list[Message]:
+        nonlocal n
+        out: list[Message] = []
+        for r in range(count):
+            width = draw(st.integers(2, 4)) if (r == 0 and parallel_first) else (
+                draw(st.integers(1, 3)))  # fmt: skip
+            ids = list(range(n, n + width))
+            n += width
+            content = draw(st.sampled_from([None, "", "reading the files"]))
+            out.append({"role": "assistant", "content": content,
+                        "tool_calls": [_call(i, draw(st.sampled_from(["read_file", "grep"])))
+                                       for i in ids]})  # fmt: skip
+            out += [_result(i, draw(st.sampled_from(SIZES))) for i in ids]
+        return out
+
+    history: list[Message] = []
+    if draw(st.booleans()):
+        history.append({"role": "system", "content": "You are a coding agent."})
+    history.append({"role": "user", "content": "the task"})
+    for t in range(draw(st.integers(0, 3))):
+        if t or draw(st.booleans()):
+            history.append({"role": "user", "content": f"step {t}"})
+        history += rounds(draw(st.integers(0, 2)), parallel_first=False)
+        history.append({"role": "assistant", "content": f"done {t}"})
+    if draw(st.booleans()):
+        history.append({"role": "user", "content": "the newest step"})
+    turn_start = len(history)
+    history += rounds(draw(st.integers(1, 3)), parallel_first=True)
+    if draw(st.booleans()):
+        history.append({"role": "assistant", "content": "all read"})
+    model = draw(st.sampled_from(LLAMA))
+    turn = exact_counter(model).prompt_tokens(history[turn_start:], None)
+    max_output = draw(st.sampled_from([0, 500, 1000]))
+    budget = max(1, int(turn * draw(st.floats(0.15, 1.6))))
+    settings = {"profile": "vllm", "model": model, "context_window": budget + max_output + 1024,
+                "max_output": max_output,
+                "compaction": draw(st.sampled_from(["cache", "cache", "seed"]))}  # fmt: skip
+    return history, settings
+
+
+@settings(
+    max_examples=examples(full=300, fast=60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(parallel_turn_cases())
+@example((_reproducer(), {**SETTINGS, "compaction": "cache"}))
+def test_one_call_per_turn_output_is_a_fixed_point_and_named_by_the_callers_indices(
+    case: tuple[list[Message], dict[str, Any]],
+) -> None:
+    history, settings = case
+    first = govern(history, **settings)
+    again = govern(first.messages, **settings)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+    assert pairing_problems(first.messages) == []
+    assert all(len(m.get("tool_calls") or ()) <= 1 for m in first.messages)
+    counter = exact_counter(settings["model"])
+    kept = {id(m) for m in first.messages}
+    for action in first.report.actions:
+        if action.stage != "compact":
+            continue
+        # nothing shifts the list before compaction here, so its indices are the caller's
+        message = history[action.index]
+        if action.tool_call_id is not None:
+            assert message.get("tool_call_id") == action.tool_call_id
+        if action.kind == "drop":
+            assert id(message) not in kept
+            assert action.tokens_saved == counter.message_tokens(message)
+        elif "parallel call" in action.detail:
+            calls = [c["id"] for c in message["tool_calls"]]
+            sent = [c["id"] for m in first.messages for c in m.get("tool_calls") or ()]
+            assert len(calls) >= 2 and calls[-1] in sent and calls[0] not in sent
+        elif action.kind == "replace" and "note on the cut" in action.detail:
+            assert message.get("role") == "user"
+
+
+def test_the_property_draws_cuts_inside_parallel_turns() -> None:
+    """The generator reaches the case it is for: a first pass that cuts between the
+    calls of a parallel turn."""
+
+    def cuts_inside(case: tuple[list[Message], dict[str, Any]]) -> bool:
+        history, settings = case
+        return any("parallel call" in a.detail for a in govern(history, **settings).report.actions)
+
+    history, _ = find(
+        parallel_turn_cases(),
+        cuts_inside,
+        settings=settings(database=None, derandomize=True, max_examples=200, deadline=None),
+    )
+    assert any(len(m.get("tool_calls") or ()) >= 2 for m in history)
