@@ -113,6 +113,28 @@ def test_replays_of_fixed_findings_find_nothing(spec: str) -> None:
     assert [(f.kind, f.signature) for f in oracle.check(case)] == []
 
 
+def test_a_focused_campaign_draws_its_settings_from_the_focus_only(tmp_path: Path) -> None:
+    """`--profile/--model/--window` narrow what a campaign draws (a corpus entry's own
+    settings give way); without a focus the inputs are the same as ever."""
+    corpus = generate.load_corpus()
+    focus = generate.Focus(("vllm",), ("llama-3.3-70b",), (3000, None))
+    cases = [generate.make_case(SEED, i, corpus, focus) for i in range(200)]
+    assert any("corpus" in c.mutations for c in cases)
+    assert {c.settings["profile"] for c in cases} == {"vllm"}
+    plain = [c for c in cases if "odd-setting" not in c.mutations]
+    assert {c.settings["model"] for c in plain} == {"llama-3.3-70b"}
+    assert {c.settings["context_window"] for c in plain} == {3000, None}
+    assert focus.flags() == "--profile vllm --model llama-3.3-70b --window 3000 --window none"
+    unfocused = generate.make_case(SEED, 5, corpus)
+    again = generate.make_case(SEED, 5, corpus, generate.NO_FOCUS)
+    assert oracle.fingerprint(unfocused.settings)[0] == oracle.fingerprint(again.settings)[0]
+    argv = ["--n", "3", "--seed", "1", "--profile", "vllm", "--model", "llama-3.3-70b"]
+    assert run.main([*argv, "--out", str(tmp_path)]) == 0
+    assert run.main(["--replay", "1:2", "--profile", "vllm"]) == 0
+    with pytest.raises(SystemExit):
+        run.main(["--profile", "no-such-profile"])
+
+
 @pytest.mark.parametrize("spec", ["1:0", "7:123"])
 def test_replay_rebuilds_the_same_input(spec: str) -> None:
     seed, index = (int(x) for x in spec.split(":"))
