@@ -95,44 +95,31 @@ def test_the_mutation_check_sees_any_change_by_identity() -> None:
     assert oracle.Snapshot(loop).unchanged()
 
 
+#: the focus of the targeted campaigns on one-call-per-turn models (fuzz.run --profile vllm
+#: --model llama-3.3-70b --model meta-llama/Llama-3.1-8B-Instruct --window 1500 ...)
+_ONE_CALL = generate.Focus(
+    ("vllm",), ("llama-3.3-70b", "meta-llama/Llama-3.1-8B-Instruct"), (1500, 3000, 8000)
+)
+
+
 @pytest.mark.parametrize(
-    "spec",
+    ("spec", "focus"),
     [
-        "7:5468",  # mistral: the repairs carry the output past the budget (compaction)
-        "11:11909",  # mistral: the repairs make a cut's savings reach the minimum
-        "7:2233",  # bedrock without tools: snip cut a flattened oversized turn again
-        "22:6683",  # vllm + llama: results out of call order, microcompact
-        "23:7472",  # openai: a cut past a system message only, and its note
-        "23:4931",  # mistral, seed policy: the resnips did not shrink the list enough
+        ("7:5468", generate.NO_FOCUS),  # mistral: the repairs carry the output past the budget
+        ("11:11909", generate.NO_FOCUS),  # mistral: the repairs make a cut's savings reach the min
+        ("7:2233", generate.NO_FOCUS),  # bedrock without tools: snip cut a flattened turn again
+        ("22:6683", generate.NO_FOCUS),  # vllm + llama: results out of call order, microcompact
+        ("23:7472", generate.NO_FOCUS),  # openai: a cut past a system message only, and its note
+        ("23:4931", generate.NO_FOCUS),  # mistral, seed policy: the resnips did not shrink enough
+        ("42:463", _ONE_CALL),  # vllm + llama: an oversized parallel turn cut between its calls
     ],
 )
-def test_replays_of_fixed_findings_find_nothing(spec: str) -> None:
-    """Each input a campaign found a defect on, rebuilt from its SEED:INDEX."""
+def test_replays_of_fixed_findings_find_nothing(spec: str, focus: generate.Focus) -> None:
+    """Each input a campaign found a defect on, rebuilt from its SEED:INDEX (and the
+    campaign's focus)."""
     seed, index = (int(x) for x in spec.split(":"))
-    case = generate.make_case(seed, index, generate.load_corpus())
+    case = generate.make_case(seed, index, generate.load_corpus(), focus)
     assert [(f.kind, f.signature) for f in oracle.check(case)] == []
-
-
-def test_a_focused_campaign_draws_its_settings_from_the_focus_only(tmp_path: Path) -> None:
-    """`--profile/--model/--window` narrow what a campaign draws (a corpus entry's own
-    settings give way); without a focus the inputs are the same as ever."""
-    corpus = generate.load_corpus()
-    focus = generate.Focus(("vllm",), ("llama-3.3-70b",), (3000, None))
-    cases = [generate.make_case(SEED, i, corpus, focus) for i in range(200)]
-    assert any("corpus" in c.mutations for c in cases)
-    assert {c.settings["profile"] for c in cases} == {"vllm"}
-    plain = [c for c in cases if "odd-setting" not in c.mutations]
-    assert {c.settings["model"] for c in plain} == {"llama-3.3-70b"}
-    assert {c.settings["context_window"] for c in plain} == {3000, None}
-    assert focus.flags() == "--profile vllm --model llama-3.3-70b --window 3000 --window none"
-    unfocused = generate.make_case(SEED, 5, corpus)
-    again = generate.make_case(SEED, 5, corpus, generate.NO_FOCUS)
-    assert oracle.fingerprint(unfocused.settings)[0] == oracle.fingerprint(again.settings)[0]
-    argv = ["--n", "3", "--seed", "1", "--profile", "vllm", "--model", "llama-3.3-70b"]
-    assert run.main([*argv, "--out", str(tmp_path)]) == 0
-    assert run.main(["--replay", "1:2", "--profile", "vllm"]) == 0
-    with pytest.raises(SystemExit):
-        run.main(["--profile", "no-such-profile"])
 
 
 @pytest.mark.parametrize("spec", ["1:0", "7:123"])
