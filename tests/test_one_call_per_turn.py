@@ -212,6 +212,11 @@ def test_one_call_per_turn_output_is_a_fixed_point_and_named_by_the_callers_indi
     assert again.messages == first.messages
     assert pairing_problems(first.messages) == []
     assert all(len(m.get("tool_calls") or ()) <= 1 for m in first.messages)
+    report = first.report
+    assert sum(a.tokens_saved for a in report.actions) == report.tokens_before - report.tokens_after
+    kinds = [a.kind for a in report.actions]
+    delta = kinds.count("insert") - kinds.count("drop") - kinds.count("merge")
+    assert report.messages_after - report.messages_before == delta
     counter = exact_counter(settings["model"])
     kept = {id(m) for m in first.messages}
     for action in first.report.actions:
