@@ -19,6 +19,12 @@ its turn, so old prompts do not pile up in the head. One note, whose text depend
 on the cut alone, says where and how much was removed; it rides in a user message
 (see CutNote) and its tokens are part of the replayed totals.
 
+A model that takes one tool call per turn (Llama 3.x) gets each parallel call as
+single-call turns; the plan is made on those turns (stages/single_call.py), as a
+second pass over the output would see them, so a cut inside a long turn may fall
+between two calls of one message. compact() maps it back: the calls before the cut
+leave their message with their results, and the report names the caller's indices.
+
 The walk costs O(n) integer work over cached per-message token counts.
 """
 
