@@ -32,10 +32,10 @@ def parallel_blocks(messages: Sequence[Message]) -> dict[int, list[int]]:
     while index < n:
         message = messages[index]
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        end = index + 1
-        while end < n and messages[end].get("role") == "tool":
-            end += 1
         if isinstance(calls, list) and len(calls) >= 2 and all(isinstance(c, dict) for c in calls):
+            end = index + 1  # found here only: each tool message is passed over once
+            while end < n and messages[end].get("role") == "tool":
+                end += 1
             ids = [str(c.get("id")) for c in calls]
             by_id = {str(messages[r].get("tool_call_id")): r for r in range(index + 1, end)}
             if end - index - 1 == len(ids) and sorted(by_id) == sorted(ids):
