@@ -10,6 +10,7 @@ call per turn, could be cut between those turns, and a second pass did.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from checks import pairing_problems
@@ -195,8 +196,12 @@ def parallel_turn_cases(draw: st.DrawFn) -> tuple[list[Message], dict[str, Any]]
     return history, settings
 
 
+#: a long hunt: ONE_CALL_EXAMPLES=5000 HYPOTHESIS_PROFILE=explore pytest -k fixed_point
+EXAMPLES = int(os.environ.get("ONE_CALL_EXAMPLES") or examples(full=300, fast=60))
+
+
 @settings(
-    max_examples=examples(full=300, fast=60),
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
