@@ -11,6 +11,8 @@ call per turn, could be cut between those turns, and a second pass did.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from checks import pairing_problems
@@ -27,16 +29,15 @@ from context_governor.stages.single_call import (
 )
 from context_governor.tokens import exact_counter
 
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from fuzz import one_call  # noqa: E402
+from fuzz.one_call import call as _call  # noqa: E402
+from fuzz.one_call import result as _result  # noqa: E402
+
 Message = dict[str, Any]
-LLAMA = ["llama-3.3-70b", "meta-llama/Llama-3.1-8B-Instruct", "llama3.2"]
-
-
-def _call(n: int, name: str = "read_file") -> dict[str, Any]:
-    return {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
-
-
-def _result(n: int, repeat: int) -> Message:
-    return {"role": "tool", "tool_call_id": f"call_{n}", "content": f"out call_{n} " * repeat}
 
 
 def _reproducer() -> list[Message]:
@@ -146,54 +147,10 @@ def test_only_a_call_answered_exactly_right_after_it_splits() -> None:
 
 # -- the property ---------------------------------------------------------------------------------
 
-SIZES = [3, 30, 300, 1500, 4000]
-
-
-@st.composite
-def parallel_turn_cases(draw: st.DrawFn) -> tuple[list[Message], dict[str, Any]]:
-    """A history whose newest model turn holds a parallel call (2-4 calls, results of
-    mixed sizes, maybe more rounds after it), older turns before it, and settings for a
-    one-call-per-turn model with a window around the size of that turn."""
-    n = 0
-
-    def rounds(count: int, parallel_first: bool) -> list[Message]:
-        nonlocal n
-        out: list[Message] = []
-        for r in range(count):
-            width = draw(st.integers(2, 4)) if (r == 0 and parallel_first) else (
-                draw(st.integers(1, 3)))  # fmt: skip
-            ids = list(range(n, n + width))
-            n += width
-            content = draw(st.sampled_from([None, "", "reading the files"]))
-            out.append({"role": "assistant", "content": content,
-                        "tool_calls": [_call(i, draw(st.sampled_from(["read_file", "grep"])))
-                                       for i in ids]})  # fmt: skip
-            out += [_result(i, draw(st.sampled_from(SIZES))) for i in ids]
-        return out
-
-    history: list[Message] = []
-    if draw(st.booleans()):
-        history.append({"role": "system", "content": "You are a coding agent."})
-    history.append({"role": "user", "content": "the task"})
-    for t in range(draw(st.integers(0, 3))):
-        if t or draw(st.booleans()):
-            history.append({"role": "user", "content": f"step {t}"})
-        history += rounds(draw(st.integers(0, 2)), parallel_first=False)
-        history.append({"role": "assistant", "content": f"done {t}"})
-    if draw(st.booleans()):
-        history.append({"role": "user", "content": "the newest step"})
-    turn_start = len(history)
-    history += rounds(draw(st.integers(1, 3)), parallel_first=True)
-    if draw(st.booleans()):
-        history.append({"role": "assistant", "content": "all read"})
-    model = draw(st.sampled_from(LLAMA))
-    turn = exact_counter(model).prompt_tokens(history[turn_start:], None)
-    max_output = draw(st.sampled_from([0, 500, 1000]))
-    budget = max(1, int(turn * draw(st.floats(0.15, 1.6))))
-    settings = {"profile": "vllm", "model": model, "context_window": budget + max_output + 1024,
-                "max_output": max_output,
-                "compaction": draw(st.sampled_from(["cache", "cache", "seed"]))}  # fmt: skip
-    return history, settings
+def parallel_turn_cases() -> st.SearchStrategy[tuple[list[Message], dict[str, Any]]]:
+    """fuzz.one_call's inputs: the newest model turn holds a parallel call, the model
+    takes one call per turn, the window is 0.15 to 1.6 times that turn's size."""
+    return st.randoms(use_true_random=False).map(one_call.case)
 
 
 #: a long hunt: ONE_CALL_EXAMPLES=5000 HYPOTHESIS_PROFILE=explore pytest -k fixed_point
