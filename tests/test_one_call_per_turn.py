@@ -11,6 +11,7 @@ call per turn, could be cut between those turns, and a second pass did.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,11 @@ def test_one_call_per_turn_output_is_a_fixed_point_and_named_by_the_callers_indi
             assert len(calls) >= 2 and calls[-1] in sent and calls[0] not in sent
         elif action.kind == "replace" and "note on the cut" in action.detail:
             assert message.get("role") == "user"
+    # the note counts the caller's messages the cut removed, as the report does
+    noted = [re.search(r"(\d+) (?:older )?messages removed", a.detail) for a in report.actions]
+    counts = [int(m.group(1)) for m in noted if m]
+    drops = sum(a.stage == "compact" and a.kind == "drop" for a in report.actions)
+    assert counts in ([], [drops])
 
 
 def test_the_property_draws_cuts_inside_parallel_turns() -> None:

@@ -131,13 +131,21 @@ class Plan:
         )
 
 
-def _cut_note(messages: list[Message], head: int, cut: int, pin: int | None) -> CutNote:
+def _cut_note(
+    messages: list[Message],
+    head: int,
+    cut: int,
+    pin: int | None,
+    counted: list[bool] | None = None,
+) -> CutNote:
     """The note for a cut at ``cut``, ``pin`` kept behind it. Counts what the cut removes:
-    everything in [head, cut) but system messages and the pin."""
+    everything in [head, cut) but system messages and the pin. ``counted`` (a replay on
+    split turns) says which positions complete the removal of a history message: the last
+    turn of a split call, so the note counts the caller's messages, as the report does."""
     removed = turns = users = 0
     for i in range(head, cut):
         role = messages[i].get("role")
-        if role == "system" or i == pin:
+        if role == "system" or i == pin or (counted is not None and not counted[i]):
             continue
         removed += 1
         turns += role == "assistant"
@@ -165,8 +173,11 @@ class Replay:
         policy: CompactionPolicy,
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
         force_final: bool = False,
+        counted: list[bool] | None = None,
     ) -> None:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
+        #: which positions the note counts (None: all; see _cut_note)
+        self.counted = counted
         self.budget, self.policy = budget, policy
         #: extra tokens the note of a cut adds (None: the policy has no note)
         has_note = policy.cut_note is not None or policy.summary is not None
@@ -228,6 +239,8 @@ class Replay:
         if total > trigger:
             return False
         self.m = messages if len(messages) == n + len(new) else [*self.m[:n], *new]
+        if self.counted is not None:
+            self.counted.extend(True for _ in new)
         self.t.extend(tokens)
         self.advance(len(self.m))
         return True
@@ -369,7 +382,7 @@ class Replay:
             return self.plan.note
         if self.note_cost is None:
             return None
-        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut))
+        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut), self.counted)
 
     def _note_tokens(self, note: CutNote | None) -> int:
         if note is None or self.note_cost is None:
@@ -401,6 +414,7 @@ def replay_history(
     policy: CompactionPolicy,
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
     force_final: bool = False,
+    counted: list[bool] | None = None,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
@@ -412,6 +426,7 @@ def replay_history(
         policy,
         note_tokens,
         force_final,
+        counted,
     )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
@@ -456,10 +471,17 @@ def noted(
     return {**message, "content": merge_contents(content, text)}
 
 
-def plan_replay(messages: list[Message], tokens: list[int], ctx: Context, budget: int) -> Replay:
+def plan_replay(
+    messages: list[Message],
+    tokens: list[int],
+    ctx: Context,
+    budget: int,
+    counted: list[bool] | None = None,
+) -> Replay:
     """The cache policy's replay over ``messages`` (``tokens``: their counts) with the
     context's settings: what compact() applies, and what pipeline._fit asks of a
-    governed output to tell whether a second pass would compact it."""
+    governed output to tell whether a second pass would compact it. ``counted``: see
+    _cut_note."""
     policy = _policy(ctx)
     placeholders: dict[int, Message] = {}
 
@@ -484,6 +506,7 @@ def plan_replay(messages: list[Message], tokens: list[int], ctx: Context, budget
         policy,
         note_tokens,
         ctx.compact_final,
+        counted,
     )
 
 
@@ -523,7 +546,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
     view = sent_view(messages) if _one_call_per_turn(ctx) else None
     seen = messages if view is None else view.messages
     tokens = [ctx.tokens(m) for m in seen]
-    replay = plan_replay(seen, tokens, ctx, budget)
+    replay = plan_replay(seen, tokens, ctx, budget, None if view is None else view.counted())
     ctx.scratch["replay"] = replay
     plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:

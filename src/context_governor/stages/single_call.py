@@ -80,6 +80,11 @@ class SentView:
     turn: list[int]
     where: list[list[int]]
 
+    def counted(self) -> list[bool]:
+        """Per view position: whether removing it (and what precedes it) removes a whole
+        history message. Only the last turn of a split call does."""
+        return [self.where[i][-1] == v for v, i in enumerate(self.origin)]
+
     def at(self, v: int) -> int:
         """The history index of view position ``v`` (past the end: the history's end)."""
         return self.origin[v] if v < len(self.origin) else len(self.where)
