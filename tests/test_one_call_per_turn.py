@@ -115,6 +115,38 @@ def test_a_governor_continues_a_replay_made_on_split_turns() -> None:
         assert ours.report.actions == stateless.report.actions
 
 
+def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
+    """The summary stage reads the split turns the plan was made on; what it reports is
+    named by the caller's indices too (here, behind an old parallel call, the view's
+    positions run two ahead of the history's)."""
+    from context_governor import CompactionPolicy
+    from context_governor.summary import Summaries
+
+    def no_summary(messages: list[Message]) -> str:
+        raise RuntimeError("no model")
+
+    history: list[Message] = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": None, "tool_calls": [_call(1), _call(2), _call(3)]},
+        _result(1, 40), _result(2, 40), _result(3, 40),
+        {"role": "assistant", "content": "done"},
+    ]  # fmt: skip
+    for k in range(4, 9):
+        history += [{"role": "user", "content": f"step {k}"},
+                    {"role": "assistant", "content": None, "tool_calls": [_call(k)]},
+                    _result(k, 600), {"role": "assistant", "content": "done"}]  # fmt: skip
+    history.append({"role": "user", "content": "newest"})
+    policy = CompactionPolicy(summary=Summaries(no_summary))
+    report = govern(history, profile="vllm", model="llama-3.3-70b", context_window=9000,
+                    max_output=1000, compaction=policy).report  # fmt: skip
+    (fallback,) = [a for a in report.actions if a.stage == "summary"]
+    dropped = [a.index for a in report.actions if a.stage == "compact" and a.kind == "drop"]
+    # the cut resumes inside the turn of "step 8", at its call
+    assert history[fallback.index]["tool_calls"][0]["id"] == "call_8"
+    assert fallback.index == max(dropped) + 2  # the dropped ones, then the kept "step 8"
+
+
 # -- the one rule for what splits ---------------------------------------------------------------
 
 

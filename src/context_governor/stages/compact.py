@@ -31,7 +31,7 @@ The walk costs O(n) integer work over cached per-message token counts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
@@ -557,7 +557,10 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
     note = plan.note
     text = None
     if note is not None and policy.summary is not None:
+        mark = len(ctx.actions)
         text = summary_note(seen, plan, note, policy.summary, ctx)
+        # its actions name positions of what it read: the caller's indices, as ours do
+        ctx.actions[mark:] = [replace(a, index=at(a.index)) for a in ctx.actions[mark:]]
         if text is None and policy.cut_note is None:
             note = None  # no summary to be had, and the plain note is off
     cut_count = 0
