@@ -83,9 +83,11 @@ load: $(STAMP)
 FUZZ_N ?= 1000000
 FUZZ_SEED ?= 1
 FUZZ_JOBS ?= 1
+# e.g. FUZZ_ARGS="--profile vllm --model llama-3.3-70b" (python -m fuzz.run --help)
+FUZZ_ARGS ?=
 .PHONY: fuzz
 fuzz: $(STAMP)
-	$(PY) -m fuzz.run --n $(FUZZ_N) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
+	$(PY) -m fuzz.run --n $(FUZZ_N) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS) $(FUZZ_ARGS)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -152,11 +152,49 @@ def tools(rnd: random.Random) -> list[dict[str, Any]] | None:
     ]
 
 
-def settings(rnd: random.Random) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Focus:
+    """What a targeted campaign draws its settings from (empty: everything, as usual).
+
+    An unfocused campaign draws exactly the inputs it always did; a focused one draws
+    its profile, model and window from the given values only, so a replay of one of its
+    inputs needs the same focus (``flags()`` are the command-line options that give it).
+    Settings a corpus entry fixes give way to the focus."""
+
+    profiles: tuple[str, ...] = ()
+    models: tuple[str | None, ...] = ()
+    windows: tuple[int | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [p for p in self.profiles if p not in PROFILES]
+        if unknown:
+            raise ValueError(f"unknown profile(s) {unknown}; known: {', '.join(sorted(PROFILES))}")
+
+    def decided(self) -> set[str]:
+        """The settings the focus decides."""
+        chosen = {"profile": self.profiles, "model": self.models, "context_window": self.windows}
+        return {key for key, values in chosen.items() if values}
+
+    def flags(self) -> str:
+        """The fuzz.run options that give this focus (for a replay command)."""
+        words = [f"--profile {p}" for p in self.profiles]
+        words += [f"--model {_word(m)}" for m in self.models]
+        words += [f"--window {_word(w)}" for w in self.windows]
+        return " ".join(words)
+
+
+def _word(value: str | int | None) -> str:
+    return "none" if value is None else str(value) or "''"
+
+
+NO_FOCUS = Focus()
+
+
+def settings(rnd: random.Random, focus: Focus = NO_FOCUS) -> dict[str, Any]:
     chosen: dict[str, Any] = {
-        "profile": rnd.choice(sorted(PROFILES)),
-        "model": rnd.choice(MODELS),
-        "context_window": rnd.choice(WINDOWS),
+        "profile": rnd.choice(focus.profiles or sorted(PROFILES)),
+        "model": rnd.choice(focus.models or MODELS),
+        "context_window": rnd.choice(focus.windows or WINDOWS),
     }
     if rnd.random() < 0.3:
         chosen["max_output"] = rnd.choice([None, 0, 100, 4096, 100_000])
@@ -376,13 +414,14 @@ def load_corpus(directory: Path = CORPUS) -> list[Case]:
     return cases
 
 
-def make_case(seed: int, index: int, corpus: list[Case]) -> Case:
+def make_case(seed: int, index: int, corpus: list[Case], focus: Focus = NO_FOCUS) -> Case:
     rnd = random.Random(f"{seed}:{index}")
     if corpus and rnd.random() < 0.3:
         base = copy.deepcopy(rnd.choice(corpus))
-        case = Case(base.messages, base.tools, {**settings(rnd), **base.settings}, ["corpus"])
+        fixed = {k: v for k, v in base.settings.items() if k not in focus.decided()}
+        case = Case(base.messages, base.tools, {**settings(rnd, focus), **fixed}, ["corpus"])
     else:
-        case = Case(session(rnd), tools(rnd), settings(rnd))
+        case = Case(session(rnd), tools(rnd), settings(rnd, focus))
     for _ in range(rnd.choice([0, 0, 1, 1, 1, 2, 3])):
         mutate(rnd, case)
     return case

@@ -95,21 +95,30 @@ def test_the_mutation_check_sees_any_change_by_identity() -> None:
     assert oracle.Snapshot(loop).unchanged()
 
 
+#: the focus of the targeted campaigns on one-call-per-turn models (fuzz.run --profile vllm
+#: --model llama-3.3-70b --model meta-llama/Llama-3.1-8B-Instruct --window 1500 ...)
+_ONE_CALL = generate.Focus(
+    ("vllm",), ("llama-3.3-70b", "meta-llama/Llama-3.1-8B-Instruct"), (1500, 3000, 8000)
+)
+
+
 @pytest.mark.parametrize(
-    "spec",
+    ("spec", "focus"),
     [
-        "7:5468",  # mistral: the repairs carry the output past the budget (compaction)
-        "11:11909",  # mistral: the repairs make a cut's savings reach the minimum
-        "7:2233",  # bedrock without tools: snip cut a flattened oversized turn again
-        "22:6683",  # vllm + llama: results out of call order, microcompact
-        "23:7472",  # openai: a cut past a system message only, and its note
-        "23:4931",  # mistral, seed policy: the resnips did not shrink the list enough
+        ("7:5468", generate.NO_FOCUS),  # mistral: the repairs carry the output past the budget
+        ("11:11909", generate.NO_FOCUS),  # mistral: the repairs make a cut's savings reach the min
+        ("7:2233", generate.NO_FOCUS),  # bedrock without tools: snip cut a flattened turn again
+        ("22:6683", generate.NO_FOCUS),  # vllm + llama: results out of call order, microcompact
+        ("23:7472", generate.NO_FOCUS),  # openai: a cut past a system message only, and its note
+        ("23:4931", generate.NO_FOCUS),  # mistral, seed policy: the resnips did not shrink enough
+        ("42:463", _ONE_CALL),  # vllm + llama: an oversized parallel turn cut between its calls
     ],
 )
-def test_replays_of_fixed_findings_find_nothing(spec: str) -> None:
-    """Each input a campaign found a defect on, rebuilt from its SEED:INDEX."""
+def test_replays_of_fixed_findings_find_nothing(spec: str, focus: generate.Focus) -> None:
+    """Each input a campaign found a defect on, rebuilt from its SEED:INDEX (and the
+    campaign's focus)."""
     seed, index = (int(x) for x in spec.split(":"))
-    case = generate.make_case(seed, index, generate.load_corpus())
+    case = generate.make_case(seed, index, generate.load_corpus(), focus)
     assert [(f.kind, f.signature) for f in oracle.check(case)] == []
 
 

@@ -409,7 +409,7 @@ class Governor:
             return None  # over the budget, or the repairs' tokens cross the trigger (_fit)
         history = list(messages)  # the caller's list grows in place: keep our own
         replay = state.replay
-        if replay is not None and not replay.accepts(history, added):
+        if replay is not None and not replay.accepts(new, added):
             return None
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).

@@ -17,6 +17,7 @@ from ..stages.alternation import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.base import Context
 from ..stages.cap import truncate
 from ..stages.pairing import pair_in
+from ..stages.single_call import parallel_blocks, split_message
 from ..stages.snip import FLATTENED_RESULT
 from .policy import IdStyle, Policy
 
@@ -254,52 +255,47 @@ def split_parallel_calls(messages: list[Message], ctx: Context) -> list[Message]
 
     Llama 3.x templates raise "This model only supports single tool-calls at once!";
     splitting ``[A(c1, c2), r1, r2]`` into ``[A(c1), r1, A(c2), r2]`` keeps every call
-    and result, in order. The text stays on the first of the split messages.
+    and result, in order. The text stays on the first of the split messages. Which
+    messages split, and how, is stages.single_call's rule: the cache policy decides its
+    cuts on the same split turns.
     """
     if not _policy(ctx).single_tool_call:
         return messages
     messages = _drop_empty_calls_key(messages, ctx)
+    blocks = parallel_blocks(messages)
+    if not blocks:
+        return messages
     out: list[Message] = []
-    index = 0
-    changed = False
-    while index < len(messages):
-        message = messages[index]
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        block_end = index + 1
-        while block_end < len(messages) and messages[block_end].get("role") == "tool":
-            block_end += 1
-        results = {m.get("tool_call_id"): m for m in messages[index + 1 : block_end]}
-        ids = [c.get("id") for c in calls] if isinstance(calls, list) else []
-        if len(ids) < 2 or sorted(map(str, results)) != sorted(map(str, ids)):
-            out.append(message)
-            index += 1
+    placed: set[int] = set()
+    for index, message in enumerate(messages):
+        if index in placed:
             continue
-        changed = True
-        parts = [{**message, "tool_calls": [call]} for call in calls or ()]
-        for part in parts[1:]:
-            part["content"] = None if message.get("content") is None else ""
+        results = blocks.get(index)
+        if results is None:
+            out.append(message)
+            continue
+        parts = split_message(message)
         ctx.record(
             "split",
             "repair",
             len(out),
-            f"{len(ids)} parallel tool calls sent as {len(ids)} single-call turns",
+            f"{len(parts)} parallel tool calls sent as {len(parts)} single-call turns",
             tokens_saved=ctx.tokens(message) - ctx.tokens(parts[0]),
         )
-        for n, part in enumerate(parts):
-            call_id = part["tool_calls"][0].get("id")
+        for n, (part, result) in enumerate(zip(parts, results, strict=True)):
             if n:
                 ctx.record(
                     "split",
                     "insert",
                     len(out),
                     "assistant turn for one tool call",
-                    tool_call_id=call_id,
+                    tool_call_id=part["tool_calls"][0].get("id"),
                     tokens_saved=-ctx.tokens(part),
                 )
             out.append(part)
-            out.append(results[call_id])
-        index = block_end
-    return out if changed else messages
+            out.append(messages[result])
+            placed.add(result)
+    return out
 
 
 # -- fields ----------------------------------------------------------------------------------

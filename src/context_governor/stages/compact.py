@@ -19,6 +19,12 @@ its turn, so old prompts do not pile up in the head. One note, whose text depend
 on the cut alone, says where and how much was removed; it rides in a user message
 (see CutNote) and its tokens are part of the replayed totals.
 
+A model that takes one tool call per turn (Llama 3.x) gets each parallel call as
+single-call turns; the plan is made on those turns (stages/single_call.py), as a
+second pass over the output would see them, so a cut inside a long turn may fall
+between two calls of one message. compact() maps it back: the calls before the cut
+leave their message with their results, and the report names the caller's indices.
+
 The walk costs O(n) integer work over cached per-message token counts.
 """
 
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
@@ -35,6 +41,7 @@ from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
+from .single_call import keep_from, sent_view
 from .snip import snip
 from .summary import SUMMARY_SLACK, summary_note, summary_room
 
@@ -135,10 +142,12 @@ class _RoleTally:
         self.assistants = [0]
         self.users = [0]
 
-    def add(self, role: Any) -> None:
-        self.kept.append(self.kept[-1] + (role != "system"))
-        self.assistants.append(self.assistants[-1] + (role == "assistant"))
-        self.users.append(self.users[-1] + (role == "user"))
+    def add(self, role: Any, counted: bool = True) -> None:
+        """One more position; ``counted`` False (a split turn that does not complete the
+        removal of a history message: see _cut_note) adds nothing to the counts."""
+        self.kept.append(self.kept[-1] + (counted and role != "system"))
+        self.assistants.append(self.assistants[-1] + (counted and role == "assistant"))
+        self.users.append(self.users[-1] + (counted and role == "user"))
 
     def between(self, head: int, cut: int) -> tuple[int, int, int]:
         """(non-system, assistant, user) messages in [head, cut)."""
@@ -155,13 +164,17 @@ def _cut_note(
     cut: int,
     pin: int | None,
     tally: _RoleTally | None = None,
+    counted: list[bool] | None = None,
 ) -> CutNote:
     """The note for a cut at ``cut``, ``pin`` kept behind it. Counts what the cut removes:
     everything in [head, cut) but system messages and the pin (from ``tally`` when it
-    covers [0, cut), else by walking the range)."""
+    covers [0, cut), else by walking the range). ``counted`` (a replay on split turns)
+    says which positions complete the removal of a history message: the last turn of a
+    split call, so the note counts the caller's messages, as the report does; the tally
+    was built with the same flags."""
     if tally is not None and cut < len(tally.kept):
         removed, turns, users = tally.between(head, cut)
-        if pin is not None and head <= pin < cut:
+        if pin is not None and head <= pin < cut and (counted is None or counted[pin]):
             role = messages[pin].get("role")
             removed -= role != "system"
             turns -= role == "assistant"
@@ -170,7 +183,7 @@ def _cut_note(
         removed = turns = users = 0
         for i in range(head, cut):
             role = messages[i].get("role")
-            if role == "system" or i == pin:
+            if role == "system" or i == pin or (counted is not None and not counted[i]):
                 continue
             removed += 1
             turns += role == "assistant"
@@ -198,8 +211,11 @@ class Replay:
         policy: CompactionPolicy,
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
         force_final: bool = False,
+        counted: list[bool] | None = None,
     ) -> None:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
+        #: which positions the note counts (None: all; see _cut_note)
+        self.counted = counted
         self.budget, self.policy = budget, policy
         #: extra tokens the note of a cut adds (None: the policy has no note)
         has_note = policy.cut_note is not None or policy.summary is not None
@@ -226,7 +242,7 @@ class Replay:
             i = self.j
             role = self.m[i].get("role")
             self.total += self.t[i]
-            self.tally.add(role)
+            self.tally.add(role, self.counted is None or self.counted[i])
             if role == "tool":
                 self.results.append(i)
             elif role == "user":
@@ -244,34 +260,39 @@ class Replay:
         """Continue the replay over messages appended to the history, if no request
         among them would compact; False (and nothing changed) otherwise.
 
-        ``messages`` is the whole new history, ``tokens`` the counts of the new part.
+        ``messages`` is the whole new history, ``tokens`` the counts of the new part. The
+        replay may stand on the history as a one-call-per-turn model gets it (longer than
+        the history: see compact()); the new part is then appended to that view (a new part
+        with a parallel call to split never gets here: its repair is an action).
         """
         n = self.j
+        new = messages[len(messages) - len(tokens) :]
         compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
-        if compacted_at_end and n < len(messages) and messages[n].get("role") != "assistant":
+        if compacted_at_end and new and new[0].get("role") != "assistant":
             return False  # the compaction at the old end was for a request never made
         trigger = self.policy.thresholds(self.budget)[0]
         total = self.total
         for k, count in enumerate(tokens):
-            j = n + k
-            if j > n and messages[j].get("role") == "assistant" and total > trigger:
+            if k and new[k].get("role") == "assistant" and total > trigger:
                 return False
             total += count
         if total > trigger:
             return False
-        self.m = messages
+        self.m = messages if len(messages) == n + len(new) else [*self.m[:n], *new]
+        if self.counted is not None:
+            self.counted.extend(True for _ in new)
         self.t.extend(tokens)
-        self.advance(len(messages))
+        self.advance(len(self.m))
         return True
 
-    def accepts(self, messages: list[Message], added: int) -> bool:
-        """Whether ``extend(messages, tokens)`` would accept new messages whose counts add
-        up to at most ``added`` (an upper bound will do: the replay's totals only grow, so
-        the last request is the one nearest the trigger, and fewer tokens never compact
-        where more did not). Lets a Governor decide before it has the exact counts."""
+    def accepts(self, new: list[Message], added: int) -> bool:
+        """Whether ``extend`` would accept the messages ``new`` whose counts add up to at
+        most ``added`` (an upper bound will do: the replay's totals only grow, so the last
+        request is the one nearest the trigger, and fewer tokens never compact where more
+        did not). Lets a Governor decide before it has the exact counts."""
         n = self.j
         compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
-        if compacted_at_end and n < len(messages) and messages[n].get("role") != "assistant":
+        if compacted_at_end and new and new[0].get("role") != "assistant":
             return False
         return self.total + added <= self.policy.thresholds(self.budget)[0]
 
@@ -412,7 +433,9 @@ class Replay:
             return self.plan.note
         if self.note_cost is None:
             return None
-        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut), self.tally)
+        return _cut_note(
+            self.m, self.plan.head, cut, self._pin_for(cut), self.tally, self.counted
+        )
 
     def _note_tokens(self, note: CutNote | None) -> int:
         if note is None or self.note_cost is None:
@@ -444,6 +467,7 @@ def replay_history(
     policy: CompactionPolicy,
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
     force_final: bool = False,
+    counted: list[bool] | None = None,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
@@ -455,6 +479,7 @@ def replay_history(
         policy,
         note_tokens,
         force_final,
+        counted,
     )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
@@ -499,10 +524,17 @@ def noted(
     return {**message, "content": merge_contents(content, text)}
 
 
-def plan_replay(messages: list[Message], tokens: list[int], ctx: Context, budget: int) -> Replay:
+def plan_replay(
+    messages: list[Message],
+    tokens: list[int],
+    ctx: Context,
+    budget: int,
+    counted: list[bool] | None = None,
+) -> Replay:
     """The cache policy's replay over ``messages`` (``tokens``: their counts) with the
     context's settings: what compact() applies, and what pipeline._fit asks of a
-    governed output to tell whether a second pass would compact it."""
+    governed output to tell whether a second pass would compact it. ``counted``: see
+    _cut_note."""
     policy = _policy(ctx)
     placeholders: dict[int, Message] = {}
 
@@ -527,6 +559,7 @@ def plan_replay(messages: list[Message], tokens: list[int], ctx: Context, budget
         policy,
         note_tokens,
         ctx.compact_final,
+        counted,
     )
 
 
@@ -546,42 +579,64 @@ def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
     return bool(plan.cleared) or plan.cut != plan.head
 
 
+def _one_call_per_turn(ctx: Context) -> bool:
+    return ctx.policy is not None and ctx.policy.single_tool_call
+
+
 def compact(messages: list[Message], ctx: Context) -> list[Message]:
     """Apply the cache policy's plan: cut the oldest turns after the head, say so where
     the history was cut, and replace the cleared results by placeholders. Everything
-    done is an action in the report."""
+    done is an action in the report.
+
+    For a model that takes one call per turn, the plan is made on the history as that
+    model gets it (stages.single_call: each parallel call split into single-call turns),
+    since that is what a second pass sees: a turn too long to keep whole can then be cut
+    between its calls. The cut is applied to ``messages`` themselves (the calls before it
+    leave their message with their results) and reported at their own indices."""
     policy, budget = _policy(ctx), ctx.budget
     if budget is None or budget <= 0 or not messages:
         return messages
-    tokens = [ctx.tokens(m) for m in messages]
-    replay = plan_replay(messages, tokens, ctx, budget)
+    view = sent_view(messages) if _one_call_per_turn(ctx) else None
+    seen = messages if view is None else view.messages
+    tokens = [ctx.tokens(m) for m in seen]
+    replay = plan_replay(seen, tokens, ctx, budget, None if view is None else view.counted())
     ctx.scratch["replay"] = replay
     plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:
         return messages
+    at: Callable[[int], int] = (lambda v: v) if view is None else view.at
     out: list[Message] = []
     cleared_calls: set[str] = set()
     note = plan.note
     text = None
     if note is not None and policy.summary is not None:
-        text = summary_note(messages, plan, note, policy.summary, ctx)
+        mark = len(ctx.actions)
+        text = summary_note(seen, plan, note, policy.summary, ctx)
+        # its actions name positions of what it read: the caller's indices, as ours do
+        ctx.actions[mark:] = [replace(a, index=at(a.index)) for a in ctx.actions[mark:]]
         if text is None and policy.cut_note is None:
             note = None  # no summary to be had, and the plain note is off
-    cut_count = sum(1 for i in range(plan.head, plan.cut) if not plan.kept(i, messages[i]))
+    cut_count = 0
     for i, message in enumerate(messages):
-        if not plan.kept(i, message):
+        turns = [i] if view is None else view.where[i]
+        kept = [v for v in turns if plan.kept(v, seen[v])]
+        if not kept:
+            cut_count += 1
             ctx.record(
                 STAGE,
                 "drop",
                 i,
-                f"old turn cut (compaction at message {_when(plan, i)})",
+                f"old turn cut (compaction at message {at(_when(plan, turns[-1]))})",
                 tool_call_id=message.get("tool_call_id"),
-                tokens_saved=tokens[i],
+                tokens_saved=ctx.tokens(message),
             )
             continue
-        if note is not None and i == note.at:
-            message = _place_note(note, message, policy, plan, ctx, out, text)
-        if i in plan.cleared:
+        if note is not None and note.at == kept[0]:
+            message = _place_note(note, i, message, policy, plan, ctx, out, text, at)
+        if len(kept) < len(turns) and view is not None:
+            message = _cut_calls(i, message, view.turn[kept[0]], plan, ctx, at)
+        v = kept[0]
+        if v in plan.cleared:
             replaced = _cleared(message, policy, ctx)
             cleared_calls.add(str(message.get("tool_call_id")))
             ctx.record(
@@ -590,46 +645,71 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
                 i,
                 f"old {message.get('name') or 'tool'} result "
                 f"({_chars(message.get('content'))} chars) cleared "
-                f"(compaction at message {plan.cleared[i]})",
+                f"(compaction at message {at(plan.cleared[v])})",
                 tool_call_id=message.get("tool_call_id"),
-                tokens_saved=tokens[i] - ctx.tokens(replaced),
+                tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
             )
             message = replaced
         out.append(message)
     if policy.clear_arguments and cleared_calls:
         out = _clear_arguments(out, cleared_calls, ctx)
-    if plan.head < plan.cut < len(messages) and messages[plan.cut].get("role") != "user":
-        owner = plan.pinned if plan.pinned is not None else _last_user_before(messages, plan.head)
-        kept = (
-            f"its user message (message {owner}) is kept"
+    if plan.head < plan.cut < len(seen) and seen[plan.cut].get("role") != "user":
+        owner = plan.pinned if plan.pinned is not None else _last_user_before(seen, plan.head)
+        kept_text = (
+            f"its user message (message {at(owner)}) is kept"
             if owner >= 0
             else "no user message precedes it, so the note on the cut is one"
         )
         ctx.notes.append(
             f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
-            f"{kept} and the turn resumes at message {plan.cut}"
+            f"{kept_text} and the turn resumes at message {at(plan.cut)}"
         )
     ctx.notes.append(
         f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
-        f"{plan.compactions[-1]}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool results "
-        f"cleared, {cut_count} messages cut"
+        f"{at(plan.compactions[-1])}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool "
+        f"results cleared, {cut_count} messages cut"
     )
     return out
 
 
+def _cut_calls(
+    index: int,
+    message: Message,
+    first: int,
+    plan: Plan,
+    ctx: Context,
+    at: Callable[[int], int],
+) -> Message:
+    """``message`` (a parallel call the cut is inside) without its calls before ``first``,
+    whose results the cut removes too. Reported as a replacement at ``index``."""
+    trimmed = keep_from(message, first)
+    ctx.record(
+        STAGE,
+        "replace",
+        index,
+        f"the cut is inside this parallel call (sent one call per turn): its first {first} "
+        f"of {len(message['tool_calls'])} calls cut with their results, the rest kept "
+        f"(compaction at message {at(_when(plan, plan.cut - 1))})",
+        tokens_saved=ctx.tokens(message) - ctx.tokens(trimmed),
+    )
+    return trimmed
+
+
 def _place_note(
     note: CutNote,
+    index: int,
     message: Message,
     policy: CompactionPolicy,
     plan: Plan,
     ctx: Context,
     out: list[Message],
     text: str | None = None,
+    at: Callable[[int], int] = lambda v: v,
 ) -> Message:
     """Put the note on the cut (or the summary ``text`` in its place): as its own user
     message before ``message`` (appended to ``out``), or folded into ``message``, which
-    is returned. Reported either way."""
-    when = _when(plan, plan.cut - 1)
+    is returned. Reported either way, at ``index`` (``message``'s own)."""
+    when = at(_when(plan, plan.cut - 1))
     what = "note" if text is None else "summary"
     if note.how == "insert":
         inserted = noted(note, policy, None, text)
@@ -637,7 +717,7 @@ def _place_note(
         ctx.record(
             STAGE,
             "insert",
-            note.at,
+            index,
             f"{what} where older history was cut: {note.messages} messages removed "
             f"(compaction at message {when})",
             tokens_saved=-ctx.tokens(inserted),
@@ -648,7 +728,7 @@ def _place_note(
     ctx.record(
         STAGE,
         "replace",
-        note.at,
+        index,
         f"{what} on the cut added {where} this user message's text: {note.messages} "
         f"older messages removed (compaction at message {when})",
         tokens_saved=ctx.tokens(message) - ctx.tokens(folded),
