@@ -52,6 +52,10 @@ DEFAULT_CUT_NOTE = (
 )
 
 
+#: Under ``adaptive_target``, the calls' worth of growth a compaction leaves room for.
+ADAPTIVE_BAND_CALLS = 50
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
     """How to spend the budget. See the module docstring; every field has a safe default.
@@ -85,6 +89,9 @@ class CompactionPolicy:
     offload_dir: Path | None = None
     cut_note: str | None = DEFAULT_CUT_NOTE
     summary: Summaries | None = None
+    #: Derive the target of each compaction from the history instead of using ``target``
+    #: as it is (see ``adaptive_goal``). Off keeps the fixed target.
+    adaptive_target: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -120,6 +127,26 @@ class CompactionPolicy:
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
             object.__setattr__(self, "offload_dir", Path(self.offload_dir))
+
+    def adaptive_goal(self, trigger: int, target: int, span: int, growth: float) -> int:
+        """The target of one compaction under ``adaptive_target``, from the request alone.
+
+        ``span`` is what the request would keep if it kept the turns of its newest
+        ``keep_recent`` tool results (and the head); ``growth`` is the mean number of
+        tokens the history gained per model call so far. The goal keeps that span when
+        it can, but never goes above ``trigger - ADAPTIVE_BAND_CALLS * growth`` (the room
+        left until the next compaction must last about that many calls: a compaction
+        re-sends what it keeps uncached, so fast-growing histories must keep less) and
+        never below half the fixed target (a cut deeper than that buys little room and
+        loses the conversation). Why: on shapes whose results are small (web search) the
+        fixed target keeps far more than the recent results and compacts too often; on
+        shapes whose tools are rare (chat) it cuts the recent results away; on shapes
+        that grow fast (big reads, parallel bursts) it keeps too much for the room
+        left. Measured per shape in docs/benchmarks.md.
+        """
+        floor = target // 2
+        ceiling = max(floor, int(trigger - ADAPTIVE_BAND_CALLS * growth))
+        return min(max(span, floor), ceiling, trigger)
 
     def thresholds(self, budget: int) -> tuple[int, int]:
         """(trigger, target) in tokens for ``budget``."""

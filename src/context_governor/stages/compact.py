@@ -176,6 +176,8 @@ class Replay:
         self.last_user = -1
         self.last_assistant = -1
         self.first_user = -1  # the first user message after the head
+        self.grown = 0  # tokens of the messages after the head, as written (adaptive goal)
+        self.calls = 0  # model turns so far (adaptive goal)
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -185,6 +187,8 @@ class Replay:
             i = self.j
             role = self.m[i].get("role")
             self.total += self.t[i]
+            if i >= self.plan.head:
+                self.grown += self.t[i]
             if role == "tool":
                 self.results.append(i)
             elif role == "user":
@@ -196,6 +200,7 @@ class Replay:
                 # model turn: taking it for one would let a second pass cut the turn
                 # before it, which this pass (without the bridge) kept whole
                 self.last_assistant = i
+                self.calls += 1
             self.j += 1
 
     def extend(self, messages: list[Message], tokens: list[int]) -> bool:
@@ -318,6 +323,8 @@ class Replay:
         forced = final and self.force_final
         if self.total <= trigger and not forced:
             return
+        if policy.adaptive_target:
+            goal = policy.adaptive_goal(trigger, goal, self._recent_span(), self._growth())
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -353,6 +360,26 @@ class Replay:
             or not self.clearable(self.results[self.clear_ptr])
         ):
             self.clear_ptr += 1
+
+    def _growth(self) -> float:
+        """Mean tokens the history gained per model call so far (the prefix's own)."""
+        return self.grown / max(1, self.calls)
+
+    def _recent_span(self) -> int:
+        """Tokens the request keeps if it keeps the turns of its newest ``keep_recent``
+        tool results: the total less what lies between the cut and that turn."""
+        keep = self.policy.keep_recent
+        if keep <= 0 or len(self.results) < keep:
+            return self.total
+        start = self.results[-keep]
+        while start > self.plan.cut and self.m[start].get("role") != "assistant":
+            start -= 1
+        dropped = sum(
+            self.cost(i)
+            for i in range(self.plan.cut, start)
+            if self.m[i].get("role") != "system" and i != self.plan.pinned
+        )
+        return self.total - dropped
 
     def _note(self, cut: int) -> CutNote | None:
         if cut == self.plan.cut:
