@@ -356,11 +356,6 @@ class ShapeRun:
         return sum(s.tokens for s in which.steps) / max(1, len(which.steps))
 
 
-def cost(run: Run, pricing: CachePricing) -> float:
-    """The run's input cost under ``pricing``, in uncached-token units."""
-    return sum(pricing.request_cost(s.tokens, s.cached) for s in run.steps)
-
-
 def describe(replay: Replay) -> dict[str, Any]:
     """What a shape looks like: steps, messages, tool results, calls per tool step."""
     results = [len(m["content"]) for m in replay.messages if m["role"] == "tool"]
@@ -416,7 +411,7 @@ def verdict(r: ShapeRun, pricings: Sequence[CachePricing] = PRICINGS) -> Verdict
     a, b = r.ours.at(r.steps), r.seed.at(r.steps)
     return Verdict(
         share=a["share"],
-        costs={p.name: cost(r.ours, p) / cost(r.seed, p) for p in pricings},
+        costs={p.name: r.ours.cost(p) / r.seed.cost(p) for p in pricings},
         verbatim=(a["mean_recent_tool_results"], b["mean_recent_tool_results"]),
         over_budget=a["over_budget"],
         invalid=a["invalid"],

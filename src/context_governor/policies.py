@@ -133,20 +133,20 @@ class CompactionPolicy:
 
         ``span`` is what the request would keep if it kept the turns of its newest
         ``keep_recent`` tool results (and the head); ``growth`` is the mean number of
-        tokens the history gained per model call so far. The goal keeps that span when
-        it can, but never goes above ``trigger - ADAPTIVE_BAND_CALLS * growth`` (the room
-        left until the next compaction must last about that many calls: a compaction
-        re-sends what it keeps uncached, so fast-growing histories must keep less) and
-        never below half the fixed target (a cut deeper than that buys little room and
-        loses the conversation). Why: on shapes whose results are small (web search) the
-        fixed target keeps far more than the recent results and compacts too often; on
-        shapes whose tools are rare (chat) it cuts the recent results away; on shapes
-        that grow fast (big reads, parallel bursts) it keeps too much for the room
-        left. Measured per shape in docs/benchmarks.md.
+        tokens the history gained per model call so far. When the span is under the
+        fixed ``target``, the goal is the span (never under half the target): keeping
+        more than the recent results only shortens the room until the next compaction,
+        and each compaction re-sends what it keeps uncached. When the span is over the
+        target, the goal grows toward it while the room left until the trigger still
+        lasts ``ADAPTIVE_BAND_CALLS`` calls of growth, and stays at the target
+        otherwise. Why: on shapes whose results are small (web search) the fixed target
+        keeps far more than the recent results and compacts too often; on shapes whose
+        tools are rare (chat) it cuts the recent results away. Measured per shape in
+        docs/benchmarks.md.
         """
-        floor = target // 2
-        ceiling = max(floor, int(trigger - ADAPTIVE_BAND_CALLS * growth))
-        return min(max(span, floor), ceiling, trigger)
+        low = max(target // 2, min(span, target))
+        ceiling = max(low, int(trigger - ADAPTIVE_BAND_CALLS * growth))
+        return min(max(span, low), ceiling, trigger)
 
     def thresholds(self, budget: int) -> tuple[int, int]:
         """(trigger, target) in tokens for ``budget``."""

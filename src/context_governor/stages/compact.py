@@ -336,11 +336,7 @@ class Replay:
             chosen = [i for i in chosen if i >= cut]
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
-        if (
-            self.total - after < policy.min_savings
-            and self.total <= budget
-            and not forced
-        ):
+        if self.total - after < policy.min_savings and self.total <= budget and not forced:
             return  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
             return
@@ -367,17 +363,18 @@ class Replay:
 
     def _recent_span(self) -> int:
         """Tokens the request keeps if it keeps the turns of its newest ``keep_recent``
-        tool results: the total less what lies between the cut and that turn."""
+        tool results: the total less what a cut at the newest legal cut before the oldest
+        of them removes (counted as cut_to counts it, so that cut_to stops there)."""
         keep = self.policy.keep_recent
         if keep <= 0 or len(self.results) < keep:
             return self.total
         start = self.results[-keep]
-        while start > self.plan.cut and self.m[start].get("role") != "assistant":
+        while start > self.plan.cut and not self._legal_cut(start):
             start -= 1
         dropped = sum(
             self.cost(i)
             for i in range(self.plan.cut, start)
-            if self.m[i].get("role") != "system" and i != self.plan.pinned
+            if self.m[i].get("role") != "system" and i != self.last_user
         )
         return self.total - dropped
 
