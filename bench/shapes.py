@@ -346,8 +346,9 @@ class ShapeRun:
     new_tokens: tuple[int, ...]
 
     def share_ceiling(self) -> float:
-        """The cached-prefix share ours would have if every request reused all of the
-        previous one: only what the step itself added is uncached."""
+        """About the cached-prefix share ours would have if every request reused all of
+        the previous one: only what the step itself added is uncached (counted as
+        written; a result shortened to fit is counted whole, so this is approximate)."""
         sent = sum(s.tokens for s in self.ours.steps)
         new = sum(min(n, s.tokens) for n, s in zip(self.new_tokens, self.ours.steps, strict=True))
         return 1 - new / sent if sent else 0.0
@@ -429,7 +430,7 @@ def misses(r: ShapeRun, pricings: Sequence[CachePricing] = PRICINGS) -> list[str
         out.append(
             f"share {v.share:.1%} < {goal:.0%}: the tokens each step adds are "
             f"{1 - ceiling:.1%} of all tokens sent, so even a request that reused all of the "
-            f"previous one every time would reach {ceiling:.1%}"
+            f"previous one every time would reach only about {ceiling:.1%}"
         )
     over = [p for p in pricings if v.costs[p.name] > COST_GOAL]
     if over:
