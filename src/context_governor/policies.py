@@ -70,6 +70,8 @@ class CompactionPolicy:
     are what was removed); None leaves the model untold. ``summary`` (a
     ``summary.Summaries``) replaces each cut block by one stored summary where the
     note goes (the plain note when no summary can be had; see docs/summaries.md).
+    ``adaptive_target`` derives each compaction's target from the request instead of
+    using ``target`` as it is (``adaptive_goal``; docs/session-shapes.md).
     """
 
     kind: PolicyKind = "cache"
