@@ -473,7 +473,7 @@ def render(results: Sequence[ShapeRun], pricings: Sequence[CachePricing] = PRICI
         f"The cache policy's targets on five kinds of session of {steps} model calls each "
         "(bench/shapes.py, fixed seeds), against the seed policy (Nanobot's profile), "
         "priced under each provider's prompt-cache prices (table at the end; "
-        "docs/pipeline.md explains the cost model and `adaptive_target`). Each shape is "
+        "docs/session-shapes.md explains the cost model and `adaptive_target`). Each shape is "
         "run with the default policy and with `CompactionPolicy(adaptive_target=True)`. "
         "Targets: cached-prefix share ≥ 97% at 128k and ≥ 88% at 32k; input cost ≤ "
         f"{COST_GOAL}× the seed policy's under every pricing; newest tool results kept "
