@@ -14,7 +14,8 @@ and we look at the request it would send:
 * **cached-prefix share**: cached-prefix tokens / tokens, summed over the requests
   up to a mark (token-weighted);
 * **effective input cost**: sum over requests of uncached + 0.1 x cached tokens
-  (cached input at a tenth of the price, as OpenAI's and Anthropic's caches bill it);
+  (cached input at a tenth of the price: ``pricing.FLAT``); ``Run.cost(pricing)`` prices
+  the same requests under one provider's read and write prices (bench/pricing.py);
 * **within budget**: the governor's own report (its own counter) says the request
   fits ``context_window - max_output - 1024``;
 * **valid**: ``context_governor.providers.validate`` finds no rule of the target
@@ -41,11 +42,12 @@ from context_governor import Governor
 from context_governor.providers import validate
 from context_governor.tokens import ExactCounter, exact_counter
 
+from .pricing import FLAT, CachePricing
 from .sessions import Message, Replay
 
 MAX_OUTPUT = 4096
 SAFETY_BUFFER = 1024
-CACHED_PRICE = 0.1
+CACHED_PRICE = FLAT.read
 RECENT_WINDOWS = (20, 50)
 
 
@@ -184,6 +186,10 @@ class Run:
     window: int
     budget: int
     steps: list[StepMetrics] = field(default_factory=list)
+
+    def cost(self, pricing: CachePricing, mark: int | None = None) -> float:
+        """Input cost of steps 1..mark (all) under ``pricing``, in uncached-token units."""
+        return sum(pricing.request_cost(s.tokens, s.cached) for s in self.steps[:mark])
 
     def at(self, mark: int) -> dict[str, Any]:
         """Figures over steps 1..mark (cumulative) and at step ``mark``."""

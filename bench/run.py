@@ -1,8 +1,9 @@
 """Entry point: ``python -m bench.run [--quick] [--steps N] [--out docs/benchmarks.md]``.
 
-Runs the speed benchmark (bench/speed.py) and the cache benchmark
-(bench/cache.py), prints the tables with a PASS/MISS line per target, and writes
-them to the output file as Markdown. Progress goes to stderr.
+Runs the speed benchmark (bench/speed.py), the cache benchmark (bench/cache.py) and
+the per-section modules (session shapes, summaries, counters, ...), prints the tables
+with a PASS/MISS line per target, and writes them to the output file as Markdown.
+Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from . import (
     messages_request,
     proxy_cost,
     responses_request,
+    shapes,
     summaries,
 )
 from .cache import RECENT_WINDOWS, Run, marks, run_cache
@@ -679,6 +681,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     progress("summary compaction on the replay")
     sections.append(summaries.section(summaries.run(steps, (128_000, 32_000)), steps))
+    progress("session shapes: the cache policy's targets per shape and provider pricing")
+    sections.append(shapes.render(shapes.run(steps)))
     progress("exact token counters: exactness, speed, cold start")
     texts, cold_runs = (500, 1) if args.quick else (20_000, 5)
     sections.append(

@@ -336,7 +336,11 @@ def _fit(lines: Iterator[str] | list[str], size: int) -> str:
 
 
 class _Session:
-    """Generates one session step by step."""
+    """Generates one session step by step. bench/shapes.py derives other session shapes
+    from it by overriding ``kinds``, ``_n_calls``, ``_tool`` or ``step``."""
+
+    #: (tool kind, weight) of each call
+    kinds: tuple[tuple[str, float], ...] = _KINDS
 
     def __init__(self, seed: int, variant: int) -> None:
         self.rng = random.Random(seed)
@@ -367,11 +371,19 @@ class _Session:
                 {"role": "assistant", "content": self._final_answer()},
                 {"role": "user", "content": TASKS[self.task % len(TASKS)]},
             ]
-        n_calls = rng.choice((2, 2, 3)) if rng.random() < PARALLEL_SHARE else 1
+        return self.tool_step(self._n_calls())
+
+    def _n_calls(self) -> int:
+        """How many calls the next tool step makes (in parallel when more than one)."""
+        return self.rng.choice((2, 2, 3)) if self.rng.random() < PARALLEL_SHARE else 1
+
+    def tool_step(self, n_calls: int) -> list[Message]:
+        """One model call that makes ``n_calls`` tool calls, and their results."""
+        rng = self.rng
         calls: list[dict[str, Any]] = []
         results: list[Message] = []
         for _ in range(n_calls):
-            kind = rng.choices([k for k, _ in _KINDS], [w for _, w in _KINDS])[0]
+            kind = rng.choices([k for k, _ in self.kinds], [w for _, w in self.kinds])[0]
             name, args, output = self._tool(kind)
             call_id = self._call_id()
             calls.append(

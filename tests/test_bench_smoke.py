@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import cache, run, sessions, speed  # noqa: E402
+from bench import cache, pricing, run, sessions, shapes, speed  # noqa: E402
+from bench.anthropic_cache import write_section  # noqa: E402
 
 STEPS = 20
 
@@ -202,6 +203,68 @@ def test_quick_run_writes_the_report(tmp_path: Path) -> None:
     assert "## Governing a long Responses session, next to Chat Completions" in text
     for heading in ("## Summary compaction", "## Exact token counters", "## Proxy per-request cost"):
         assert heading in text
+    assert shapes.HEADING in text
+
+
+def test_pricing_prices_reads_and_writes_per_provider() -> None:
+    assert pricing.FLAT.request_cost(10_000, 8_000) == cache.effective_cost(2_000, 8_000)
+    # Anthropic: what was not read is written at 1.25x, reads at 0.1x
+    assert pricing.ANTHROPIC.request_cost(10_000, 8_000) == pytest.approx(2_000 * 1.25 + 800)
+    assert pricing.ANTHROPIC.request_cost(5_000, 0) == pytest.approx(6_250)
+    # OpenAI gpt-4o: no write charge, reads at half price
+    assert pricing.OPENAI_4O.request_cost(10_000, 8_000) == pytest.approx(2_000 + 4_000)
+    # under the smallest cacheable prompt nothing is read or written
+    assert pricing.ANTHROPIC.request_cost(900, 800) == 900
+    assert pricing.OPENAI_4O.request_cost(900, 800) == 900
+    assert pricing.GEMINI_25.request_cost(3_000, 2_100) == pytest.approx(900 + 210)
+    assert pricing.GEMINI_25.request_cost(3_000, 1_500) == 3_000  # under its 2,048
+    assert set(pricing.PRICES) >= {"anthropic", "openai-4o", "openai-4.1", "openai-5"}
+
+
+def test_run_cost_under_flat_pricing_is_the_effective_cost(replay: sessions.Replay) -> None:
+    r = cache.measure(cache.governor("cache", profile="openai"), replay, 32_000)
+    assert r.cost(pricing.FLAT) == pytest.approx(r.at(STEPS)["cost"])
+    # a dearer cached read never makes a run cheaper
+    assert r.cost(pricing.OPENAI_4O) >= r.cost(pricing.OPENAI_5)
+
+
+def test_session_shapes_are_deterministic_and_shaped_like_their_names() -> None:
+    by_key = {s.key: s.make(120) for s in shapes.SHAPES}
+    assert set(by_key) == {"coding", "big-reads", "research", "chat", "bursts"}
+    for key, replay in by_key.items():
+        again = shapes.SHAPES[list(by_key).index(key)].make(120)
+        assert json.dumps(replay.to_json()) == json.dumps(again.to_json()), key
+        assert len(replay.steps) == 120
+        for step in replay.steps[1:]:
+            assert step[0]["role"] == "assistant"
+            ids = [c["id"] for c in step[0].get("tool_calls") or ()]
+            assert [m["tool_call_id"] for m in step if m["role"] == "tool"] == ids
+    assert by_key["coding"] == sessions.coding_session(120)
+    size = {k: shapes.describe(r) for k, r in by_key.items()}
+    assert 20_000 <= size["big-reads"]["result_chars_max"] <= 61_000
+    research = [m for m in by_key["research"].messages if m["role"] == "tool"]
+    assert all(300 <= len(m["content"]) <= 2_000 for m in research)
+    assert size["research"]["tool_results"] >= 3 * size["research"]["tool_steps"]
+    assert 0 < size["chat"]["tool_steps"] <= 0.2 * 120
+    assert 8 <= size["bursts"]["max_parallel"] <= 20
+
+
+def test_session_shapes_quick_run_renders_its_own_section(tmp_path: Path) -> None:
+    results = shapes.run(8, windows=(32_000,))
+    assert len(results) == 2 * len(shapes.SHAPES)  # the default and adaptive_target
+    for r in results:
+        v = shapes.verdict(r)
+        assert 0.0 <= v.share <= 1.0 and 0.0 <= r.share_ceiling() <= 1.0
+        assert all(ratio > 0 for ratio in v.costs.values())
+    section = shapes.render(results)
+    assert section.startswith(shapes.HEADING + "\n")
+    assert section.count("| 32,000 |") == len(results)
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# B\n\n## A\n\nkeep\n\n## Session shapes\n\nold\n\n## Method\n\nm\n")
+    write_section(doc, section)
+    text = doc.read_text(encoding="utf-8")
+    assert "old" not in text and "keep" in text and text.rstrip().endswith("m")
+    assert text.count(shapes.HEADING) == 1
 
 
 def test_nanobot_side_times_every_step() -> None:

@@ -52,6 +52,10 @@ DEFAULT_CUT_NOTE = (
 )
 
 
+#: Under ``adaptive_target``, the calls' worth of growth a compaction leaves room for.
+ADAPTIVE_BAND_CALLS = 50
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
     """How to spend the budget. See the module docstring; every field has a safe default.
@@ -66,6 +70,8 @@ class CompactionPolicy:
     are what was removed); None leaves the model untold. ``summary`` (a
     ``summary.Summaries``) replaces each cut block by one stored summary where the
     note goes (the plain note when no summary can be had; see docs/summaries.md).
+    ``adaptive_target`` derives each compaction's target from the request instead of
+    using ``target`` as it is (``adaptive_goal``; docs/session-shapes.md).
     """
 
     kind: PolicyKind = "cache"
@@ -85,6 +91,9 @@ class CompactionPolicy:
     offload_dir: Path | None = None
     cut_note: str | None = DEFAULT_CUT_NOTE
     summary: Summaries | None = None
+    #: Derive the target of each compaction from the history instead of using ``target``
+    #: as it is (see ``adaptive_goal``). Off keeps the fixed target.
+    adaptive_target: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -120,6 +129,26 @@ class CompactionPolicy:
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
             object.__setattr__(self, "offload_dir", Path(self.offload_dir))
+
+    def adaptive_goal(self, trigger: int, target: int, span: int, growth: float) -> int:
+        """The target of one compaction under ``adaptive_target``, from the request alone.
+
+        ``span`` is what the request would keep if it kept the turns of its newest
+        ``keep_recent`` tool results (and the head); ``growth`` is the mean number of
+        tokens the history gained per model call so far. When the span is under the
+        fixed ``target``, the goal is the span (never under half the target): keeping
+        more than the recent results only shortens the room until the next compaction,
+        and each compaction re-sends what it keeps uncached. When the span is over the
+        target, the goal grows toward it while the room left until the trigger still
+        lasts ``ADAPTIVE_BAND_CALLS`` calls of growth, and stays at the target
+        otherwise. Why: on shapes whose results are small (web search) the fixed target
+        keeps far more than the recent results and compacts too often; on shapes whose
+        tools are rare (chat) it cuts the recent results away. Measured per shape in
+        docs/benchmarks.md.
+        """
+        low = max(target // 2, min(span, target))
+        ceiling = max(low, int(trigger - ADAPTIVE_BAND_CALLS * growth))
+        return min(max(span, low), ceiling, trigger)
 
     def thresholds(self, budget: int) -> tuple[int, int]:
         """(trigger, target) in tokens for ``budget``."""

@@ -233,6 +233,8 @@ class Replay:
         self.last_assistant = -1
         self.first_user = -1  # the first user message after the head
         self.tally = _RoleTally()  # of the messages before self.j
+        self.grown = 0  # tokens of the messages after the head, as written (adaptive goal)
+        self.calls = 0  # model turns so far (adaptive goal)
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -243,6 +245,8 @@ class Replay:
             role = self.m[i].get("role")
             self.total += self.t[i]
             self.tally.add(role, self.counted is None or self.counted[i])
+            if i >= self.plan.head:
+                self.grown += self.t[i]
             if role == "tool":
                 self.results.append(i)
             elif role == "user":
@@ -254,6 +258,7 @@ class Replay:
                 # model turn: taking it for one would let a second pass cut the turn
                 # before it, which this pass (without the bridge) kept whole
                 self.last_assistant = i
+                self.calls += 1
             self.j += 1
 
     def extend(self, messages: list[Message], tokens: list[int]) -> bool:
@@ -392,6 +397,8 @@ class Replay:
         forced = final and self.force_final
         if self.total <= trigger and not forced:
             return
+        if policy.adaptive_target:
+            goal = policy.adaptive_goal(trigger, goal, self._recent_span(), self._growth())
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -403,11 +410,7 @@ class Replay:
             chosen = [i for i in chosen if i >= cut]
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
-        if (
-            self.total - after < policy.min_savings
-            and self.total <= budget
-            and not forced
-        ):
+        if self.total - after < policy.min_savings and self.total <= budget and not forced:
             return  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
             return
@@ -427,6 +430,27 @@ class Replay:
             or not self.clearable(self.results[self.clear_ptr])
         ):
             self.clear_ptr += 1
+
+    def _growth(self) -> float:
+        """Mean tokens the history gained per model call so far (the prefix's own)."""
+        return self.grown / max(1, self.calls)
+
+    def _recent_span(self) -> int:
+        """Tokens the request keeps if it keeps the turns of its newest ``keep_recent``
+        tool results: the total less what a cut at the newest legal cut before the oldest
+        of them removes (counted as cut_to counts it, so that cut_to stops there)."""
+        keep = self.policy.keep_recent
+        if keep <= 0 or len(self.results) < keep:
+            return self.total
+        start = self.results[-keep]
+        while start > self.plan.cut and not self._legal_cut(start):
+            start -= 1
+        dropped = sum(
+            self.cost(i)
+            for i in range(self.plan.cut, start)
+            if self.m[i].get("role") != "system" and i != self.last_user
+        )
+        return self.total - dropped
 
     def _note(self, cut: int) -> CutNote | None:
         if cut == self.plan.cut:

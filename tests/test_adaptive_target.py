@@ -1,0 +1,141 @@
+"""CompactionPolicy(adaptive_target=True): the target of each compaction derived from the
+history (policies.py ``adaptive_goal``, stages/compact.py ``_recent_span``/``_growth``).
+
+It must keep the cache policy's properties: a pure function of the request (a fresh
+process gives the same request as a long-lived Governor), requests only append between
+compactions, every request inside the budget and valid.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_governor import CompactionPolicy, Governor, govern
+from context_governor.policies import ADAPTIVE_BAND_CALLS
+from context_governor.providers import validate
+
+Message = dict[str, Any]
+ADAPTIVE = CompactionPolicy(adaptive_target=True)
+WINDOW = 32_000
+
+
+def _research(steps: int, seed: int = 3, low: int = 300, high: int = 1500) -> list[list[Message]]:
+    """A research agent's growing history: 1-6 parallel calls per step, small results."""
+    rng = random.Random(seed)
+    history: list[Message] = [
+        {"role": "system", "content": "You are a research agent."},
+        {"role": "user", "content": "Brief me on grid storage, with sources."},
+    ]
+    out = []
+    for step in range(steps):
+        if step and step % 25 == 0:
+            history.append({"role": "assistant", "content": f"Briefing {step}: " + "x " * 400})
+            history.append({"role": "user", "content": f"Now topic {step}."})
+        calls, results = [], []
+        for k in range(rng.randint(1, 6)):
+            call_id = f"call_{step}_{k}"
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "web_search", "arguments": json.dumps({"q": step})},
+                }
+            )
+            words = rng.randint(low, high) // 6
+            body = " ".join(f"w{step}_{k}_{i}" for i in range(words))
+            results.append(
+                {"role": "tool", "tool_call_id": call_id, "name": "web_search", "content": body}
+            )
+        history.append({"role": "assistant", "content": None, "tool_calls": calls})
+        history.extend(results)
+        out.append(list(history))
+    return out
+
+
+def _is_prefix(short: list[Message], long: list[Message]) -> bool:
+    return len(short) <= len(long) and long[: len(short)] == short
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), high=st.integers(600, 6000))
+def test_requests_only_append_between_compactions(seed: int, high: int) -> None:
+    gov = Governor(context_window=WINDOW, max_output=1000, compaction=ADAPTIVE)
+    previous: list[Message] | None = None
+    breaks = 0
+    for history in _research(90, seed=seed, high=high):
+        result = gov.govern(history)
+        assert result.report.within_budget, result.report.notes
+        assert validate(result.messages, provider="openai") == []
+        compacted = any(a.stage == "compact" for a in result.report.actions)
+        if previous is not None and not _is_prefix(previous, result.messages):
+            breaks += 1
+            assert compacted, "the prefix changed without a compaction"
+        previous = result.messages
+    assert breaks >= 1  # the window is small: it does compact
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_fresh_process_gives_the_same_request(seed: int) -> None:
+    steps = _research(70, seed=seed)
+    gov = Governor(context_window=WINDOW, max_output=1000, compaction=ADAPTIVE)
+    for history in steps:
+        long_lived = gov.govern(history)
+    fresh = govern(steps[-1], context_window=WINDOW, max_output=1000, compaction=ADAPTIVE)
+    assert fresh.messages == long_lived.messages
+    assert fresh.report.to_dict() == long_lived.report.to_dict()
+
+
+@given(
+    trigger=st.integers(1_000, 200_000),
+    share=st.floats(0.01, 1.0),
+    span=st.integers(0, 300_000),
+    growth=st.floats(0, 20_000),
+)
+def test_adaptive_goal_stays_between_its_floor_and_the_trigger(
+    trigger: int, share: float, span: int, growth: float
+) -> None:
+    target = max(1, int(trigger * share))
+    goal = ADAPTIVE.adaptive_goal(trigger, target, span, growth)
+    assert min(target // 2, trigger) <= goal <= trigger
+    # never deeper than the fixed target when the recent results need more
+    assert goal >= min(span, target)
+    # it keeps the recent span when that is under the target or fits the room left
+    room = trigger - ADAPTIVE_BAND_CALLS * growth
+    if target // 2 <= span <= max(target, room):
+        assert goal == span
+    # more growth never raises the goal
+    assert ADAPTIVE.adaptive_goal(trigger, target, span, growth * 2 + 1) <= goal
+
+
+def test_small_results_compact_less_deep_and_keep_the_recent_ones() -> None:
+    """On many small results the fixed target keeps far more than the newest results'
+    turns and so compacts often; the adaptive goal keeps those turns and less besides,
+    which leaves more room before the next compaction (fewer compactions, on main's
+    fixed target this session compacts more often)."""
+
+    def compactions(policy: CompactionPolicy) -> tuple[int, int]:
+        """(compactions, steps at which one of the newest keep_recent results is gone)."""
+        gov = Governor(context_window=WINDOW, max_output=1000, compaction=policy)
+        count = short = 0
+        previous: list[Message] = []
+        for history in _research(150, high=900):
+            result = gov.govern(history)
+            count += not _is_prefix(previous, result.messages)  # a compaction
+            previous = result.messages
+            sent = {json.dumps(m, sort_keys=True) for m in result.messages}
+            newest = [m for m in history if m["role"] == "tool"][-ADAPTIVE.keep_recent :]
+            short += any(json.dumps(m, sort_keys=True) not in sent for m in newest)
+        return count, short
+
+    fixed, fixed_short = compactions(CompactionPolicy())
+    adaptive, adaptive_short = compactions(ADAPTIVE)
+    assert adaptive < fixed
+    # a cut starts at a turn: right after a user message the previous turn's results go
+    # (whatever the target, the fixed one too); otherwise the newest results stay
+    assert adaptive_short <= fixed_short + 1 <= 3
