@@ -192,6 +192,37 @@ def test_clear_arguments_empties_the_calls_of_cleared_results() -> None:
             assert call["function"]["arguments"] == expected
 
 
+def test_emptied_arguments_are_reported_at_the_callers_indices() -> None:
+    """The arguments are emptied on the compaction's output, after the cut removed the
+    oldest turns; the report named positions of that output (here tool results of the
+    caller's list, ~200 messages before the calls meant) instead of the caller's."""
+    history = _session(150)[-1]
+    policy = CompactionPolicy(clear_arguments=True)
+    result = govern(history, context_window=ROOMY, max_output=1000, compaction=policy)
+    actions = result.report.actions
+    assert any(a.kind == "drop" for a in actions)  # the output is shifted against the input
+    cleared_ids = {m["tool_call_id"] for m in _cleared_results(result)}
+    emptied = [a for a in actions if "arguments" in a.detail]
+    assert len(emptied) == len(cleared_ids)  # one call per message in this session
+    for action in emptied:
+        message = history[action.index]
+        assert message["role"] == "assistant"
+        assert {c["id"] for c in message["tool_calls"]} <= cleared_ids
+        assert all(c["function"]["arguments"] != "{}" for c in message["tool_calls"])
+
+
+def test_arguments_already_empty_are_not_reported_as_emptied() -> None:
+    """A call whose arguments were "{}" already is not changed: no action says it was."""
+    history = _session(150)[-1]
+    for message in history:
+        for call in message.get("tool_calls") or []:
+            call["function"]["arguments"] = "{}"
+    policy = CompactionPolicy(clear_arguments=True)
+    result = govern(history, context_window=ROOMY, max_output=1000, compaction=policy)
+    assert _cleared_results(result)
+    assert not [a for a in result.report.actions if "arguments" in a.detail]
+
+
 @pytest.mark.parametrize(
     "call_id", ["call_1", "../../etc/passwd", "a/b\\c:d", "ünï cödé ✓", "x" * 40, ".hidden"]
 )

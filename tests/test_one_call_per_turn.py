@@ -115,16 +115,9 @@ def test_a_governor_continues_a_replay_made_on_split_turns() -> None:
         assert ours.report.actions == stateless.report.actions
 
 
-def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
-    """The summary stage reads the split turns the plan was made on; what it reports is
-    named by the caller's indices too (here, behind an old parallel call, the view's
-    positions run two ahead of the history's)."""
-    from context_governor import CompactionPolicy
-    from context_governor.summary import Summaries
-
-    def no_summary(messages: list[Message]) -> str:
-        raise RuntimeError("no model")
-
+def _old_parallel_call_history() -> list[Message]:
+    """An old three-call turn, then five long single-call turns: a cut removes the
+    parallel call whole (two split turns more in the view than in the history)."""
     history: list[Message] = [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "task"},
@@ -137,6 +130,20 @@ def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
                     {"role": "assistant", "content": None, "tool_calls": [_call(k)]},
                     _result(k, 600), {"role": "assistant", "content": "done"}]  # fmt: skip
     history.append({"role": "user", "content": "newest"})
+    return history
+
+
+def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
+    """The summary stage reads the split turns the plan was made on; what it reports is
+    named by the caller's indices too (here, behind an old parallel call, the view's
+    positions run two ahead of the history's)."""
+    from context_governor import CompactionPolicy
+    from context_governor.summary import Summaries
+
+    def no_summary(messages: list[Message]) -> str:
+        raise RuntimeError("no model")
+
+    history = _old_parallel_call_history()
     policy = CompactionPolicy(summary=Summaries(no_summary))
     report = govern(history, profile="vllm", model="llama-3.3-70b", context_window=9000,
                     max_output=1000, compaction=policy).report  # fmt: skip
@@ -145,6 +152,30 @@ def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
     # the cut resumes inside the turn of "step 8", at its call
     assert history[fallback.index]["tool_calls"][0]["id"] == "call_8"
     assert fallback.index == max(dropped) + 2  # the dropped ones, then the kept "step 8"
+
+
+def test_the_summary_counts_the_callers_messages_it_stands_for() -> None:
+    """The summary is made from the split turns the plan was made on; the notes said
+    "summarized N cut messages" with N counting those turns (two more here, for the
+    old three-call turn), where the note in the request and the report count the
+    caller's messages."""
+    from context_governor import CompactionPolicy
+    from context_governor.summary import Summaries
+
+    history = _old_parallel_call_history()
+    policy = CompactionPolicy(summary=Summaries(lambda messages: "they read files"))
+    result = govern(history, profile="vllm", model="llama-3.3-70b", context_window=9000,
+                    max_output=1000, compaction=policy)  # fmt: skip
+    drops = [a.index for a in result.report.actions if a.stage == "compact" and a.kind == "drop"]
+    assert 2 in drops  # the parallel call was cut, with its three results
+    assert f"summarized {len(drops)} cut messages" in " ".join(result.report.notes)
+    assert f"[Summary of {len(drops)} earlier messages" in str(result.messages)
+    # the stored summary is read back on the next request, and counted the same way
+    again = govern([*history, {"role": "assistant", "content": "ok"}], profile="vllm",
+                   model="llama-3.3-70b", context_window=9000, max_output=1000,
+                   compaction=policy)  # fmt: skip
+    stored = [n for n in again.report.notes if "is the stored one" in n]
+    assert stored == [f"cache policy: the summary of {len(drops)} cut messages is the stored one"]
 
 
 # -- the one rule for what splits ---------------------------------------------------------------

@@ -630,6 +630,8 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         return messages
     at: Callable[[int], int] = (lambda v: v) if view is None else view.at
     out: list[Message] = []
+    #: per message of ``out``: the caller's index it comes from (None: an inserted note)
+    sources: list[int | None] = []
     cleared_calls: set[str] = set()
     note = plan.note
     text = None
@@ -657,6 +659,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             continue
         if note is not None and note.at == kept[0]:
             message = _place_note(note, i, message, policy, plan, ctx, out, text, at)
+            sources += [None] * (len(out) - len(sources))  # the note's own message, if any
         if len(kept) < len(turns) and view is not None:
             message = _cut_calls(i, message, view.turn[kept[0]], plan, ctx, at)
         v = kept[0]
@@ -675,8 +678,9 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             )
             message = replaced
         out.append(message)
+        sources.append(i)
     if policy.clear_arguments and cleared_calls:
-        out = _clear_arguments(out, cleared_calls, ctx)
+        out = _clear_arguments(out, sources, cleared_calls, ctx)
     if plan.head < plan.cut < len(seen) and seen[plan.cut].get("role") != "user":
         owner = plan.pinned if plan.pinned is not None else _last_user_before(seen, plan.head)
         kept_text = (
@@ -782,13 +786,25 @@ def _cleared(message: Message, policy: CompactionPolicy, ctx: Context) -> Messag
         return placeholder_for(message, policy)
 
 
-def _clear_arguments(messages: list[Message], call_ids: set[str], ctx: Context) -> list[Message]:
-    """Empty the arguments of calls whose results were cleared (Anthropic's clear_tool_inputs)."""
+def _clear_arguments(
+    messages: list[Message],
+    sources: list[int | None],
+    call_ids: set[str],
+    ctx: Context,
+) -> list[Message]:
+    """Empty the arguments of calls whose results were cleared (Anthropic's clear_tool_inputs).
+
+    ``messages`` is the compaction's output, in which cut messages are gone and a note
+    may stand on its own; ``sources[k]`` is the caller's index of ``messages[k]``, which
+    is what the report names (an index into the output would point at another message
+    of the caller's list as soon as anything before it was cut)."""
     out = list(messages)
-    for i, message in enumerate(messages):
+    for k, (message, i) in enumerate(zip(messages, sources, strict=True)):
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        if not isinstance(calls, list) or not any(
-            isinstance(c, dict) and str(c.get("id")) in call_ids for c in calls
+        if (
+            i is None
+            or not isinstance(calls, list)
+            or not any(isinstance(c, dict) and str(c.get("id")) in call_ids for c in calls)
         ):
             continue
         new_calls = [
@@ -799,6 +815,8 @@ def _clear_arguments(messages: list[Message], call_ids: set[str], ctx: Context) 
             else c
             for c in calls
         ]
+        if new_calls == calls:
+            continue  # their arguments were empty already: nothing changed to report
         new = {**message, "tool_calls": new_calls}
         ctx.record(
             STAGE,
@@ -807,5 +825,5 @@ def _clear_arguments(messages: list[Message], call_ids: set[str], ctx: Context) 
             "arguments of calls whose results were cleared emptied",
             tokens_saved=ctx.tokens(message) - ctx.tokens(new),
         )
-        out[i] = new
+        out[k] = new
     return out

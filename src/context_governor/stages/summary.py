@@ -72,8 +72,13 @@ def summary_note(
     messages: list[Message], plan: Plan, note: CutNote, cfg: Summaries, ctx: Context
 ) -> str | None:
     """The text to put where the history was cut, or None (then the plain note): the
-    stored summary of the cut, made now if it is not stored yet."""
-    summary = _summary(messages, plan, cfg, ctx)
+    stored summary of the cut, made now if it is not stored yet.
+
+    ``messages`` are what the plan was made on: for a one-call-per-turn model, the split
+    turns (stages/single_call.py), more than the caller's messages. The summary reads
+    them; how many messages it stands for is the note's count, the caller's messages the
+    cut removed, as the cut note and the report count them."""
+    summary = _summary(messages, plan, cfg, ctx, note.messages)
     if summary is None:
         return None
     return _frame(note, _shorten(summary, cfg.max_tokens, ctx))
@@ -108,10 +113,13 @@ class _Chain:
         return self._keys[k]
 
 
-def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) -> str | None:
-    """The summary of the newest cut: from the store, else made now. A summary nests the
-    one before it, so missing ones are made oldest first (each stored): the same history
-    gives the same summaries whether a process saw every cut happen or only the last."""
+def _summary(
+    messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context, n: int
+) -> str | None:
+    """The summary of the newest cut (``n``: the caller's messages it removed, for the
+    notes): from the store, else made now. A summary nests the one before it, so missing
+    ones are made oldest first (each stored): the same history gives the same summaries
+    whether a process saw every cut happen or only the last."""
     if not plan.cuts:
         return None
     store = cfg.store
@@ -136,7 +144,6 @@ def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) 
         _fallback(ctx, cut, f"summary store failed on read ({exc!r})")
         return None
     if k == newest:
-        n = len(chain.removed(k))
         ctx.notes.append(f"cache policy: the summary of {n} cut messages is the stored one")
         return found
     deadline = time.monotonic() + cfg.timeout
@@ -156,7 +163,6 @@ def _summary(messages: list[Message], plan: Plan, cfg: Summaries, ctx: Context) 
             _remember(cfg, chain.key(newest), cfg.failed.get(key, "an earlier summary failed"))
             return None
         made += 1
-    n = len(chain.removed(newest))
     ctx.notes.append(
         f"cache policy: summarized {n} cut messages ({made} summary call(s), stored for reuse)"
     )
