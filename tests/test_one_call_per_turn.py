@@ -10,6 +10,7 @@ call per turn, could be cut between those turns, and a second pass did.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, example, find, given, settings
 from hypothesis import strategies as st
 from levels import examples
 
-from context_governor import Governor, govern
+from context_governor import CompactionPolicy, Governor, govern
 from context_governor.stages.single_call import (
     keep_from,
     parallel_blocks,
@@ -137,7 +138,6 @@ def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
     """The summary stage reads the split turns the plan was made on; what it reports is
     named by the caller's indices too (here, behind an old parallel call, the view's
     positions run two ahead of the history's)."""
-    from context_governor import CompactionPolicy
     from context_governor.summary import Summaries
 
     def no_summary(messages: list[Message]) -> str:
@@ -159,7 +159,6 @@ def test_the_summary_counts_the_callers_messages_it_stands_for() -> None:
     "summarized N cut messages" with N counting those turns (two more here, for the
     old three-call turn), where the note in the request and the report count the
     caller's messages."""
-    from context_governor import CompactionPolicy
     from context_governor.summary import Summaries
 
     history = _old_parallel_call_history()
@@ -217,6 +216,47 @@ def parallel_turn_cases() -> st.SearchStrategy[tuple[list[Message], dict[str, An
     return st.randoms(use_true_random=False).map(one_call.case)
 
 
+def _clearing(
+    case: tuple[list[Message], dict[str, Any]], keep_recent: int | None
+) -> tuple[list[Message], dict[str, Any]]:
+    """``case`` as drawn (``keep_recent`` None), or with every call given arguments and,
+    under the cache policy, ``clear_arguments=True`` keeping only ``keep_recent`` results
+    (the default 10 keeps every result of these short histories): then old results are
+    cleared and their calls' arguments emptied, often behind a cut that shifts the
+    output against the caller's list."""
+    history, settings = case
+    if keep_recent is None or settings["compaction"] != "cache":
+        return case
+    argued = [
+        {**m, "tool_calls": [
+            {**c, "function": {**c["function"], "arguments": json.dumps({"path": c["id"]})}}
+            for c in m["tool_calls"]
+        ]} if m.get("tool_calls") else m
+        for m in history
+    ]  # fmt: skip
+    policy = CompactionPolicy(clear_arguments=True, keep_recent=keep_recent)
+    return argued, {**settings, "compaction": policy}
+
+
+def _cleared_behind_a_cut() -> tuple[list[Message], dict[str, Any]]:
+    """Found by the property (with keep_recent=1): "done 0" is cut and the note folded
+    into "the newest step"; call_0's result is cleared and its arguments emptied. The
+    report named the emptied call by its index in the output (3: "the newest step" in
+    the caller's list) instead of 4."""
+    history: list[Message] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "the task"},
+        {"role": "assistant", "content": "done 0"},
+        {"role": "user", "content": "the newest step"},
+        {"role": "assistant", "content": None, "tool_calls": [_call(0), _call(1)]},
+        _result(0, 300), _result(1, 3),
+        {"role": "assistant", "content": "all read"},
+    ]  # fmt: skip
+    settings = {"profile": "vllm", "model": "llama-3.3-70b", "context_window": 1673,
+                "max_output": 0, "compaction": "cache"}  # fmt: skip
+    return history, settings
+
+
 #: a long hunt: ONE_CALL_EXAMPLES=5000 HYPOTHESIS_PROFILE=explore pytest -k fixed_point
 EXAMPLES = int(os.environ.get("ONE_CALL_EXAMPLES") or examples(full=300, fast=60))
 
@@ -226,12 +266,14 @@ EXAMPLES = int(os.environ.get("ONE_CALL_EXAMPLES") or examples(full=300, fast=60
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(parallel_turn_cases())
-@example((_reproducer(), {**SETTINGS, "compaction": "cache"}))
+@given(parallel_turn_cases(), st.sampled_from([None, 0, 1, 2]))
+@example((_reproducer(), {**SETTINGS, "compaction": "cache"}), None)
+@example((_reproducer(), {**SETTINGS, "compaction": "cache"}), 0)
+@example(_cleared_behind_a_cut(), 1)
 def test_one_call_per_turn_output_is_a_fixed_point_and_named_by_the_callers_indices(
-    case: tuple[list[Message], dict[str, Any]],
+    case: tuple[list[Message], dict[str, Any]], keep_recent: int | None
 ) -> None:
-    history, settings = case
+    history, settings = _clearing(case, keep_recent)
     first = govern(history, **settings)
     again = govern(first.messages, **settings)
     assert again.report.actions == []
@@ -245,6 +287,10 @@ def test_one_call_per_turn_output_is_a_fixed_point_and_named_by_the_callers_indi
     assert report.messages_after - report.messages_before == delta
     counter = exact_counter(settings["model"])
     kept = {id(m) for m in first.messages}
+    cleared = {
+        a.tool_call_id for a in report.actions
+        if a.stage == "compact" and a.detail.startswith("old ") and "cleared" in a.detail
+    }  # fmt: skip
     for action in first.report.actions:
         if action.stage != "compact":
             continue
@@ -261,11 +307,41 @@ def test_one_call_per_turn_output_is_a_fixed_point_and_named_by_the_callers_indi
             assert len(calls) >= 2 and calls[-1] in sent and calls[0] not in sent
         elif action.kind == "replace" and "note on the cut" in action.detail:
             assert message.get("role") == "user"
+        elif "arguments" in action.detail:  # CompactionPolicy(clear_arguments=True)
+            assert message.get("role") == "assistant"
+            assert {c["id"] for c in message["tool_calls"]} & cleared
+    emptied = {
+        c["id"] for m in first.messages for c in m.get("tool_calls") or ()
+        if c["function"]["arguments"] == "{}"
+    }  # fmt: skip
+    if keep_recent is not None and settings["compaction"] != "seed":
+        assert emptied == cleared
     # the note counts the caller's messages the cut removed, as the report does
     noted = [re.search(r"(\d+) (?:older )?messages removed", a.detail) for a in report.actions]
     counts = [int(m.group(1)) for m in noted if m]
     drops = sum(a.stage == "compact" and a.kind == "drop" for a in report.actions)
     assert counts in ([], [drops])
+
+
+def test_the_property_empties_arguments_behind_a_cut() -> None:
+    """With clear_arguments, the generator reaches outputs shifted against the caller's
+    list (a message cut or a note inserted before a message whose arguments were
+    emptied), where an index into the output names another message."""
+
+    def shifted(case: tuple[list[Message], dict[str, Any]]) -> bool:
+        history, options = _clearing(case, 0)
+        report = govern(history, **options).report
+        actions = [a for a in report.actions if a.stage == "compact"]
+        emptied = [a.index for a in actions if "arguments" in a.detail]
+        return any(a.kind in ("drop", "insert") and a.index < max(emptied, default=-1)
+                   for a in actions)  # fmt: skip
+
+    _, options = find(
+        parallel_turn_cases(),
+        shifted,
+        settings=settings(database=None, derandomize=True, max_examples=200, deadline=None),
+    )
+    assert options["compaction"] == "cache"
 
 
 def test_the_property_draws_cuts_inside_parallel_turns() -> None:
