@@ -43,6 +43,7 @@ from context_governor.tokens import (
     seed_message_payload,
 )
 
+from .fmt import ms, ratio
 from .sessions import Message, Replay, long_history
 
 GOVERNOR = "Governor"
@@ -209,21 +210,6 @@ def measure(
         if extra is not None:
             extra(r, history, result)
     return result
-
-
-def ms(ns: float) -> str:
-    value = ns / 1e6
-    if value >= 100:
-        return f"{value:,.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
-
-def _ratio(x: float) -> str:
-    return f"{x:,.1f}×" if x >= 10 else f"{x:.2f}×"
-
-
 def render_table(results: Sequence[FirstCall]) -> str:
     """One row per contender, two columns (time, vs json.dumps) per history size."""
     labels: list[str] = []
@@ -240,7 +226,7 @@ def render_table(results: Sequence[FirstCall]) -> str:
         row = [label]
         for result in results:
             if label in result.times:
-                row += [ms(result.median(label)), _ratio(result.ratio(label))]
+                row += [ms(result.median(label)), ratio(result.ratio(label))]
             else:
                 row += ["–", "–"]
         rows.append(row)
@@ -258,19 +244,19 @@ def target_rows(results: Sequence[FirstCall]) -> list[tuple[str, str, str, bool]
     """(target, goal, measured, met) per size."""
     out = []
     for result in results:
-        ratio = result.ratio(GOVERNOR)
+        governor = result.ratio(GOVERNOR)
         measured = (
-            f"{_ratio(ratio)} ({ms(result.median(GOVERNOR))} vs {ms(result.median(DUMPS))}); "
-            f"exact tokens of every message alone: {_ratio(result.ratio(TOKENIZE_ALL))}, "
-            f"over 2 processes: {_ratio(result.ratio(PROCESSES))}; "
-            f"the Governor with every count known: {_ratio(result.ratio(REST))}"
+            f"{ratio(governor)} ({ms(result.median(GOVERNOR))} vs {ms(result.median(DUMPS))}); "
+            f"exact tokens of every message alone: {ratio(result.ratio(TOKENIZE_ALL))}, "
+            f"over 2 processes: {ratio(result.ratio(PROCESSES))}; "
+            f"the Governor with every count known: {ratio(result.ratio(REST))}"
         )
         out.append(
             (
                 f"first call on a {result.messages:,}-message history",
                 f"≤ {FIRST_CALL_VS_DUMPS:.0f}× json.dumps of it",
                 measured,
-                ratio <= FIRST_CALL_VS_DUMPS,
+                governor <= FIRST_CALL_VS_DUMPS,
             )
         )
     return out

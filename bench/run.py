@@ -34,6 +34,7 @@ from . import (
     summaries,
 )
 from .cache import RECENT_WINDOWS, Run, marks, run_cache
+from .fmt import ms, ratio
 from .sessions import coding_session
 from .speed import (
     GOV_PREFIX,
@@ -67,23 +68,8 @@ class Target:
     def verdict(self) -> str:
         return "n/a" if self.ok is None else ("PASS" if self.ok else "MISS")
 
-
-def ms(ns: float) -> str:
-    value = ns / 1e6
-    if value >= 100:
-        return f"{value:,.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
-
 def mib(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:,.1f} MiB"
-
-
-def ratio(x: float) -> str:
-    return f"{x:,.1f}×" if x >= 10 else f"{x:.2f}×"
-
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
