@@ -15,13 +15,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from bench.anthropic_cache import write_section
+from bench.request_timing import (
+    MAX_OUTPUT,
+    SYSTEM,
+    TASK,
+    Table,
+    file_path,
+    file_text,
+    load_average,
+    section,
+    time_windows,
+)
 from bench.timing import median_ms
-from context_governor import govern_request
+from context_governor import RequestResult, govern_request
 from context_governor.formats import responses as rs
 
 ENCRYPTED = "gAAAAABo" + "x" * 600
@@ -30,7 +40,7 @@ TOOLS = [{"type": "function", "name": "read_file", "parameters": PATH}]
 
 
 def responses_session(turns: int) -> dict[str, Any]:
-    items: list[dict[str, Any]] = [{"role": "user", "content": "fix the failing test in src/"}]
+    items: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
     for n in range(turns):
         call = f"call_{n:05d}"
         items += [
@@ -39,30 +49,34 @@ def responses_session(turns: int) -> dict[str, Any]:
             {"type": "message", "id": f"msg_{n:05d}", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": f"Reading file {n}.", "annotations": []}]},
             {"type": "function_call", "id": f"fc_{n:05d}", "call_id": call, "name": "read_file",
-             "arguments": json.dumps({"path": f"src/f{n}.py"}), "status": "completed"},
-            {"type": "function_call_output", "call_id": call,
-             "output": f"def f():\n    return {n}\n" * 40},
+             "arguments": json.dumps({"path": file_path(n)}), "status": "completed"},
+            {"type": "function_call_output", "call_id": call, "output": file_text(n)},
         ]  # fmt: skip
-    return {"model": "gpt-5", "instructions": "You are a coding agent.", "input": items,
-            "tools": TOOLS, "max_output_tokens": 8192, "store": False,
+    return {"model": "gpt-5", "instructions": SYSTEM, "input": items,
+            "tools": TOOLS, "max_output_tokens": MAX_OUTPUT, "store": False,
             "include": ["reasoning.encrypted_content"]}  # fmt: skip
 
 
 def chat_session(turns: int) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "fix the failing test in src/"},
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": TASK},
     ]
     for n in range(turns):
         call = f"call_{n:05d}"
         messages += [
             {"role": "assistant", "content": f"Reading file {n}.", "tool_calls": [
                 {"id": call, "type": "function", "function": {
-                    "name": "read_file", "arguments": json.dumps({"path": f"src/f{n}.py"})}}]},
-            {"role": "tool", "tool_call_id": call, "content": f"def f():\n    return {n}\n" * 40},
+                    "name": "read_file", "arguments": json.dumps({"path": file_path(n)})}}]},
+            {"role": "tool", "tool_call_id": call, "content": file_text(n)},
         ]  # fmt: skip
     tools = [{"type": "function", "function": {k: v for k, v in TOOLS[0].items() if k != "type"}}]
-    return {"model": "gpt-5", "messages": messages, "tools": tools, "max_completion_tokens": 8192}
+    return {
+        "model": "gpt-5",
+        "messages": messages,
+        "tools": tools,
+        "max_completion_tokens": MAX_OUTPUT,
+    }
 
 
 def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +85,16 @@ def _round_trip(body: dict[str, Any]) -> dict[str, Any]:
 
 
 HEADING = "## Governing a long Responses session, next to Chat Completions"
+TABLE = Table(
+    unit="items",
+    columns=(
+        "Responses",
+        "Chat Completions (same session)",
+        "Responses decode+encode",
+        "json.dumps of the body",
+    ),
+    count_column=False,
+)
 
 
 def measure(turns: int = 150, repeats: int = 7) -> list[str]:
@@ -78,51 +102,27 @@ def measure(turns: int = 150, repeats: int = 7) -> list[str]:
     body, chat = responses_session(turns), chat_session(turns)
     dumps = median_ms(lambda: json.dumps(body), repeats)
     edge = median_ms(lambda: _round_trip(body), repeats)
-    rows = []
-    for window in (272_000, 64_000):
-        report = govern_request(body, api="responses", context_window=window).report
-        native = median_ms(
-            lambda w=window: govern_request(body, api="responses", context_window=w), repeats
-        )
-        plain = median_ms(
-            lambda w=window: govern_request(chat, api="openai", context_window=w), repeats
-        )
-        print(
-            f"{len(body['input'])} items, window {window:,}: Responses {native:.1f} ms, "
-            f"Chat Completions (same session) {plain:.1f} ms, Responses decode+encode "
-            f"{edge:.1f} ms, json.dumps of the body {dumps:.1f} ms; tokens "
-            f"{report.tokens_before:,} -> {report.tokens_after:,}, items "
-            f"{report.messages_before} -> {report.messages_after}, rules broken: "
-            f"{len(report.violations)}"
-        )
-        rows.append(
-            f"| {window:,} | {len(body['input'])} | {native:.1f} ms | {plain:.1f} ms | "
-            f"{edge:.1f} ms | {dumps:.1f} ms | {report.tokens_before:,} → "
-            f"{report.tokens_after:,} | {len(report.violations)} |"
-        )
-    return rows
+
+    def native(window: int) -> RequestResult:
+        return govern_request(body, api="responses", context_window=window)
+
+    def plain(window: int) -> RequestResult:
+        return govern_request(chat, api="openai", context_window=window)
+
+    size = len(body["input"])
+    return time_windows(TABLE, size, (272_000, 64_000), native, (plain,), (edge, dumps), repeats)
 
 
 def render(rows: list[str], turns: int, repeats: int) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return "\n".join(
-        [
-            HEADING,
-            "",
-            f"A coding agent's session of {turns} steps (each: a reasoning item with encrypted "
-            "content, a line of text, a function call and its output), as a Responses body "
-            "(`store=false`, so the whole history is sent) and as the same session in Chat "
-            f"Completions form, each governed whole by `govern_request`; median of {repeats} "
-            f"calls, token cache warm (load average {load:.1f} while measuring). "
-            "`python -m bench.responses_request --out docs/benchmarks.md` reruns this section.",
-            "",
-            "| window | items | Responses | Chat Completions (same session) | "
-            "Responses decode+encode | json.dumps of the body | tokens | rules broken |",
-            "|---|---|---|---|---|---|---|---|",
-            *rows,
-            "",
-        ]
+    prose = (
+        f"A coding agent's session of {turns} steps (each: a reasoning item with encrypted "
+        "content, a line of text, a function call and its output), as a Responses body "
+        "(`store=false`, so the whole history is sent) and as the same session in Chat "
+        f"Completions form, each governed whole by `govern_request`; median of {repeats} "
+        f"calls, token cache warm (load average {load_average():.1f} while measuring). "
+        "`python -m bench.responses_request --out docs/benchmarks.md` reruns this section."
     )
+    return section(TABLE, HEADING, prose, rows)
 
 
 def main() -> None:
