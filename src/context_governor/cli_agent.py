@@ -26,6 +26,7 @@ from click.core import ParameterSource
 
 from .cli import EXIT_BAD_INPUT, main, profile_option
 from .cli_io import dumps
+from .cli_summary import RUN, summary_options
 from .errors import ContextGovernorError
 from .profiles import PROFILES
 
@@ -330,25 +331,7 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
     help="How the budget is spent: 'cache' compacts rarely, so the prompt cache keeps "
     "hitting; 'seed' is Nanobot's microcompact + snip on every call.",
 )
-@click.option(
-    "--summary-model",
-    default=None,
-    help="Replace each block of turns the cache policy cuts by one summary written by "
-    "this model (same --api and server; see docs/summaries.md). Default: no summaries.",
-)
-@click.option(
-    "--summary-store",
-    default=None,
-    help="Where summaries are kept: sqlite:///file.db (relative; sqlite:////abs/file.db), "
-    "redis://host:port/db or memory:// (the default: this run only).",
-)
-@click.option(
-    "--summary-timeout",
-    type=click.FloatRange(min=0.1),
-    default=60.0,
-    show_default=True,
-    help="Seconds a request waits for a new summary before it cuts without one.",
-)
+@summary_options(RUN)
 @click.option(
     "--context-window",
     type=click.IntRange(min=1),

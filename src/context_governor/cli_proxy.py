@@ -18,6 +18,7 @@ import click
 from click.core import ParameterSource
 
 from .cli import EXIT_BAD_INPUT, main, profile_option
+from .cli_summary import PROXY, summary_options
 from .errors import ContextGovernorError
 from .profiles import PROFILES
 
@@ -158,37 +159,7 @@ def _bind(host: str, port: int) -> socket.socket:
     help="Messages API: near the budget, ask the upstream's /v1/messages/count_tokens "
     "and scale the offline estimate by it (one extra request there, none elsewhere).",
 )
-@click.option(
-    "--summary-model",
-    default=None,
-    help="Replace each block of turns the cache policy cuts by one summary written by "
-    "this model, over Chat Completions at --summary-base-url (default: the upstream) "
-    "with --api-key, else $OPENAI_API_KEY (docs/summaries.md).",
-)
-@click.option(
-    "--summary-store",
-    default=None,
-    metavar="URL",
-    help="Where summaries are kept: sqlite:///file.db (relative; sqlite:////abs.db) for "
-    "one machine, redis://host:port/db for replicas on several; default: memory of "
-    "each process.",
-)
-@click.option("--summary-base-url", default=None, help="Server of --summary-model.")
-@click.option(
-    "--summary-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long a request waits for a new summary before it is cut without one.",
-)
-@click.option(
-    "--summary-retention",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    metavar="SECONDS",
-    help="Drop stored summaries older than this (default: keep them).",
-)
+@summary_options(PROXY)
 def proxy_command(
     upstream: str,
     host: str,
