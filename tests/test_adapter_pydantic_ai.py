@@ -232,6 +232,32 @@ def test_history_processors_sync_and_async(factory: Any) -> None:
     assert len(result.all_messages()) < 2 + 2 * 15  # pydantic-ai replaced its history
 
 
+
+@pytest.mark.parametrize("factory", [history_processor, async_history_processor])
+def test_processors_take_the_hook_settings_by_keyword_only(factory: Any) -> None:
+    """Both processors pass every hook setting to their engine, refuse an unknown or a
+    positional one (a TypeError at the call, as a misspelt keyword always was), and the
+    async one is a coroutine function while the sync one is not."""
+    reports: list[Report] = []
+    settings: dict[str, Any] = {
+        "profile": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "context_window": 9_000,
+        "max_tool_result_chars": 500,
+        "compaction": "seed",
+        "count_tokens": len,
+        "on_report": reports.append,
+    }
+    processor = factory(**settings)
+    governance = processor.governance
+    assert isinstance(governance, Governance)
+    assert {name: getattr(governance, name) for name in settings} == settings
+    assert asyncio.iscoroutinefunction(processor) is (factory is async_history_processor)
+    with pytest.raises(TypeError, match="context_windw"):
+        factory(context_windw=9_000)
+    with pytest.raises(TypeError):
+        factory("anthropic")
+
 def test_repairs_map_back_to_parts() -> None:
     """An orphan return is dropped, an unanswered call answered, and the rest untouched."""
     answered = ModelResponse(parts=[ThinkingPart("hmm"), ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1")])

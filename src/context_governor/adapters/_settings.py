@@ -1,5 +1,6 @@
 """The settings every adapter hook takes, declared once (each hook is a dataclass that
-extends them with its own).
+extends them with its own; a hook made by a function takes them as keyword
+arguments typed by :class:`HookOptions`).
 
 ``profile`` is the target's rules (default: from the framework's model, see
 _model_profile.py); ``model`` overrides the framework's model name (the window and
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..policies import CompactionPolicy
 from ..profiles import Profile
@@ -31,3 +33,18 @@ class HookSettings:
     compaction: str | CompactionPolicy | None = None
     count_tokens: Callable[[str], int] | None = None
     on_report: Callable[[Report], None] | None = None
+
+
+class HookOptions(TypedDict, total=False):
+    """:class:`HookSettings` as keyword arguments, for a hook made by a function rather
+    than a dataclass (``def processor(**settings: Unpack[HookOptions])``): the same
+    names and types, each optional, so such a hook takes exactly the dataclass's
+    settings and passes them on whole."""
+
+    profile: str | Profile | None
+    model: str | None
+    context_window: int | None
+    max_tool_result_chars: int | None
+    compaction: str | CompactionPolicy | None
+    count_tokens: Callable[[str], int] | None
+    on_report: Callable[[Report], None] | None

@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Unpack
 
 try:
     from pydantic_ai import RunContext
@@ -40,7 +40,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
 from ..governor import Governor
 from ..messages import Message
-from ..policies import CompactionPolicy
 from ..profiles import Profile
 from ..providers import validate
 from ..report import Report
@@ -49,7 +48,7 @@ from ..windows import known_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
 from ._report_log import log_report
-from ._settings import HookSettings
+from ._settings import HookOptions, HookSettings
 
 __all__ = [
     "GovernHistory",
@@ -279,25 +278,21 @@ def _processor_target(ctx: RunContext[Any], messages: Sequence[ModelMessage]) ->
     )
 
 
-def history_processor(
-    *,
-    profile: str | Profile | None = None,
-    model: str | None = None,
-    context_window: int | None = None,
-    max_tool_result_chars: int | None = None,
-    compaction: str | CompactionPolicy | None = None,
-    count_tokens: Callable[[str], int] | None = None,
-    on_report: Callable[[Report], None] | None = None,
-) -> Callable[[RunContext[Any], list[ModelMessage]], list[ModelMessage]]:
+#: A history processor as pydantic-ai calls it, once per request.
+_Processor = Callable[[RunContext[Any], list[ModelMessage]], list[ModelMessage]]
+
+
+def history_processor(**settings: Unpack[HookOptions]) -> _Processor:
     """A (sync) history processor that governs the history: ``ProcessHistory(history_processor())``.
 
-    pydantic-ai stores what a history processor returns as the run's history: the
-    governed one. Tool definitions are not visible to a processor (they are not
-    counted); :class:`GovernHistory` counts them and leaves the history alone.
+    Takes the hook settings (``profile``, ``model``, ``context_window``,
+    ``max_tool_result_chars``, ``compaction``, ``count_tokens``, ``on_report``; see
+    :class:`GovernHistory`), all optional and by keyword. pydantic-ai stores what a
+    history processor returns as the run's history: the governed one. Tool definitions
+    are not visible to a processor (they are not counted); :class:`GovernHistory`
+    counts them and leaves the history alone. The engine is its ``.governance``.
     """
-    governance = Governance(
-        profile, model, context_window, max_tool_result_chars, compaction, count_tokens, on_report
-    )
+    governance = Governance(**settings)
 
     def govern_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         return governance.govern(messages, _processor_target(ctx, messages))
@@ -307,27 +302,19 @@ def history_processor(
 
 
 def async_history_processor(
-    *,
-    profile: str | Profile | None = None,
-    model: str | None = None,
-    context_window: int | None = None,
-    max_tool_result_chars: int | None = None,
-    compaction: str | CompactionPolicy | None = None,
-    count_tokens: Callable[[str], int] | None = None,
-    on_report: Callable[[Report], None] | None = None,
+    **settings: Unpack[HookOptions],
 ) -> Callable[[RunContext[Any], list[ModelMessage]], Awaitable[list[ModelMessage]]]:
     """:func:`history_processor` as a coroutine function (pydantic-ai awaits it in the
-    event loop instead of running it in a worker thread)."""
-    governance = Governance(
-        profile, model, context_window, max_tool_result_chars, compaction, count_tokens, on_report
-    )
+    event loop instead of running it in a worker thread): the same settings, and the
+    sync processor's engine as its ``.governance``."""
+    process = history_processor(**settings)
 
     async def govern_history(
         ctx: RunContext[Any], messages: list[ModelMessage]
     ) -> list[ModelMessage]:
-        return governance.govern(messages, _processor_target(ctx, messages))
+        return process(ctx, messages)
 
-    govern_history.governance = governance  # type: ignore[attr-defined]
+    govern_history.governance = process.governance  # type: ignore[attr-defined]
     return govern_history
 
 
