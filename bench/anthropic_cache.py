@@ -30,18 +30,20 @@ The section is written into ``--out`` in place (bench/run.py renders it too).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from context_governor import govern_request
 from context_governor.tokens import exact_counter
 
+from .section import section_main
+
+# write_section lived here first: bench.shapes and the tests still import it from here.
+from .section import write_section as write_section
 from .sessions import Message, Replay, coding_session
 
 MODEL = "claude-sonnet-4-5"
@@ -358,36 +360,10 @@ def render(results: Sequence[Result], steps: int) -> str:
     )
 
 
-def write_section(path: Path, section: str) -> None:
-    """Put ``section`` into the Markdown file in place of its previous version (from its
-    heading, its first line, to the next ``## `` heading), else before ``## Method``,
-    else at the end."""
-    heading = section.splitlines()[0]
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line == heading), None)
-    if start is not None:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        del lines[start:end]
-        at = start
-    else:
-        at = next((i for i, line in enumerate(lines) if line == "## Method"), len(lines))
-    lines[at:at] = [*section.rstrip("\n").splitlines(), ""]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    section = render(run(args.steps), args.steps)
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return section_main(
+        __doc__, argv, {"steps": 300}, lambda args: render(run(args.steps), args.steps)
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ tiktoken on typical text": above 1.00 means the estimate still errs high there.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import random
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from context_governor.tokens import claude_estimate, load_encoding
 
-from .anthropic_cache import write_section
+from .section import section_main
 from .sessions import coding_session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,14 +112,7 @@ def render(rows: Sequence[Row]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    section = render(measure())
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return section_main(__doc__, argv, {}, lambda _args: render(measure()))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from context_governor.tokens import (
     FAST_ENV,
@@ -39,7 +38,7 @@ from context_governor.tokens import (
     seed_message_payload,
 )
 
-from .anthropic_cache import write_section
+from .section import section_main
 from .sessions import coding_session
 
 HEADING = "## Exact token counters"
@@ -274,16 +273,10 @@ def render(exact: Sequence[Exactness], cold: Sequence[Cold]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=20_000)
-    parser.add_argument("--cold", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    section = render(measure_exactness(args.texts), measure_cold(args.cold))
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    def build(args: argparse.Namespace) -> str:
+        return render(measure_exactness(args.texts), measure_cold(args.cold))
+
+    return section_main(__doc__, argv, {"texts": 20_000, "cold": 5}, build)
 
 
 if __name__ == "__main__":

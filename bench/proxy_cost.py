@@ -21,7 +21,6 @@ the *cold* row governs the last body once more in a process whose memo was empti
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -29,14 +28,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from context_governor import profiles
 from context_governor.proxy.config import ProxyConfig
 from context_governor.proxy.governing import encode, govern_body, parse
 from context_governor.tokens import exact_counter
 
-from .anthropic_cache import write_section
+from .section import section_main
 from .sessions import coding_session
 
 HEADING = "## Proxy per-request cost"
@@ -153,16 +151,7 @@ def render(rows: Sequence[Row], tokens: int, size: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--measure", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    rows, tokens, size = measure(args.measure)
-    section = render(rows, tokens, size)
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return section_main(__doc__, argv, {"measure": 10}, lambda args: render(*measure(args.measure)))
 
 
 if __name__ == "__main__":

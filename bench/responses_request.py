@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+import sys
+from collections.abc import Sequence
 from typing import Any
 
-from bench.anthropic_cache import write_section
 from bench.request_timing import (
     MAX_OUTPUT,
     SYSTEM,
@@ -30,6 +30,7 @@ from bench.request_timing import (
     section,
     time_windows,
 )
+from bench.section import section_main
 from bench.timing import median_ms
 from context_governor import RequestResult, govern_request
 from context_governor.formats import responses as rs
@@ -125,16 +126,14 @@ def render(rows: list[str], turns: int, repeats: int) -> str:
     return section(TABLE, HEADING, prose, rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=150)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-    rows = measure(args.turns, args.repeats)
-    if args.out is not None:
-        write_section(args.out, render(rows, args.turns, args.repeats))
+def main(argv: Sequence[str] | None = None) -> int:
+    def build(args: argparse.Namespace) -> str:
+        return render(measure(args.turns, args.repeats), args.turns, args.repeats)
+
+    # measure() prints its own line per window; the section goes only to --out
+    options = {"turns": 150, "repeats": 7}
+    return section_main(__doc__, argv, options, build, echo=False)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
