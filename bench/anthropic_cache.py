@@ -146,15 +146,9 @@ def blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
 
     def add(role: str, first: bool, block: Any) -> None:
-        marked = isinstance(block, dict) and (
-            "cache_control" in block
-            or any(isinstance(b, dict) and "cache_control" in b
-                   for b in (block.get("content") if isinstance(block.get("content"), list)
-                             else ()))
-        )  # fmt: skip
         clean = _strip(block)
         key = json.dumps([role, first, clean], sort_keys=True, ensure_ascii=False)
-        out.append((key, marked))
+        out.append((key, _marked(block)))
 
     for tool in body.get("tools") or ():
         add("tools", False, tool)
@@ -165,6 +159,17 @@ def blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
         for j, block in enumerate(_as_blocks(message.get("content"))):
             add(str(message.get("role")), j == 0, block)
     return out
+
+
+def _marked(block: Any) -> bool:
+    """Whether a block, or a part of its content, carries a cache_control marker."""
+    if not isinstance(block, dict):
+        return False
+    content = block.get("content")
+    parts = content if isinstance(content, list) else []
+    return "cache_control" in block or any(
+        isinstance(b, dict) and "cache_control" in b for b in parts
+    )
 
 
 def _as_blocks(content: Any) -> list[Any]:

@@ -32,7 +32,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -187,7 +187,7 @@ def measure(
     size: int,
     repeats: int,
     window: int,
-    make: dict[str, Callable[[Replay, int], Callable[[list[Message]], Any]]],
+    make: Mapping[str, Callable[[Replay, int], Callable[[list[Message]], Any]]],
     extra: Callable[[int, Replay, FirstCall], None] | None = None,
     progress: Callable[[str], None] = lambda text: None,
 ) -> FirstCall:
