@@ -9,7 +9,6 @@ messages in chat form, and of the edge alone (decode + encode). Token cache warm
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -22,10 +21,10 @@ from bench.request_timing import (
     file_path,
     file_text,
     load_average,
+    request_main,
     section,
     time_windows,
 )
-from bench.section import section_main
 from context_governor import RequestResult, govern, govern_request
 from context_governor.formats import anthropic as an
 
@@ -111,12 +110,7 @@ def render(rows: list[str], turns: int, repeats: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    def build(args: argparse.Namespace) -> str:
-        return render(measure(args.turns, args.repeats), args.turns, args.repeats)
-
-    # measure() prints its own line per window; the section goes only to --out
-    options = {"turns": 150, "repeats": 7}
-    return section_main(__doc__, argv, options, build, echo=False)
+    return request_main(__doc__, argv, measure, render)
 
 
 if __name__ == "__main__":

@@ -3,18 +3,20 @@
 Both govern one coding agent's session (each step reads a file) sent whole as a native
 request body, time ``govern_request`` on it next to other calls at a few context
 windows, print one line per window and write a section with one table row per window.
-The loop, the line, the row and the section's layout live here, so the two sections
-read alike; each module keeps only what is its own: the body's shape, what is timed
-next to ``govern_request``, and the section's prose.
+The loop, the line, the row, the section's layout and the command line live here, so
+the two sections read alike; each module keeps only what is its own: the body's shape,
+what is timed next to ``govern_request``, and the section's prose.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from bench.section import section_main
 from bench.timing import median_ms
 from context_governor import Report, RequestResult
 
@@ -115,3 +117,18 @@ def section(table: Table, heading: str, prose: str, rows: Sequence[str]) -> str:
     return "\n".join(
         [heading, "", prose, "", f"| {' | '.join(header)} |", "|" + "---|" * len(header), *rows, ""]
     )
+
+
+def request_main(
+    doc: str | None,
+    argv: Sequence[str] | None,
+    measure: Callable[[int, int], list[str]],
+    render: Callable[[list[str], int, int], str],
+) -> int:
+    """The command line of both modules: ``[--turns 150] [--repeats 7] [--out FILE]``.
+    ``measure`` prints its own line per window; the section goes only to ``--out``."""
+
+    def build(args: argparse.Namespace) -> str:
+        return render(measure(args.turns, args.repeats), args.turns, args.repeats)
+
+    return section_main(doc, argv, {"turns": 150, "repeats": 7}, build, echo=False)

@@ -13,7 +13,6 @@ includes it in docs/benchmarks.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -27,10 +26,10 @@ from bench.request_timing import (
     file_path,
     file_text,
     load_average,
+    request_main,
     section,
     time_windows,
 )
-from bench.section import section_main
 from bench.timing import median_ms
 from context_governor import RequestResult, govern_request
 from context_governor.formats import responses as rs
@@ -127,12 +126,7 @@ def render(rows: list[str], turns: int, repeats: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    def build(args: argparse.Namespace) -> str:
-        return render(measure(args.turns, args.repeats), args.turns, args.repeats)
-
-    # measure() prints its own line per window; the section goes only to --out
-    options = {"turns": 150, "repeats": 7}
-    return section_main(__doc__, argv, options, build, echo=False)
+    return request_main(__doc__, argv, measure, render)
 
 
 if __name__ == "__main__":
