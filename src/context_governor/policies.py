@@ -10,9 +10,13 @@ steps: nothing changes while the request fits under the trigger (95% of the
 budget, at most 100k tokens); when it does not, old tool results are cleared
 (oldest first) and, if that is not enough, the oldest turns after the head are
 cut (at a user message; one note says where and how much), down to the target
-(40% of the budget, at most 16k tokens). The low target is deliberate: each
-compaction costs one cache miss of what remains, so a deep cut that buys many
-append-only steps is cheaper than many shallow ones.
+(40% of the budget, at most 16k tokens; by default adapted to the history, see
+``adaptive_goal``). The low target is deliberate: each compaction costs one cache
+miss of what remains, so a deep cut that buys many append-only steps is cheaper
+than many shallow ones. Where the target model's cached reads are dear (gpt-4o
+reads at half the input price), re-sending a large cached request costs more than
+the misses saved, so the trigger moves toward the target (``price_scale``; prices
+from prices.py, looked up from the provider and model).
 The steps in between only append to an unchanged prefix. Where to cut is
 decided from the history alone (see stages/compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
