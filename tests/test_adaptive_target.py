@@ -133,7 +133,7 @@ def test_small_results_compact_less_deep_and_keep_the_recent_ones() -> None:
             short += any(json.dumps(m, sort_keys=True) not in sent for m in newest)
         return count, short
 
-    fixed, fixed_short = compactions(CompactionPolicy())
+    fixed, fixed_short = compactions(CompactionPolicy(adaptive_target=False))
     adaptive, adaptive_short = compactions(ADAPTIVE)
     assert adaptive < fixed
     # a cut starts at a turn: right after a user message the previous turn's results go

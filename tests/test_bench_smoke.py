@@ -251,19 +251,26 @@ def test_session_shapes_are_deterministic_and_shaped_like_their_names() -> None:
 
 def test_session_shapes_quick_run_renders_its_own_section(tmp_path: Path) -> None:
     results = shapes.run(8, windows=(32_000,))
-    assert len(results) == 2 * len(shapes.SHAPES)  # the default and adaptive_target
+    # the default as each price class gets it
+    assert len(results) == len(shapes.PRICE_CLASSES) * len(shapes.SHAPES)
     for r in results:
         v = shapes.verdict(r)
         assert 0.0 <= v.share <= 1.0 and 0.0 <= r.share_ceiling() <= 1.0
         assert all(ratio > 0 for ratio in v.costs.values())
+        assert set(v.costs) == {p.name for p in r.prices.pricings}
+        assert 0.0 <= r.verbatim_goal() <= r.verbatim_cap
+    # a dearer read compacts earlier: never larger requests on average than at 0.1x reads
+    for key in {r.shape.key for r in results}:
+        sizes = [r.mean_tokens(r.ours) for r in results if r.shape.key == key]
+        assert sizes == sorted(sizes, reverse=True)
     section = shapes.render(results)
     assert section.startswith(shapes.HEADING + "\n")
     assert section.count("| 32,000 |") == len(results)
     doc = tmp_path / "benchmarks.md"
-    doc.write_text("# B\n\n## A\n\nkeep\n\n## Session shapes\n\nold\n\n## Method\n\nm\n")
+    doc.write_text("# B\n\n## A\n\nkeep\n\n## Session shapes\n\nSTALE\n\n## Method\n\nm\n")
     write_section(doc, section)
     text = doc.read_text(encoding="utf-8")
-    assert "old" not in text and "keep" in text and text.rstrip().endswith("m")
+    assert "STALE" not in text and "keep" in text and text.rstrip().endswith("m")
     assert text.count(shapes.HEADING) == 1
 
 

@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 from levels import examples
 from responses_bodies import sessions, wild_bodies
 
-from context_governor import ConfigError, InputError, govern_request, validate_request
+from context_governor import (
+    CompactionPolicy,
+    ConfigError,
+    InputError,
+    govern_request,
+    validate_request,
+)
 from context_governor.formats import responses as rs
 from context_governor.stages.backfill import BACKFILL_CONTENT
 
@@ -290,7 +296,11 @@ def test_old_outputs_are_cleared_by_the_cache_policy() -> None:
              "output": f"row {n}\n" * 100},
         ]  # fmt: skip
     body = _body(items, max_output_tokens=256)
-    result = govern_request(body, api="responses", context_window=24_000)
+    # the fixed target: the default's adaptive target keeps only the newest results'
+    # turns here (their span is under the target), so it cuts these turns rather than
+    # clearing their outputs, and clearing is what this test is about
+    fixed = CompactionPolicy(adaptive_target=False)
+    result = govern_request(body, api="responses", context_window=24_000, compaction=fixed)
     # a cleared output is a replace with its call id (the note on the cut is one without)
     cleared = [
         a

@@ -167,10 +167,12 @@ def test_a_trigger_between_the_exact_count_and_the_bound_decides_as_govern(
     low, high = totals[k], totals[k - 1] + bound  # exact total <= trigger < bound total
     assert low < high
     trigger = rng.randrange(low, high)
+    # the default as the Governor below gets it: priced for the model (prices.py)
+    policy = CACHE.priced("openai", model)
     budget = next(
-        b for b in range(int(trigger / 0.99), 4 * high) if CACHE.thresholds(b)[0] >= trigger
+        b for b in range(int(trigger / 0.99), 4 * high) if policy.thresholds(b)[0] >= trigger
     )
-    assume_trigger = CACHE.thresholds(budget)[0]
+    assume_trigger = policy.thresholds(budget)[0]
     if not low <= assume_trigger < high:
         return  # the policy's rounding skipped over the gap (rare): nothing to test here
     window = budget + MAX_OUTPUT + 1024

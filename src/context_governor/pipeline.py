@@ -276,6 +276,8 @@ def resolve_settings(
     # govern() is given the request's tools: None is a request that declares none.
     has_tools = bool(checked_tools)
     entry, target = resolve(prof.provider or "openai", model, prefill=prefill, has_tools=has_tools)
+    # the cache prices of the target tune the trigger (policies.price_scale)
+    compaction_policy = compaction_policy.priced(target.provider, target.model)
     return Settings(
         profile=prof,
         tools=checked_tools,

@@ -10,9 +10,13 @@ steps: nothing changes while the request fits under the trigger (95% of the
 budget, at most 100k tokens); when it does not, old tool results are cleared
 (oldest first) and, if that is not enough, the oldest turns after the head are
 cut (at a user message; one note says where and how much), down to the target
-(40% of the budget, at most 16k tokens). The low target is deliberate: each
-compaction costs one cache miss of what remains, so a deep cut that buys many
-append-only steps is cheaper than many shallow ones.
+(40% of the budget, at most 16k tokens; by default adapted to the history, see
+``adaptive_goal``). The low target is deliberate: each compaction costs one cache
+miss of what remains, so a deep cut that buys many append-only steps is cheaper
+than many shallow ones. Where the target model's cached reads are dear (gpt-4o
+reads at half the input price), re-sending a large cached request costs more than
+the misses saved, so the trigger moves toward the target (``price_scale``; prices
+from prices.py, looked up from the provider and model).
 The steps in between only append to an unchanged prefix. Where to cut is
 decided from the history alone (see stages/compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
@@ -20,11 +24,13 @@ any replica of a proxy, gives the same answer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ConfigError, brief
+from .prices import CachePrice, cache_price
 
 if TYPE_CHECKING:
     from .summary import Summaries
@@ -55,6 +61,34 @@ DEFAULT_CUT_NOTE = (
 #: Under ``adaptive_target``, the calls' worth of growth a compaction leaves room for.
 ADAPTIVE_BAND_CALLS = 50
 
+#: The trigger's defaults: the price-aware rule moves the trigger only when it is left
+#: at these (an explicit ``trigger`` or ``trigger_tokens`` wins).
+DEFAULT_TRIGGER = 0.95
+DEFAULT_TRIGGER_TOKENS = 100_000
+#: The cached-read price (a share of the input price) the fixed defaults were tuned
+#: for: bench's flat model, and what Anthropic, gpt-5, Gemini 2.5 and DeepSeek charge.
+REFERENCE_READ = 0.1
+
+
+def price_scale(price: CachePrice) -> float:
+    """How much of the default distance between target and trigger to keep at ``price``.
+
+    Between two compactions a request grows from the target T by the history's growth g
+    per call up to the trigger, each step paying ``read`` for what it re-sends; each
+    compaction re-sends T at the miss price. Per call that is about
+    read * (T + D/2) + (miss - read) * T * g / D for a distance D, least at
+    D = sqrt(2 (miss - read) T g / read). T and g do not depend on the price, so the best
+    distance at ``price`` is the one at the reference read times
+    sqrt(((miss - read) / read) / ((1 - REFERENCE_READ) / REFERENCE_READ)): a third at
+    gpt-4o's 0.5x read, 0.58 at gpt-4.1's 0.25x. Never above 1: a cheaper read or a dear
+    write (Anthropic) keeps today's defaults, which also hold the cached-prefix share."""
+    read = price.read
+    if read <= 0:
+        return 1.0
+    ratio = max(0.0, price.miss - read) / read
+    reference = (1 - REFERENCE_READ) / REFERENCE_READ
+    return min(1.0, math.sqrt(ratio / reference))
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
@@ -72,15 +106,20 @@ class CompactionPolicy:
     note goes (the plain note when no summary can be had; see docs/summaries.md).
     ``adaptive_target`` derives each compaction's target from the request instead of
     using ``target`` as it is (``adaptive_goal``; docs/session-shapes.md).
+    ``price_aware`` moves the trigger closer to the target where cached reads are dear
+    (``price_scale``), from ``cache_price``: the target's prices, which govern() and the
+    Governor look up from the provider and model (prices.py) unless given; None (an
+    unknown model) keeps the fixed trigger. An explicit ``trigger`` or
+    ``trigger_tokens`` wins; ``price_aware=False`` turns the rule off.
     """
 
     kind: PolicyKind = "cache"
-    trigger: float = 0.95
+    trigger: float = DEFAULT_TRIGGER
     target: float = 0.4
     #: Caps in tokens, whatever the window. Past ~100k tokens a request costs more, even
     #: cached, than the cache misses compaction causes (100k is also the default trigger
     #: of Anthropic's context editing). Measured in bench/ (docs/benchmarks.md).
-    trigger_tokens: int | None = 100_000
+    trigger_tokens: int | None = DEFAULT_TRIGGER_TOKENS
     target_tokens: int | None = 16_000
     min_savings: int = 2048
     keep_recent: int = 10
@@ -93,7 +132,11 @@ class CompactionPolicy:
     summary: Summaries | None = None
     #: Derive the target of each compaction from the history instead of using ``target``
     #: as it is (see ``adaptive_goal``). Off keeps the fixed target.
-    adaptive_target: bool = False
+    adaptive_target: bool = True
+    #: Compact earlier where cached reads are dear (see ``price_scale``).
+    price_aware: bool = True
+    #: The prices ``price_aware`` tunes for (None: unknown; see ``priced``).
+    cache_price: CachePrice | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -125,6 +168,11 @@ class CompactionPolicy:
                 )
             if self.kind != "cache":
                 raise ConfigError("summary needs the cache policy (kind='cache')")
+        if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
+            raise ConfigError(
+                "cache_price must be a context_governor.prices.CachePrice or None, "
+                f"got {brief(self.cache_price)}"
+            )
         if not isinstance(self.exclude_tools, frozenset):
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
@@ -150,15 +198,39 @@ class CompactionPolicy:
         ceiling = max(low, int(trigger - ADAPTIVE_BAND_CALLS * growth))
         return min(max(span, low), ceiling, trigger)
 
+    def priced(self, provider: str | None, model: str | None) -> CompactionPolicy:
+        """This policy with the cache prices of ``model`` at ``provider`` (prices.py), when
+        it is price-aware and was given none; itself otherwise. govern() and the Governor
+        call it once with their settings, so the thresholds stay a function of the
+        request and the settings (any process gives the same answer)."""
+        if self.kind != "cache" or not self.price_aware or self.cache_price is not None:
+            return self
+        price = cache_price(provider, model)
+        return self if price is None else replace(self, cache_price=price)
+
+    def price_applies(self) -> bool:
+        """Whether the price-aware rule moves this policy's trigger: on, prices known,
+        and the trigger left at its defaults."""
+        return (
+            self.price_aware
+            and self.cache_price is not None
+            and self.trigger == DEFAULT_TRIGGER
+            and self.trigger_tokens == DEFAULT_TRIGGER_TOKENS
+        )
+
     def thresholds(self, budget: int) -> tuple[int, int]:
-        """(trigger, target) in tokens for ``budget``."""
+        """(trigger, target) in tokens for ``budget``. Where the price-aware rule applies,
+        the trigger is the target plus ``price_scale`` of the default distance."""
         trigger = int(self.trigger * budget)
         target = int(self.target * budget)
         if self.trigger_tokens is not None:
             trigger = min(trigger, self.trigger_tokens)
         if self.target_tokens is not None:
             target = min(target, self.target_tokens)
-        return trigger, min(target, trigger)
+        target = min(target, trigger)
+        if self.cache_price is not None and self.price_applies():
+            trigger = target + int((trigger - target) * price_scale(self.cache_price))
+        return trigger, target
 
 
 SEED = CompactionPolicy(kind="seed")
