@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_governor import Governor
+from context_governor import CompactionPolicy, Governor
 from context_governor.providers import validate
 from context_governor.tokens import ExactCounter, exact_counter
 
@@ -95,12 +95,22 @@ def _ungoverned(replay: Replay, window: int) -> StepFn:
     return lambda history: Outcome(list(history))
 
 
+#: The default cache policy as a model whose cached reads cost 0.1x gets it (gpt-5,
+#: Claude, Gemini 2.5, DeepSeek, any unknown model): the replay's own model (gpt-4o,
+#: reads at 0.5x) gets a lower, price-aware trigger; this row is what the others get.
+READS_AT_TENTH = "openai, cache policy for reads at 0.1× (price_aware=False)"
+
 #: The compared configurations; add a policy with one line.
 CONFIGS: list[Config] = [
     Config("full history (no governance)", _ungoverned),
     governor("nanobot (seed)", profile="nanobot"),
     governor("openai, compaction='seed'", profile="openai", compaction="seed"),
     governor("openai (default: compaction='cache')", profile="openai"),
+    governor(
+        READS_AT_TENTH,
+        profile="openai",
+        compaction=CompactionPolicy(price_aware=False),
+    ),
 ]
 
 
