@@ -8,7 +8,10 @@ settings: whatever it remembers between calls is a cache, never a decision.
 What it remembers, and why that is enough to make a step cost what is new:
 
 * a frozen copy of the last history (dicts and lists copied, strings shared), so
-  that any edit of an earlier message, in place or by replacement, is seen;
+  that any edit of an earlier message, in place or by replacement, is seen (with
+  ``immutable_messages=True`` the caller promises never to edit a message in place,
+  so the messages themselves stand in for the copies: the old part is checked by
+  identity, and only a message that is not the same object is compared deeply);
 * the token count of each message, so that an unchanged message is never
   tokenized again;
 * the last result and the cache policy's replay. When the new history is the old
@@ -38,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import InputError
+from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
@@ -53,6 +56,11 @@ from .tokens import KnownCounts as _KnownCounts
 #: after any of them, the replay's indices are not the history's.
 _SHIFTING_STAGES = frozenset({"input", "orphans", "backfill", "regroup", "pipeline"})
 _ANCHOR: Message = {"role": "user", "content": "(continued)"}
+
+
+def _same(value: Any) -> Any:
+    """The message itself: under the caller's promise it never changes in place."""
+    return value
 
 
 def _freeze(value: Any) -> Any:
@@ -155,6 +163,18 @@ class Governor:
     thread-safe: use one per conversation (that is what it is for). Treat the histories you pass
     as values: a Governor notices edits of earlier messages (it compares against
     its frozen copy), so appending, editing and truncating are all fine.
+
+    ``immutable_messages=True`` is a promise by the caller: a message (or anything
+    inside it: its content parts, tool calls, arguments) is never edited in place
+    after it was passed in. Replacing, inserting or dropping messages (new objects)
+    is still fine. With it the Governor keeps no copies: it sees that the old part
+    of the history is unchanged by comparing message objects by identity (a pointer
+    compare each; only a message that is not the same object is compared deeply),
+    and its worker counts the caller's own messages. If the promise is broken (a
+    dict already passed in is edited in place), the edit may go unseen: the output
+    can differ from what ``govern()`` returns for the same history, and a report's
+    counts can be stale. Leave it off (the default) when any code that can reach
+    the messages might edit them.
     """
 
     def __init__(
@@ -169,7 +189,15 @@ class Governor:
         prefill: bool = False,
         compaction: str | CompactionPolicy | None = None,
         count_tokens: Callable[[str], int] | None = None,
+        immutable_messages: bool = False,
     ) -> None:
+        if type(immutable_messages) is not bool:
+            raise ConfigError(
+                f"immutable_messages must be True or False, got {brief(immutable_messages)}"
+            )
+        #: the caller's promise (see the class docstring): messages stand in for copies
+        self.immutable_messages = immutable_messages
+        self._copy: Callable[[Any], Any] = _same if immutable_messages else _freeze
         self._kwargs: dict[str, Any] = {
             "count_tokens": count_tokens,
             "profile": profile,
@@ -269,7 +297,7 @@ class Governor:
         same = 0  # messages[:same] equal the last history: their copies and counts hold
         if state is not None:
             for i, (old, new) in enumerate(zip(state.frozen, messages, strict=False)):
-                if old != new:
+                if old is not new and old != new:
                     break
                 known[id(new)] = (new, state.tokens[i])
                 same = i + 1
@@ -282,7 +310,7 @@ class Governor:
             history=list(messages),
             frozen=[
                 *(state.frozen[:same] if state is not None else ()),
-                *(_freeze(m) for m in messages[same:]),
+                *(self._copy(m) for m in messages[same:]),
             ],
             tokens=tokens,
             result=result,
@@ -345,6 +373,9 @@ class Governor:
         n = len(state.history)
         if state.turn is None or len(messages) <= n:
             return None
+        # With the promise, state.frozen holds the caller's own message objects: the list
+        # comparison skips each identical pair with a pointer compare and compares deeply
+        # only the messages that were replaced. Without it, every message deeply.
         if messages[:n] != state.frozen:
             return None
         new = messages[n:]
@@ -414,7 +445,7 @@ class Governor:
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).
         state.sent.extend(new)
-        frozen = [_freeze(m) for m in new]
+        frozen = [self._copy(m) for m in new]
         sent = list(state.sent)  # the caller may append to the list it gets
         finish = _finisher(old, len(messages), len(new))
         result: GovernResult
@@ -425,6 +456,7 @@ class Governor:
             state.tokens.extend(new_tokens)
         else:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
+            # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
             result = _CountedLater(sent, counts, finish)
             state.pending = _Pending(history, result)
