@@ -46,6 +46,7 @@ from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
+from .probe import leaves_alone
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
@@ -425,14 +426,18 @@ class Governor:
         known = {id(m): (m, state.tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
         if bounds is not None:
             known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
-        try:
-            counter = _KnownCounts(self.settings.counter, known, self._tools_count)
-            probe, _ = run(window, self.settings, counter)
-        except Exception:
-            return None  # the full run gives the right error, with the right path
-        report = probe.report
-        if probe.messages is not window or report.actions or report.notes or report.violations:
-            return None
+        counter = _KnownCounts(self.settings.counter, known, self._tools_count)
+        # the anchor and the old turn passed the input repair unchanged (the old result
+        # ends with the turn untouched and has no repair action)
+        if not leaves_alone(window, self.settings, counter, clean=len(window) - len(new)):
+            # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
+            try:
+                probe, _ = run(window, self.settings, counter)
+            except Exception:
+                return None  # the full run gives the right error, with the right path
+            report = probe.report
+            if probe.messages is not window or report.actions or report.notes or report.violations:
+                return None
         new_tokens = bounds if bounds is not None else [counter.message_tokens(m) for m in new]
         added = sum(new_tokens)
         old = state.result.report
