@@ -37,8 +37,12 @@ from .cache import RECENT_WINDOWS, Run, marks, run_cache
 from .fmt import ms, ratio
 from .sessions import coding_session
 from .speed import (
+    GOV_DEFAULT,
+    GOV_IDENTITY,
     GOV_PREFIX,
     GOV_PROBE,
+    GOV_REST,
+    GOV_RULES,
     GOV_TOTAL,
     MAX_OUTPUT,
     TOKENIZE_NEW,
@@ -121,10 +125,16 @@ def targets(speed: SpeedResult) -> list[Target]:
                 f"; with the worker thread's counting (off the critical path): "
                 f"{ratio(nano.summary()['total'] / cpu_total)} ({ms(cpu_total)})"
             )
+        if GOV_DEFAULT in speed.series:
+            default_total = speed.series[GOV_DEFAULT].summary()["total"]
+            floor += (
+                f"; without the immutable_messages promise: "
+                f"{ratio(nano.summary()['total'] / default_total)} ({ms(default_total)})"
+            )
         out.append(
             Target(
                 f"total governance time, {speed.steps}-step replay at {speed.window:,}, "
-                "critical path, warm process",
+                "critical path, warm process (Governor with immutable_messages=True)",
                 f"≥ {NANOBOT_SPEEDUP:.0f}× less than Nanobot 0.2.2",
                 f"{ratio(speedup)} less ({ms(gov_total)} vs {ms(nano.summary()['total'])}){floor}",
                 speedup >= NANOBOT_SPEEDUP,
@@ -134,12 +144,19 @@ def targets(speed: SpeedResult) -> list[Target]:
             fresh_total = statistics.median(f["total_ns"] for f in speed.fresh)
             first = statistics.median(f["first_ns"] for f in speed.fresh)
             fresh_speedup = nano.summary()["total"] / fresh_total
+            default_note = ""
+            if speed.fresh_default:
+                default_fresh = statistics.median(f["total_ns"] for f in speed.fresh_default)
+                default_note = (
+                    f"; without the promise {ratio(nano.summary()['total'] / default_fresh)} "
+                    f"({ms(default_fresh)})"
+                )
             out.append(
                 Target(
                     "the same in a fresh process, first call (encoding load) included",
                     f"≥ {NANOBOT_SPEEDUP:.0f}× less than Nanobot 0.2.2",
                     f"{ratio(fresh_speedup)} less ({ms(fresh_total)}, of which the first call "
-                    f"{ms(first)}; Nanobot's total measured warm)",
+                    f"{ms(first)}; Nanobot's total measured warm){default_note}",
                     fresh_speedup >= NANOBOT_SPEEDUP,
                 )
             )
@@ -150,13 +167,19 @@ def targets(speed: SpeedResult) -> list[Target]:
             f"≤ {STEADY_VS_DUMPS}× json.dumps of the step's request body",
             f"{ratio(steady)} (median of per-step ratios, steps {steady_start(speed.steps) + 1}+)"
             + _floor(speed, GOV_TOTAL, "json.dumps (sent body)", "with the worker's counting")
+            + _floor(speed, GOV_DEFAULT, "json.dumps (sent body)", "without the promise")
             + _floor(
                 speed,
                 GOV_PREFIX,
                 "json.dumps (sent body)",
-                "what stands in the way: the deep comparison of the old history",
+                "what stands in the way: the deep comparison of the old history (default)",
             )
-            + _floor(speed, GOV_PROBE, "json.dumps (sent body)", "the pipeline on the newest turn")
+            + _floor(speed, GOV_IDENTITY, "json.dumps (sent body)", "the identity check (promise)")
+            + _floor(
+                speed, GOV_PROBE, "json.dumps (sent body)", "probe.leaves_alone on the window"
+            )
+            + _floor(speed, GOV_RULES, "json.dumps (sent body)", "of which the provider's rules")
+            + _floor(speed, GOV_REST, "json.dumps (sent body)", "the rest of the step")
             + _floor(speed, TOKENIZE_NEW, "json.dumps (sent body)", "tokenizing the new messages"),
             steady <= STEADY_VS_DUMPS,
         )
