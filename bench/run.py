@@ -452,8 +452,13 @@ METHOD = """\
   *Steady state* is every step after the first 10%. Ratios to `json.dumps` are medians of
   per-step ratios.
 - **Contenders**: `Governor` (profile `openai` with its default compaction policy, model
-  `gpt-4o`, o200k_base counter, `max_output` 4096) and the stateless `govern()` with the
-  same settings; Nanobot 0.2.2's own pipeline (`AgentRunner` orphans, backfill,
+  `gpt-4o`, o200k_base counter, `max_output` 4096, `immutable_messages=True`: the
+  replay never edits a message in place), the same Governor without that promise (the
+  default, on its own variant of the session; row *Governor, default*), and the
+  stateless `govern()` with the same settings. The rows *Governor part: ...* time parts
+  of the Governor's appending step alone, on the same step's data, before it runs;
+  *the rest* is the step's time minus the two parts it runs (identity check and
+  `probe.leaves_alone`); Nanobot 0.2.2's own pipeline (`AgentRunner` orphans, backfill,
   microcompact, snip, orphans, backfill, then `LLMProvider._enforce_role_alternation`;
   cl100k_base) run by `bench/nanobot_side.py` in `.venv-ref`; LangChain `trim_messages`
   (langchain-core, `token_counter="approximate"`, `strategy="last"`,
