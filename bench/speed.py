@@ -48,7 +48,6 @@ from context_governor.probe import leaves_alone
 from context_governor.providers.rules import find_violations
 from context_governor.tokens import (
     ExactCounter,
-    KnownCounts,
     background_cpu_ns,
     counting_encoding,
     encoding_for_model,
@@ -182,11 +181,9 @@ def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) 
     out = {GOV_IDENTITY if gov.immutable_messages else GOV_PREFIX: prefix}
     turn = state.turn
     window = [_ANCHOR, *state.history[turn:], *new]
-    known = {id(m): (m, tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
     bounds = gov._bounds(new) or [gov.settings.counter.message_tokens(m) for m in new]
-    known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
     s = gov.settings
-    counter = KnownCounts(s.counter, known, gov._tools_count)
+    counter = gov._window_counter(state.history[turn:], tokens[turn:], new, bounds)
     start = clock()
     leaves_alone(window, s, counter, clean=len(window) - len(new))
     out[GOV_PROBE] = clock() - start

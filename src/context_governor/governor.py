@@ -219,6 +219,7 @@ class Governor:
             self.settings.counter.prompt_tokens([], self.settings.tools),
         )
         self._state: _State | None = None
+        self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
         budget = self.settings.budget
         #: the cache policy's trigger: a step whose output crosses it is never a plain append
         self._trigger = budget
@@ -409,6 +410,23 @@ class Governor:
             bounds.append(bound)
         return bounds
 
+    def _window_counter(
+        self,
+        old: list[Message],
+        old_tokens: list[int],
+        new: list[Message],
+        bounds: list[int] | None,
+    ) -> _KnownCounts:
+        """A counter that knows the probe window's counts: the anchor's (counted once per
+        Governor), the old turn's and, with ``bounds``, those bounds for the new messages."""
+        if self._anchor_tokens is None:
+            self._anchor_tokens = self.settings.counter.message_tokens(_ANCHOR)
+        known = {id(_ANCHOR): (_ANCHOR, self._anchor_tokens)}
+        known.update((id(m), (m, t)) for m, t in zip(old, old_tokens, strict=False))
+        if bounds is not None:
+            known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
+        return _KnownCounts(self.settings.counter, known, self._tools_count)
+
     def _accept(
         self,
         state: _State,
@@ -423,10 +441,10 @@ class Governor:
         turn = state.turn
         assert turn is not None
         window = [_ANCHOR, *state.history[turn:], *new]
-        known = {id(m): (m, state.tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
-        if bounds is not None:
-            known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
-        counter = _KnownCounts(self.settings.counter, known, self._tools_count)
+        try:
+            counter = self._window_counter(state.history[turn:], state.tokens[turn:], new, bounds)
+        except Exception:
+            return None  # a count hook that fails: the full run gives the right error
         # the anchor and the old turn passed the input repair unchanged (the old result
         # ends with the turn untouched and has no repair action)
         if not leaves_alone(window, self.settings, counter, clean=len(window) - len(new)):
