@@ -24,7 +24,6 @@ from transcripts import random_case
 
 from context_governor import Governor, govern
 from context_governor import governor as governor_module
-from context_governor import probe as probe_module
 from context_governor.governor import _ANCHOR
 from context_governor.inputs import repair_messages
 from context_governor.pipeline import Settings, context, resolve_settings, run
@@ -389,8 +388,10 @@ def test_the_governor_differential_tests_take_the_cheap_answer(
     answered yet: parallel results arriving one by one)."""
     said: list[tuple[bool, bool]] = []
 
-    def counting(window: list[Message], s: Settings, counter: Any, clean: int = 0) -> bool:
-        answer = leaves_alone(window, s, counter, clean=clean)
+    def counting(
+        window: list[Message], s: Settings, counter: Any, clean: int = 0, plain: bool = False
+    ) -> bool:
+        answer = leaves_alone(window, s, counter, clean=clean, plain=plain)
         said.append((answer, _no_op(window, s, KnownCounts(s.counter, {}))))
         return answer
 
@@ -402,7 +403,7 @@ def test_the_governor_differential_tests_take_the_cheap_answer(
         plain.append(answer)
         return answer
 
-    monkeypatch.setattr(probe_module, "plain_window", plain_counting)
+    monkeypatch.setattr(governor_module, "plain_window", plain_counting)
     rng = random.Random(11)
     full = _clean_session(rng, 40)
     gov = Governor(context_window=60_000, max_output=1000, profile="anthropic")

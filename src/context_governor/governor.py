@@ -46,7 +46,7 @@ from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
-from .probe import leaves_alone
+from .probe import leaves_alone, plain_window
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
@@ -381,20 +381,24 @@ class Governor:
         if messages[:n] != state.frozen:
             return None
         new = messages[n:]
-        try:
-            check_messages(new)  # the old part passed when it was new
-        except InputError:
-            return None  # the full run reports it, with the message's real index
+        # the newest turn with the new messages in one of the plain shapes (probe.py):
+        # then the new messages pass the input checks and carry no cache breakpoint
+        plain = plain_window([_ANCHOR, *state.history[state.turn :], *new], self.settings)
+        if not plain:
+            try:
+                check_messages(new)  # the old part passed when it was new
+            except InputError:
+                return None  # the full run reports it, with the message's real index
+            if any(_has_cache_control(m) for m in new):
+                return None  # limits on breakpoints count the whole list
         if any(str(c.get("id")) in state.call_ids for m in new for c in _calls(m)):
             return None  # an id the old part uses: provider id repairs would see it
-        if any(_has_cache_control(m) for m in new):
-            return None  # limits on breakpoints count the whole list
         bounds = self._bounds(new)
         if bounds is not None:
-            accepted = self._accept(state, messages, new, bounds)
+            accepted = self._accept(state, messages, new, bounds, plain)
             if accepted is not None:
                 return accepted
-        return self._accept(state, messages, new, None)
+        return self._accept(state, messages, new, None, plain)
 
     def _bounds(self, new: list[Message]) -> list[int] | None:
         """Upper bounds on the new messages' counts, if the counter has them."""
@@ -433,6 +437,7 @@ class Governor:
         messages: list[Message],
         new: list[Message],
         bounds: list[int] | None,
+        plain: bool = False,
     ) -> GovernResult | None:
         """Probe the newest turn with the new messages, check the thresholds and, if the
         step is a plain append, grow the state and return the result. With ``bounds`` the
@@ -447,7 +452,8 @@ class Governor:
             return None  # a count hook that fails: the full run gives the right error
         # the anchor and the old turn passed the input repair unchanged (the old result
         # ends with the turn untouched and has no repair action)
-        if not leaves_alone(window, self.settings, counter, clean=len(window) - len(new)):
+        clean = len(window) - len(new)
+        if not leaves_alone(window, self.settings, counter, clean=clean, plain=plain):
             # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
             try:
                 probe, _ = run(window, self.settings, counter)

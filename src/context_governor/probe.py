@@ -55,12 +55,18 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
 def leaves_alone(
-    messages: list[Message], s: Settings, counter: TokenCounter, clean: int = 0
+    messages: list[Message],
+    s: Settings,
+    counter: TokenCounter,
+    clean: int = 0,
+    *,
+    plain: bool = False,
 ) -> bool:
     """True only if ``run(messages, s, counter)`` would return ``messages`` itself with no
     action, note or violation. ``messages[:clean]`` are known to pass the input repair
-    unchanged. False for anything it does not show cheaply (near the trigger, the
-    nanobot profile, a stage that raises): then ask ``run()``."""
+    unchanged; ``plain``: ``plain_window(messages, s)`` is known to be true. False for
+    anything it does not show cheaply (near the trigger, the nanobot profile, a stage that
+    raises): then ask ``run()``."""
     profile, budget, policy = s.profile, s.budget, s.compaction
     if profile.provider is None or not messages:
         return False
@@ -73,7 +79,7 @@ def leaves_alone(
             budget <= 0 or policy.kind != "cache" or total > policy.thresholds(budget)[0]
         ):
             return False
-        if not (plain_window(messages, s) or stages_leave_alone(messages, s, ctx, clean)):
+        if not (plain or plain_window(messages, s) or stages_leave_alone(messages, s, ctx, clean)):
             return False
         return next(find_violations(s.provider.rules, messages, s.target), None) is None
     except Exception:  # run() falls back (an action) or raises: not a plain yes
