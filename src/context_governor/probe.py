@@ -37,16 +37,82 @@ is one the stages leave alone.
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from typing import Any
 
 from .inputs import _has_surrogate, repair_messages
 from .messages import Message
 from .pipeline import Settings, context
-from .profiles import _PROVIDER_STAGES, _STRICT_STAGES
+from .providers import fixes
 from .providers.fixes import _ID_RULES, _NAME_OK
+from .providers.policy import Policy
 from .providers.rules import find_violations
-from .stages import Context, compact
+from .stages import (
+    Context,
+    backfill_strict,
+    cap_tool_results,
+    compact,
+    drop_orphans_strict,
+    enforce_alternation,
+)
 from .tokens import TokenCounter
+
+#: The stages and Policy fields plain_window was written against. A profile with other
+#: stages, or a Policy with other fields, is never plain: a new repair turns the one-pass
+#: check off (tests/test_probe.py then fails) until plain_window reads it too.
+_KNOWN_STAGES = (
+    drop_orphans_strict,
+    backfill_strict,
+    fixes.regroup_tool_results,
+    compact.clear_stage,
+    cap_tool_results,
+    compact.fit_stage,
+    drop_orphans_strict,
+    backfill_strict,
+)
+_KNOWN_FINISH = (
+    fixes.flatten_tools,
+    fixes.systems,
+    enforce_alternation,
+    fixes.opening,
+    fixes.bridge_user_after_tool,
+    fixes.rekey_ids,
+    fixes.split_parallel_calls,
+    fixes.names,
+    fixes.reasoning,
+    fixes.allowed_keys,
+    fixes.empty_content,
+    fixes.thought_signatures,
+    fixes.cache_control,
+    fixes.prefill,
+)
+_KNOWN_POLICY = frozenset(
+    {
+        "id_style",
+        "system",
+        "user_before_tool_call_opening",
+        "needs_user",
+        "bridge_user_after_tool",
+        "empty",
+        "reasoning",
+        "reasoning_placeholder",
+        "allowed_keys",
+        "names",
+        "prefill",
+        "prefill_flag",
+        "rstrip_prefill",
+        "thought_signatures",
+        "max_cache_control",
+        "flatten_tools",
+        "flatten_why",
+        "text_only_content",
+        "text_only_roles",
+        "part_types",
+        "single_tool_call",
+    }
+)
+#: False when Policy has a field plain_window does not know (then nothing is plain).
+_POLICY_KNOWN = frozenset(f.name for f in fields(Policy)) == _KNOWN_POLICY
 
 #: The keys a plain message, tool call and function may have (anything else: the stages).
 _MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
@@ -135,9 +201,10 @@ def plain_window(messages: list[Message], s: Settings) -> bool:
     that is not plain, including for any setting this does not read."""
     policy, target = s.policy, s.target
     if (
-        s.profile.prepare != (repair_messages,)
-        or s.profile.stages is not _STRICT_STAGES
-        or s.profile.finish is not _PROVIDER_STAGES
+        not _POLICY_KNOWN
+        or s.profile.prepare != (repair_messages,)
+        or s.profile.stages != _KNOWN_STAGES
+        or s.profile.finish != _KNOWN_FINISH
         or s.compaction.kind != "cache"  # the seed policy's clearing runs in clear_stage
         or target is None
         or policy.flatten_tools(target)
