@@ -1,5 +1,7 @@
-"""``python -m bench.fresh STEPS WINDOW VARIANT``: a replay governed by a process that has
-just started (bench/speed.py runs it in a fresh interpreter).
+"""``python -m bench.fresh STEPS WINDOW VARIANT [default]``: a replay governed by a process
+that has just started (bench/speed.py runs it in a fresh interpreter). The Governor is
+made with ``immutable_messages=True`` (the replay never edits a message in place), or
+without it when the fourth argument is ``default``.
 
 Nothing of context_governor is imported before the clock starts, and nothing is warmed
 up: building the Governor loads the encoding (it resolves its counter), and that time
@@ -23,6 +25,7 @@ MAX_OUTPUT = 4096  # as bench/speed.py
 
 def main(argv: list[str]) -> dict[str, float]:
     steps, window, variant = (int(a) for a in argv[:3])
+    immutable = argv[3:4] != ["default"]
     replay = coding_session(steps, variant=variant)  # generating is not governing
     clock = time.perf_counter_ns
     start = clock()
@@ -37,6 +40,7 @@ def main(argv: list[str]) -> dict[str, float]:
         context_window=window,
         max_output=MAX_OUTPUT,
         tools=replay.tools,
+        immutable_messages=immutable,
     )
     built = clock() - start  # resolves the counter: the encoding is loaded here
     history: list[Message] = []

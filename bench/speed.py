@@ -2,7 +2,11 @@
 
 Contenders, all on the same replays, in the same run:
 
-* ``Governor``: one ``Governor`` per conversation, ``.govern(history)`` per step;
+* ``Governor``: one ``Governor`` per conversation, ``.govern(history)`` per step, made
+  with ``immutable_messages=True`` (the replay, like an agent loop that owns its history,
+  never edits a message in place); the same without that promise (the default, which
+  compares the old history deeply with a frozen copy) runs next to it, on its own variant
+  of the session;
 * ``govern()``: the stateless function with the same settings;
 * Nanobot 0.2.2: its own pipeline functions, in its own environment (``bench/nanobot_side.py``);
 * LangChain ``trim_messages`` (langchain-core, ``token_counter="approximate"``,
@@ -40,10 +44,10 @@ from typing import Any
 
 from context_governor import Governor, govern
 from context_governor.governor import _ANCHOR
-from context_governor.pipeline import run as run_pipeline
+from context_governor.probe import leaves_alone
+from context_governor.providers.rules import find_violations
 from context_governor.tokens import (
     ExactCounter,
-    KnownCounts,
     background_cpu_ns,
     counting_encoding,
     encoding_for_model,
@@ -64,10 +68,16 @@ TOKENIZE_NEW = "exact tokens of the new messages (o200k)"
 #: after the call returned (CPU time of that thread), and the step's whole cost.
 GOV_BACKGROUND = "Governor: background counting (worker CPU)"
 GOV_TOTAL = "Governor: critical path + background"
-#: The two parts of the Governor's critical path that stand in the way of 0.1x json.dumps,
-#: each measured alone on the same step's data (see governor_parts).
-GOV_PREFIX = "Governor part: old history unchanged? (deep ==)"
-GOV_PROBE = "Governor part: pipeline on the newest turn + new messages"
+#: The Governor without the promise (the default): deep comparison with a frozen copy.
+GOV_DEFAULT = "Governor, default (no immutable_messages promise)"
+#: The parts of the Governor's critical path, each measured alone on the same step's data
+#: (see governor_parts): what stands in the way of 0.1x json.dumps.
+GOV_PREFIX = "Governor part: old history unchanged? (deep ==, default)"
+GOV_IDENTITY = "Governor part: old history unchanged? (identity, promise)"
+GOV_PROBE = "Governor part: needs no repair? (probe.leaves_alone on the window)"
+GOV_RULES = "Governor part: of which the provider's rules (find_violations)"
+GOV_REST = "Governor part: the rest (checks, bounds, bookkeeping, worker hand-off)"
+GOV_PARTS = (GOV_PREFIX, GOV_IDENTITY, GOV_PROBE, GOV_RULES, GOV_REST)
 
 
 def progress(text: str) -> None:
@@ -149,16 +159,16 @@ def deep_sizeof(obj: object) -> int:
 # ----------------------------------------------------------------------------- contenders
 
 
-def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) -> tuple[int, int]:
-    """Time, alone, the two O(history) and O(turn) parts of a Governor's appending step on
-    this step's data, before the step runs: comparing the old history with the frozen
-    copy (how a Governor sees in-place edits) and the pipeline run on the newest turn
-    with the new messages (how it sees that they need no repair). (0, 0) when the step
-    will not take the appending path."""
+def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) -> dict[str, int]:
+    """Time, alone, the parts of a Governor's appending step on this step's data, before
+    the step runs: checking that the old history is unchanged (a deep comparison with the
+    frozen copy by default; pointer compares under the promise) and asking whether the
+    newest turn with the new messages needs a repair (probe.leaves_alone, and the
+    provider's rules it ends with). Empty when the step will not take the appending path."""
     gov = getattr(step_fn, "__self__", None)
     state = getattr(gov, "_state", None)
     if not isinstance(gov, Governor) or state is None or state.turn is None:
-        return 0, 0
+        return {}
     tokens = list(state.tokens)  # without settling: that is the timed step's own work
     if state.pending is not None:
         tokens += state.pending.result.counts()
@@ -168,29 +178,38 @@ def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) 
     start = clock()
     _ = whole[:n] != state.frozen
     prefix = clock() - start
+    out = {GOV_IDENTITY if gov.immutable_messages else GOV_PREFIX: prefix}
     turn = state.turn
     window = [_ANCHOR, *state.history[turn:], *new]
-    known = {id(m): (m, tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
     bounds = gov._bounds(new) or [gov.settings.counter.message_tokens(m) for m in new]
-    known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
-    counter = KnownCounts(gov.settings.counter, known, gov._tools_count)
+    s = gov.settings
+    counter = gov._window_counter(state.history[turn:], tokens[turn:], new, bounds)
     start = clock()
-    try:
-        run_pipeline(window, gov.settings, counter)
-    except Exception:
-        return prefix, 0
-    return prefix, clock() - start
+    leaves_alone(window, s, counter, clean=len(window) - len(new))
+    out[GOV_PROBE] = clock() - start
+    start = clock()
+    next(find_violations(s.provider.rules, window, s.target), None)
+    out[GOV_RULES] = clock() - start
+    return out
 
 
-def governor_fn(replay: Replay, window: int) -> StepFn:
+def governor_fn(replay: Replay, window: int, *, immutable: bool = True) -> StepFn:
+    """A Governor's step; by default with the promise the replay keeps (it never edits a
+    message in place), ``immutable=False`` for the default Governor."""
     gov = Governor(
         profile="openai",
         model=replay.model,
         context_window=window,
         max_output=MAX_OUTPUT,
         tools=replay.tools,
+        immutable_messages=immutable,
     )
     return gov.govern
+
+
+def default_governor_fn(replay: Replay, window: int) -> StepFn:
+    """The Governor without the promise (deep comparison with its frozen copy)."""
+    return governor_fn(replay, window, immutable=False)
 
 
 def govern_fn(replay: Replay, window: int) -> StepFn:
@@ -371,12 +390,16 @@ class NanobotProcess:
 # ----------------------------------------------------------------------------- fresh process
 
 
-def fresh_process_replay(steps: int, window: int, variant: int) -> dict[str, int]:
+def fresh_process_replay(
+    steps: int, window: int, variant: int, *, immutable: bool = True
+) -> dict[str, int]:
     """``python -m bench.fresh`` in a new interpreter (this one's, same sys.path): the
-    replay as an agent process that has just started would govern it."""
+    replay as an agent process that has just started would govern it (with the promise,
+    or the default Governor when ``immutable`` is False)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    extra = [] if immutable else ["default"]
     out = subprocess.run(
-        [sys.executable, "-m", "bench.fresh", str(steps), str(window), str(variant)],
+        [sys.executable, "-m", "bench.fresh", str(steps), str(window), str(variant), *extra],
         capture_output=True,
         text=True,
         check=True,
@@ -464,6 +487,8 @@ class SpeedResult:
     notes: list[str] = field(default_factory=list)
     #: the replay governed in a fresh process, first call included (one dict per repeat)
     fresh: list[dict[str, int]] = field(default_factory=list)
+    #: the same by the default Governor (no immutable_messages promise)
+    fresh_default: list[dict[str, int]] = field(default_factory=list)
 
 
 def source_info() -> str:
@@ -505,24 +530,27 @@ def trim(messages: list[Any], budget: int) -> list[Any]:
 
 
 def interleaved_repeat(
-    replay: Replay, fresh: Replay, window: int, *, langchain: bool
+    replay: Replay, fresh: Replay, window: int, *, langchain: bool, other: Replay | None = None
 ) -> dict[str, list[int]]:
     """One repeat of every in-process contender, interleaved step by step.
 
     At each step every contender is timed once on its own history, one after the
     other, so that a burst of load elsewhere on the machine hits all of them alike.
     ``govern()`` runs on ``fresh`` (same session, other ids): the Governor's calls
-    fill the process-wide token cache with ``replay``'s messages.
+    fill the process-wide token cache with ``replay``'s messages. The Governor without
+    the promise runs on ``other`` (a third variant) for the same reason; its rows are left
+    out when ``other`` is None.
     """
     budget = window - MAX_OUTPUT - 1024
     gov = governor_fn(replay, window)
+    default = None if other is None else default_governor_fn(other, window)
     stateless = govern_fn(fresh, window)
     labels = [
         "Governor",
         GOV_BACKGROUND,
         GOV_TOTAL,
-        GOV_PREFIX,
-        GOV_PROBE,
+        *([GOV_DEFAULT] if default is not None else []),
+        *(p for p in GOV_PARTS if default is not None or p != GOV_PREFIX),
         "govern()",
         TOKENIZE_NEW,
         "json.dumps (sent body)",
@@ -537,13 +565,23 @@ def interleaved_repeat(
         state: list[BaseMessage] = []
     out: dict[str, list[int]] = {label: [] for label in labels}
     history: list[Message] = []
-    other: list[Message] = []
+    other_history: list[Message] = []
+    default_history: list[Message] = []
+    default_steps = other.steps if other is not None else [[] for _ in replay.steps]
     clock = time.perf_counter_ns
     gc.collect()
-    for step, fresh_step in zip(replay.steps, fresh.steps, strict=True):
-        prefix_ns, probe_ns = governor_parts(gov, history, step)
+    for step, fresh_step, default_step in zip(
+        replay.steps, fresh.steps, default_steps, strict=True
+    ):
+        parts = governor_parts(gov, history, step)
+        if default is not None:
+            parts.update(
+                (k, v)
+                for k, v in governor_parts(default, default_history, default_step).items()
+                if k == GOV_PREFIX
+            )
         history.extend(step)
-        other.extend(fresh_step)
+        other_history.extend(fresh_step)
         worker = background_cpu_ns()
         start = clock()
         result = gov(history)
@@ -556,10 +594,21 @@ def interleaved_repeat(
         out["Governor"].append(critical)
         out[GOV_BACKGROUND].append(background)
         out[GOV_TOTAL].append(critical + background)
-        out[GOV_PREFIX].append(prefix_ns)
-        out[GOV_PROBE].append(probe_ns)
+        for label in GOV_PARTS:
+            if label in out and label != GOV_REST:
+                out[label].append(parts.get(label, 0))
+        # what the parts above leave of this step (0 when it did not take the appending
+        # path: then the parts were not measured)
+        measured = parts.get(GOV_IDENTITY, 0) + parts.get(GOV_PROBE, 0)
+        out[GOV_REST].append(max(0, critical - measured) if parts else 0)
+        if default is not None:
+            default_history.extend(default_step)
+            start = clock()
+            default_result = default(default_history)
+            out[GOV_DEFAULT].append(clock() - start)
+            default_result.report  # noqa: B018 - after the call, as for the Governor above
         start = clock()
-        stateless(other)
+        stateless(other_history)
         out["govern()"].append(clock() - start)
         start = clock()
         for message in step:
@@ -636,16 +685,20 @@ def run_speed(
     try:
         progress("warm-up (a different session: loads encodings and code paths)")
         other_warmup = coding_session(len(warmup.steps), seed=SEED + 2)
-        interleaved_repeat(warmup, other_warmup, window, langchain=use_langchain)
+        default_warmup = coding_session(len(warmup.steps), seed=SEED + 3)
+        interleaved_repeat(
+            warmup, other_warmup, window, langchain=use_langchain, other=default_warmup
+        )
         series: dict[str, Series] = {}
         for r, replay in enumerate(replays):
             progress(f"repeat {r + 1}/{repeats}: Governor, govern(), json.dumps, LangChain")
             fresh = coding_session(steps, variant=repeats + r)
+            default = coding_session(steps, variant=2 * repeats + r)
             for label, times in interleaved_repeat(
-                replay, fresh, window, langchain=use_langchain
+                replay, fresh, window, langchain=use_langchain, other=default
             ).items():
                 series.setdefault(label, Series(label)).runs.append(times)
-            del fresh
+            del fresh, default
             if nano is not None:
                 progress(f"repeat {r + 1}/{repeats}: Nanobot 0.2.2")
                 series.setdefault("Nanobot 0.2.2", Series("Nanobot 0.2.2")).runs.append(
@@ -654,6 +707,9 @@ def run_speed(
 
         progress("fresh processes: the replay with the first call (encoding load) included")
         fresh_runs = [fresh_process_replay(steps, window, 700 + r) for r in range(repeats)]
+        fresh_default = [
+            fresh_process_replay(steps, window, 700 + r, immutable=False) for r in range(repeats)
+        ]
 
         def others(r: int, history: Replay, result: first_call.FirstCall) -> None:
             """LangChain and Nanobot on the main size's history (not a cold variant: no
@@ -724,4 +780,5 @@ def run_speed(
         machine=machine,
         notes=notes,
         fresh=fresh_runs,
+        fresh_default=fresh_default,
     )

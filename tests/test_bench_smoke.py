@@ -107,11 +107,14 @@ def test_interleaved_repeat_times_every_contender_at_every_step(
     replay: sessions.Replay,
 ) -> None:
     fresh = sessions.coding_session(STEPS, variant=1)
-    out = speed.interleaved_repeat(replay, fresh, 8_000, langchain=speed.langchain_available())
-    assert {"Governor", "govern()", "json.dumps (sent body)"} <= set(out)
+    default = sessions.coding_session(STEPS, variant=2)
+    out = speed.interleaved_repeat(
+        replay, fresh, 8_000, langchain=speed.langchain_available(), other=default
+    )
+    assert {"Governor", speed.GOV_DEFAULT, "govern()", "json.dumps (sent body)"} <= set(out)
     assert all(len(times) == STEPS for times in out.values())
     # the Governor's parts and its worker's counting exist only on appending steps
-    partial = {speed.GOV_BACKGROUND, speed.GOV_PREFIX, speed.GOV_PROBE}
+    partial = {speed.GOV_BACKGROUND, *speed.GOV_PARTS}
     assert all(min(times) > 0 for label, times in out.items() if label not in partial)
     assert all(min(out[label]) >= 0 and max(out[label]) > 0 for label in partial)
     assert out[speed.GOV_TOTAL] == [

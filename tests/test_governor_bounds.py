@@ -133,8 +133,10 @@ class _Spy:
         self.steps: list[tuple[bool, bool]] = []  # (on bounds, accepted)
         original: Callable[..., Any] = governor_module.Governor._accept
 
-        def spy(gov: Governor, state: Any, messages: Any, new: Any, bounds: Any) -> Any:
-            result = original(gov, state, messages, new, bounds)
+        def spy(
+            gov: Governor, state: Any, messages: Any, new: Any, bounds: Any, *rest: Any
+        ) -> Any:
+            result = original(gov, state, messages, new, bounds, *rest)
             self.steps.append((bounds is not None, result is not None))
             return result
 

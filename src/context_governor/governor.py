@@ -8,7 +8,10 @@ settings: whatever it remembers between calls is a cache, never a decision.
 What it remembers, and why that is enough to make a step cost what is new:
 
 * a frozen copy of the last history (dicts and lists copied, strings shared), so
-  that any edit of an earlier message, in place or by replacement, is seen;
+  that any edit of an earlier message, in place or by replacement, is seen (with
+  ``immutable_messages=True`` the caller promises never to edit a message in place,
+  so the messages themselves stand in for the copies: the old part is checked by
+  identity, and only a message that is not the same object is compared deeply);
 * the token count of each message, so that an unchanged message is never
   tokenized again;
 * the last result and the cache policy's replay. When the new history is the old
@@ -38,11 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import InputError
+from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
+from .probe import leaves_alone, plain_window
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
@@ -53,6 +57,11 @@ from .tokens import KnownCounts as _KnownCounts
 #: after any of them, the replay's indices are not the history's.
 _SHIFTING_STAGES = frozenset({"input", "orphans", "backfill", "regroup", "pipeline"})
 _ANCHOR: Message = {"role": "user", "content": "(continued)"}
+
+
+def _same(value: Any) -> Any:
+    """The message itself: under the caller's promise it never changes in place."""
+    return value
 
 
 def _freeze(value: Any) -> Any:
@@ -155,6 +164,18 @@ class Governor:
     thread-safe: use one per conversation (that is what it is for). Treat the histories you pass
     as values: a Governor notices edits of earlier messages (it compares against
     its frozen copy), so appending, editing and truncating are all fine.
+
+    ``immutable_messages=True`` is a promise by the caller: a message (or anything
+    inside it: its content parts, tool calls, arguments) is never edited in place
+    after it was passed in. Replacing, inserting or dropping messages (new objects)
+    is still fine. With it the Governor keeps no copies: it sees that the old part
+    of the history is unchanged by comparing message objects by identity (a pointer
+    compare each; only a message that is not the same object is compared deeply),
+    and its worker counts the caller's own messages. If the promise is broken (a
+    dict already passed in is edited in place), the edit may go unseen: the output
+    can differ from what ``govern()`` returns for the same history, and a report's
+    counts can be stale. Leave it off (the default) when any code that can reach
+    the messages might edit them.
     """
 
     def __init__(
@@ -169,7 +190,15 @@ class Governor:
         prefill: bool = False,
         compaction: str | CompactionPolicy | None = None,
         count_tokens: Callable[[str], int] | None = None,
+        immutable_messages: bool = False,
     ) -> None:
+        if type(immutable_messages) is not bool:
+            raise ConfigError(
+                f"immutable_messages must be True or False, got {brief(immutable_messages)}"
+            )
+        #: the caller's promise (see the class docstring): messages stand in for copies
+        self.immutable_messages = immutable_messages
+        self._copy: Callable[[Any], Any] = _same if immutable_messages else _freeze
         self._kwargs: dict[str, Any] = {
             "count_tokens": count_tokens,
             "profile": profile,
@@ -190,6 +219,7 @@ class Governor:
             self.settings.counter.prompt_tokens([], self.settings.tools),
         )
         self._state: _State | None = None
+        self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
         budget = self.settings.budget
         #: the cache policy's trigger: a step whose output crosses it is never a plain append
         self._trigger = budget
@@ -269,7 +299,7 @@ class Governor:
         same = 0  # messages[:same] equal the last history: their copies and counts hold
         if state is not None:
             for i, (old, new) in enumerate(zip(state.frozen, messages, strict=False)):
-                if old != new:
+                if old is not new and old != new:
                     break
                 known[id(new)] = (new, state.tokens[i])
                 same = i + 1
@@ -282,7 +312,7 @@ class Governor:
             history=list(messages),
             frozen=[
                 *(state.frozen[:same] if state is not None else ()),
-                *(_freeze(m) for m in messages[same:]),
+                *(self._copy(m) for m in messages[same:]),
             ],
             tokens=tokens,
             result=result,
@@ -345,23 +375,30 @@ class Governor:
         n = len(state.history)
         if state.turn is None or len(messages) <= n:
             return None
+        # With the promise, state.frozen holds the caller's own message objects: the list
+        # comparison skips each identical pair with a pointer compare and compares deeply
+        # only the messages that were replaced. Without it, every message deeply.
         if messages[:n] != state.frozen:
             return None
         new = messages[n:]
-        try:
-            check_messages(new)  # the old part passed when it was new
-        except InputError:
-            return None  # the full run reports it, with the message's real index
+        # the newest turn with the new messages in one of the plain shapes (probe.py):
+        # then the new messages pass the input checks and carry no cache breakpoint
+        plain = plain_window([_ANCHOR, *state.history[state.turn :], *new], self.settings)
+        if not plain:
+            try:
+                check_messages(new)  # the old part passed when it was new
+            except InputError:
+                return None  # the full run reports it, with the message's real index
+            if any(_has_cache_control(m) for m in new):
+                return None  # limits on breakpoints count the whole list
         if any(str(c.get("id")) in state.call_ids for m in new for c in _calls(m)):
             return None  # an id the old part uses: provider id repairs would see it
-        if any(_has_cache_control(m) for m in new):
-            return None  # limits on breakpoints count the whole list
         bounds = self._bounds(new)
         if bounds is not None:
-            accepted = self._accept(state, messages, new, bounds)
+            accepted = self._accept(state, messages, new, bounds, plain)
             if accepted is not None:
                 return accepted
-        return self._accept(state, messages, new, None)
+        return self._accept(state, messages, new, None, plain)
 
     def _bounds(self, new: list[Message]) -> list[int] | None:
         """Upper bounds on the new messages' counts, if the counter has them."""
@@ -377,12 +414,30 @@ class Governor:
             bounds.append(bound)
         return bounds
 
+    def _window_counter(
+        self,
+        old: list[Message],
+        old_tokens: list[int],
+        new: list[Message],
+        bounds: list[int] | None,
+    ) -> _KnownCounts:
+        """A counter that knows the probe window's counts: the anchor's (counted once per
+        Governor), the old turn's and, with ``bounds``, those bounds for the new messages."""
+        if self._anchor_tokens is None:
+            self._anchor_tokens = self.settings.counter.message_tokens(_ANCHOR)
+        known = {id(_ANCHOR): (_ANCHOR, self._anchor_tokens)}
+        known.update((id(m), (m, t)) for m, t in zip(old, old_tokens, strict=False))
+        if bounds is not None:
+            known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
+        return _KnownCounts(self.settings.counter, known, self._tools_count)
+
     def _accept(
         self,
         state: _State,
         messages: list[Message],
         new: list[Message],
         bounds: list[int] | None,
+        plain: bool = False,
     ) -> GovernResult | None:
         """Probe the newest turn with the new messages, check the thresholds and, if the
         step is a plain append, grow the state and return the result. With ``bounds`` the
@@ -391,17 +446,22 @@ class Governor:
         turn = state.turn
         assert turn is not None
         window = [_ANCHOR, *state.history[turn:], *new]
-        known = {id(m): (m, state.tokens[turn + k]) for k, m in enumerate(state.history[turn:])}
-        if bounds is not None:
-            known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
         try:
-            counter = _KnownCounts(self.settings.counter, known, self._tools_count)
-            probe, _ = run(window, self.settings, counter)
+            counter = self._window_counter(state.history[turn:], state.tokens[turn:], new, bounds)
         except Exception:
-            return None  # the full run gives the right error, with the right path
-        report = probe.report
-        if probe.messages is not window or report.actions or report.notes or report.violations:
-            return None
+            return None  # a count hook that fails: the full run gives the right error
+        # the anchor and the old turn passed the input repair unchanged (the old result
+        # ends with the turn untouched and has no repair action)
+        clean = len(window) - len(new)
+        if not leaves_alone(window, self.settings, counter, clean=clean, plain=plain):
+            # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
+            try:
+                probe, _ = run(window, self.settings, counter)
+            except Exception:
+                return None  # the full run gives the right error, with the right path
+            report = probe.report
+            if probe.messages is not window or report.actions or report.notes or report.violations:
+                return None
         new_tokens = bounds if bounds is not None else [counter.message_tokens(m) for m in new]
         added = sum(new_tokens)
         old = state.result.report
@@ -414,7 +474,7 @@ class Governor:
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).
         state.sent.extend(new)
-        frozen = [_freeze(m) for m in new]
+        frozen = [self._copy(m) for m in new]
         sent = list(state.sent)  # the caller may append to the list it gets
         finish = _finisher(old, len(messages), len(new))
         result: GovernResult
@@ -425,6 +485,7 @@ class Governor:
             state.tokens.extend(new_tokens)
         else:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
+            # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
             result = _CountedLater(sent, counts, finish)
             state.pending = _Pending(history, result)

@@ -306,6 +306,20 @@ def _counter(
     return custom_counter(count_tokens)
 
 
+def context(s: Settings, counter: TokenCounter) -> Context:
+    """The Context a call with these settings starts from (run() and probe.leaves_alone)."""
+    return Context(
+        counter=counter,
+        tools=s.tools,
+        budget=s.budget,
+        max_tool_result_chars=s.cap,
+        target=s.target,
+        policy=s.policy,
+        keep_prefill=s.prefill and s.policy.prefill(s.target),
+        compaction=s.compaction,
+    )
+
+
 def run(
     messages: list[Message], s: Settings, counter: TokenCounter | None = None
 ) -> tuple[GovernResult, Context]:
@@ -317,17 +331,8 @@ def run(
         if isinstance(counter, ExactCounter):
             # additive: count each message object once per call (the stages ask many times)
             counter = KnownCounts(counter, {})
-    policy, target, entry = s.policy, s.target, s.provider
-    ctx = Context(
-        counter=counter,
-        tools=s.tools,
-        budget=s.budget,
-        max_tool_result_chars=s.cap,
-        target=target,
-        policy=policy,
-        keep_prefill=s.prefill and policy.prefill(target),
-        compaction=s.compaction,
-    )
+    entry = s.provider
+    ctx = context(s, counter)
     try:
         tokens_before = counter.prompt_tokens(messages, s.tools)
         governed, ctx = _fit(s.profile, messages, ctx, s.budget)
@@ -356,7 +361,7 @@ def run(
         model=s.model,
     )
     if s.profile.provider is not None:
-        report.violations = [asdict(v) for v in find_violations(entry.rules, governed, target)]
+        report.violations = [asdict(v) for v in find_violations(entry.rules, governed, s.target)]
         report.notes += [
             f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
             for v in report.violations

@@ -244,6 +244,9 @@ async def run_demo(
         context_window=context_window,
         max_output=max_output,
         compaction=compaction,
+        # the demo owns its history and only ever adds new messages (the runner builds
+        # each one fresh; trimming makes a new list): the promise holds
+        immutable_messages=True,
     )
     script = turns()
     model = ScriptedModel([item for turn in script for item in turn.script], model="gpt-4o-mini")
