@@ -29,7 +29,7 @@ def main(argv: list[str]) -> dict[str, float]:
     replay = coding_session(steps, variant=variant)  # generating is not governing
     clock = time.perf_counter_ns
     start = clock()
-    from context_governor import Governor
+    from context_governor import CompactionPolicy, Governor
     from context_governor.tokens import background_cpu_ns
 
     imported = clock() - start
@@ -41,6 +41,7 @@ def main(argv: list[str]) -> dict[str, float]:
         max_output=MAX_OUTPUT,
         tools=replay.tools,
         immutable_messages=immutable,
+        compaction=CompactionPolicy(price_aware=False),  # bench.speed.SPEED_POLICY
     )
     built = clock() - start  # resolves the counter: the encoding is loaded here
     history: list[Message] = []

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from context_governor import Governor, govern
+from context_governor import CompactionPolicy, Governor, govern
 from context_governor.governor import _ANCHOR
 from context_governor.probe import leaves_alone
 from context_governor.providers.rules import find_violations
@@ -78,6 +78,13 @@ GOV_PROBE = "Governor part: needs no repair? (probe.leaves_alone on the window)"
 GOV_RULES = "Governor part: of which the provider's rules (find_violations)"
 GOV_REST = "Governor part: the rest (checks, bounds, bookkeeping, worker hand-off)"
 GOV_PARTS = (GOV_PREFIX, GOV_IDENTITY, GOV_PROBE, GOV_RULES, GOV_REST)
+#: The cache policy the speed replay is governed with: the default as a model whose cached
+#: reads cost 0.1x gets it (gpt-5, Claude, Gemini 2.5, DeepSeek, any unknown model), the
+#: same thresholds as before the trigger became price-aware, so the figures stay comparable
+#: from run to run. The replay's own model (gpt-4o, reads at 0.5x) gets a lower trigger and
+#: so compacts more often; GOV_PRICED is the Governor as it gets it.
+SPEED_POLICY = CompactionPolicy(price_aware=False)
+GOV_PRICED = "Governor, the default as gpt-4o gets it (price-aware trigger)"
 
 
 def progress(text: str) -> None:
@@ -193,9 +200,16 @@ def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) 
     return out
 
 
-def governor_fn(replay: Replay, window: int, *, immutable: bool = True) -> StepFn:
+def governor_fn(
+    replay: Replay,
+    window: int,
+    *,
+    immutable: bool = True,
+    compaction: CompactionPolicy | None = SPEED_POLICY,
+) -> StepFn:
     """A Governor's step; by default with the promise the replay keeps (it never edits a
-    message in place), ``immutable=False`` for the default Governor."""
+    message in place), ``immutable=False`` for the default Governor; ``compaction=None``
+    for the cache policy as the replay's model gets it (see SPEED_POLICY)."""
     gov = Governor(
         profile="openai",
         model=replay.model,
@@ -203,8 +217,14 @@ def governor_fn(replay: Replay, window: int, *, immutable: bool = True) -> StepF
         max_output=MAX_OUTPUT,
         tools=replay.tools,
         immutable_messages=immutable,
+        compaction=compaction,
     )
     return gov.govern
+
+
+def priced_governor_fn(replay: Replay, window: int) -> StepFn:
+    """The Governor (with the promise) under the cache policy the replay's model gets."""
+    return governor_fn(replay, window, compaction=None)
 
 
 def default_governor_fn(replay: Replay, window: int) -> StepFn:
@@ -223,6 +243,7 @@ def govern_fn(replay: Replay, window: int) -> StepFn:
             model=model,
             context_window=window,
             max_output=MAX_OUTPUT,
+            compaction=SPEED_POLICY,
         )
 
     return step
@@ -530,7 +551,13 @@ def trim(messages: list[Any], budget: int) -> list[Any]:
 
 
 def interleaved_repeat(
-    replay: Replay, fresh: Replay, window: int, *, langchain: bool, other: Replay | None = None
+    replay: Replay,
+    fresh: Replay,
+    window: int,
+    *,
+    langchain: bool,
+    other: Replay | None = None,
+    priced: Replay | None = None,
 ) -> dict[str, list[int]]:
     """One repeat of every in-process contender, interleaved step by step.
 
@@ -544,12 +571,14 @@ def interleaved_repeat(
     budget = window - MAX_OUTPUT - 1024
     gov = governor_fn(replay, window)
     default = None if other is None else default_governor_fn(other, window)
+    price_gov = None if priced is None else priced_governor_fn(priced, window)
     stateless = govern_fn(fresh, window)
     labels = [
         "Governor",
         GOV_BACKGROUND,
         GOV_TOTAL,
         *([GOV_DEFAULT] if default is not None else []),
+        *([GOV_PRICED] if price_gov is not None else []),
         *(p for p in GOV_PARTS if default is not None or p != GOV_PREFIX),
         "govern()",
         TOKENIZE_NEW,
@@ -568,10 +597,12 @@ def interleaved_repeat(
     other_history: list[Message] = []
     default_history: list[Message] = []
     default_steps = other.steps if other is not None else [[] for _ in replay.steps]
+    priced_steps = priced.steps if priced is not None else [[] for _ in replay.steps]
+    priced_history: list[Message] = []
     clock = time.perf_counter_ns
     gc.collect()
-    for step, fresh_step, default_step in zip(
-        replay.steps, fresh.steps, default_steps, strict=True
+    for step, fresh_step, default_step, priced_step in zip(
+        replay.steps, fresh.steps, default_steps, priced_steps, strict=True
     ):
         parts = governor_parts(gov, history, step)
         if default is not None:
@@ -607,6 +638,12 @@ def interleaved_repeat(
             default_result = default(default_history)
             out[GOV_DEFAULT].append(clock() - start)
             default_result.report  # noqa: B018 - after the call, as for the Governor above
+        if price_gov is not None:
+            priced_history.extend(priced_step)
+            start = clock()
+            priced_result = price_gov(priced_history)
+            out[GOV_PRICED].append(clock() - start)
+            priced_result.report  # noqa: B018 - after the call, as for the Governor above
         start = clock()
         stateless(other_history)
         out["govern()"].append(clock() - start)
@@ -686,19 +723,26 @@ def run_speed(
         progress("warm-up (a different session: loads encodings and code paths)")
         other_warmup = coding_session(len(warmup.steps), seed=SEED + 2)
         default_warmup = coding_session(len(warmup.steps), seed=SEED + 3)
+        priced_warmup = coding_session(len(warmup.steps), seed=SEED + 4)
         interleaved_repeat(
-            warmup, other_warmup, window, langchain=use_langchain, other=default_warmup
+            warmup,
+            other_warmup,
+            window,
+            langchain=use_langchain,
+            other=default_warmup,
+            priced=priced_warmup,
         )
         series: dict[str, Series] = {}
         for r, replay in enumerate(replays):
             progress(f"repeat {r + 1}/{repeats}: Governor, govern(), json.dumps, LangChain")
             fresh = coding_session(steps, variant=repeats + r)
             default = coding_session(steps, variant=2 * repeats + r)
+            priced = coding_session(steps, variant=3 * repeats + r)
             for label, times in interleaved_repeat(
-                replay, fresh, window, langchain=use_langchain, other=default
+                replay, fresh, window, langchain=use_langchain, other=default, priced=priced
             ).items():
                 series.setdefault(label, Series(label)).runs.append(times)
-            del fresh, default
+            del fresh, default, priced
             if nano is not None:
                 progress(f"repeat {r + 1}/{repeats}: Nanobot 0.2.2")
                 series.setdefault("Nanobot 0.2.2", Series("Nanobot 0.2.2")).runs.append(
