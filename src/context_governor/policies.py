@@ -207,8 +207,11 @@ class CompactionPolicy:
         ceiling = max(low, int(trigger - ADAPTIVE_BAND_CALLS * growth))
         if span > target and self.dear_reads():
             # the price-set trigger is low: growth would leave no room, and the fixed
-            # target cuts the newest results away; keep them in half the room instead
-            ceiling = max(ceiling, min(span, target + int((trigger - target) * VERBATIM_ROOM)))
+            # target cuts the newest results away; keep them in half the room instead,
+            # but never so near the trigger that a compaction saves under min_savings
+            # (it would be skipped, leaving every later request over the trigger)
+            room = min(target + int((trigger - target) * VERBATIM_ROOM), trigger - self.min_savings)
+            ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
 
     def priced(self, provider: str | None, model: str | None) -> CompactionPolicy:
