@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_governor import CompactionPolicy, Governor, govern
-from context_governor.policies import ADAPTIVE_BAND_CALLS
+from context_governor.policies import ADAPTIVE_BAND_CALLS, VERBATIM_ROOM
+from context_governor.prices import ANTHROPIC, OPENAI_4O, OPENAI_5, OPENAI_41, CachePrice
 from context_governor.providers import validate
 
 Message = dict[str, Any]
@@ -139,3 +140,64 @@ def test_small_results_compact_less_deep_and_keep_the_recent_ones() -> None:
     # a cut starts at a turn: right after a user message the previous turn's results go
     # (whatever the target, the fixed one too); otherwise the newest results stay
     assert adaptive_short <= fixed_short + 1 <= 3
+
+
+@given(
+    budget=st.integers(5_000, 300_000),
+    span=st.integers(0, 300_000),
+    growth=st.floats(0, 20_000),
+    price=st.sampled_from([OPENAI_4O, OPENAI_41]),
+)
+def test_dear_reads_keep_the_newest_results_in_half_the_room(
+    budget: int, span: int, growth: float, price: CachePrice
+) -> None:
+    """Where cached reads are dear the trigger is set for the cost, so the room above the
+    target holds few calls of growth and the goal fell to the fixed target, cutting the
+    newest results away (coding at 32k under gpt-4o's prices kept 11.5 of them, the seed
+    policy 12.2). Now the goal keeps their span up to VERBATIM_ROOM of the room: never
+    past it, never over the trigger, never deeper than before."""
+    policy = CompactionPolicy(cache_price=price)
+    assert policy.dear_reads()
+    trigger, target = policy.thresholds(budget)
+    goal = policy.adaptive_goal(trigger, target, span, growth)
+    before = ADAPTIVE.adaptive_goal(trigger, target, span, growth)  # the rule without prices
+    half = min(target + int((trigger - target) * VERBATIM_ROOM), trigger - policy.min_savings)
+    assert before <= goal <= max(before, min(span, half)) <= trigger
+    if target < span and growth * ADAPTIVE_BAND_CALLS >= trigger:
+        # no room by growth: the span, up to half the room (and min_savings under the
+        # trigger, so that the compaction is not skipped as not worth it)
+        assert goal == max(before, min(span, half))
+
+
+@given(
+    budget=st.integers(5_000, 300_000),
+    span=st.integers(0, 300_000),
+    growth=st.floats(0, 20_000),
+    price=st.sampled_from([None, OPENAI_5, ANTHROPIC]),
+)
+def test_cheap_or_unknown_reads_keep_the_goal_as_it_was(
+    budget: int, span: int, growth: float, price: CachePrice | None
+) -> None:
+    """At reads of 0.1x (or an unknown model) the trigger is not moved and the share is
+    judged: the verbatim room does not apply there, nor with an explicit trigger."""
+    for policy in (
+        CompactionPolicy(cache_price=price),
+        CompactionPolicy(cache_price=OPENAI_4O, trigger_tokens=90_000),
+    ):
+        assert not policy.dear_reads()
+        trigger, target = policy.thresholds(budget)
+        assert policy.adaptive_goal(trigger, target, span, growth) == ADAPTIVE.adaptive_goal(
+            trigger, target, span, growth
+        )
+
+
+def test_gpt4o_at_32k_keeps_the_newest_results_the_fixed_target_cut() -> None:
+    """The example behind the rule: at a 32k window under gpt-4o's prices the trigger is
+    15,680 and the target 10,752; with 12,000 tokens of recent span and 1,200 tokens of
+    growth per call the goal was the target (cutting into the newest results) and is now
+    the span."""
+    policy = CompactionPolicy(cache_price=OPENAI_4O)
+    trigger, target = policy.thresholds(26_880)
+    assert (trigger, target) == (15_680, 10_752)
+    assert policy.adaptive_goal(trigger, target, 12_000, 1_200.0) == 12_000
+    assert policy.adaptive_goal(trigger, target, 20_000, 1_200.0) == 13_216

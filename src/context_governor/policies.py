@@ -60,6 +60,10 @@ DEFAULT_CUT_NOTE = (
 
 #: Under ``adaptive_target``, the calls' worth of growth a compaction leaves room for.
 ADAPTIVE_BAND_CALLS = 50
+#: Under ``adaptive_target`` where cached reads are dear (``price_scale`` < 1): the
+#: share of the room between target and trigger a compaction may keep to hold the turns
+#: of the newest ``keep_recent`` results (1 would compact at almost every step).
+VERBATIM_ROOM = 0.5
 
 #: The trigger's defaults: the price-aware rule moves the trigger only when it is left
 #: at these (an explicit ``trigger`` or ``trigger_tokens`` wins).
@@ -189,13 +193,25 @@ class CompactionPolicy:
         and each compaction re-sends what it keeps uncached. When the span is over the
         target, the goal grows toward it while the room left until the trigger still
         lasts ``ADAPTIVE_BAND_CALLS`` calls of growth, and stays at the target
-        otherwise. Why: on shapes whose results are small (web search) the fixed target
-        keeps far more than the recent results and compacts too often; on shapes whose
-        tools are rare (chat) it cuts the recent results away. Measured per shape in
+        otherwise. Where cached reads are dear (``dear_reads``) the price-set trigger
+        leaves too little room for that, so the goal may rise to the span up to
+        ``VERBATIM_ROOM`` of the way from target to trigger: on coding at 32k under
+        gpt-4o's prices and big reads at 128k under gpt-4.1's, the fixed target cut the
+        newest results below the seed policy's while the cost had room. Why the rest: on
+        shapes whose results are small (web search) the fixed target keeps far more
+        than the recent results and compacts too often; on shapes whose tools are rare
+        (chat) it cuts the recent results away. Measured per shape in
         docs/benchmarks.md.
         """
         low = max(target // 2, min(span, target))
         ceiling = max(low, int(trigger - ADAPTIVE_BAND_CALLS * growth))
+        if span > target and self.dear_reads():
+            # the price-set trigger is low: growth would leave no room, and the fixed
+            # target cuts the newest results away; keep them in half the room instead,
+            # but never so near the trigger that a compaction saves under min_savings
+            # (it would be skipped, leaving every later request over the trigger)
+            room = min(target + int((trigger - target) * VERBATIM_ROOM), trigger - self.min_savings)
+            ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
 
     def priced(self, provider: str | None, model: str | None) -> CompactionPolicy:
@@ -207,6 +223,15 @@ class CompactionPolicy:
             return self
         price = cache_price(provider, model)
         return self if price is None else replace(self, cache_price=price)
+
+    def dear_reads(self) -> bool:
+        """Whether the price-aware rule moves this policy's trigger below its default
+        (``price_scale`` < 1: reads dearer than the reference 0.1x)."""
+        return (
+            self.cache_price is not None
+            and self.price_applies()
+            and price_scale(self.cache_price) < 1
+        )
 
     def price_applies(self) -> bool:
         """Whether the price-aware rule moves this policy's trigger: on, prices known,
