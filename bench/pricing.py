@@ -22,6 +22,7 @@ from context_governor.prices import (
     CachePrice,
     CachingModel,
 )
+from context_governor.prices import PRICES as LIBRARY_PRICES
 
 CachePricing = CachePrice
 
@@ -29,15 +30,10 @@ CachePricing = CachePrice
 #: no write surcharge, no minimum. Kept so the older tables stay comparable.
 FLAT = CachePricing("flat 0.1 (legacy)", "any", "automatic", read=0.1, min_cached=0)
 
-#: Every pricing bench/ reports, by a short key.
+#: Every pricing bench/ reports, by a short key: the library's table without Gemini 2.5
+#: Flash (the same read price as 2.5 Pro; bench's tables show one Gemini row).
 PRICES: dict[str, CachePricing] = {
-    "anthropic": ANTHROPIC,
-    "anthropic-1h": ANTHROPIC_1H,
-    "openai-4o": OPENAI_4O,
-    "openai-4.1": OPENAI_41,
-    "openai-5": OPENAI_5,
-    "gemini-2.5": GEMINI_25,
-    "deepseek": DEEPSEEK,
+    k: v for k, v in LIBRARY_PRICES.items() if k != "gemini-2.5-flash"
 }
 
 __all__ = [

@@ -383,7 +383,9 @@ class Governor:
         new = messages[n:]
         # the newest turn with the new messages in one of the plain shapes (probe.py):
         # then the new messages pass the input checks and carry no cache breakpoint
-        plain = plain_window([_ANCHOR, *state.history[state.turn :], *new], self.settings)
+        # the probe window, built once for both checks and both tries of _accept
+        window = [_ANCHOR, *state.history[state.turn :], *new]
+        plain = plain_window(window, self.settings)
         if not plain:
             try:
                 check_messages(new)  # the old part passed when it was new
@@ -395,10 +397,10 @@ class Governor:
             return None  # an id the old part uses: provider id repairs would see it
         bounds = self._bounds(new)
         if bounds is not None:
-            accepted = self._accept(state, messages, new, bounds, plain)
+            accepted = self._accept(state, messages, window, new, bounds, plain)
             if accepted is not None:
                 return accepted
-        return self._accept(state, messages, new, None, plain)
+        return self._accept(state, messages, window, new, None, plain)
 
     def _bounds(self, new: list[Message]) -> list[int] | None:
         """Upper bounds on the new messages' counts, if the counter has them."""
@@ -435,6 +437,7 @@ class Governor:
         self,
         state: _State,
         messages: list[Message],
+        window: list[Message],
         new: list[Message],
         bounds: list[int] | None,
         plain: bool = False,
@@ -442,17 +445,17 @@ class Governor:
         """Probe the newest turn with the new messages, check the thresholds and, if the
         step is a plain append, grow the state and return the result. With ``bounds`` the
         decisions are taken on those upper bounds (see the module docstring) and the exact
-        counts are left to the worker thread."""
+        counts are left to the worker thread. ``window`` is the anchor, the newest turn
+        and ``new``."""
         turn = state.turn
         assert turn is not None
-        window = [_ANCHOR, *state.history[turn:], *new]
+        clean = len(window) - len(new)
         try:
-            counter = self._window_counter(state.history[turn:], state.tokens[turn:], new, bounds)
+            counter = self._window_counter(window[1:clean], state.tokens[turn:], new, bounds)
         except Exception:
             return None  # a count hook that fails: the full run gives the right error
-        # the anchor and the old turn passed the input repair unchanged (the old result
-        # ends with the turn untouched and has no repair action)
-        clean = len(window) - len(new)
+        # the anchor and the old turn (window[:clean]) passed the input repair unchanged
+        # (the old result ends with the turn untouched and has no repair action)
         if not leaves_alone(window, self.settings, counter, clean=clean, plain=plain):
             # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
             try:
