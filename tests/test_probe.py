@@ -28,7 +28,7 @@ from context_governor.governor import _ANCHOR
 from context_governor.inputs import repair_messages
 from context_governor.pipeline import Settings, context, resolve_settings, run
 from context_governor.policies import CompactionPolicy
-from context_governor.probe import leaves_alone, plain_window, stages_leave_alone
+from context_governor.probe import leaves_alone, plain_facts, plain_window, stages_leave_alone
 from context_governor.providers import PROVIDERS
 from context_governor.providers.rules import find_violations
 from context_governor.tokens import KnownCounts
@@ -390,21 +390,26 @@ def test_the_governor_differential_tests_take_the_cheap_answer(
     said: list[tuple[bool, bool]] = []
 
     def counting(
-        window: list[Message], s: Settings, counter: Any, clean: int = 0, plain: bool = False
+        window: list[Message],
+        s: Settings,
+        counter: Any,
+        clean: int = 0,
+        plain: bool = False,
+        total: int | None = None,
     ) -> bool:
-        answer = leaves_alone(window, s, counter, clean=clean, plain=plain)
+        answer = leaves_alone(window, s, counter, clean=clean, plain=plain, total=total)
         said.append((answer, _no_op(window, s, KnownCounts(s.counter, {}))))
         return answer
 
     monkeypatch.setattr(governor_module, "leaves_alone", counting)
     plain: list[bool] = []
 
-    def plain_counting(window: list[Message], s: Settings) -> bool:
-        answer = plain_window(window, s)
-        plain.append(answer)
+    def plain_counting(window: list[Message], s: Settings, start: int) -> Any:
+        answer = plain_facts(window, s, start)
+        plain.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(governor_module, "plain_window", plain_counting)
+    monkeypatch.setattr(governor_module, "plain_facts", plain_counting)
     rng = random.Random(11)
     full = _clean_session(rng, 40)
     gov = Governor(context_window=60_000, max_output=1000, profile="anthropic")

@@ -46,11 +46,11 @@ from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
-from .probe import leaves_alone, plain_window
+from .probe import leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
-from .tokens import BackgroundCounts, count_in_background, message_bound
+from .tokens import BackgroundCounts, ExactCounter, count_in_background, message_bound
 from .tokens import KnownCounts as _KnownCounts
 
 #: Stages whose actions move messages around before the cache policy's replay runs:
@@ -381,26 +381,39 @@ class Governor:
         if messages[:n] != state.frozen:
             return None
         new = messages[n:]
-        # the newest turn with the new messages in one of the plain shapes (probe.py):
-        # then the new messages pass the input checks and carry no cache breakpoint
-        # the probe window, built once for both checks and both tries of _accept
+        # the probe window (a placeholder user message, the newest turn and the new
+        # messages), built once for every question below and both tries of _accept
         window = [_ANCHOR, *state.history[state.turn :], *new]
-        plain = plain_window(window, self.settings)
-        if not plain:
+        # One pass over the window: in one of the plain shapes (probe.py), the new messages
+        # pass the input checks and carry no cache breakpoint, and the pass also gives
+        # their byte bounds and call ids
+        facts = plain_facts(window, self.settings, len(window) - len(new))
+        if facts is None:
             try:
                 check_messages(new)  # the old part passed when it was new
             except InputError:
                 return None  # the full run reports it, with the message's real index
             if any(_has_cache_control(m) for m in new):
                 return None  # limits on breakpoints count the whole list
-        if any(str(c.get("id")) in state.call_ids for m in new for c in _calls(m)):
+            ids = [str(c.get("id")) for m in new for c in _calls(m)]
+            bounds = self._bounds(new)
+        else:
+            bounds, ids = facts
+            if not self._byte_bounds():
+                bounds = None
+        if not state.call_ids.isdisjoint(ids):
             return None  # an id the old part uses: provider id repairs would see it
-        bounds = self._bounds(new)
+        plain = facts is not None
         if bounds is not None:
-            accepted = self._accept(state, messages, window, new, bounds, plain)
+            accepted = self._accept(state, messages, window, new, ids, bounds, plain)
             if accepted is not None:
                 return accepted
-        return self._accept(state, messages, window, new, None, plain)
+        return self._accept(state, messages, window, new, ids, None, plain)
+
+    def _byte_bounds(self) -> bool:
+        """Whether the counter is one tokens.message_bound bounds (exact byte-level BPE)."""
+        counter = self.settings.counter
+        return isinstance(counter, ExactCounter) and counter.bpe_exact
 
     def _bounds(self, new: list[Message]) -> list[int] | None:
         """Upper bounds on the new messages' counts, if the counter has them."""
@@ -416,6 +429,12 @@ class Governor:
             bounds.append(bound)
         return bounds
 
+    def _anchor(self) -> int:
+        """The probe window's anchor's count (counted once per Governor)."""
+        if self._anchor_tokens is None:
+            self._anchor_tokens = self.settings.counter.message_tokens(_ANCHOR)
+        return self._anchor_tokens
+
     def _window_counter(
         self,
         old: list[Message],
@@ -425,9 +444,7 @@ class Governor:
     ) -> _KnownCounts:
         """A counter that knows the probe window's counts: the anchor's (counted once per
         Governor), the old turn's and, with ``bounds``, those bounds for the new messages."""
-        if self._anchor_tokens is None:
-            self._anchor_tokens = self.settings.counter.message_tokens(_ANCHOR)
-        known = {id(_ANCHOR): (_ANCHOR, self._anchor_tokens)}
+        known = {id(_ANCHOR): (_ANCHOR, self._anchor())}
         known.update((id(m), (m, t)) for m, t in zip(old, old_tokens, strict=False))
         if bounds is not None:
             known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
@@ -439,6 +456,7 @@ class Governor:
         messages: list[Message],
         window: list[Message],
         new: list[Message],
+        ids: list[str],
         bounds: list[int] | None,
         plain: bool = False,
     ) -> GovernResult | None:
@@ -446,18 +464,29 @@ class Governor:
         step is a plain append, grow the state and return the result. With ``bounds`` the
         decisions are taken on those upper bounds (see the module docstring) and the exact
         counts are left to the worker thread. ``window`` is the anchor, the newest turn
-        and ``new``."""
+        and ``new``; ``ids`` the new messages' call ids; ``plain``: the window is plain."""
         turn = state.turn
         assert turn is not None
         clean = len(window) - len(new)
+        old_tokens = state.tokens[turn:]
+        counter: _KnownCounts | None = None
         try:
-            counter = self._window_counter(window[1:clean], state.tokens[turn:], new, bounds)
+            new_tokens = bounds
+            if bounds is None or not plain:  # a plain window with bounds needs no counter
+                counter = self._window_counter(window[1:clean], old_tokens, new, bounds)
+                if new_tokens is None:
+                    new_tokens = [counter.message_tokens(m) for m in new]
+            assert new_tokens is not None
+            # the window's total as the counter adds it up (KnownCounts.prompt_tokens)
+            total = self._anchor() + sum(old_tokens) + sum(new_tokens) + self._tools_count[1]
         except Exception:
             return None  # a count hook that fails: the full run gives the right error
         # the anchor and the old turn (window[:clean]) passed the input repair unchanged
         # (the old result ends with the turn untouched and has no repair action)
-        if not leaves_alone(window, self.settings, counter, clean=clean, plain=plain):
+        if not leaves_alone(window, self.settings, counter, clean=clean, plain=plain, total=total):
             # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
+            if counter is None:
+                counter = self._window_counter(window[1:clean], old_tokens, new, bounds)
             try:
                 probe, _ = run(window, self.settings, counter)
             except Exception:
@@ -465,17 +494,16 @@ class Governor:
             report = probe.report
             if probe.messages is not window or report.actions or report.notes or report.violations:
                 return None
-        new_tokens = bounds if bounds is not None else [counter.message_tokens(m) for m in new]
         added = sum(new_tokens)
         old = state.result.report
         if self._trigger is not None and old.tokens_after + added > self._trigger:
             return None  # over the budget, or the repairs' tokens cross the trigger (_fit)
-        history = list(messages)  # the caller's list grows in place: keep our own
         replay = state.replay
         if replay is not None and not replay.accepts(new, added):
             return None
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).
+        history = list(messages)  # the caller's list grows in place: keep our own
         state.sent.extend(new)
         frozen = [self._copy(m) for m in new]
         sent = list(state.sent)  # the caller may append to the list it gets
@@ -496,7 +524,7 @@ class Governor:
         state.history = history
         state.frozen.extend(frozen)
         state.result = result
-        state.call_ids.update(str(c.get("id")) for m in new for c in _calls(m))
+        state.call_ids.update(ids)
         state.turn = _last_assistant(messages, start, turn)
         return result
 

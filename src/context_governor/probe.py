@@ -37,16 +37,18 @@ is one the stages leave alone.
 from __future__ import annotations
 
 import re
-from dataclasses import fields
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from json.encoder import encode_basestring
+from typing import Any, TypeGuard
 
 from .inputs import _has_surrogate, repair_messages
 from .messages import Message
 from .pipeline import Settings, context
-from .providers import fixes
+from .providers import checks, fixes
 from .providers.fixes import _ID_RULES, _NAME_OK
 from .providers.policy import Policy
-from .providers.rules import find_violations
+from .providers.rules import Check
 from .stages import (
     Context,
     backfill_strict,
@@ -55,7 +57,7 @@ from .stages import (
     drop_orphans_strict,
     enforce_alternation,
 )
-from .tokens import TokenCounter
+from .tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
 #: The stages and Policy fields plain_window was written against. A profile with other
 #: stages, or a Policy with other fields, is never plain: a new repair turns the one-pass
@@ -120,34 +122,157 @@ _CALL_KEYS = frozenset({"id", "type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
+#: Rule checks whose finding a plain window rules out, whatever the provider: each reads
+#: only what plain_window checks for every provider (calls answered right after their
+#: turn, in order, each id once; no empty or misplaced ``tool_calls``; content a string,
+#: or null beside calls; a user message first, a user or tool message last). A plain
+#: window skips them; tests/test_probe.py checks each against the plain windows it makes.
+IMPLIED_BY_PLAIN: frozenset[Check] = frozenset(
+    {
+        checks.result_without_call_before,
+        checks.calls_without_results_after,
+        checks.duplicate_results,
+        checks.result_count_mismatch,
+        checks.duplicate_call_ids,
+        checks.empty_tool_calls,
+        checks.interjection_in_tool_block,
+        checks.empty_request,
+        checks.null_content_without_calls,
+        checks.list_content,
+        checks.ends_with_assistant,
+        checks.no_user_message,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the probe reads of one Settings, worked out once (a Governor asks about the
+    same settings every step): the Policy fields plain_window reads, the provider's rules
+    that apply to the target, and the budget's limit."""
+
+    #: False when no window can be plain under these settings (see plain_window)
+    plain: bool
+    id_ok: re.Pattern[str]
+    allowed: frozenset[str] | None
+    cap: int | None
+    names: str
+    empty: str
+    single_tool_call: bool
+    bridge: bool
+    #: the checks of the rules that apply to the target, in the provider's order
+    checks: tuple[Check, ...]
+    #: of those, the ones a plain window does not already rule out
+    plain_checks: tuple[Check, ...]
+    #: the cache policy's trigger: a window whose total is over it is not shown cheaply
+    #: (None: no budget)
+    limit: int | None
+    #: a budget the cheap answer does not cover (none left, or not the cache policy)
+    budget_refused: bool
+    #: run() notes that the prefill is not accepted
+    prefill_refused: bool
+
+
+def _plain_possible(s: Settings) -> bool:
+    """The settings plain_window was written against (see _KNOWN_*)."""
+    policy, target = s.policy, s.target
+    return not (
+        not _POLICY_KNOWN
+        or s.profile.prepare != (repair_messages,)
+        or s.profile.stages != _KNOWN_STAGES
+        or s.profile.finish != _KNOWN_FINISH
+        or s.compaction.kind != "cache"  # the seed policy's clearing runs in clear_stage
+        or target is None
+        or policy.flatten_tools(target)
+        or policy.thought_signatures(target)
+        # "strip" removes a reasoning_content key, which a plain message does not have
+        or policy.reasoning(target) not in ("keep", "strip")
+    )
+
+
+def _make_plan(s: Settings) -> Plan:
+    policy, target, budget = s.policy, s.target, s.budget
+    applied: tuple[Check, ...] = ()
+    if s.profile.provider is not None and target is not None:
+        applied = tuple(
+            rule.check for rule in s.provider.rules if rule.applies(target) and rule.when(target)
+        )
+    limit = None if budget is None else s.compaction.thresholds(budget)[0]
+    return Plan(
+        plain=_plain_possible(s),
+        id_ok=_ID_RULES[policy.id_style],
+        allowed=policy.allowed_keys,
+        cap=s.cap,
+        names=policy.names,
+        empty=policy.empty,
+        single_tool_call=bool(policy.single_tool_call),
+        bridge=bool(policy.bridge_user_after_tool),
+        checks=applied,
+        plain_checks=tuple(c for c in applied if c not in IMPLIED_BY_PLAIN),
+        limit=limit,
+        budget_refused=budget is not None and (budget <= 0 or s.compaction.kind != "cache"),
+        prefill_refused=bool(s.prefill and not (s.policy.prefill(target))),
+    )
+
+
+#: Plans by the id of their Settings (which they keep alive, so the id is not reused).
+_PLANS: dict[int, tuple[Settings, Plan]] = {}
+_PLANS_KEPT = 64
+
+
+def plan(s: Settings) -> Plan:
+    """The Plan of ``s``, made on first use. Settings are frozen: a plan never goes stale."""
+    entry = _PLANS.get(id(s))
+    if entry is not None and entry[0] is s:
+        return entry[1]
+    made = _make_plan(s)
+    if len(_PLANS) >= _PLANS_KEPT:
+        _PLANS.clear()
+    _PLANS[id(s)] = (s, made)
+    return made
+
+
+def _finds(found: Iterable[Check], messages: list[Message]) -> bool:
+    """Whether any of the checks objects to ``messages``."""
+    for check in found:
+        for _ in check(messages):
+            return True
+    return False
+
+
 def leaves_alone(
     messages: list[Message],
     s: Settings,
-    counter: TokenCounter,
+    counter: TokenCounter | None,
     clean: int = 0,
     *,
     plain: bool = False,
+    total: int | None = None,
 ) -> bool:
     """True only if ``run(messages, s, counter)`` would return ``messages`` itself with no
     action, note or violation. ``messages[:clean]`` are known to pass the input repair
-    unchanged; ``plain``: ``plain_window(messages, s)`` is known to be true. False for
-    anything it does not show cheaply (near the trigger, the nanobot profile, a stage that
-    raises): then ask ``run()``."""
-    profile, budget, policy = s.profile, s.budget, s.compaction
-    if profile.provider is None or not messages:
+    unchanged; ``plain``: ``plain_window(messages, s)`` is known to be true; ``total``: an
+    upper bound on ``counter.prompt_tokens(messages, s.tools)`` the caller already has
+    (then ``counter`` may be None when ``plain``). False for anything it does not show
+    cheaply (near the trigger, the nanobot profile, a stage that raises): then ask
+    ``run()``."""
+    if s.profile.provider is None or not messages:
         return False
-    ctx = context(s, counter)
-    if s.prefill and not ctx.keep_prefill:
+    p = plan(s)
+    if p.prefill_refused:
         return False  # run() notes that the prefill is not accepted
     try:
-        total = counter.prompt_tokens(messages, s.tools)
-        if budget is not None and (
-            budget <= 0 or policy.kind != "cache" or total > policy.thresholds(budget)[0]
-        ):
+        if total is None:
+            if counter is None:
+                return False
+            total = counter.prompt_tokens(messages, s.tools)
+        if p.limit is not None and (p.budget_refused or total > p.limit):
             return False
-        if not (plain or plain_window(messages, s) or stages_leave_alone(messages, s, ctx, clean)):
+        if plain or _plain(messages, p, len(messages), None, None):
+            return not _finds(p.plain_checks, messages)
+        if counter is None or not stages_leave_alone(messages, s, context(s, counter), clean):
             return False
-        return next(find_violations(s.provider.rules, messages, s.target), None) is None
+        return not _finds(p.checks, messages)
     except Exception:  # run() falls back (an action) or raises: not a plain yes
         return False
 
@@ -168,13 +293,30 @@ def stages_leave_alone(messages: list[Message], s: Settings, ctx: Context, clean
     return True
 
 
-def _text(value: Any) -> bool:
+def _text(value: Any) -> TypeGuard[str]:
     """A string the input repair leaves alone (no lone surrogate; ASCII is known in O(1))."""
     return isinstance(value, str) and (value.isascii() or not _has_surrogate(value))
 
 
-def _call_id(call: Any, id_ok: re.Pattern[str]) -> str | None:
-    """The id of a plain tool call (what the input repair and the id rewrite leave alone)."""
+def _size(text: str) -> int:
+    """UTF-8 bytes of a string without lone surrogates."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _json_size(text: str) -> int:
+    """UTF-8 bytes of a string as ``json.dumps(..., ensure_ascii=False)`` writes it."""
+    return _size(encode_basestring(text))
+
+
+#: JSON of one plain call less its three strings: {"id": , "type": "function",
+#: "function": {"name": , "arguments": }} (json.dumps' default separators; the size does
+#: not depend on the keys' order)
+_CALL_JSON = 67
+
+
+def _call_id(call: Any, id_ok: re.Pattern[str]) -> tuple[str, int] | None:
+    """The id of a plain tool call (what the input repair and the id rewrite leave alone),
+    with the UTF-8 size of the call as ``json.dumps(..., ensure_ascii=False)`` writes it."""
     if type(call) is not dict or not call.keys() <= _CALL_KEYS or call.get("type") != "function":
         return None
     function = call.get("function")
@@ -183,7 +325,10 @@ def _call_id(call: Any, id_ok: re.Pattern[str]) -> str | None:
     name, arguments, call_id = function.get("name"), function.get("arguments"), call.get("id")
     if not (name and _text(name) and _text(arguments) and call_id and _text(call_id)):
         return None
-    return str(call_id) if id_ok.fullmatch(call_id) else None
+    if not id_ok.fullmatch(call_id):
+        return None
+    size = _json_size(call_id) + _json_size(name) + _json_size(arguments)
+    return call_id, _CALL_JSON + size
 
 
 def _content_kept(empty: str, content: str | None, calls: bool) -> bool:
@@ -199,27 +344,37 @@ def plain_window(messages: list[Message], s: Settings) -> bool:
     """Whether every stage of a provider profile leaves ``messages`` alone, shown in one
     pass for the shapes an agent loop appends (see the module docstring); False whenever
     that is not plain, including for any setting this does not read."""
-    policy, target = s.policy, s.target
-    if (
-        not _POLICY_KNOWN
-        or s.profile.prepare != (repair_messages,)
-        or s.profile.stages != _KNOWN_STAGES
-        or s.profile.finish != _KNOWN_FINISH
-        or s.compaction.kind != "cache"  # the seed policy's clearing runs in clear_stage
-        or target is None
-        or policy.flatten_tools(target)
-        or policy.thought_signatures(target)
-        # "strip" removes a reasoning_content key, which a plain message does not have
-        or policy.reasoning(target) not in ("keep", "strip")
-        or not messages
-        or messages[0].get("role") != "user"
-    ):
+    return _plain(messages, plan(s), len(messages), None, None)
+
+
+def plain_facts(
+    messages: list[Message], s: Settings, start: int
+) -> tuple[list[int], list[str]] | None:
+    """``plain_window``'s pass, which on a yes also gives, for ``messages[start:]``, an
+    upper bound on each message's tokens under an exact byte-level counter (the same as
+    ``tokens.message_bound``: the UTF-8 bytes of the counted text plus the per-message
+    overhead) and the ids of their tool calls; None when the window is not plain. One
+    walk over a Governor's new messages instead of one per question."""
+    bounds: list[int] = []
+    ids: list[str] = []
+    return (bounds, ids) if _plain(messages, plan(s), start, bounds, ids) else None
+
+
+def _plain(
+    messages: list[Message],
+    p: Plan,
+    start: int,
+    bounds: list[int] | None,
+    ids: list[str] | None,
+) -> bool:
+    """The one pass (see plain_window); fills ``bounds`` and ``ids`` for messages[start:]."""
+    if not p.plain or not messages or messages[0].get("role") != "user":
         return False
-    id_ok, allowed, cap = _ID_RULES[policy.id_style], policy.allowed_keys, s.cap
+    id_ok, allowed, cap, names, empty = p.id_ok, p.allowed, p.cap, p.names, p.empty
     seen: set[str] = set()
     open_calls: list[str] = []  # the calls of the current block not answered yet, in order
     previous = None
-    for message in messages:
+    for index, message in enumerate(messages):
         if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
             return False
         if allowed is not None and not message.keys() <= allowed:
@@ -229,17 +384,20 @@ def plain_window(messages: list[Message], s: Settings) -> bool:
             return False
         if name is not None and not (
             _text(name)
-            and (policy.names != "tool_only" or role == "tool")
-            and (policy.names != "pattern" or _NAME_OK.fullmatch(name))
+            and (names != "tool_only" or role == "tool")
+            and (names != "pattern" or _NAME_OK.fullmatch(name))
         ):
             return False
         calls = False
+        size = parts = 0  # the counted text: its UTF-8 bytes and parts (joined by "\n")
         if role == "tool":
-            if not open_calls or message.get("tool_call_id") != open_calls[0]:
+            call_id = message.get("tool_call_id")
+            if not open_calls or call_id != open_calls[0]:
                 return False  # an orphan, a duplicate, or out of order: the stages decide
             open_calls.pop(0)
             if "tool_calls" in message or (cap is not None and len(content or "") > cap):
                 return False
+            size, parts = _size(call_id), 1
         elif open_calls or "tool_call_id" in message:
             return False  # a call left unanswered before this message
         elif role == "assistant" and previous != "assistant":
@@ -247,21 +405,32 @@ def plain_window(messages: list[Message], s: Settings) -> bool:
                 listed = message["tool_calls"]
                 if type(listed) is not list or not listed:
                     return False
-                if policy.single_tool_call and len(listed) > 1:
+                if p.single_tool_call and len(listed) > 1:
                     return False
+                size = 2 * len(listed)  # "[", "]" and ", " between the calls
                 for call in listed:
-                    call_id = _call_id(call, id_ok)
-                    if call_id is None or call_id in seen:
+                    found = _call_id(call, id_ok)
+                    if found is None or found[0] in seen:
                         return False
-                    seen.add(call_id)
-                    open_calls.append(call_id)
+                    seen.add(found[0])
+                    open_calls.append(found[0])
+                    size += found[1]
+                    if index >= start and ids is not None:
+                        ids.append(found[0])
+                parts = 1
                 calls = True
         elif role == "user" and previous != "user" and "tool_calls" not in message:
-            if policy.bridge_user_after_tool and previous == "tool":
+            if p.bridge and previous == "tool":
                 return False
         else:
             return False  # system messages, runs of one role, unknown roles: the stages
-        if not _content_kept(policy.empty, content, calls):
+        if not _content_kept(empty, content, calls):
             return False
+        if index >= start and bounds is not None:
+            if content is not None:
+                size, parts = size + _size(content), parts + 1
+            if name:
+                size, parts = size + _size(name), parts + 1
+            bounds.append(max(PER_MESSAGE_OVERHEAD, size + parts - 1 + PER_MESSAGE_OVERHEAD))
         previous = role
     return not open_calls and previous in ("user", "tool")

@@ -818,36 +818,39 @@ class BackgroundCounts:
     def __init__(self, counter: TokenCounter, messages: Sequence[Message]) -> None:
         self._counter = counter
         self._messages = list(messages)
+        #: held by whoever counts (the worker or a reader), so that a second one waits on
+        #: it; one lock and no Event per job: the hand-off is on the caller's critical path
         self._lock = threading.Lock()
-        self._claimed = False
-        self._done = threading.Event()
+        self._done = False
         self._counts: list[int] = []
         self._error: BaseException | None = None
 
-    def _claim(self) -> bool:
-        with self._lock:
-            claimed, self._claimed = self._claimed, True
-            return not claimed
-
     def run(self) -> None:
-        """Count, unless someone already does."""
-        if not self._claim():
-            return
+        """Count, unless someone already does or did."""
+        if not self._lock.acquire(blocking=False):
+            return  # being counted
         try:
-            self._counts = [self._counter.message_tokens(m) for m in self._messages]
-        except BaseException as exc:  # handed to the reader, who raises it
-            self._error = exc
-        finally:
+            if self._done:
+                return
+            try:
+                self._counts = [self._counter.message_tokens(m) for m in self._messages]
+            except BaseException as exc:  # handed to the reader, who raises it
+                self._error = exc
             self._messages = []
-            self._done.set()
+            self._done = True
+        finally:
+            self._lock.release()
 
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._done
 
     def result(self) -> list[int]:
         """The counts: made here if the worker has not started, else waited for."""
-        self.run()
-        self._done.wait()
+        if not self._done:
+            self.run()
+            if not self._done:  # the worker is counting: wait until it lets go
+                with self._lock:
+                    pass
         if self._error is not None:
             raise self._error
         return self._counts
