@@ -1,0 +1,189 @@
+"""The one pass of a Governor's appending step: probe.plain_facts and the compiled plan.
+
+plain_facts is plain_window's walk, which on a yes also gives the new messages' byte
+bounds and call ids; the plan skips the provider checks a plain window already rules
+out. Both are shortcuts of something slower that stays the reference:
+
+* the bounds are ``tokens.message_bound`` exactly (UTF-8 bytes of the counted text, the
+  tool calls' JSON included, plus the overhead), on texts with quotes, backslashes,
+  control characters, non-ASCII and astral characters;
+* the ids are the new messages' call ids;
+* every check in ``IMPLIED_BY_PLAIN`` finds nothing on any plain window, for every
+  provider variant, so skipping it never hides a violation; the cheap answer with the
+  plan's checks is the answer with all the provider's rules.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from levels import examples
+from test_probe import VARIANTS, _windows
+
+from context_governor.pipeline import resolve_settings
+from context_governor.probe import IMPLIED_BY_PLAIN, leaves_alone, plain_facts, plain_window, plan
+from context_governor.providers.rules import find_violations
+from context_governor.tokens import ExactCounter, KnownCounts, message_bound
+
+Message = dict[str, Any]
+
+#: Texts whose JSON or UTF-8 size differs from their length in every way that can.
+_TRICKY = [
+    "plain",
+    "",
+    'say "hi"',
+    "back\\slash",
+    "tab\tnew\nline\r",
+    "bell\x07 nul\x00 esc\x1b del\x7f",
+    "naïve café",
+    "日本語のテキスト",
+    "emoji 😀 and 𝕏",
+    "\u2028 line separator \u2029",
+    '{"path": "a.py", "q": "\\"x\\""}',
+]
+
+
+def _spice(rng: random.Random, window: list[Message]) -> list[Message]:
+    """A copy of ``window`` with some of its texts (contents, names, call arguments and
+    names) replaced by tricky ones; ids are left alone (a provider's id format decides
+    whether the window is plain, which the other tests cover)."""
+    out = copy.deepcopy(window)
+    for message in out[1:]:
+        if isinstance(message.get("content"), str) and rng.random() < 0.5:
+            message["content"] = rng.choice(_TRICKY)
+        if isinstance(message.get("name"), str) and rng.random() < 0.3:
+            message["name"] = rng.choice(_TRICKY)
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                if rng.random() < 0.6:
+                    function["arguments"] = rng.choice(_TRICKY)
+                if rng.random() < 0.2:
+                    function["name"] = rng.choice(_TRICKY)
+    return out
+
+
+def _all_windows(rng: random.Random) -> list[list[Message]]:
+    windows = _windows(rng)
+    return windows + [_spice(rng, w) for w in windows]
+
+
+def _ids(messages: list[Message]) -> list[str]:
+    return [
+        str(call["id"])
+        for m in messages
+        if m.get("role") == "assistant" and isinstance(m.get("tool_calls"), list)
+        for call in m["tool_calls"]
+    ]
+
+
+_COUNTER = resolve_settings(profile="openai").counter
+
+
+def test_the_reference_counter_has_byte_bounds() -> None:
+    """Not vacuous: message_bound gives numbers for the counter the tests compare with."""
+    assert isinstance(_COUNTER, ExactCounter) and _COUNTER.bpe_exact
+    assert message_bound(_COUNTER, {"role": "user", "content": "x"}) == 5
+
+
+@settings(
+    max_examples=examples(full=600, fast=80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**32 - 1), variant=st.sampled_from(VARIANTS))
+def test_plain_facts_are_plain_window_and_message_bound(seed: int, variant: dict[str, Any]) -> None:
+    rng = random.Random(seed)
+    s = resolve_settings(max_output=1000, **variant)
+    for window in _all_windows(rng):
+        start = rng.randint(0, len(window))
+        facts = plain_facts(window, s, start)
+        event(f"plain={facts is not None}")
+        assert (facts is not None) == plain_window(window, s)
+        if facts is None:
+            continue
+        bounds, ids = facts
+        assert bounds == [message_bound(_COUNTER, m) for m in window[start:]]
+        assert ids == _ids(window[start:])
+
+
+@settings(
+    max_examples=examples(full=600, fast=80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**32 - 1), variant=st.sampled_from(VARIANTS))
+def test_the_checks_a_plain_window_skips_find_nothing_on_it(
+    seed: int, variant: dict[str, Any]
+) -> None:
+    """Every implied check, whether or not this provider uses it, on every plain window;
+    and the cheap answer with the plan's checks is the one with every rule."""
+    rng = random.Random(seed)
+    s = resolve_settings(context_window=128_000, max_output=1000, **variant)
+    for window in _all_windows(rng):
+        if not plain_window(window, s):
+            continue
+        for check in IMPLIED_BY_PLAIN:
+            assert next(iter(check(window)), None) is None, check.__name__
+        violations = list(find_violations(s.provider.rules, window, s.target))
+        said = leaves_alone(window, s, KnownCounts(s.counter, {}), clean=len(window))
+        event(f"violations={bool(violations)} yes={said}")
+        assert not (said and violations)
+
+
+def test_spiced_plain_windows_occur() -> None:
+    """Not vacuous: tricky texts still give plain windows (and bounds above their length)."""
+    rng = random.Random(3)
+    s = resolve_settings(profile="openai")
+    plain = grown = 0
+    for _ in range(200):
+        for window in _all_windows(rng):
+            facts = plain_facts(window, s, 1)
+            if facts is not None:
+                plain += 1
+                grown += any(
+                    b > len(str(m.get("content") or "")) + 4 for b, m in zip(facts[0], window[1:])
+                )
+    assert plain > 50 and grown > 20
+
+
+def test_the_plan_is_made_once_per_settings_and_skips_only_implied_checks() -> None:
+    s = resolve_settings(profile="openai", context_window=128_000)
+    p = plan(s)
+    assert plan(s) is p
+    assert set(p.checks) - set(p.plain_checks) <= IMPLIED_BY_PLAIN
+    assert len(p.plain_checks) < len(p.checks)  # the pairing rules are among the skipped
+    rules = [r.check for r in s.provider.rules if r.applies(s.target) and r.when(s.target)]
+    assert list(p.checks) == rules
+    other = resolve_settings(profile="openai", context_window=128_000)
+    assert plan(other) is not p and plan(other) == p
+
+
+@pytest.mark.parametrize("window_size", [None, 2_000])
+def test_a_known_total_decides_as_the_counted_one(window_size: int | None) -> None:
+    """leaves_alone with the total a Governor adds up answers as with its own count."""
+    s = resolve_settings(profile="openai", context_window=window_size, max_output=200)
+    window: list[Message] = [
+        {"role": "user", "content": "(continued)"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x " * 900},
+    ]
+    counter = KnownCounts(s.counter, {})
+    total = counter.prompt_tokens(window, s.tools)
+    assert plain_window(window, s)
+    counted = leaves_alone(window, s, counter, plain=True)
+    assert leaves_alone(window, s, None, plain=True, total=total) == counted
+    assert counted == (window_size is None)  # over the trigger at 2k: not shown cheaply
+    assert not leaves_alone(window, s, None, plain=True)  # no total, no counter: a no
