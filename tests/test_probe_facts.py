@@ -148,7 +148,8 @@ def test_spiced_plain_windows_occur() -> None:
             if facts is not None:
                 plain += 1
                 grown += any(
-                    b > len(str(m.get("content") or "")) + 4 for b, m in zip(facts[0], window[1:])
+                    b > len(str(m.get("content") or "")) + 4
+                    for b, m in zip(facts[0], window[1:], strict=True)
                 )
     assert plain > 50 and grown > 20
 
