@@ -396,16 +396,22 @@ def test_the_governor_differential_tests_take_the_cheap_answer(
         clean: int = 0,
         plain: bool = False,
         total: int | None = None,
+        checked: range = range(0),
     ) -> bool:
-        answer = leaves_alone(window, s, counter, clean=clean, plain=plain, total=total)
+        answer = leaves_alone(
+            window, s, counter, clean=clean, plain=plain, total=total, checked=checked
+        )
+        # the same answer with the window counted and every rule run on every message
+        assert answer == leaves_alone(window, s, KnownCounts(s.counter, {}), clean=clean)
         said.append((answer, _no_op(window, s, KnownCounts(s.counter, {}))))
         return answer
 
     monkeypatch.setattr(governor_module, "leaves_alone", counting)
     plain: list[bool] = []
 
-    def plain_counting(window: list[Message], s: Settings, start: int) -> Any:
-        answer = plain_facts(window, s, start)
+    def plain_counting(window: list[Message], s: Settings, start: int, resume: Any) -> Any:
+        answer = plain_facts(window, s, start, resume)
+        assert answer == plain_facts(window, s, start)  # resumed: the whole walk's answer
         plain.append(answer is not None)
         return answer
 

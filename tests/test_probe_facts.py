@@ -26,7 +26,16 @@ from levels import examples
 from test_probe import VARIANTS, _windows
 
 from context_governor.pipeline import resolve_settings
-from context_governor.probe import IMPLIED_BY_PLAIN, leaves_alone, plain_facts, plain_window, plan
+from context_governor.probe import (
+    IMPLIED_BY_PLAIN,
+    Resume,
+    leaves_alone,
+    per_message,
+    plain_facts,
+    plain_window,
+    plan,
+)
+from context_governor.providers import PROVIDERS, checks
 from context_governor.providers.rules import find_violations
 from context_governor.tokens import ExactCounter, KnownCounts, message_bound
 
@@ -188,3 +197,91 @@ def test_a_known_total_decides_as_the_counted_one(window_size: int | None) -> No
     assert leaves_alone(window, s, None, plain=True, total=total) == counted
     assert counted == (window_size is None)  # over the trigger at 2k: not shown cheaply
     assert not leaves_alone(window, s, None, plain=True)  # no total, no counter: a no
+
+
+def _walk_state(window: list[Message]) -> Resume:
+    """Where the walk stands at the end of a plain window: its last role, its call ids."""
+    return Resume(window[-1]["role"], frozenset(_ids(window)))
+
+
+@settings(
+    max_examples=examples(full=600, fast=80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**32 - 1), variant=st.sampled_from(VARIANTS))
+def test_a_resumed_walk_is_the_whole_walk(seed: int, variant: dict[str, Any]) -> None:
+    """A plain window's first part, then anything (another window's messages, plain or
+    broken): walking only the rest from where the first part left the walk gives the
+    answer, bounds and ids of the walk over everything."""
+    rng = random.Random(seed)
+    s = resolve_settings(max_output=1000, **variant)
+    windows = _all_windows(rng)
+    for window in windows:
+        for k in range(1, len(window) + 1):
+            head = window[:k]
+            if not plain_window(head, s):
+                continue
+            tail = rng.choice(windows)[1:]
+            joined = [*head, *tail]
+            resumed = plain_facts(joined, s, k, _walk_state(head))
+            event(f"resumed plain={resumed is not None}")
+            assert resumed == plain_facts(joined, s, k)
+
+
+#: Instances of the check factories with other arguments than the providers use (a
+#: closure is classed by its factory's code, so every instance must be per-message).
+_OTHER_INSTANCES = [
+    checks.name_pattern("[a-z]{1,3}", roles=("user",)),
+    checks.call_name_pattern("[a-z]+"),
+    checks.call_id_format("call_[0-9_]+"),
+    checks.unknown_keys(frozenset({"role", "content"})),
+    checks.key_present("name", roles=("user", "tool")),
+    checks.reasoning_missing(tool_call_turns_only=True),
+    checks.blank_content(except_tool_call_assistants=False, except_last_assistant=True),
+    checks.blank_content(),
+    checks.first_is_not_user(tool_call_assistant_ok=True),
+    checks.last_role_not_in(("assistant",)),
+]
+
+
+@settings(
+    max_examples=examples(full=400, fast=60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**32 - 1), variant=st.sampled_from(VARIANTS))
+def test_per_message_checks_look_at_each_message_alone(seed: int, variant: dict[str, Any]) -> None:
+    """Every check classed as per-message finds on a list exactly what it finds on each
+    message alone (the providers' own instances, on plain, near-plain and broken windows),
+    so a message that passed it once passes it in any later window."""
+    rng = random.Random(seed)
+    s = resolve_settings(max_output=1000, **variant)
+    local = [*plan(s).local, *(c for c in _OTHER_INSTANCES if per_message(c))]
+    for window in _all_windows(rng):
+        for check in local:
+            whole = [(i, fields) for i, fields in check(window)]
+            alone = [(i, fields) for i, m in enumerate(window) for _, fields in check([m])]
+            assert whole == alone
+
+
+def test_most_providers_have_per_message_checks() -> None:
+    """Not vacuous: the classification applies to the providers' rules."""
+    with_local = [name for name in PROVIDERS if plan(resolve_settings(profile=name)).local]
+    assert len(with_local) >= 6
+    assert all(per_message(c) for c in plan(resolve_settings(profile="openai")).plain_checks)
+
+
+def test_the_old_turn_is_not_checked_again_but_the_anchor_and_new_messages_are() -> None:
+    s = resolve_settings(profile="openai", context_window=128_000)
+    call = {"id": "c1", "type": "function", "function": {"name": "bad name!", "arguments": "{}"}}
+    bad_turn: list[Message] = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    ]
+    window = [{"role": "user", "content": "(continued)"}, *bad_turn]
+    assert not leaves_alone(window, s, None, total=10)  # OA-7b: the call's name
+    # a window whose old turn (1:3) is vouched for, here wrongly: its finding is not seen
+    assert leaves_alone(window, s, None, total=10, checked=range(1, 3))
+    # but the same message as a new one is
+    assert not leaves_alone(window, s, None, total=10, checked=range(2, 3))

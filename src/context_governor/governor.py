@@ -46,7 +46,7 @@ from .inputs import check_messages, check_tools
 from .messages import Message
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run
 from .policies import CompactionPolicy
-from .probe import leaves_alone, plain_facts
+from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
@@ -150,6 +150,10 @@ class _State:
     turn: int | None
     #: the last step, if it was accepted on bounds: its counts are not in ``tokens`` yet
     pending: _Pending | None = None
+    #: where probe.plain_window's walk stands after the next window's old part (the
+    #: anchor and history[turn:]), when the last step's window was plain: that part is
+    #: then the end of a plain window, and the next walk starts after it
+    resume: Resume | None = None
 
 
 class Governor:
@@ -387,7 +391,8 @@ class Governor:
         # One pass over the window: in one of the plain shapes (probe.py), the new messages
         # pass the input checks and carry no cache breakpoint, and the pass also gives
         # their byte bounds and call ids
-        facts = plain_facts(window, self.settings, len(window) - len(new))
+        clean = len(window) - len(new)
+        facts = plain_facts(window, self.settings, clean, state.resume)
         if facts is None:
             try:
                 check_messages(new)  # the old part passed when it was new
@@ -483,7 +488,12 @@ class Governor:
             return None  # a count hook that fails: the full run gives the right error
         # the anchor and the old turn (window[:clean]) passed the input repair unchanged
         # (the old result ends with the turn untouched and has no repair action)
-        if not leaves_alone(window, self.settings, counter, clean=clean, plain=plain, total=total):
+        # the old turn passed every per-message rule in an earlier list (a window or the
+        # full run's output, neither with a violation): only the anchor and new are checked
+        checked = range(1, clean)
+        if not leaves_alone(
+            window, self.settings, counter, clean=clean, plain=plain, total=total, checked=checked
+        ):
             # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
             if counter is None:
                 counter = self._window_counter(window[1:clean], old_tokens, new, bounds)
@@ -525,7 +535,10 @@ class Governor:
         state.frozen.extend(frozen)
         state.result = result
         state.call_ids.update(ids)
-        state.turn = _last_assistant(messages, start, turn)
+        new_turn = _last_assistant(messages, start, turn)
+        state.turn, state.resume = new_turn, None
+        if plain and new_turn is not None:
+            state.resume = _resume(history[new_turn], new[-1])
         return result
 
 
@@ -546,6 +559,14 @@ def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Re
         )
 
     return finish
+
+
+def _resume(turn: Message, last: Message) -> Resume:
+    """Where the plain walk stands after the next window's old part: a plain window's
+    newest model turn ``turn`` (the only assistant message of that part: the turn is the
+    last one) through its last message ``last``. Only call for messages of a plain window
+    (plain calls, string ids)."""
+    return Resume(last["role"], frozenset(call["id"] for call in turn.get("tool_calls") or ()))
 
 
 def _last_assistant(messages: list[Message], start: int, default: int | None) -> int | None:

@@ -145,6 +145,54 @@ IMPLIED_BY_PLAIN: frozenset[Check] = frozenset(
 )
 
 
+def _code(check: Any) -> Any:
+    return check.__code__
+
+
+#: Rule checks whose findings on a list are those on each message alone (the finding at
+#: message i reads only message i): a message that passed them in one list passes them in
+#: any other, so a Governor's window runs them on its new messages only. Closures are
+#: known by their factory's code (every instance shares it). tests/test_probe_facts.py
+#: checks each, on the providers' own instances, against the messages one by one.
+PER_MESSAGE_CODE: frozenset[Any] = frozenset(
+    _code(check)
+    for check in (
+        checks.name_pattern(""),
+        checks.call_name_pattern(""),
+        checks.call_id_format(""),
+        checks.unknown_keys(frozenset()),
+        checks.key_present(""),
+        checks.reasoning_missing(tool_call_turns_only=False),
+        checks.null_content,
+        checks.null_content_without_calls,
+        checks.several_tool_calls,
+        checks.name_outside_tool,
+        checks.content_and_calls,
+        checks.untyped_parts,
+        checks.blank_text_parts,
+        checks.empty_text_parts,
+        checks.whitespace_text_parts,
+        checks.list_content,
+        checks.empty_tool_calls,
+    )
+)
+
+
+def per_message(check: Check) -> bool:
+    """Whether ``check`` looks at each message alone (see PER_MESSAGE_CODE)."""
+    return getattr(check, "__code__", None) in PER_MESSAGE_CODE
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where plain_window's walk stands after the first messages of a plain window (no
+    call left open there): the last one's role and the call ids seen so far. A Governor
+    keeps it for its next window, whose first messages are the end of this one."""
+
+    previous: str
+    seen: frozenset[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What the probe reads of one Settings, worked out once (a Governor asks about the
@@ -164,6 +212,11 @@ class Plan:
     checks: tuple[Check, ...]
     #: of those, the ones a plain window does not already rule out
     plain_checks: tuple[Check, ...]
+    #: checks and plain_checks split: those that look at each message alone, the others
+    local: tuple[Check, ...]
+    joint: tuple[Check, ...]
+    plain_local: tuple[Check, ...]
+    plain_joint: tuple[Check, ...]
     #: the cache policy's trigger: a window whose total is over it is not shown cheaply
     #: (None: no budget)
     limit: int | None
@@ -198,6 +251,7 @@ def _make_plan(s: Settings) -> Plan:
             rule.check for rule in s.provider.rules if rule.applies(target) and rule.when(target)
         )
     limit = None if budget is None else s.compaction.thresholds(budget)[0]
+    plain_checks = tuple(c for c in applied if c not in IMPLIED_BY_PLAIN)
     return Plan(
         plain=_plain_possible(s),
         id_ok=_ID_RULES[policy.id_style],
@@ -208,7 +262,11 @@ def _make_plan(s: Settings) -> Plan:
         single_tool_call=bool(policy.single_tool_call),
         bridge=bool(policy.bridge_user_after_tool),
         checks=applied,
-        plain_checks=tuple(c for c in applied if c not in IMPLIED_BY_PLAIN),
+        plain_checks=plain_checks,
+        local=tuple(c for c in applied if per_message(c)),
+        joint=tuple(c for c in applied if not per_message(c)),
+        plain_local=tuple(c for c in plain_checks if per_message(c)),
+        plain_joint=tuple(c for c in plain_checks if not per_message(c)),
         limit=limit,
         budget_refused=budget is not None and (budget <= 0 or s.compaction.kind != "cache"),
         prefill_refused=bool(s.prefill and not (s.policy.prefill(target))),
@@ -248,14 +306,16 @@ def leaves_alone(
     *,
     plain: bool = False,
     total: int | None = None,
+    checked: range = range(0),
 ) -> bool:
     """True only if ``run(messages, s, counter)`` would return ``messages`` itself with no
     action, note or violation. ``messages[:clean]`` are known to pass the input repair
     unchanged; ``plain``: ``plain_window(messages, s)`` is known to be true; ``total``: an
     upper bound on ``counter.prompt_tokens(messages, s.tools)`` the caller already has
-    (then ``counter`` may be None when ``plain``). False for anything it does not show
-    cheaply (near the trigger, the nanobot profile, a stage that raises): then ask
-    ``run()``."""
+    (then ``counter`` may be None when ``plain``); ``messages[checked.start:checked.stop]``
+    passed every per-message rule check of these settings in an earlier list (see
+    PER_MESSAGE_CODE). False for anything it does not show cheaply (near the trigger, the
+    nanobot profile, a stage that raises): then ask ``run()``."""
     if s.profile.provider is None or not messages:
         return False
     p = plan(s)
@@ -268,11 +328,16 @@ def leaves_alone(
             total = counter.prompt_tokens(messages, s.tools)
         if p.limit is not None and (p.budget_refused or total > p.limit):
             return False
-        if plain or _plain(messages, p, len(messages), None, None):
-            return not _finds(p.plain_checks, messages)
-        if counter is None or not stages_leave_alone(messages, s, context(s, counter), clean):
+        if plain or _plain(messages, p, len(messages), None, None, None):
+            local, joint = p.plain_local, p.plain_joint
+        elif counter is not None and stages_leave_alone(messages, s, context(s, counter), clean):
+            local, joint = p.local, p.joint
+        else:
             return False
-        return not _finds(p.checks, messages)
+        if _finds(joint, messages):
+            return False
+        unchecked = [*messages[: checked.start], *messages[checked.stop :]] if checked else messages
+        return not _finds(local, unchecked)
     except Exception:  # run() falls back (an action) or raises: not a plain yes
         return False
 
@@ -344,20 +409,22 @@ def plain_window(messages: list[Message], s: Settings) -> bool:
     """Whether every stage of a provider profile leaves ``messages`` alone, shown in one
     pass for the shapes an agent loop appends (see the module docstring); False whenever
     that is not plain, including for any setting this does not read."""
-    return _plain(messages, plan(s), len(messages), None, None)
+    return _plain(messages, plan(s), len(messages), None, None, None)
 
 
 def plain_facts(
-    messages: list[Message], s: Settings, start: int
+    messages: list[Message], s: Settings, start: int, resume: Resume | None = None
 ) -> tuple[list[int], list[str]] | None:
     """``plain_window``'s pass, which on a yes also gives, for ``messages[start:]``, an
     upper bound on each message's tokens under an exact byte-level counter (the same as
     ``tokens.message_bound``: the UTF-8 bytes of the counted text plus the per-message
     overhead) and the ids of their tool calls; None when the window is not plain. One
-    walk over a Governor's new messages instead of one per question."""
+    walk over a Governor's new messages instead of one per question. With ``resume``,
+    ``messages[:start]`` are taken to be the start of a plain window at which the walk
+    stood there, and only the messages after it are walked."""
     bounds: list[int] = []
     ids: list[str] = []
-    return (bounds, ids) if _plain(messages, plan(s), start, bounds, ids) else None
+    return (bounds, ids) if _plain(messages, plan(s), start, bounds, ids, resume) else None
 
 
 def _plain(
@@ -366,15 +433,21 @@ def _plain(
     start: int,
     bounds: list[int] | None,
     ids: list[str] | None,
+    resume: Resume | None,
 ) -> bool:
-    """The one pass (see plain_window); fills ``bounds`` and ``ids`` for messages[start:]."""
+    """The one pass (see plain_window); fills ``bounds`` and ``ids`` for messages[start:]
+    (and walks only those when ``resume`` says where it stands before them)."""
     if not p.plain or not messages or messages[0].get("role") != "user":
         return False
     id_ok, allowed, cap, names, empty = p.id_ok, p.allowed, p.cap, p.names, p.empty
     seen: set[str] = set()
     open_calls: list[str] = []  # the calls of the current block not answered yet, in order
-    previous = None
-    for index, message in enumerate(messages):
+    previous: str | None = None
+    first = 0
+    if resume is not None:
+        seen, previous, first = set(resume.seen), resume.previous, start
+    for index in range(first, len(messages)):
+        message = messages[index]
         if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
             return False
         if allowed is not None and not message.keys() <= allowed:
