@@ -186,7 +186,7 @@ def targets(speed: SpeedResult) -> list[Target]:
                 "what stands in the way: the deep comparison of the old history (default)",
             )
             + _floor(speed, GOV_IDENTITY, "json.dumps (sent body)", "the identity check (promise)")
-            + _floor(speed, GOV_PROBE, "json.dumps (sent body)", "probe.leaves_alone on the window")
+            + _floor(speed, GOV_PROBE, "json.dumps (sent body)", "needs no repair? (walk + rules)")
             + _floor(speed, GOV_RULES, "json.dumps (sent body)", "of which the provider's rules")
             + _floor(speed, GOV_REST, "json.dumps (sent body)", "the rest of the step")
             + _floor(speed, TOKENIZE_NEW, "json.dumps (sent body)", "tokenizing the new messages"),

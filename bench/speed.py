@@ -44,8 +44,7 @@ from typing import Any
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.governor import _ANCHOR
-from context_governor.probe import leaves_alone
-from context_governor.providers.rules import find_violations
+from context_governor.probe import leaves_alone, plain_facts
 from context_governor.tokens import (
     ExactCounter,
     background_cpu_ns,
@@ -74,9 +73,9 @@ GOV_DEFAULT = "Governor, default (no immutable_messages promise)"
 #: (see governor_parts): what stands in the way of 0.1x json.dumps.
 GOV_PREFIX = "Governor part: old history unchanged? (deep ==, default)"
 GOV_IDENTITY = "Governor part: old history unchanged? (identity, promise)"
-GOV_PROBE = "Governor part: needs no repair? (probe.leaves_alone on the window)"
-GOV_RULES = "Governor part: of which the provider's rules (find_violations)"
-GOV_REST = "Governor part: the rest (checks, bounds, bookkeeping, worker hand-off)"
+GOV_PROBE = "Governor part: needs no repair? (the plain walk over the new messages, the rules)"
+GOV_RULES = "Governor part: of which the provider's rules (probe.leaves_alone)"
+GOV_REST = "Governor part: the rest (id checks, bookkeeping, replay, worker hand-off, copies)"
 GOV_PARTS = (GOV_PREFIX, GOV_IDENTITY, GOV_PROBE, GOV_RULES, GOV_REST)
 #: The cache policy the speed replay is governed with: the default as a model whose cached
 #: reads cost 0.1x gets it (gpt-5, Claude, Gemini 2.5, DeepSeek, any unknown model), the
@@ -168,10 +167,13 @@ def deep_sizeof(obj: object) -> int:
 
 def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) -> dict[str, int]:
     """Time, alone, the parts of a Governor's appending step on this step's data, before
-    the step runs: checking that the old history is unchanged (a deep comparison with the
-    frozen copy by default; pointer compares under the promise) and asking whether the
-    newest turn with the new messages needs a repair (probe.leaves_alone, and the
-    provider's rules it ends with). Empty when the step will not take the appending path."""
+    the step runs, each called as the step calls it: checking that the old history is
+    unchanged (a deep comparison with the frozen copy by default; pointer compares under
+    the promise) and asking whether the newest turn with the new messages needs a repair:
+    the plain walk over the new messages (probe.plain_facts, resumed after the old turn
+    when the last window was plain; it also gives their byte bounds and call ids), then
+    probe.leaves_alone (the trigger and the provider's rules, the per-message ones on the
+    new messages only). Empty when the step will not take the appending path."""
     gov = getattr(step_fn, "__self__", None)
     state = getattr(gov, "_state", None)
     if not isinstance(gov, Governor) or state is None or state.turn is None:
@@ -188,15 +190,23 @@ def governor_parts(step_fn: StepFn, history: list[Message], new: list[Message]) 
     out = {GOV_IDENTITY if gov.immutable_messages else GOV_PREFIX: prefix}
     turn = state.turn
     window = [_ANCHOR, *state.history[turn:], *new]
-    bounds = gov._bounds(new) or [gov.settings.counter.message_tokens(m) for m in new]
     s = gov.settings
-    counter = gov._window_counter(state.history[turn:], tokens[turn:], new, bounds)
+    clean = len(window) - len(new)
     start = clock()
-    leaves_alone(window, s, counter, clean=len(window) - len(new))
-    out[GOV_PROBE] = clock() - start
+    facts = plain_facts(window, s, clean, state.resume)
+    walk = clock() - start
+    if facts is not None and gov._byte_bounds():
+        bounds = facts[0]
+    else:
+        bounds = gov._bounds(new) or [s.counter.message_tokens(m) for m in new]
+    plain = facts is not None
+    counter = None if plain else gov._window_counter(window[1:clean], tokens[turn:], new, bounds)
+    total = gov._anchor() + sum(tokens[turn:]) + sum(bounds) + gov._tools_count[1]
+    checked = range(1, clean)
     start = clock()
-    next(find_violations(s.provider.rules, window, s.target), None)
+    leaves_alone(window, s, counter, clean=clean, plain=plain, total=total, checked=checked)
     out[GOV_RULES] = clock() - start
+    out[GOV_PROBE] = walk + out[GOV_RULES]
     return out
 
 

@@ -217,6 +217,9 @@ class Replay:
         #: which positions the note counts (None: all; see _cut_note)
         self.counted = counted
         self.budget, self.policy = budget, policy
+        #: the policy's trigger for this budget (both fixed for the replay's life; a
+        #: Governor asks for it at every appending step)
+        self.trigger = policy.thresholds(budget)[0]
         #: extra tokens the note of a cut adds (None: the policy has no note)
         has_note = policy.cut_note is not None or policy.summary is not None
         self.note_cost = note_tokens if has_note else None
@@ -275,7 +278,7 @@ class Replay:
         compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
         if compacted_at_end and new and new[0].get("role") != "assistant":
             return False  # the compaction at the old end was for a request never made
-        trigger = self.policy.thresholds(self.budget)[0]
+        trigger = self.trigger
         total = self.total
         for k, count in enumerate(tokens):
             if k and new[k].get("role") == "assistant" and total > trigger:
@@ -299,7 +302,7 @@ class Replay:
         compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
         if compacted_at_end and new and new[0].get("role") != "assistant":
             return False
-        return self.total + added <= self.policy.thresholds(self.budget)[0]
+        return self.total + added <= self.trigger
 
     def clearable(self, i: int) -> bool:
         m = self.m[i]
