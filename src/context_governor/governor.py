@@ -33,6 +33,10 @@ exact count). The exact counts are computed by a worker thread while the caller
 makes its model call; the returned report waits for them (briefly, if at all) when
 it is first read, and the next step folds them into the cache before it decides
 anything. A step the bound cannot decide counts exactly, as before.
+
+The appending step walks its new messages once (probe.plain_facts: the window's shape,
+their bounds and call ids), resuming after the old turn when the last window was plain,
+and runs the per-message rule checks on the new messages only (docs/governor-speed.md).
 """
 
 from __future__ import annotations

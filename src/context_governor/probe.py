@@ -26,8 +26,14 @@ a user message; a plain reply before a user message) in one pass, reading the
 provider's Policy (id format, names, empty content, keys, caps, one call per turn,
 bridges, reasoning, signatures, flattening): a window of that shape, made only of plain
 values (strings without lone surrogates, the usual keys), is one every stage of a
-provider profile leaves alone, so only the provider's rules are run on it. Anything
-else goes through the stages.
+provider profile leaves alone, so only the provider's rules are run on it, less those a
+plain window already rules out (IMPLIED_BY_PLAIN). Anything else goes through the stages.
+
+A Governor asks every step, so what the answer reads of the settings is worked out once
+per Settings (:func:`plan`), and :func:`plain_facts` gives, on the same walk, the new
+messages' byte bounds and call ids; it can resume after a part known to be the start of
+a plain window (:class:`Resume`), and :func:`leaves_alone` can skip the per-message rule
+checks on messages that passed them in an earlier list.
 
 It is never yes where ``run()`` would change something: tests/test_probe.py checks that
 over every profile with generated windows, and that every window plain_window accepts

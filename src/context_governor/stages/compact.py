@@ -243,26 +243,30 @@ class Replay:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
 
     def advance(self, j: int) -> None:
-        while self.j < j:
-            i = self.j
-            role = self.m[i].get("role")
-            self.total += self.t[i]
-            self.tally.add(role, self.counted is None or self.counted[i])
-            if i >= self.plan.head:
-                self.grown += self.t[i]
+        # the walk in locals, written back once: a Governor advances over each step's new
+        # messages on its critical path (attribute reads and writes per message add up)
+        m, t, counted, head, tally = self.m, self.t, self.counted, self.plan.head, self.tally
+        total, grown, calls = self.total, self.grown, self.calls
+        for i in range(self.j, j):
+            role = m[i].get("role")
+            total += t[i]
+            tally.add(role, counted is None or counted[i])
+            if i >= head:
+                grown += t[i]
             if role == "tool":
                 self.results.append(i)
             elif role == "user":
                 self.last_user = i
-                if self.first_user < 0 and i >= self.plan.head:
+                if self.first_user < 0 and i >= head:
                     self.first_user = i
-            elif role == "assistant" and not is_bridge(self.m[i]):
+            elif role == "assistant" and not is_bridge(m[i]):
                 # a bridge the provider repairs put after tool results is not the newest
                 # model turn: taking it for one would let a second pass cut the turn
                 # before it, which this pass (without the bridge) kept whole
                 self.last_assistant = i
-                self.calls += 1
-            self.j += 1
+                calls += 1
+        self.total, self.grown, self.calls = total, grown, calls
+        self.j = max(self.j, j)
 
     def extend(self, messages: list[Message], tokens: list[int]) -> bool:
         """Continue the replay over messages appended to the history, if no request
