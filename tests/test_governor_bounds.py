@@ -16,6 +16,7 @@ counts for the report. These tests hold that design to its promises:
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import pickle
 import random
@@ -126,17 +127,20 @@ def _session(rng: random.Random, steps: int) -> list[Message]:
     return msgs
 
 
+_ACCEPT_SIGNATURE = inspect.signature(governor_module.Governor._accept)
+
+
 class _Spy:
     """Which path each of a Governor's appending steps took."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.steps: list[tuple[bool, bool]] = []  # (on bounds, accepted)
         original: Callable[..., Any] = governor_module.Governor._accept
+        signature = _ACCEPT_SIGNATURE  # the real one (``original`` may be a spy already)
 
-        def spy(
-            gov: Governor, state: Any, messages: Any, new: Any, bounds: Any, *rest: Any
-        ) -> Any:
-            result = original(gov, state, messages, new, bounds, *rest)
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            bounds = signature.bind(*args, **kwargs).arguments["bounds"]  # by name
             self.steps.append((bounds is not None, result is not None))
             return result
 
@@ -308,3 +312,39 @@ def test_the_worker_ends_when_idle_and_a_new_job_starts_another(
     while not second.done() and _time.monotonic() < deadline:
         _time.sleep(0.01)
     assert second.done()  # made by the new worker, not by a reader
+
+
+def test_a_reader_waits_for_the_worker_that_is_counting_and_counts_once() -> None:
+    """The hand-off holds one lock per job: a reader that comes while the worker counts
+    waits on it (no second count, no early empty answer), and a later reader or worker
+    run changes nothing."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    class Slow:
+        name = "slow"
+
+        def message_tokens(self, message: Message) -> int:
+            calls.append(1)
+            started.set()
+            assert release.wait(10)
+            return 7
+
+        def prompt_tokens(self, messages: Any, tools: Any) -> int:
+            return 0
+
+    job = count_in_background(Slow(), [{"role": "user", "content": "x"}])
+    assert started.wait(10)  # the worker is counting now
+    assert not job.done()
+    got: list[list[int]] = []
+    reader = threading.Thread(target=lambda: got.append(job.result()))
+    reader.start()
+    reader.join(0.2)
+    assert reader.is_alive() and not got  # waiting for the worker, not counting itself
+    release.set()
+    reader.join(10)
+    assert got == [[7]] and job.done() and len(calls) == 1
+    job.run()
+    assert job.result() == [7] and len(calls) == 1
