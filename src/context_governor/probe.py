@@ -324,10 +324,10 @@ def leaves_alone(
     nanobot profile, a stage that raises): then ask ``run()``."""
     if s.profile.provider is None or not messages:
         return False
-    p = plan(s)
-    if p.prefill_refused:
-        return False  # run() notes that the prefill is not accepted
     try:
+        p = plan(s)
+        if p.prefill_refused:
+            return False  # run() notes that the prefill is not accepted
         if total is None:
             if counter is None:
                 return False
