@@ -122,6 +122,15 @@ def test_interleaved_repeat_times_every_contender_at_every_step(
     ]
 
 
+def test_the_step_replay_alone_prints_every_governor_row() -> None:
+    from bench import step
+
+    lines = step.main(["12", "1"])
+    labels = {line.split(" µs  ", 1)[1] for line in lines}
+    assert {"Governor", speed.GOV_PROBE, speed.GOV_RULES, speed.GOV_REST} <= labels
+    assert all(float(line.split("x", 1)[0]) >= 0 for line in lines)
+
+
 def test_prefix_and_cost_definitions() -> None:
     a, b, c = (cache.serialize({"role": "user", "content": t}) for t in "abc")
     assert cache.common_prefix([a, b], [a, b, c]) == 2
