@@ -132,7 +132,7 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 #: only what plain_window checks for every provider (calls answered right after their
 #: turn, in order, each id once; no empty or misplaced ``tool_calls``; content a string,
 #: or null beside calls; a user message first, a user or tool message last). A plain
-#: window skips them; tests/test_probe.py checks each against the plain windows it makes.
+#: window skips them; tests/test_probe_facts.py runs each on the plain windows it makes.
 IMPLIED_BY_PLAIN: frozenset[Check] = frozenset(
     {
         checks.result_without_call_before,
@@ -152,6 +152,7 @@ IMPLIED_BY_PLAIN: frozenset[Check] = frozenset(
 
 
 def _code(check: Any) -> Any:
+    """A check's code object: shared by every closure its factory makes."""
     return check.__code__
 
 
@@ -250,6 +251,7 @@ def _plain_possible(s: Settings) -> bool:
 
 
 def _make_plan(s: Settings) -> Plan:
+    """What leaves_alone and plain_window read of ``s``, read once (see Plan)."""
     policy, target, budget = s.policy, s.target, s.budget
     applied: tuple[Check, ...] = ()
     if s.profile.provider is not None and target is not None:
