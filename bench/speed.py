@@ -749,7 +749,7 @@ def run_speed(
                     nano.replay(r)
                 )
 
-        progress("fresh processes: the replay with the first call (encoding load) included")
+        progress("fresh processes: the replay with the first call included, nothing warmed up")
         fresh_runs = [fresh_process_replay(steps, window, 700 + r) for r in range(repeats)]
         fresh_default = [
             fresh_process_replay(steps, window, 700 + r, immutable=False) for r in range(repeats)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
-from test_governor import SETTINGS_CHOICES, _clean_session, _same
+from test_governor import SETTINGS_CHOICES, _clean_session, _governed, _same
 from transcripts import random_case
 
 from context_governor import ConfigError, Governor, govern
@@ -62,7 +62,8 @@ def test_a_kept_promise_matches_stateless(seed: int, choice: dict[str, Any]) -> 
             _replace(rng, history)
         before = copy.deepcopy(history)
         _same(
-            gov.govern(history), govern(history, context_window=window, max_output=1000, **choice)
+            _governed(gov, history),
+            govern(history, context_window=window, max_output=1000, **choice),
         )
         assert history == before
 
@@ -88,7 +89,7 @@ def test_a_kept_promise_matches_stateless_on_messy_sessions(
         if rng.random() < 0.1:
             _replace(rng, history)
         _same(
-            gov.govern(history),
+            _governed(gov, history),
             govern(history, context_window=window, tools=case["tools"], **choice),
         )
 

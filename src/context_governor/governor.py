@@ -193,10 +193,12 @@ class _Exact:
     same: bool
 
 
-#: How long the first call's thread waits before it starts (seconds): loading rs-bpe's
-#: o200k_base holds the GIL for all of its 50-70 ms, so the thread lets the caller leave
-#: govern() and start its model call first.
-_FIRST_DELAY = 0.002
+#: How long the first call's thread waits before it starts (seconds). Building rs-bpe's
+#: o200k_base holds the GIL for all of its 50-70 ms: the thread lets the caller leave
+#: govern() and send its model call first (on a busy machine the caller can be off the CPU
+#: for milliseconds, so a switch interval is not enough). The model call takes far longer;
+#: a caller that asks for the result sooner makes the run itself (_FirstJob.result).
+_FIRST_DELAY = 0.02
 _FIRST_CPU_LOCK = threading.Lock()
 _first_cpu_ns = [0]
 
