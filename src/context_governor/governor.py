@@ -66,7 +66,14 @@ from .probe import leaves_alone, plain_window
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
-from .tokens import BackgroundCounts, TokenCounter, count_in_background, message_bound, tools_bound
+from .tokens import (
+    BackgroundCounts,
+    ExactCounter,
+    TokenCounter,
+    count_in_background,
+    message_bound,
+    tools_bound,
+)
 from .tokens import KnownCounts as _KnownCounts
 
 #: Stages whose actions move messages around before the cache policy's replay runs:
@@ -393,8 +400,12 @@ class Governor:
         check_tools(tools)
         private_tools = None if tools is None else _freeze(tools)
         self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
-        #: the tools' count, made on first need (counting builds the encoding)
+        #: the tools' count, made on first need when counting them would build the
+        #: encoding; now otherwise (a count_tokens hook that fails on them fails here)
         self._tools_counted: tuple[Sequence[Any] | None, int] | None = None
+        counter = self.settings.counter
+        if not isinstance(counter, ExactCounter) or counter.loaded:
+            self._tools_counted = self._tools_count
         #: whether a first call may be decided on bounds (off after a mismatch)
         self._first_on_bounds = True
         self._state: _State | None = None
