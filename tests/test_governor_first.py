@@ -329,3 +329,36 @@ def test_a_result_on_bounds_behaves_as_a_plain_result() -> None:
     assert pickle.loads(pickle.dumps(result)) == plain
     assert copy.deepcopy(result) == plain
     assert repr(result) == repr(plain)
+
+
+def test_an_exact_run_that_fails_is_not_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact run raising where the run on bounds did not (it cannot, short of a bug):
+    the report raises its error, or the next call does if the report was never read;
+    then the Governor governs exactly again."""
+    original = governor_module.run
+
+    def run(messages: list[Message], s: Any, counter: Any = None) -> Any:
+        if isinstance(counter, governor_module._KnownCounts) and not counter.known:
+            raise ValueError("exact run broken")
+        return original(messages, s, counter)
+
+    history = _session(random.Random(9), 3)
+    grown = [*history, {"role": "user", "content": "go on"}]
+    for read in (True, False):
+        gov = Governor(context_window=60_000)
+        monkeypatch.setattr(governor_module, "run", run)
+        result = gov.govern(history)
+        assert _on_bounds(result)
+        if read:
+            with pytest.raises(ValueError, match="exact run broken"):
+                result.report  # noqa: B018
+        else:
+            with pytest.raises(ValueError, match="exact run broken"):
+                result.exact()  # the model call: the exact run is made (and fails)
+        monkeypatch.undo()
+        if not read:
+            with pytest.raises(ValueError, match="exact run broken"):
+                gov.govern(grown)
+        again = gov.govern(grown)
+        assert not _on_bounds(again)
+        _same(again, govern(grown, context_window=60_000))

@@ -44,9 +44,10 @@ call returns, and the report is made from it when first read. Constructing a Gov
 builds no encoding either (the counter builds it on its first count). The exact run also
 checks the argument: if its messages differ from those returned (it cannot happen; a bug
 if it does), reading that report raises RuntimeError, and so does the next call if the
-report was never read; the Governor then forgets its state and counts first calls
-exactly from then on. A first call the bounds cannot decide counts exactly, on the
-critical path (e.g. a resumed long session near or over the trigger).
+report was never read (an exact run that fails raises its error the same way); the
+Governor then forgets its state and counts first calls exactly from then on. A first
+call the bounds cannot decide counts exactly, on the critical path (e.g. a resumed long
+session near or over the trigger).
 """
 
 from __future__ import annotations
@@ -659,9 +660,12 @@ class Governor:
         state.first = None
         try:
             exact = first.exact()
-        except BaseException:
+        except Exception:  # the exact run failed where the run on bounds did not
             self._state, state.turn = None, None
-            raise
+            self._first_on_bounds = False
+            if not first.read:
+                raise  # else the report raised it already
+            return
         if not exact.same:
             self._state, state.turn = None, None
             self._first_on_bounds = False

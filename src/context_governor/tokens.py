@@ -21,7 +21,9 @@ kind; the part of a text around such a run is counted as its UTF-8 length, an
 upper bound, so budgets can only err on the safe side.
 
 Encodings are built once per process, under a lock (``load_encoding``), and can
-be built ahead of time with ``warm_up()``.
+be built ahead of time with ``warm_up()``. The counters ``exact_counter`` makes build
+theirs on their first count, not when they are made: a Governor's construction costs no
+build, and its first call can be decided on byte bounds while a thread builds it.
 
 Counters count with ``counting_encoding``: the same encodings through rs-bpe when the
 ``fast`` extra is installed (an exact BPE counter that loads o200k_base about 8x
