@@ -23,6 +23,7 @@ import copy
 import random
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -362,3 +363,46 @@ def test_an_exact_run_that_fails_is_not_silent(monkeypatch: pytest.MonkeyPatch) 
         again = gov.govern(grown)
         assert not _on_bounds(again)
         _same(again, govern(grown, context_window=60_000))
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_first_calls_of_every_setting_near_the_bound_are_govern(index: int) -> None:
+    """tests/test_governor.py's settings (providers, models, prefill, a tool-result cap,
+    custom policies) on its messy transcripts, with triggers around the bound total: every
+    first call is govern()'s answer, and some are decided on bounds."""
+    from test_governor import SETTINGS_CHOICES
+    from transcripts import random_case
+
+    choice = dict(SETTINGS_CHOICES[index % len(SETTINGS_CHOICES)])
+    kind = choice.get("compaction")
+    base = kind if isinstance(kind, CompactionPolicy) else CompactionPolicy()
+    taken = 0
+    for seed in range(3):
+        case = random_case(random.Random(1000 * index + seed))
+        messages, tools = case["messages"], case["tools"]
+        probe = Governor(context_window=WINDOW, tools=tools, **choice)
+        counter = probe.settings.counter
+        try:
+            bounds = [message_bound(counter, m) for m in messages]
+        except Exception:  # JSON cannot carry it: no bound, and nothing to test here
+            continue
+        bound = sum(b or 0 for b in bounds) + (tokens.tools_bound(counter, tools) or 0)
+        for share in (0.9, 1.0, 1.05, 1.5):
+            trigger = max(1, int(bound * share))
+            policy = replace(
+                base, trigger_tokens=trigger, target_tokens=max(1, trigger // 2), price_aware=False
+            )
+            args = {**choice, "compaction": policy, "context_window": WINDOW, "tools": tools}
+            if kind == "seed":
+                args["compaction"] = "seed"
+            try:
+                expected = govern(messages, **args)
+            except Exception:
+                with pytest.raises(Exception):  # noqa: B017 - the same refusal, whatever it is
+                    Governor(**args).govern(messages)
+                continue
+            got = Governor(**args).govern(messages)
+            taken += _on_bounds(got)
+            _same(got, expected)
+    provider = choice.get("profile") != "nanobot" and kind != "seed"
+    assert (taken > 0) == provider, taken
