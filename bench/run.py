@@ -387,11 +387,13 @@ def _render_fresh(speed: SpeedResult) -> list[str]:
         "",
         "A new interpreter imports context_governor, builds a Governor and governs every "
         "step, nothing warmed up (`python -m bench.fresh`). The critical path is the "
-        "Governor's construction plus its govern() calls. Neither builds the encoding here: "
-        "the first call is decided on byte bounds, and its exact run, which builds the "
+        "Governor's construction plus its govern() calls. Construction builds no encoding. "
+        "The first call is decided on byte bounds when they keep the request under the "
+        "trigger (they do in this replay at 128k): then its exact run, which builds the "
         "encoding, is made by a thread of its own while the model call would run (reading "
-        "the first report waits for it: the row below); the worker thread's counting of "
-        "later steps runs there too. Their CPU is the last row, off the critical path.",
+        "the first report waits for it: the row below); otherwise the first call builds the "
+        "encoding itself. The worker thread's counting of later steps runs during the model "
+        "calls too. Their CPU is the last row, off the critical path.",
         "",
         table(
             ["measure", "time"],
