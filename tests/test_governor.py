@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from levels import examples
 from long_sessions import MODELS, long_session
@@ -92,6 +92,16 @@ SETTINGS_CHOICES = [
 ]
 
 
+def _governed(gov: Governor, history: list[Message]) -> Any:
+    """``gov.govern(history)``, noting (a hypothesis event) whether a first call was
+    decided on byte bounds (tests/test_governor_first.py)."""
+    first = gov._state is None
+    result = gov.govern(history)
+    if first:
+        event(f"first call on bounds: {type(result).__name__ == '_ExactLater'}")
+    return result
+
+
 def _same(a: Any, b: Any) -> None:
     assert a.messages == b.messages
     assert a.report.to_dict() == b.report.to_dict()
@@ -118,7 +128,8 @@ def test_growing_clean_sessions_match_stateless(seed: int, choice: dict[str, Any
             _mutate(rng, history)
         before = copy.deepcopy(history)
         _same(
-            gov.govern(history), govern(history, context_window=window, max_output=1000, **choice)
+            _governed(gov, history),
+            govern(history, context_window=window, max_output=1000, **choice),
         )
         assert history == before
 
@@ -145,7 +156,7 @@ def test_growing_messy_sessions_match_stateless(seed: int, choice: dict[str, Any
         if rng.random() < 0.1:
             _mutate(rng, history)
         _same(
-            gov.govern(history),
+            _governed(gov, history),
             govern(history, context_window=window, tools=case["tools"], **choice),
         )
 

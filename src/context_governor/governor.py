@@ -37,11 +37,28 @@ anything. A step the bound cannot decide counts exactly, as before.
 The appending step walks its new messages once (probe.plain_facts: the window's shape,
 their bounds and call ids), resuming after the old turn when the last window was plain,
 and runs the per-message rule checks on the new messages only (docs/governor-speed.md).
+
+The first call (nothing cached) does the same with the whole request: when the UTF-8
+bounds of every message and of the tool definitions, and the totals of the pipeline run
+on those bounds (its repairs included), stay under the cache policy's trigger, no
+count-dependent decision acts, so the run on bounds returns exactly the messages of the
+run on exact counts. Its messages are returned at once; the exact run (which builds the
+encoding, 50-70 ms of CPU for o200k_base) is left to a thread of its own, started as the
+call returns, and the report is made from it when first read. Constructing a Governor
+builds no encoding either (the counter builds it on its first count). The exact run also
+checks the argument: if its messages differ from those returned (it cannot happen; a bug
+if it does), reading that report raises RuntimeError, and so does the next call if the
+report was never read (an exact run that fails raises its error the same way); the
+Governor then forgets its state and counts first calls exactly from then on. A first
+call the bounds cannot decide counts exactly, on the critical path (e.g. a resumed long
+session near or over the trigger).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -54,7 +71,14 @@ from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
 from .stages.compact import Replay
-from .tokens import BackgroundCounts, ExactCounter, count_in_background, message_bound
+from .tokens import (
+    BackgroundCounts,
+    ExactCounter,
+    TokenCounter,
+    count_in_background,
+    message_bound,
+    tools_bound,
+)
 from .tokens import KnownCounts as _KnownCounts
 
 #: Stages whose actions move messages around before the cache policy's replay runs:
@@ -130,6 +154,167 @@ class _CountedLater(GovernResult):
         return (GovernResult, (self.messages, self.report))
 
 
+class _Bounds:
+    """A counter that answers with upper bounds (tokens.message_bound, tools_bound) and
+    never builds the encoding: what a first call decides on. Its name stands in for the
+    real counter's (the report of a run on bounds is never shown)."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        known: dict[int, tuple[Message, int]],
+        tools: tuple[Sequence[Any] | None, int],
+    ) -> None:
+        self._counter = counter
+        self._known = known
+        self._tools = tools
+
+    @property
+    def name(self) -> str:
+        return "bounds"
+
+    def message_tokens(self, message: Message) -> int:
+        entry = self._known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        bound = message_bound(self._counter, message)
+        if bound is None:  # cannot happen: the Governor asked the counter first
+            raise ValueError("the counter has no byte bound")
+        self._known[id(message)] = (message, bound)
+        return bound
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        if tools is self._tools[0]:
+            tools_tokens = self._tools[1]
+        else:
+            bound = tools_bound(self._counter, tools)
+            if bound is None:
+                raise ValueError("the counter has no byte bound")
+            tools_tokens = bound
+        return sum(self.message_tokens(m) for m in messages) + tools_tokens
+
+
+@dataclass(slots=True)
+class _Exact:
+    """The first call's run on exact counts (what the Governor would have done on the
+    critical path), and whether its messages are the ones the run on bounds returned."""
+
+    result: GovernResult
+    tokens: list[int]
+    replay: Replay | None
+    same: bool
+
+
+#: How long the first call's thread waits before it starts (seconds). Building rs-bpe's
+#: o200k_base holds the GIL for all of its 50-70 ms: the thread lets the caller leave
+#: govern() and send its model call first (on a busy machine the caller can be off the CPU
+#: for milliseconds, so a switch interval is not enough). The model call takes far longer;
+#: a caller that asks for the result sooner makes the run itself (_FirstJob.result).
+_FIRST_DELAY = 0.02
+_FIRST_CPU_LOCK = threading.Lock()
+_first_cpu_ns = [0]
+
+
+def first_call_cpu_ns() -> int:
+    """CPU time (ns) the first calls' threads have spent in this process so far (the exact
+    runs of first calls decided on bounds, encoding builds included; a run a reader made
+    itself is its own thread's time): a benchmark adds it to the critical path's time."""
+    return _first_cpu_ns[0]
+
+
+class _FirstJob:
+    """The exact run of a first call decided on bounds, made by a thread of its own or by
+    the first reader if that thread has not started on it (as tokens.BackgroundCounts)."""
+
+    def __init__(self, work: Callable[[], _Exact]) -> None:
+        self._work: Callable[[], _Exact] | None = work
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._value: _Exact | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        threading.Thread(
+            target=self._in_thread, name="context-governor-first-call", daemon=True
+        ).start()
+
+    def _in_thread(self) -> None:
+        time.sleep(_FIRST_DELAY)
+        start = time.thread_time_ns()
+        ran = self.run()
+        if ran:
+            with _FIRST_CPU_LOCK:
+                _first_cpu_ns[0] += time.thread_time_ns() - start
+
+    def run(self) -> bool:
+        """Run the job unless someone already does; whether this call ran it."""
+        with self._lock:
+            work, self._work = self._work, None
+        if work is None:
+            return False
+        try:
+            self._value = work()
+        except BaseException as exc:  # handed to the reader, who raises it
+            self._error = exc
+        finally:
+            self._done.set()
+        return True
+
+    def result(self) -> _Exact:
+        self.run()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
+_MISMATCH = (
+    "context-governor: a first call decided on byte bounds returned messages that differ "
+    "from the exact run's, so they were not what govern() returns. With "
+    "immutable_messages=True a message edited in place before that run finished does "
+    "this (a broken promise); otherwise it is an internal error: please report it"
+)
+
+
+class _ExactLater(GovernResult):
+    """The result of a first call decided on bounds: its messages now, its report made
+    from the exact run (see the module docstring) when first read."""
+
+    __slots__ = ("_job", "read")
+    _job: _FirstJob
+    read: bool
+
+    def __init__(self, messages: list[Message], job: _FirstJob) -> None:
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "_job", job)
+        object.__setattr__(self, "read", False)
+
+    @property
+    def report(self) -> Report:
+        object.__setattr__(self, "read", True)
+        exact = self._job.result()
+        if not exact.same:
+            raise RuntimeError(_MISMATCH)
+        return exact.result.report
+
+    def exact(self) -> _Exact:
+        return self._job.result()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GovernResult):
+            return NotImplemented
+        return (self.messages, self.report) == (other.messages, other.report)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GovernResult(messages={self.messages!r}, report={self.report!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GovernResult, (self.messages, self.report))
+
+
 @dataclass(slots=True)
 class _Pending:
     """A step accepted on bounds whose exact counts are still being computed."""
@@ -158,6 +343,8 @@ class _State:
     #: anchor and history[turn:]), when the last step's window was plain: that part is
     #: then the end of a plain window, and the next walk starts after it
     resume: Resume | None = None
+    #: the first call, if it was decided on bounds: tokens, replay and turn are not set yet
+    first: _ExactLater | None = None
 
 
 class Governor:
@@ -222,10 +409,14 @@ class Governor:
         check_tools(tools)
         private_tools = None if tools is None else _freeze(tools)
         self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
-        self._tools_count = (
-            self.settings.tools,
-            self.settings.counter.prompt_tokens([], self.settings.tools),
-        )
+        #: the tools' count, made on first need when counting them would build the
+        #: encoding; now otherwise (a count_tokens hook that fails on them fails here)
+        self._tools_counted: tuple[Sequence[Any] | None, int] | None = None
+        counter = self.settings.counter
+        if not isinstance(counter, ExactCounter) or counter.loaded:
+            self._tools_counted = self._tools_count
+        #: whether a first call may be decided on bounds (off after a mismatch)
+        self._first_on_bounds = True
         self._state: _State | None = None
         self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
         budget = self.settings.budget
@@ -233,6 +424,14 @@ class Governor:
         self._trigger = budget
         if budget is not None and budget > 0:
             self._trigger = self.settings.compaction.thresholds(budget)[0]
+
+    @property
+    def _tools_count(self) -> tuple[Sequence[Any] | None, int]:
+        """The tools (the Governor's own copy) and their exact count."""
+        if self._tools_counted is None:
+            tools = self.settings.tools
+            self._tools_counted = (tools, self.settings.counter.prompt_tokens([], tools))
+        return self._tools_counted
 
     # The settings, for callers (the runner reads max_output and the profile).
     @property
@@ -290,6 +489,10 @@ class Governor:
         check_messages(messages)
         if not self._incremental():
             return run(messages, self.settings)[0]
+        if self._state is None:
+            first = self._first(messages)
+            if first is not None:
+                return first
         return self._full(messages)
 
     # -- internals ------------------------------------------------------------------
@@ -331,6 +534,87 @@ class Governor:
         )
         return result
 
+    def _first(self, messages: list[Message]) -> GovernResult | None:
+        """A first call decided on byte bounds (see the module docstring), or None when
+        the bounds cannot decide it."""
+        settings = self.settings
+        budget = settings.budget
+        if (
+            not self._first_on_bounds
+            or settings.compaction.kind != "cache"
+            or budget is None
+            or budget <= 0
+            or self._trigger is None
+        ):
+            return None
+        limit = min(self._trigger, budget)
+        counter = settings.counter
+        tools = tools_bound(counter, settings.tools)
+        if tools is None:
+            return None
+        known: dict[int, tuple[Message, int]] = {}
+        total = tools
+        for message in messages:
+            try:
+                bound = message_bound(counter, message)
+            except Exception:  # e.g. arguments JSON cannot carry: the exact path says so
+                return None
+            if bound is None:
+                return None
+            total += bound
+            if total > limit:
+                return None
+            known[id(message)] = (message, bound)
+        try:
+            result, ctx = run(messages, settings, _Bounds(counter, known, (settings.tools, tools)))
+        except Exception:
+            return None  # the exact run raises the right error
+        if not _undecided(result.report, ctx.scratch.get("replay"), limit):
+            return None
+        return self._start_exact(messages, result)
+
+    def _start_exact(self, messages: list[Message], bounded: GovernResult) -> GovernResult:
+        """Return the run on bounds' messages, with the state to continue from, and leave
+        the exact run to a thread."""
+        history = list(messages)  # the caller's list grows in place: keep our own
+        frozen = [self._copy(m) for m in messages]
+        sent = list(bounded.messages)
+        # what the exact run (over the frozen copies) must return: the copy of each input
+        # message, and of each message the run made (it may share containers with one)
+        where = {id(m): i for i, m in enumerate(messages)}
+        expected = [
+            frozen[where[id(m)]] if id(m) in where and messages[where[id(m)]] is m else _freeze(m)
+            for m in sent
+        ]
+        settings = self.settings
+
+        def work() -> _Exact:
+            counter = _KnownCounts(settings.counter, {}, self._tools_count)
+            result, ctx = run(frozen, settings, counter)
+            found = ctx.scratch.get("replay")
+            return _Exact(
+                result=result,
+                tokens=[counter.message_tokens(m) for m in frozen],
+                replay=found if isinstance(found, Replay) else None,
+                same=result.messages == expected,
+            )
+
+        job = _FirstJob(work)
+        result = _ExactLater(bounded.messages, job)
+        self._state = _State(
+            history=history,
+            frozen=frozen,
+            tokens=[],
+            result=result,
+            sent=sent,
+            replay=None,
+            call_ids=set(),
+            turn=None,
+            first=result,
+        )
+        job.start()
+        return result
+
     def _extendable(
         self, messages: list[Message], result: GovernResult, replay: Replay | None
     ) -> int | None:
@@ -364,6 +648,8 @@ class Governor:
     def _settle(self, state: _State) -> None:
         """Fold the exact counts of a step accepted on bounds into the cache (waiting for
         the worker if it has not finished: in an agent loop it had a model call's time)."""
+        if state.first is not None:
+            self._settle_first(state, state.first)
         pending = state.pending
         if pending is None:
             return
@@ -375,6 +661,31 @@ class Governor:
             # cannot happen (the replay accepted a bound on these counts); if it did, the
             # next call runs the whole pipeline rather than trust the replay
             state.turn = None
+
+    def _settle_first(self, state: _State, first: _ExactLater) -> None:
+        """Fill in the state a first call decided on bounds left (waiting for its exact
+        run if it must). On a mismatch (see the module docstring) the state is dropped."""
+        state.first = None
+        try:
+            exact = first.exact()
+        except Exception:  # the exact run failed where the run on bounds did not
+            self._state, state.turn = None, None
+            self._first_on_bounds = False
+            if not first.read:
+                raise  # else the report raised it already
+            return
+        if not exact.same:
+            self._state, state.turn = None, None
+            self._first_on_bounds = False
+            if not first.read:
+                raise RuntimeError(_MISMATCH)
+            return
+        history = state.history
+        state.tokens = exact.tokens
+        state.replay = exact.replay
+        state.call_ids = {str(c.get("id")) for m in history for c in _calls(m)}
+        shown = GovernResult(messages=state.sent, report=exact.result.report)
+        state.turn = self._extendable(history, shown, exact.replay)
 
     def _extend(self, state: _State, messages: list[Message]) -> GovernResult | None:
         """The stateless result when ``messages`` only appends to the last history and
@@ -544,6 +855,25 @@ class Governor:
         if plain and new_turn is not None:
             state.resume = _resume(history[new_turn], new[-1])
         return result
+
+
+def _undecided(report: Report, replay: object, limit: int) -> bool:
+    """Whether a run on bounds took no count-dependent decision: the request stayed under
+    ``limit`` (the trigger, and the budget) before and after the repairs, and the cache
+    policy's replay compacted nowhere. Then a run on smaller counts (the exact ones)
+    decides the same: every such decision acts only above a threshold."""
+    if not isinstance(replay, Replay):
+        return False  # the cache policy did not run: nothing to continue from
+    plan = replay.plan
+    return (
+        report.tokens_before <= limit
+        and report.tokens_after <= limit
+        and not replay.force_final
+        and not plan.compactions
+        and not plan.cleared
+        and plan.cut == plan.head
+        and not any(a.stage == "pipeline" for a in report.actions)
+    )
 
 
 def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Report]:

@@ -21,7 +21,9 @@ kind; the part of a text around such a run is counted as its UTF-8 length, an
 upper bound, so budgets can only err on the safe side.
 
 Encodings are built once per process, under a lock (``load_encoding``), and can
-be built ahead of time with ``warm_up()``.
+be built ahead of time with ``warm_up()``. The counters ``exact_counter`` makes build
+theirs on their first count, not when they are made: a Governor's construction costs no
+build, and its first call can be decided on byte bounds while a thread builds it.
 
 Counters count with ``counting_encoding``: the same encodings through rs-bpe when the
 ``fast`` extra is installed (an exact BPE counter that loads o200k_base about 8x
@@ -598,28 +600,81 @@ class ExactCounter:
         cache_size: int = 65536,
         count: Callable[[str], int] | None = None,
         name: str | None = None,
+        load: Callable[[], Encoding | None] | None = None,
     ) -> None:
-        self._enc = encoding
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
-        if count is not None:
-            self._count = count
+        self._custom = count
+        self._name = name
+        #: builds the encoding on first use (exact_counter's counters); None once it ran
+        self._load = load
+        self._load_lock = threading.Lock()
+        self._encoding: Encoding | None = None
+        self._count: Callable[[str], int] = self._count_loading
+        self._ordinary: Callable[[str], int] = _estimate
+        self._bounded = count is None and (load is not None or encoding is not None)
+        if load is None:
+            self._use(encoding)
+
+    def _use(self, encoding: Encoding | None) -> None:
+        """Count with ``encoding`` from now on (``_count`` is set last: a thread that
+        reads it sees the other fields set)."""
+        self._encoding = encoding
+        self._ordinary = count_ordinary(encoding) if encoding is not None else _estimate
+        if self._custom is not None:
+            self._count = self._custom
         else:
             self._count = self._count_exact if encoding is not None else _estimate
-        self._ordinary = count_ordinary(encoding) if encoding is not None else _estimate
-        self._name = name
+
+    def _ready(self) -> None:
+        """Build the encoding if it is not built yet (once, whichever thread asks first;
+        the others wait for it)."""
+        if self._load is None:
+            return
+        with self._load_lock:
+            load = self._load
+            if load is not None:
+                self._use(load())
+                self._load = None
+
+    def _count_loading(self, text: str) -> int:
+        """The first count of a lazy counter: build the encoding, then count with it."""
+        self._ready()
+        return self._count(text)
+
+    @property
+    def _enc(self) -> Encoding | None:
+        """The encoding counted with (built now if it was not yet); None: chars/4."""
+        self._ready()
+        return self._encoding
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the encoding is built (a lazy counter builds it on its first count)."""
+        return self._load is None
 
     @property
     def bpe_exact(self) -> bool:
         """Counts with a byte-level BPE encoding (no estimate, no custom count): its counts
-        never exceed the UTF-8 bytes of the text (see message_bound)."""
+        never exceed the UTF-8 bytes of the text (see message_bound). Builds the encoding."""
         return self._enc is not None and self._count == self._count_exact
+
+    @property
+    def byte_bounded(self) -> bool:
+        """Whether no count exceeds the UTF-8 bytes of its text, known without building the
+        encoding: a counter with an encoding (given, or built on first count) and no custom
+        count. It holds whatever the build gives: byte-level BPE never yields more tokens
+        than bytes, and the chars/4 estimate a failed build falls back to gives fewer
+        (len(text) // 4 <= len(text) <= UTF-8 bytes). A counter made without an encoding
+        (``ExactCounter(None)``) is an estimate from the start and says no."""
+        return self._bounded
 
     @property
     def name(self) -> str:
         if self._name is not None:
             return self._name
-        return self._enc.name.removesuffix("_offline") if self._enc else "estimate:chars/4"
+        enc = self._enc
+        return enc.name.removesuffix("_offline") if enc else "estimate:chars/4"
 
     def _count_exact(self, text: str) -> int:
         """Exact for text without a run of RUN_LIMIT characters of one kind, an upper
@@ -730,11 +785,17 @@ def exact_counter(model: str | None) -> ExactCounter:
     """The best counter we can build offline for ``model``.
 
     Falls back to cl100k_base when the model's encoding cannot be loaded; the
-    counter's ``name`` says which encoding is really used.
+    counter's ``name`` says which encoding is really used. The encoding is built on
+    the counter's first count, not here: resolving settings (a Governor's construction)
+    costs nothing, and a first call decided on byte bounds leaves the build to a
+    background thread (governor.py).
     """
     wanted = encoding_for_model(model)
-    encoding = counting_encoding(wanted) or counting_encoding("cl100k_base")
-    return ExactCounter(encoding)
+
+    def load() -> Encoding | None:
+        return counting_encoding(wanted) or counting_encoding("cl100k_base")
+
+    return ExactCounter(None, load=load)
 
 
 def custom_counter(count: Callable[[str], int], name: str | None = None) -> ExactCounter:
@@ -764,21 +825,33 @@ def custom_counter(count: Callable[[str], int], name: str | None = None) -> Exac
 
 
 def message_bound(counter: TokenCounter, message: Message) -> int | None:
-    """An upper bound on ``counter.message_tokens(message)`` found without tokenizing, or
-    None when the counter has none (an estimate, a custom or a Claude counter).
+    """An upper bound on ``counter.message_tokens(message)`` found without tokenizing (nor
+    building the encoding: see ExactCounter.byte_bounded), or None when the counter has
+    none (an estimate made without an encoding, a custom or a Claude counter).
 
     Byte-level BPE never yields more tokens than the UTF-8 bytes of the text (each token
     is at least one byte; the parts ExactCounter bounds instead of tokenizing are counted
     as exactly that many; a cleaned surrogate never takes more bytes than its
     ``surrogatepass`` form), so the payload's byte length plus the per-message overhead
     bounds the exact count. Most of a step's payload is ASCII, whose length is its size."""
-    if not isinstance(counter, ExactCounter) or not counter.bpe_exact:
+    if not isinstance(counter, ExactCounter) or not counter.byte_bounded:
         return None
     payload = seed_message_payload(message)
     if not payload:
         return PER_MESSAGE_OVERHEAD
     size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "surrogatepass"))
     return max(4, size + PER_MESSAGE_OVERHEAD)
+
+
+def tools_bound(counter: TokenCounter, tools: Sequence[Any] | None) -> int | None:
+    """An upper bound on the tokens ``counter`` gives the tool definitions (the UTF-8
+    size of their JSON, as message_bound bounds a message), or None as message_bound."""
+    if not isinstance(counter, ExactCounter) or not counter.byte_bounded:
+        return None
+    if not tools:
+        return 0
+    text = _dumps(tools)
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 #: How often the worker looks for work: often while a conversation is active (its steps
