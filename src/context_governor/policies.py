@@ -141,6 +141,9 @@ class CompactionPolicy:
     price_aware: bool = True
     #: The prices ``price_aware`` tunes for (None: unknown; see ``priced``).
     cache_price: CachePrice | None = None
+    #: Where cached reads are dear, raise a request's trigger so that a compaction keeps
+    #: the turns of the newest ``keep_recent`` results (see ``floor``). Off by default.
+    verbatim_floor: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -172,6 +175,8 @@ class CompactionPolicy:
                 )
             if self.kind != "cache":
                 raise ConfigError("summary needs the cache policy (kind='cache')")
+        if not isinstance(self.verbatim_floor, bool):
+            raise ConfigError(f"verbatim_floor must be True or False, got {self.verbatim_floor!r}")
         if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
             raise ConfigError(
                 "cache_price must be a context_governor.prices.CachePrice or None, "
@@ -214,6 +219,35 @@ class CompactionPolicy:
             ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
 
+    def floor(self, budget: int, span: int) -> tuple[int, int] | None:
+        """Under ``verbatim_floor``: (trigger, goal) for a request whose newest
+        ``keep_recent`` results' turns take ``span`` tokens, or None where the
+        thresholds stay as they are.
+
+        Where cached reads are dear the price-set trigger is low, and where the newest
+        results are big (whole-file reads) or many (parallel bursts) their turns do not
+        fit under it, so every compaction cuts into them. The floor raises the trigger of
+        such a request to the span plus the price-set distance (never above the fixed
+        trigger) and compacts down to the span. Only where the span fits under the fixed
+        trigger less ``min_savings``: a chat's ten newest results span about a hundred
+        turns, and raising the trigger for them made every request as large as the seed
+        policy's (0.66x its cost at 32k under gpt-4o's prices). Measured on every session
+        shape (docs/session-shapes.md): two of the eleven verbatim misses go, every
+        cost stays under 0.6x. Off by default: a request's trigger then depends on its
+        span, which the Governor's fast path does not follow yet (those steps take the
+        full pipeline), and bench's own replay is governed for gpt-4o.
+        """
+        if not (self.verbatim_floor and self.adaptive_target and self.dear_reads()):
+            return None
+        trigger, target = self.thresholds(budget)
+        fixed = self.fixed_thresholds(budget)[0]
+        if span <= target or span > fixed - self.min_savings:
+            return None
+        raised = min(fixed, span + (trigger - target))
+        if raised <= trigger or raised - span < self.min_savings:
+            return None  # no room: a compaction to the span would save too little
+        return raised, span
+
     def priced(self, provider: str | None, model: str | None) -> CompactionPolicy:
         """This policy with the cache prices of ``model`` at ``provider`` (prices.py), when
         it is price-aware and was given none; itself otherwise. govern() and the Governor
@@ -243,16 +277,20 @@ class CompactionPolicy:
             and self.trigger_tokens == DEFAULT_TRIGGER_TOKENS
         )
 
-    def thresholds(self, budget: int) -> tuple[int, int]:
-        """(trigger, target) in tokens for ``budget``. Where the price-aware rule applies,
-        the trigger is the target plus ``price_scale`` of the default distance."""
+    def fixed_thresholds(self, budget: int) -> tuple[int, int]:
+        """(trigger, target) in tokens for ``budget`` before the price-aware rule."""
         trigger = int(self.trigger * budget)
         target = int(self.target * budget)
         if self.trigger_tokens is not None:
             trigger = min(trigger, self.trigger_tokens)
         if self.target_tokens is not None:
             target = min(target, self.target_tokens)
-        target = min(target, trigger)
+        return trigger, min(target, trigger)
+
+    def thresholds(self, budget: int) -> tuple[int, int]:
+        """(trigger, target) in tokens for ``budget``. Where the price-aware rule applies,
+        the trigger is the target plus ``price_scale`` of the default distance."""
+        trigger, target = self.fixed_thresholds(budget)
         if self.cache_price is not None and self.price_applies():
             trigger = target + int((trigger - target) * price_scale(self.cache_price))
         return trigger, target

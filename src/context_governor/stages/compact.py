@@ -397,7 +397,14 @@ class Replay:
         forced = final and self.force_final
         if self.total <= trigger and not forced:
             return
-        if policy.adaptive_target:
+        floor = policy.floor(budget, self._recent_span()) if policy.verbatim_floor else None
+        if floor is not None:
+            # the newest results' turns do not fit under the price-set trigger: this
+            # request's trigger rises to keep them (CompactionPolicy.floor)
+            trigger, goal = floor
+            if self.total <= trigger and not forced:
+                return
+        elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, self._recent_span(), self._growth())
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
