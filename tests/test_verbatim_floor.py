@@ -1,11 +1,11 @@
-"""CompactionPolicy(verbatim_floor=True): where cached reads are dear, a request whose
-newest ``keep_recent`` results' turns do not fit under the price-set trigger gets a
-trigger raised to keep them (policies.py ``floor``, stages/compact.py
+"""CompactionPolicy(verbatim_floor=True), the default: where cached reads are dear, a
+request whose newest ``keep_recent`` results' turns do not fit under the price-set
+trigger gets a trigger raised to keep them (policies.py ``floor``, stages/compact.py
 ``Replay.request``).
 
 It must keep the cache policy's properties: a pure function of the request (a fresh
 process gives the long-lived Governor's request), requests only append between
-compactions, every request inside the budget and valid. Off by default.
+compactions, every request inside the budget and valid.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
+from context_governor.policies import FLOOR_RESULTS
 from context_governor.prices import ANTHROPIC, OPENAI_4O, OPENAI_5, OPENAI_41, CachePrice
 from context_governor.providers import validate
 
@@ -84,9 +85,11 @@ def _is_prefix(short: list[Message], long: list[Message]) -> bool:
     return len(short) <= len(long) and long[: len(short)] == short
 
 
-def test_the_floor_is_off_by_default_and_checked() -> None:
-    assert CompactionPolicy().verbatim_floor is False
-    assert CompactionPolicy(cache_price=OPENAI_4O).floor(BUDGET, 15_000) is None
+def test_the_floor_is_on_by_default_and_checked() -> None:
+    assert CompactionPolicy().verbatim_floor is True
+    off = CompactionPolicy(cache_price=OPENAI_4O, verbatim_floor=False)
+    assert off.floor(BUDGET, 15_000, 15_000) is None
+    assert CompactionPolicy(cache_price=OPENAI_4O).floor(BUDGET, 15_000, 15_000) is not None
     with pytest.raises(ConfigError, match="verbatim_floor"):
         CompactionPolicy(verbatim_floor="yes")  # type: ignore[arg-type]
 
@@ -94,25 +97,29 @@ def test_the_floor_is_off_by_default_and_checked() -> None:
 @given(
     budget=st.integers(5_000, 300_000),
     span=st.integers(0, 300_000),
+    share=st.floats(0, 1),
     price=st.sampled_from([OPENAI_4O, OPENAI_41]),
 )
 def test_the_floor_keeps_the_span_between_the_price_set_and_the_fixed_trigger(
-    budget: int, span: int, price: CachePrice
+    budget: int, span: int, share: float, price: CachePrice
 ) -> None:
     """Where it applies, the raised trigger lies above the price-set one and never above
     the fixed one, and the goal is the span, at least min_savings under it. It applies
     exactly where the span is over the target, fits under the fixed trigger less
-    min_savings, and the raised trigger leaves that much room."""
-    policy = CompactionPolicy(cache_price=price, verbatim_floor=True)
+    min_savings, is at least FLOOR_RESULTS results (not a chat's prose), and the
+    raised trigger leaves that much room."""
+    policy = CompactionPolicy(cache_price=price)
+    results = int(span * share)
     trigger, target = policy.thresholds(budget)
     fixed = policy.fixed_thresholds(budget)[0]
     raised = min(fixed, span + (trigger - target))
     applies = (
         target < span <= fixed - policy.min_savings
+        and results >= span * FLOOR_RESULTS
         and raised > trigger
         and raised - span >= policy.min_savings
     )
-    floor = policy.floor(budget, span)
+    floor = policy.floor(budget, span, results)
     assert (floor is not None) == applies
     if floor is not None:
         assert floor == (raised, span)
@@ -131,7 +138,7 @@ def test_the_floor_leaves_cheap_or_unknown_reads_and_explicit_triggers_alone(
         CompactionPolicy(cache_price=OPENAI_4O, trigger_tokens=90_000, verbatim_floor=True),
         CompactionPolicy(cache_price=OPENAI_4O, adaptive_target=False, verbatim_floor=True),
     ):
-        assert policy.floor(budget, span) is None
+        assert policy.floor(budget, span, span) is None
 
 
 def test_dear_reads_keep_the_newest_results_the_price_set_trigger_cut() -> None:
@@ -140,8 +147,8 @@ def test_dear_reads_keep_the_newest_results_the_price_set_trigger_cut() -> None:
     into them; with the floor each request keeps them (as the seed policy does), and
     costs stay bounded: the request never passes the fixed trigger."""
     steps = _agent(160)
-    plain = CompactionPolicy(cache_price=OPENAI_4O)
-    floored = CompactionPolicy(cache_price=OPENAI_4O, verbatim_floor=True)
+    plain = CompactionPolicy(cache_price=OPENAI_4O, verbatim_floor=False)  # main's default
+    floored = CompactionPolicy(cache_price=OPENAI_4O)
     assert plain.thresholds(BUDGET) == (17_485, 11_990)
 
     def newest(policy: CompactionPolicy) -> tuple[list[int], int]:
@@ -175,7 +182,7 @@ def test_dear_reads_keep_the_newest_results_the_price_set_trigger_cut() -> None:
 def test_floored_requests_only_append_between_compactions_and_match_a_fresh_process(
     seed: int, high: int, price: CachePrice
 ) -> None:
-    policy = CompactionPolicy(cache_price=price, verbatim_floor=True)
+    policy = CompactionPolicy(cache_price=price)
     steps = _agent(90, seed=seed, high=high)
     gov = Governor(context_window=WINDOW, max_output=MAX_OUTPUT, compaction=policy)
     previous: list[Message] | None = None

@@ -65,6 +65,10 @@ ADAPTIVE_BAND_CALLS = 50
 #: of the newest ``keep_recent`` results (1 would compact at almost every step).
 VERBATIM_ROOM = 0.5
 
+#: Under ``verbatim_floor``: the least share of the newest results' turns the results
+#: themselves must take for the floor to apply (a chat's take about a tenth).
+FLOOR_RESULTS = 0.25
+
 #: The trigger's defaults: the price-aware rule moves the trigger only when it is left
 #: at these (an explicit ``trigger`` or ``trigger_tokens`` wins).
 DEFAULT_TRIGGER = 0.95
@@ -142,8 +146,8 @@ class CompactionPolicy:
     #: The prices ``price_aware`` tunes for (None: unknown; see ``priced``).
     cache_price: CachePrice | None = None
     #: Where cached reads are dear, raise a request's trigger so that a compaction keeps
-    #: the turns of the newest ``keep_recent`` results (see ``floor``). Off by default.
-    verbatim_floor: bool = False
+    #: the turns of the newest ``keep_recent`` results (see ``floor``).
+    verbatim_floor: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -219,31 +223,32 @@ class CompactionPolicy:
             ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
 
-    def floor(self, budget: int, span: int) -> tuple[int, int] | None:
+    def floor(self, budget: int, span: int, results: int) -> tuple[int, int] | None:
         """Under ``verbatim_floor``: (trigger, goal) for a request whose newest
-        ``keep_recent`` results' turns take ``span`` tokens, or None where the
-        thresholds stay as they are.
+        ``keep_recent`` results' turns take ``span`` tokens (``results`` of them the
+        results themselves), or None where the thresholds stay as they are.
 
         Where cached reads are dear the price-set trigger is low, and where the newest
         results are big (whole-file reads) or many (parallel bursts) their turns do not
         fit under it, so every compaction cuts into them. The floor raises the trigger of
         such a request to the span plus the price-set distance (never above the fixed
         trigger) and compacts down to the span. Only where the span fits under the fixed
-        trigger less ``min_savings``: a chat's ten newest results span about a hundred
-        turns, and raising the trigger for them made every request as large as the seed
-        policy's (0.66x its cost at 32k under gpt-4o's prices). Measured on every session
+        trigger less ``min_savings`` and the results are at least ``FLOOR_RESULTS`` of
+        it: a chat's ten newest results span about a hundred turns of prose, and
+        raising the trigger for them made requests nearly as large as the seed
+        policy's (0.66x its cost at 32k under gpt-4o's prices, 0.57x at 128k where it
+        fits) while they still fell short of its results. Measured on every session
         shape (docs/session-shapes.md): two of the eleven verbatim misses go, every
-        cost stays under 0.6x. Off by default: it also spends where the misses stay
-        (chat at 128k under gpt-4o's prices goes from 0.35x the seed policy's cost to
-        0.57x, still short of its results), and a request's trigger then depends on its
-        span, which the Governor's fast path does not follow yet (those steps take the
-        full pipeline).
+        cost stays under 0.6x and chat's costs do not move. A request's trigger then
+        depends on its span, which the Governor's fast path does not follow yet: the
+        steps between the price-set and the raised trigger take the full pipeline
+        (about 10% slower on big reads under gpt-4o's prices).
         """
         if not (self.verbatim_floor and self.adaptive_target and self.dear_reads()):
             return None
         trigger, target = self.thresholds(budget)
         fixed = self.fixed_thresholds(budget)[0]
-        if span <= target or span > fixed - self.min_savings:
+        if span <= target or span > fixed - self.min_savings or results < span * FLOOR_RESULTS:
             return None
         raised = min(fixed, span + (trigger - target))
         if raised <= trigger or raised - span < self.min_savings:
