@@ -119,6 +119,8 @@ class CompactionPolicy:
     Governor look up from the provider and model (prices.py) unless given; None (an
     unknown model) keeps the fixed trigger. An explicit ``trigger`` or
     ``trigger_tokens`` wins; ``price_aware=False`` turns the rule off.
+    ``verbatim_floor`` raises that lowered trigger for a request whose newest results'
+    turns do not fit under it (``floor``); ``verbatim_floor=False`` turns it off.
     """
 
     kind: PolicyKind = "cache"
