@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from context_governor import CompactionPolicy
-from context_governor.policies import REFERENCE_READ
+from context_governor.policies import FLOOR_RESULTS, REFERENCE_READ
 from context_governor.stages.snip import SAFETY_BUFFER
 
 from .anthropic_cache import write_section
@@ -517,10 +517,14 @@ def misses(r: ShapeRun) -> list[str]:
         )
     vgoal = r.verbatim_goal()
     if v.verbatim[0] < vgoal - 0.05:
-        trigger, target = CompactionPolicy(cache_price=r.prices.price).thresholds(r.ours.budget)
+        policy = CompactionPolicy(cache_price=r.prices.price)
+        trigger, target = policy.thresholds(r.ours.budget)
+        fixed = policy.fixed_thresholds(r.ours.budget)[0]
         why = (
             f"at this read price the trigger is set for the cost ({trigger:,} tokens, "
-            f"target {target:,}), and the newest results' turns do not fit under it"
+            f"target {target:,}), and the newest results' turns do not fit under it; the "
+            f"verbatim floor raises it only where they fit under {fixed:,} tokens less "
+            f"min_savings and are at least {FLOOR_RESULTS:.0%} results"
             if r.prices.dear
             else f"ours compacts down to its target ({target:,} tokens, adapted to the "
             "history) to leave room for cached steps"
@@ -554,10 +558,11 @@ def render(results: Sequence[ShapeRun]) -> str:
         f"The cache policy's targets on five kinds of session of {steps} model calls each "
         "(bench/shapes.py, fixed seeds), against the seed policy (Nanobot's profile), "
         "priced under each provider's prompt-cache prices (table at the end; "
-        "docs/session-shapes.md explains the cost model, the price-aware trigger and "
-        "`adaptive_target`). The default policy is price-aware: each shape is run as a "
-        "user of each price class gets it (reads at 0.1× -- gpt-5, Gemini 2.5, DeepSeek, "
-        "Anthropic, whose dear write keeps the same thresholds, and any unknown model --, "
+        "docs/session-shapes.md explains the cost model, the price-aware trigger, "
+        "`adaptive_target` and the verbatim floor). The default policy is price-aware: "
+        "each shape is run as a user of each price class gets it (reads at 0.1× -- gpt-5, "
+        "Gemini 2.5, DeepSeek, Anthropic, whose dear write keeps the same thresholds, and "
+        "any unknown model --, "
         "gpt-4.1's 0.25× and gpt-4o's 0.5×), and its cost is judged under those prices. "
         f"Targets: input cost ≤ {COST_GOAL}× the seed policy's (this one rules); "
         "cached-prefix share ≥ 97% at 128k and ≥ 88% at 32k, or, where the tokens each "

@@ -65,6 +65,10 @@ ADAPTIVE_BAND_CALLS = 50
 #: of the newest ``keep_recent`` results (1 would compact at almost every step).
 VERBATIM_ROOM = 0.5
 
+#: Under ``verbatim_floor``: the least share of the newest results' turns the results
+#: themselves must take for the floor to apply (a chat's take about a tenth).
+FLOOR_RESULTS = 0.25
+
 #: The trigger's defaults: the price-aware rule moves the trigger only when it is left
 #: at these (an explicit ``trigger`` or ``trigger_tokens`` wins).
 DEFAULT_TRIGGER = 0.95
@@ -115,6 +119,8 @@ class CompactionPolicy:
     Governor look up from the provider and model (prices.py) unless given; None (an
     unknown model) keeps the fixed trigger. An explicit ``trigger`` or
     ``trigger_tokens`` wins; ``price_aware=False`` turns the rule off.
+    ``verbatim_floor`` raises that lowered trigger for a request whose newest results'
+    turns do not fit under it (``floor``); ``verbatim_floor=False`` turns it off.
     """
 
     kind: PolicyKind = "cache"
@@ -141,6 +147,9 @@ class CompactionPolicy:
     price_aware: bool = True
     #: The prices ``price_aware`` tunes for (None: unknown; see ``priced``).
     cache_price: CachePrice | None = None
+    #: Where cached reads are dear, raise a request's trigger so that a compaction keeps
+    #: the turns of the newest ``keep_recent`` results (see ``floor``).
+    verbatim_floor: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -172,6 +181,8 @@ class CompactionPolicy:
                 )
             if self.kind != "cache":
                 raise ConfigError("summary needs the cache policy (kind='cache')")
+        if not isinstance(self.verbatim_floor, bool):
+            raise ConfigError(f"verbatim_floor must be True or False, got {self.verbatim_floor!r}")
         if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
             raise ConfigError(
                 "cache_price must be a context_governor.prices.CachePrice or None, "
@@ -214,6 +225,38 @@ class CompactionPolicy:
             ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
 
+    def floor(self, budget: int, span: int, results: int) -> tuple[int, int] | None:
+        """Under ``verbatim_floor``: (trigger, goal) for a request whose newest
+        ``keep_recent`` results' turns take ``span`` tokens (``results`` of them the
+        results themselves), or None where the thresholds stay as they are.
+
+        Where cached reads are dear the price-set trigger is low, and where the newest
+        results are big (whole-file reads) or many (parallel bursts) their turns do not
+        fit under it, so every compaction cuts into them. The floor raises the trigger of
+        such a request to the span plus the price-set distance (never above the fixed
+        trigger) and compacts down to the span. Only where the span fits under the fixed
+        trigger less ``min_savings`` and the results are at least ``FLOOR_RESULTS`` of
+        it: a chat's ten newest results span about a hundred turns of prose, and
+        raising the trigger for them made requests nearly as large as the seed
+        policy's (0.66x its cost at 32k under gpt-4o's prices, 0.57x at 128k where it
+        fits) while they still fell short of its results. Measured on every session
+        shape (docs/session-shapes.md): two of the eleven verbatim misses go, every
+        cost stays under 0.6x and chat's costs do not move. A request's trigger then
+        depends on its span, which the Governor's fast path does not follow yet: the
+        steps between the price-set and the raised trigger take the full pipeline
+        (about 10% slower on big reads under gpt-4o's prices).
+        """
+        if not (self.verbatim_floor and self.adaptive_target and self.dear_reads()):
+            return None
+        trigger, target = self.thresholds(budget)
+        fixed = self.fixed_thresholds(budget)[0]
+        if span <= target or span > fixed - self.min_savings or results < span * FLOOR_RESULTS:
+            return None
+        raised = min(fixed, span + (trigger - target))
+        if raised <= trigger or raised - span < self.min_savings:
+            return None  # no room: a compaction to the span would save too little
+        return raised, span
+
     def priced(self, provider: str | None, model: str | None) -> CompactionPolicy:
         """This policy with the cache prices of ``model`` at ``provider`` (prices.py), when
         it is price-aware and was given none; itself otherwise. govern() and the Governor
@@ -243,16 +286,20 @@ class CompactionPolicy:
             and self.trigger_tokens == DEFAULT_TRIGGER_TOKENS
         )
 
-    def thresholds(self, budget: int) -> tuple[int, int]:
-        """(trigger, target) in tokens for ``budget``. Where the price-aware rule applies,
-        the trigger is the target plus ``price_scale`` of the default distance."""
+    def fixed_thresholds(self, budget: int) -> tuple[int, int]:
+        """(trigger, target) in tokens for ``budget`` before the price-aware rule."""
         trigger = int(self.trigger * budget)
         target = int(self.target * budget)
         if self.trigger_tokens is not None:
             trigger = min(trigger, self.trigger_tokens)
         if self.target_tokens is not None:
             target = min(target, self.target_tokens)
-        target = min(target, trigger)
+        return trigger, min(target, trigger)
+
+    def thresholds(self, budget: int) -> tuple[int, int]:
+        """(trigger, target) in tokens for ``budget``. Where the price-aware rule applies,
+        the trigger is the target plus ``price_scale`` of the default distance."""
+        trigger, target = self.fixed_thresholds(budget)
         if self.cache_price is not None and self.price_applies():
             trigger = target + int((trigger - target) * price_scale(self.cache_price))
         return trigger, target

@@ -404,8 +404,18 @@ class Replay:
         forced = final and self.force_final
         if self.total <= trigger and not forced:
             return
-        if policy.adaptive_target:
-            goal = policy.adaptive_goal(trigger, goal, self._recent_span(), self._growth())
+        span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
+        floor = (
+            policy.floor(budget, span, self._recent_results()) if policy.verbatim_floor else None
+        )
+        if floor is not None:
+            # the newest results' turns do not fit under the price-set trigger: this
+            # request's trigger rises to keep them (CompactionPolicy.floor)
+            trigger, goal = floor
+            if self.total <= trigger and not forced:
+                return
+        elif policy.adaptive_target:
+            goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -441,6 +451,11 @@ class Replay:
     def _growth(self) -> float:
         """Mean tokens the history gained per model call so far (the prefix's own)."""
         return self.grown / max(1, self.calls)
+
+    def _recent_results(self) -> int:
+        """Tokens of the newest ``keep_recent`` tool results themselves, as sent now."""
+        keep = self.policy.keep_recent
+        return sum(self.cost(i) for i in self.results[-keep:]) if keep > 0 else 0
 
     def _recent_span(self) -> int:
         """Tokens the request keeps if it keeps the turns of its newest ``keep_recent``
