@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from context_governor import CompactionPolicy, Governor, govern
-from context_governor.governor import _ANCHOR, first_call_cpu_ns
+from context_governor.governor import _ANCHOR
+from context_governor.late import first_call_cpu_ns
 from context_governor.probe import leaves_alone, plain_facts
 from context_governor.tokens import (
     ExactCounter,
