@@ -34,6 +34,7 @@ from context_governor.probe import (
     plain_facts,
     plain_window,
     plan,
+    unwrapped,
 )
 from context_governor.providers import PROVIDERS, checks
 from context_governor.providers.rules import find_violations
@@ -138,7 +139,9 @@ def test_the_checks_a_plain_window_skips_find_nothing_on_it(
     for window in _all_windows(rng):
         if not plain_window(window, s):
             continue
-        for check in IMPLIED_BY_PLAIN:
+        p = plan(s)
+        skipped = [c for c in p.checks if c not in p.plain_checks]  # e.g. hoisted ones
+        for check in [*IMPLIED_BY_PLAIN, *skipped]:
             assert next(iter(check(window)), None) is None, check.__name__
         violations = list(find_violations(s.provider.rules, window, s.target))
         said = leaves_alone(window, s, KnownCounts(s.counter, {}), clean=len(window))
@@ -260,9 +263,31 @@ def test_per_message_checks_look_at_each_message_alone(seed: int, variant: dict[
     local = [*plan(s).local, *(c for c in _OTHER_INSTANCES if per_message(c))]
     for window in _all_windows(rng):
         for check in local:
-            whole = [(i, fields) for i, fields in check(window)]
-            alone = [(i, fields) for i, m in enumerate(window) for _, fields in check([m])]
+            # which messages are found (a hoisted check adds each one's turn, a position)
+            whole = [(i, _unturned(fields)) for i, fields in check(window)]
+            alone = [
+                (i, _unturned(fields)) for i, m in enumerate(window) for _, fields in check([m])
+            ]
             assert whole == alone
+
+
+def _unturned(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k not in ("turn", "next_turn")}
+
+
+def test_hoisted_checks_are_classed_as_the_checks_they_wrap() -> None:
+    """Anthropic and Bedrock wrap their rules in checks.hoisted: their plain windows skip
+    the pairing checks a plain window implies, and their per-message checks (the call id
+    format, Anthropic's) run on the new messages only, as OpenAI's do."""
+    for name in ("anthropic", "bedrock"):
+        p = plan(resolve_settings(profile=name, context_window=200_000))
+        hoisted = [c for c in p.checks if unwrapped(c) is not c]
+        assert hoisted
+        skipped = [c for c in p.checks if c not in p.plain_checks]
+        assert any(unwrapped(c) is checks.duplicate_call_ids for c in skipped)
+        assert all(unwrapped(c) in IMPLIED_BY_PLAIN for c in skipped)
+    anthropic = plan(resolve_settings(profile="anthropic", context_window=200_000))
+    assert any(unwrapped(c) is not c for c in anthropic.local)
 
 
 def test_most_providers_have_per_message_checks() -> None:

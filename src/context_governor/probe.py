@@ -185,9 +185,23 @@ PER_MESSAGE_CODE: frozenset[Any] = frozenset(
 )
 
 
+def unwrapped(check: Check) -> Check:
+    """The check inside a ``checks.hoisted`` wrapper (Anthropic's and Bedrock's rules), or
+    ``check`` itself. The wrapper runs it on the list without system messages: a plain
+    window has none, so there it finds what the inner check finds, and a per-message
+    check stays one (whether a message is found does not depend on the others)."""
+    inner: Check = getattr(check, "hoisted_from", check)
+    return inner
+
+
+def implied_by_plain(check: Check) -> bool:
+    """Whether a plain window rules out any finding of ``check`` (see IMPLIED_BY_PLAIN)."""
+    return unwrapped(check) in IMPLIED_BY_PLAIN
+
+
 def per_message(check: Check) -> bool:
     """Whether ``check`` looks at each message alone (see PER_MESSAGE_CODE)."""
-    return getattr(check, "__code__", None) in PER_MESSAGE_CODE
+    return getattr(unwrapped(check), "__code__", None) in PER_MESSAGE_CODE
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +273,7 @@ def _make_plan(s: Settings) -> Plan:
             rule.check for rule in s.provider.rules if rule.applies(target) and rule.when(target)
         )
     limit = None if budget is None else s.compaction.thresholds(budget)[0]
-    plain_checks = tuple(c for c in applied if c not in IMPLIED_BY_PLAIN)
+    plain_checks = tuple(c for c in applied if not implied_by_plain(c))
     return Plan(
         plain=_plain_possible(s),
         id_ok=_ID_RULES[policy.id_style],
