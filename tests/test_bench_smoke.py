@@ -131,6 +131,14 @@ def test_the_step_replay_alone_prints_every_governor_row() -> None:
     assert all(float(line.split("x", 1)[0]) >= 0 for line in lines)
 
 
+def test_providers_step_times_every_profile() -> None:
+    from bench import providers_step
+
+    lines = providers_step.main(["40", "1"])
+    assert [line.split("x  ", 1)[1] for line in lines] == list(providers_step.PROFILES)
+    assert all(float(line.split("x", 1)[0]) > 0 for line in lines)
+
+
 def test_prefix_and_cost_definitions() -> None:
     a, b, c = (cache.serialize({"role": "user", "content": t}) for t in "abc")
     assert cache.common_prefix([a, b], [a, b, c]) == 2
