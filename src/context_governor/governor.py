@@ -337,19 +337,10 @@ class Governor:
         tools = tools_bound(counter, settings.tools)
         if tools is None:
             return None
-        known: dict[int, tuple[Message, int]] = {}
-        total = tools
-        for message in messages:
-            try:
-                bound = message_bound(counter, message)
-            except Exception:  # e.g. arguments JSON cannot carry: the exact path says so
-                return None
-            if bound is None:
-                return None
-            total += bound
-            if total > limit:
-                return None
-            known[id(message)] = (message, bound)
+        bounds = self._bounds(messages, limit - tools)
+        if bounds is None:
+            return None
+        known = {id(m): (m, b) for m, b in zip(messages, bounds, strict=True)}
         try:
             result, ctx = run(messages, settings, _Bounds(counter, known, (settings.tools, tools)))
         except Exception:
@@ -451,19 +442,18 @@ class Governor:
         """Fill in the state a first call decided on bounds left (waiting for its exact
         run if it must). On a mismatch (see the module docstring) the state is dropped."""
         state.first = None
+        error: Exception | None = None
         try:
             exact = first.exact()
-        except Exception:  # the exact run failed where the run on bounds did not
+            if not exact.same:
+                error = RuntimeError(_MISMATCH)
+        except Exception as exc:  # the exact run failed where the run on bounds did not
+            error = exc
+        if error is not None:
             self._state, state.turn = None, None
             self._first_on_bounds = False
             if not first.read:
-                raise  # else the report raised it already
-            return
-        if not exact.same:
-            self._state, state.turn = None, None
-            self._first_on_bounds = False
-            if not first.read:
-                raise RuntimeError(_MISMATCH)
+                raise error  # else the report raised it already
             return
         history = state.history
         state.tokens = exact.tokens
@@ -516,20 +506,26 @@ class Governor:
         return self._accept(state, messages, window, new, ids, None, plain)
 
     def _byte_bounds(self) -> bool:
-        """Whether the counter is one tokens.message_bound bounds (exact byte-level BPE)."""
+        """Whether the counter is one tokens.message_bound bounds (ExactCounter.byte_bounded:
+        known without building the encoding, so a step never builds it to ask)."""
         counter = self.settings.counter
-        return isinstance(counter, ExactCounter) and counter.bpe_exact
+        return isinstance(counter, ExactCounter) and counter.byte_bounded
 
-    def _bounds(self, new: list[Message]) -> list[int] | None:
-        """Upper bounds on the new messages' counts, if the counter has them."""
+    def _bounds(self, messages: list[Message], limit: int | None = None) -> list[int] | None:
+        """Upper bounds on the messages' counts, if the counter has them; None as soon as
+        their sum passes ``limit`` (a first call stops early on a long history)."""
         counter = self.settings.counter
         bounds: list[int] = []
-        for message in new:
+        total = 0
+        for message in messages:
             try:
                 bound = message_bound(counter, message)
             except Exception:  # e.g. arguments JSON cannot carry: the exact path says so
                 return None
             if bound is None:
+                return None
+            total += bound
+            if limit is not None and total > limit:
                 return None
             bounds.append(bound)
         return bounds
