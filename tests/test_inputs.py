@@ -153,11 +153,9 @@ class TestStructure:
         err = input_error([{"role": role, "content": "x"}], "messages[0].role", profile=profile)
         assert "unknown role" in str(err)
 
-    def test_developer_role_hint(self, profile: str) -> None:
-        err = input_error(
-            [{"role": "developer", "content": "be brief"}, u()], "messages[0].role", profile=profile
-        )
-        assert "'developer'" in str(err) and "system" in str(err)
+    def test_unknown_role_lists_the_roles_taken(self, profile: str) -> None:
+        err = input_error([{"role": "bot", "content": "x"}, u()], "messages[0].role", profile=profile)
+        assert "system, developer, user, assistant or tool" in str(err)
 
     def test_role_with_a_newline_gives_a_one_line_message(self, profile: str) -> None:
         input_error([{"role": "dev\neloper", "content": "x"}], "messages[0].role", profile=profile)

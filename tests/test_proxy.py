@@ -188,6 +188,27 @@ def test_damaged_history_arrives_valid_via_openai_sdk(upstream: FakeUpstream, pr
     assert raw.headers["x-context-governor-budget"] == str(128_000 - 4096 - 1024)
 
 
+def test_developer_messages_from_the_sdk_are_governed_not_refused(
+    upstream: FakeUpstream, start_proxy: StartProxy
+) -> None:
+    """OpenAI's SDK sends instructions as developer messages (reasoning models): the
+    proxy governs them as system messages and forwards the role where the target takes
+    it (openai), and as a reported system message where it does not (deepseek)."""
+    history = [{"role": "developer", "content": "Be brief."}, *DAMAGED[1:]]
+    for profile, role, actions in (("openai", "developer", 3), ("deepseek", "system", 4)):
+        upstream.reset()
+        upstream.push(Reply.text("Done."))
+        with _sdk(start_proxy(profile=profile)) as client:
+            raw = client.chat.completions.with_raw_response.create(
+                model=MODEL, messages=history, tools=TOOLS  # type: ignore[arg-type]
+            )
+        assert raw.parse().choices[0].message.content == "Done."
+        sent = upstream.requests[0]["messages"]
+        assert sent[0] == {"role": role, "content": "Be brief."}
+        assert validate(sent, provider="openai", model=MODEL) == []
+        assert int(raw.headers["x-context-governor-actions"]) == actions, profile
+
+
 def test_long_history_is_governed_to_the_window(upstream: FakeUpstream, start_proxy: StartProxy) -> None:
     window, reserve = 8000, 500
     url = start_proxy(model_windows={MODEL: window})

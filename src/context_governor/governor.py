@@ -64,13 +64,14 @@ from typing import Any
 
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools
-from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob
+from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob, _Relabelled
 from .messages import Message
-from .pipeline import GovernResult, Settings, govern, resolve_settings, run
+from .pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
 from .policies import CompactionPolicy
 from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
+from .roles import Developers, first_developer
 from .stages.compact import Replay
 from .tokens import (
     ExactCounter,
@@ -203,6 +204,8 @@ class Governor:
         #: whether a first call may be decided on bounds (off after a mismatch)
         self._first_on_bounds = True
         self._state: _State | None = None
+        #: the developer messages' system-role copies, once one was seen (roles.py)
+        self._developers: Developers | None = None
         self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
         budget = self.settings.budget
         #: the cache policy's trigger: a step whose output crosses it is never a plain append
@@ -254,6 +257,7 @@ class Governor:
     def reset(self) -> None:
         """Forget everything cached (the next call costs what a stateless one does)."""
         self._state = None
+        self._developers = None
 
     def govern(
         self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None
@@ -266,12 +270,29 @@ class Governor:
         """
         if tools is not None and tools != self.settings.tools:
             return govern(messages, tools=tools, **self._kwargs)
+        if self._developers is not None:
+            return self._govern_developers(messages)
+        return self._govern(messages)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _govern(self, messages: list[Message]) -> GovernResult:
+        """govern() for a history that holds no developer message (roles.py)."""
         state = self._state
-        if state is not None and type(messages) is list:
-            fast = self._extend(state, messages)
+        if (
+            state is not None
+            and type(messages) is list
+            and first_developer(messages, len(state.history)) is None
+        ):
+            fast = self._extend(state, messages)  # it checks the old part is unchanged
             if fast is not None:
                 return fast
         check_messages(messages)
+        if first_developer(messages) is not None:
+            # From now on the stages get system-role copies of developer messages.
+            self.reset()
+            self._developers = Developers()
+            return self._govern_developers(messages)
         if not self._incremental():
             return run(messages, self.settings)[0]
         if self._state is None:
@@ -280,7 +301,16 @@ class Governor:
                 return first
         return self._full(messages)
 
-    # -- internals ------------------------------------------------------------------
+    def _govern_developers(self, messages: list[Message]) -> GovernResult:
+        """govern() once a developer message was seen: the same Governor on the history
+        with its developer messages as system-role copies, made once per message (so
+        this Governor's identity checks hold from call to call), the output relabelled
+        (pipeline.with_developers)."""
+        developers = self._developers
+        assert developers is not None
+        if type(messages) is not list:
+            check_messages(messages)  # raises: the error names the caller's input
+        return with_developers(messages, self.settings, self._govern, developers, _Relabelled)
 
     def _incremental(self) -> bool:
         """Only additive counters (the exact one) and the cache policy are incremental;

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .errors import InputError, brief
-from .messages import ROLES, Message
+from .messages import INPUT_ROLES, Message
 from .stages.base import Context
 
 STAGE = "input"
@@ -64,11 +64,11 @@ def check_messages(messages: Any) -> list[Message]:
         role = message.get("role")
         if role is None:
             raise InputError(f"{where}.role", "missing")
-        if not isinstance(role, str) or role not in ROLES:
-            hint = " (use 'system' for developer messages)" if role == "developer" else ""
+        if not isinstance(role, str) or role not in INPUT_ROLES:
             raise InputError(
                 f"{where}.role",
-                f"unknown role {brief(role)}; expected system, user, assistant or tool{hint}",
+                f"unknown role {brief(role)}; expected system, developer, user, assistant "
+                "or tool",
             )
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):

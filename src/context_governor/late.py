@@ -23,7 +23,8 @@ from typing import Any
 
 from .messages import Message
 from .pipeline import GovernResult
-from .report import Report
+from .report import Action, Report
+from .roles import with_entries
 from .stages.compact import Replay
 from .tokens import BackgroundCounts, TokenCounter, message_bound, tools_bound
 
@@ -85,6 +86,30 @@ class _CountedLater(_LateResult):
         """The exact counts of the step's new messages (made now if the worker has not
         started on them, else waited for)."""
         return self._counts.result()
+
+
+class _Relabelled(_LateResult):
+    """A result whose messages the developer-role edge relabelled (roles.py): its report
+    is the inner result's with the edge's entries, made when first read, since the inner
+    report may itself be made later (reading it now would wait for the counts)."""
+
+    __slots__ = ("_actions", "_inner")
+    _inner: GovernResult
+    _actions: list[Action]
+
+    def __init__(self, inner: GovernResult, messages: list[Message], actions: list[Action]):
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_actions", actions)
+
+    @property
+    def report(self) -> Report:
+        try:
+            done: Report = _REPORT_SLOT.__get__(self, GovernResult)
+        except AttributeError:  # not made yet
+            done = with_entries(self._inner.report, self._actions)
+            _REPORT_SLOT.__set__(self, done)
+        return done
 
 
 class _Bounds:

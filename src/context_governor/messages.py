@@ -11,6 +11,10 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+#: The roles a history may hold: the stages' four, and OpenAI's ``developer`` (system
+#: instructions under another name), which govern() hands the stages as a system
+#: message and sends back as it came where the provider takes it (roles.py).
+INPUT_ROLES: frozenset[str] = ROLES | {"developer"}
 
 # A message is a plain dict; the alias keeps signatures readable.
 Message = dict[str, Any]

@@ -13,7 +13,8 @@ from .policies import CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
-from .report import Report
+from .report import Action, Report
+from .roles import Developers, first_developer, with_entries
 from .stages import Context, Stage
 from .stages.compact import Replay, would_compact
 from .stages.snip import SAFETY_BUFFER
@@ -223,7 +224,35 @@ def govern(
         count_tokens=count_tokens,
     )
     check_messages(messages)
+    if first_developer(messages) is not None:
+        return with_developers(messages, settings, lambda decoded: run(decoded, settings)[0])
     return run(messages, settings)[0]
+
+
+def with_developers(
+    messages: list[Message],
+    s: Settings,
+    govern_decoded: Callable[[list[Message]], GovernResult],
+    developers: Developers | None = None,
+    relabel: Callable[[GovernResult, list[Message], list[Action]], GovernResult] | None = None,
+) -> GovernResult:
+    """Govern a history that holds developer messages: the stages get system-role copies,
+    and the output sends them as they came where the provider takes the role (roles.py).
+    ``developers`` keeps the copies across calls (a Governor's); ``relabel`` makes the
+    result from the inner one, the list to send and the edge's report entries (a
+    Governor's results may make their report later; by default it is made now)."""
+    developers = Developers() if developers is None else developers
+    decoded = developers.decode(messages)
+    result = govern_decoded(decoded)
+    accepted = s.profile.provider is None or s.policy.developer_role
+    sent, actions = developers.encode(
+        result.messages, messages, decoded, accepted, s.provider.name
+    )
+    if sent is result.messages and not actions:
+        return result
+    if relabel is None:
+        return GovernResult(sent, with_entries(result.report, actions))
+    return relabel(result, sent, actions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,7 @@ _KNOWN_POLICY = frozenset(
         "text_only_roles",
         "part_types",
         "single_tool_call",
+        "developer_role",  # read by the edge (roles.py): the stages never see that role
     }
 )
 #: False when Policy has a field plain_window does not know (then nothing is plain).

@@ -114,4 +114,4 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ("OA-9", "lists what OpenAI accepts; nothing to check"),
 )
 
-POLICY = Policy(id_style="openai", empty="openai", names="pattern")
+POLICY = Policy(id_style="openai", empty="openai", names="pattern", developer_role=True)

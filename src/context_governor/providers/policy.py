@@ -55,3 +55,6 @@ class Policy:
     part_types: frozenset[str] | None = None
     #: one tool call per assistant message (Llama 3.x templates)
     single_tool_call: bool = False
+    #: the API takes messages of role developer (OpenAI); elsewhere they are sent as
+    #: system messages (roles.py)
+    developer_role: bool = False
