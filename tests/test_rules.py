@@ -851,6 +851,13 @@ CASES: dict[str, Case] = {
         [(1, DS_REASONING)],
         [u("hi"), a("hello", reasoning_content=" "), u("go on")],
     ),
+    "DS-6": case(
+        "deepseek",
+        "deepseek-chat",
+        [{"role": "developer", "content": "Be brief."}, u("hi")],
+        [(0, "messages[0].role: developer is not a supported role")],
+        [s("Be brief."), u("hi")],
+    ),
     # -- GLM (RULEBOOK §4): error 1214 for everything -----------------------------------------
     **_openai_style_pairing("GLM-0", "glm", GLM, E1214, E1214, E1214),
     "GLM-1": case(
@@ -930,6 +937,19 @@ CASES: dict[str, Case] = {
         [u("hi"), a("ok", tool_calls=[]), u("go on")],
         [(1, "Empty tool_calls is not supported in message")],
         [u("hi"), a("ok"), u("go on")],
+    ),
+    "QW-5b": case(
+        "qwen",
+        QWEN,
+        [{"role": "developer", "content": "Be brief."}, u("hi")],
+        [
+            (
+                0,
+                "developer is not one of ['system', 'assistant', 'user', 'tool', 'function'] - "
+                "'messages.['0].role'",
+            )
+        ],
+        [s("Be brief."), u("hi")],
     ),
     "QW-6": case(
         "qwen",

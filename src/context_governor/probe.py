@@ -166,6 +166,7 @@ PER_MESSAGE_CODE: frozenset[Any] = frozenset(
     _code(check)
     for check in (
         checks.name_pattern(""),
+        checks.role_refused(""),
         checks.call_name_pattern(""),
         checks.call_id_format(""),
         checks.unknown_keys(frozenset()),

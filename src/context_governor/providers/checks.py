@@ -474,6 +474,18 @@ def content_and_calls(messages: list[Message]) -> Iterator[Finding]:
             yield i, {}
 
 
+def role_refused(role: str) -> Any:
+    """Messages of ``role``, which the provider answers with a 400 (govern() never sends
+    one there: roles.py)."""
+
+    def check(messages: list[Message]) -> Iterator[Finding]:
+        for i, m in enumerate(messages):
+            if m.get("role") == role:
+                yield i, {"role": role}
+
+    return check
+
+
 def name_pattern(
     pattern: str, *, roles: tuple[str, ...] = ("system", "user", "assistant", "tool")
 ) -> Any:

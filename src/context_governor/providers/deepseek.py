@@ -52,6 +52,14 @@ RULES: tuple[Rule, ...] = (
         checks.reasoning_missing(tool_call_turns_only=False),
         applies=deepseek_thinking,
     ),
+    Rule(
+        "DS-6",
+        "no message of role developer",
+        "messages[{index}].role: developer is not a supported role",
+        "send it as a system message",
+        checks.role_refused("developer"),
+        verbatim=False,
+    ),
 )
 
 NOT_CHECKED: tuple[tuple[str, str], ...] = (

@@ -46,6 +46,14 @@ RULES: tuple[Rule, ...] = (
         checks.empty_tool_calls,
     ),
     Rule(
+        "QW-5b",
+        "no message of role developer",
+        "developer is not one of ['system', 'assistant', 'user', 'tool', 'function'] - "
+        "'messages.['{index}].role'",
+        "send it as a system message",
+        checks.role_refused("developer"),
+    ),
+    Rule(
         "QW-6",
         "a trailing assistant message needs partial: true (non-thinking models only)",
         _P + "The last message must be a user or tool message unless partial mode is on",

@@ -124,6 +124,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
         "https://api-docs.deepseek.com/guides/chat_prefix_completion",
         _GH + "gptme/gptme/issues/467",
     ),
+    "DS-6": (_GH + "decolua/9router/pull/1011",),
     "DS-3": (
         "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
         _GH + "langchain-ai/langchain/issues/37713",
@@ -145,6 +146,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "QW-3": (_GH + "agentscope-ai/agentscope-java/issues/613",),
     "QW-4": (_GH + "QwenLM/qwen-code/issues/5265",),
     "QW-4b": (_GH + "smallmain/vscode-unify-chat-provider/pull/65",),
+    "QW-5b": (_GH + "DayuanJiang/next-ai-draw-io/issues/304",),
     "QW-6": ("https://help.aliyun.com/en/model-studio/partial-mode",),
     "QW-6b": ("https://help.aliyun.com/en/model-studio/partial-mode",),
     # Moonshot / Kimi
