@@ -53,6 +53,15 @@ class _LateResult(GovernResult):
         # copies and pickles are plain results (the pending work does not travel)
         return (GovernResult, (self.messages, self.report))
 
+    def _once(self, make: Callable[[], Report]) -> Report:
+        """The report: made by ``make`` on first read, then kept in the dataclass's slot."""
+        try:
+            done: Report = _REPORT_SLOT.__get__(self, GovernResult)
+        except AttributeError:  # not made yet
+            done = make()
+            _REPORT_SLOT.__set__(self, done)
+        return done
+
 
 class _CountedLater(_LateResult):
     """A GovernResult whose report is made when first read, from exact token counts a
@@ -75,12 +84,7 @@ class _CountedLater(_LateResult):
 
     @property
     def report(self) -> Report:
-        try:
-            done: Report = _REPORT_SLOT.__get__(self, GovernResult)
-        except AttributeError:  # not made yet
-            done = self._finish(sum(self.counts()))
-            _REPORT_SLOT.__set__(self, done)
-        return done
+        return self._once(lambda: self._finish(sum(self.counts())))
 
     def counts(self) -> list[int]:
         """The exact counts of the step's new messages (made now if the worker has not
@@ -104,12 +108,7 @@ class _Relabelled(_LateResult):
 
     @property
     def report(self) -> Report:
-        try:
-            done: Report = _REPORT_SLOT.__get__(self, GovernResult)
-        except AttributeError:  # not made yet
-            done = with_entries(self._inner.report, self._actions)
-            _REPORT_SLOT.__set__(self, done)
-        return done
+        return self._once(lambda: with_entries(self._inner.report, self._actions))
 
 
 class _Bounds:
