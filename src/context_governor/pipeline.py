@@ -242,11 +242,11 @@ def with_developers(
     result from the inner one, the list to send and the edge's report entries (a
     Governor's results may make their report later; by default it is made now)."""
     developers = Developers() if developers is None else developers
-    decoded = developers.decode(messages)
+    decoded, positions = developers.decode(messages)
     result = govern_decoded(decoded)
     accepted = s.profile.provider is None or s.policy.developer_role
     sent, actions = developers.encode(
-        result.messages, messages, decoded, accepted, s.provider.name
+        result.messages, messages, decoded, positions, accepted, s.provider.name
     )
     if sent is result.messages and not actions:
         return result

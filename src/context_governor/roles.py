@@ -54,20 +54,21 @@ class Developers:
         #: id(copy) -> original
         self._originals: dict[int, Message] = {}
 
-    def decode(self, messages: Sequence[Message]) -> list[Message]:
-        """``messages`` with each developer message replaced by its system-role copy.
-        Copies of messages the history no longer holds are dropped once they outnumber
-        the live ones (a history rewritten again and again keeps the table small)."""
+    def decode(self, messages: Sequence[Message]) -> tuple[list[Message], list[int]]:
+        """``messages`` with each developer message replaced by its system-role copy, and
+        the positions replaced. Copies of messages the history no longer holds are
+        dropped once they outnumber the live ones (a history rewritten again and again
+        keeps the table small)."""
         out = list(messages)
-        live: list[Message] = []
+        positions: list[int] = []
         start = first_developer(out)
         while start is not None:
-            live.append(out[start])
+            positions.append(start)
             out[start] = self._copy(out[start])
             start = first_developer(out, start + 1)
-        if len(self._copies) > 2 * len(live) + 8:
-            self._keep(live)
-        return out
+        if len(self._copies) > 2 * len(positions) + 8:
+            self._keep([messages[i] for i in positions])
+        return out, positions
 
     def _copy(self, original: Message) -> Message:
         entry = self._copies.get(id(original))
@@ -90,47 +91,36 @@ class Developers:
         sent: list[Message],
         inputs: list[Message],
         decoded: Sequence[Message],
+        positions: Sequence[int],
         accepted: bool,
         provider: str,
     ) -> tuple[list[Message], list[Action]]:
         """The list to send, and the report's entries for what the edge did.
 
-        ``sent`` is the pipeline's output over ``decoded`` (the decoding of
-        ``inputs``). Where the role is ``accepted`` each copy is sent as its original;
-        a copy a stage changed goes out as a system message (reported). Elsewhere
-        each developer message is sent as a system message (reported)."""
-        if sent is decoded:  # nothing changed: the input list itself, where accepted
-            out = inputs if accepted else sent
-            return out, _entries(inputs, decoded, None, accepted, provider)
-        out = [self._originals.get(id(m), m) for m in sent] if accepted else sent
-        return out, _entries(inputs, decoded, {id(m) for m in sent}, accepted, provider)
-
-
-def _entries(
-    inputs: Sequence[Message],
-    decoded: Sequence[Message],
-    kept: set[int] | None,
-    accepted: bool,
-    provider: str,
-) -> list[Action]:
-    """One entry per developer message the output does not send as one: each of them
-    where the provider has no developer role; where it has, those a stage changed
-    (their copy is not in the output as it was: the stages treat a developer message
-    as a system message, and none removes those). ``kept``: the ids of the output's
-    messages, None when the output is the decoded list itself."""
-    actions: list[Action] = []
-    for i, (original, copy) in enumerate(zip(inputs, decoded, strict=True)):
-        if original is copy:
-            continue
+        ``sent`` is the pipeline's output over ``decoded``, the decoding of ``inputs``
+        (``positions``: where it put copies). Where the role is ``accepted`` each copy
+        is sent as its original; a copy a stage changed goes out as a system message
+        (reported). Elsewhere each developer message is sent as a system message
+        (reported)."""
         if not accepted:
             why = f"{provider} has no developer role"
-        elif kept is None or id(copy) in kept:
-            continue
-        else:
-            why = "the message was changed by a repair listed below"
-        detail = f"messages[{i}].role: 'developer' sent as 'system' ({why})"
-        actions.append(Action(STAGE, "repair", i, detail))
-    return actions
+            return sent, [_entry(i, why) for i in positions]
+        if sent is decoded:  # nothing changed: the input list itself
+            return inputs, []
+        out = [self._originals.get(id(m), m) for m in sent]
+        # A copy missing from the output was changed by a stage: the stages treat it as
+        # a system message, and none removes those. Developer messages come first in a
+        # history, so the search for each stops early.
+        why = "the message was changed by a repair listed below"
+        changed = [i for i in positions if not any(m is decoded[i] for m in sent)]
+        return out, [_entry(i, why) for i in changed]
+
+
+def _entry(index: int, why: str) -> Action:
+    """The report's entry for the developer message at ``index`` of the input."""
+    return Action(
+        STAGE, "repair", index, f"messages[{index}].role: 'developer' sent as 'system' ({why})"
+    )
 
 
 def with_entries(report: Report, actions: list[Action]) -> Report:
