@@ -18,7 +18,7 @@ from levels import examples
 from long_sessions import MODELS, long_session
 from transcripts import random_case
 
-from context_governor import CompactionPolicy, ConfigError, Governor, govern
+from context_governor import PROFILES, CompactionPolicy, ConfigError, Governor, govern
 from context_governor.policies import CACHE
 
 Message = dict[str, Any]
@@ -243,3 +243,31 @@ def test_growing_sessions_near_the_trigger_match_stateless(profile: str, seed: i
         crossings += any("provider repairs" in n for n in expected.report.notes)
         _same(gov.govern(history), expected)
     assert crossings  # the case this test is about happened
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+@pytest.mark.parametrize("first", ["system", "assistant"])
+def test_a_session_that_opens_without_a_user_matches_once_a_user_arrives(
+    profile: str, first: str
+) -> None:
+    """The opening stage adds a user where the provider needs one and none was sent; a
+    later user message takes that reason away, so the step after it cannot be an
+    append to the previous output (found by the developer-role property in CI)."""
+    opening: Message = (
+        {"role": "system", "content": "Be brief."}
+        if first == "system"
+        else {"role": "assistant", "content": "Hello, how can I help?"}
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    steps: list[list[Message]] = [
+        [opening, {"role": "assistant", "content": None, "tool_calls": [call]}],
+        [{"role": "tool", "tool_call_id": "c1", "content": "ok"}],
+        [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "go on"}],
+        [{"role": "assistant", "content": "Going on."}, {"role": "user", "content": "more"}],
+    ]
+    kwargs: dict[str, Any] = {"profile": profile, "context_window": 8_000, "max_output": 500}
+    gov = Governor(**kwargs)
+    history: list[Message] = []
+    for step in steps:
+        history = [*history, *step]
+        _same(gov.govern(history), govern(history, **kwargs))

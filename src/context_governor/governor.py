@@ -434,6 +434,10 @@ class Governor:
             or not report.within_budget
         ):
             return None
+        if any(a.stage == "opening" for a in report.actions) and not any(
+            m.get("role") == "user" for m in messages
+        ):
+            return None  # a user added because there was none: a later one changes that
         if self.settings.budget is not None and replay is None:
             return None  # nothing to continue: the cache policy never ran (e.g. no messages)
         if replay is not None and replay.force_final:
