@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import replace
@@ -47,9 +46,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 def _drain() -> None:
     """Wait until the worker thread has run every job queued so far (they run in order)."""
-    done = threading.Event()
-    tokens.in_background(cs._Call(done.set))
-    assert done.wait(10)
+    assert cs.flush()
 
 
 def _fresh_counters() -> None:
@@ -294,12 +291,8 @@ SCRIPT = textwrap.dedent(
     counter._ordinary = lambda t: (texts.append(t), inner(t))[1]
     result = gov.govern(history)
     report = result.report.to_dict()
-    from context_governor.tokens import in_background
-    from context_governor.count_store import _Call
-    import threading
-    done = threading.Event()
-    in_background(_Call(done.set))
-    done.wait(10)
+    from context_governor.count_store import flush
+    assert flush()
     from context_governor.tokens import seed_message_payload
     inputs = {seed_message_payload(m) for m in history}
     tokenized = sum(text in inputs for text in texts)  # made texts (notes) are not stored

@@ -376,6 +376,15 @@ class _Call:
             return
 
 
+def flush(timeout: float = 10.0) -> bool:
+    """Wait until the worker thread has run every job queued so far (the writes queued by
+    ``write_later`` and ``write_counts_later`` among them; jobs run in order); whether it
+    did within ``timeout`` seconds. For tests, benchmarks and a process about to exit."""
+    done = threading.Event()
+    in_background(_Call(done.set))
+    return done.wait(timeout)
+
+
 def count_link(value: Any) -> CountLink | None:
     """``count_store=`` as Settings keep it: None, a URL (open_count_store), a store
     (get_many and put_many) or a CountLink. ConfigError otherwise."""
