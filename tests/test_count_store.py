@@ -23,19 +23,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from click.testing import CliRunner
+from fake_upstream import FakeUpstream, Reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
 from redis_server import redis_url
 from test_governor import SETTINGS_CHOICES, _clean_session
+from test_proxy import Served
 from transcripts import random_case
 
 from context_governor import Governor, govern, tokens
 from context_governor import count_store as cs
+from context_governor.cli import main
 from context_governor.errors import ConfigError
 from context_governor.pipeline import GovernResult
 from context_governor.profiles import _cached_exact_counter
+from context_governor.proxy import ProxyConfig, create_app
 from context_governor.tokens import ExactCounter, counting_encoding
 
 __all__ = ["redis_url"]  # the fixture, used by name
@@ -280,7 +286,6 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     from test_governor import _clean_session
     from context_governor import Governor
-    from context_governor.profiles import _cached_exact_counter
 
     history = _clean_session(random.Random(11), 50)
     gov = Governor(model="gpt-4o", context_window=int(sys.argv[2]), count_store=sys.argv[1])
@@ -508,3 +513,80 @@ def test_redis_store_spares_a_replica_the_tokenizer(redis_url: str) -> None:
     replica = _with_counter(Governor(count_store=redis_url, **kwargs), counter)
     _same(replica.govern(history), expected)
     assert _inputs(history, TOOLS).isdisjoint(spy.texts)
+
+
+# -- where users set it: the runner CLI and the proxy ----------------------------------------
+
+
+def test_run_cli_keeps_counts_between_runs(upstream: FakeUpstream, tmp_path: Path) -> None:
+    db = tmp_path / "counts.db"
+    history = tmp_path / "chat.json"
+    args = ["--model", "gpt-4o-mini", "--base-url", upstream.base_url, "--workspace",
+            str(tmp_path), "--history", str(history), "--no-stream",
+            "--count-store", f"sqlite:///{db}"]  # fmt: skip
+    for task in ("first task", "second task"):
+        upstream.push(Reply.text("done"))
+        result = CliRunner().invoke(main, ["run", task, *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        assert cs.flush()
+    rules = tokens.rules_fingerprint("o200k_base")
+    stored = cs.SqliteCountStore(db).get_many(
+        [rules + tokens.digest(t).hex() for t in ("first task", "done", "second task")]
+    )
+    assert len(stored) == 3  # each run's messages, written back
+    bad = CliRunner().invoke(main, ["run", "x", *args[:-1], "ftp://nope"])
+    assert bad.exit_code == 2 and "count store 'ftp://nope'" in bad.stderr
+
+
+def _post_chat(base: str, messages: list[Message]) -> httpx.Response:
+    body = {"model": "gpt-4o", "messages": messages, "max_tokens": 1000}
+    return httpx.post(f"{base}/chat/completions", json=body, timeout=30)
+
+
+def test_a_restarted_proxy_counts_only_new_messages(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy-counts.db'}"
+    config = ProxyConfig(upstream=upstream.base_url, context_window=20_000, count_store=url)
+    history = _long_session(seed=5, steps=30)
+    bodies = []
+    for _ in range(2):  # the first proxy, then a restarted one (fresh counters, same file)
+        _fresh_counters()
+        counter = _cached_exact_counter("gpt-4o")
+        assert isinstance(counter, ExactCounter)
+        spy = Spy(counter)
+        served = Served(create_app(config))
+        try:
+            upstream.push(Reply.text("ok"))
+            assert _post_chat(f"{served.url}/v1", history).status_code == 200
+        finally:
+            served.stop()
+        assert cs.flush()
+        bodies.append(upstream.requests[-1])
+        if len(bodies) == 1:
+            assert _inputs(history) <= set(spy.texts)
+    assert _inputs(history).isdisjoint(spy.texts)
+    assert bodies[0] == bodies[1]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"count_store": "ftp://x"},
+        {"count_store": 3},
+        {"count_retention": 5},
+        {"count_store": "memory://", "count_retention": 0},
+    ],
+)
+def test_bad_count_store_settings_stop_the_proxy(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        ProxyConfig(upstream="http://up.example/v1", **kwargs)
+
+
+def test_the_count_store_password_is_never_shown() -> None:
+    config = ProxyConfig(
+        upstream="http://up.example/v1", count_store="redis://:hunter2secret@cache.example:6379/0"
+    )
+    assert "hunter2secret" not in repr(config)
+    assert "hunter2secret" not in config.redactor()("connecting to redis://:hunter2secret@x")
+    assert ProxyConfig.from_json(config.to_json()) == config

@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigError
 from .messages import Message
-from .stores import SqliteFile, check_retention, parse_url, redis_client
+from .stores import SqliteFile, check_retention, expire, parse_url, redis_client
 from .tokens import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
@@ -149,11 +149,7 @@ class SqliteCountStore:
                 [(key, count, now) for key, count in items.items()],
             )
             if self.retention is not None:
-                conn.execute(
-                    "DELETE FROM counts WHERE key IN "
-                    "(SELECT key FROM counts WHERE created < ? LIMIT 1000)",
-                    (now - self.retention,),
-                )
+                expire(conn, "counts", now - self.retention, 1000)
         except BaseException:
             conn.execute("ROLLBACK")
             raise

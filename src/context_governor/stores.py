@@ -83,6 +83,15 @@ class SqliteFile:
         return conn
 
 
+def expire(conn: sqlite3.Connection, table: str, before: float, limit: int = 100) -> None:
+    """Delete up to ``limit`` entries of ``table`` created before ``before`` (a write does a
+    few at a time, so no write pays for a whole expired store)."""
+    conn.execute(
+        f"DELETE FROM {table} WHERE key IN (SELECT key FROM {table} WHERE created < ? LIMIT ?)",
+        (before, limit),
+    )
+
+
 def redis_client(url: str, timeout: float, what: str) -> Any:
     """A ``redis`` client for ``url`` (text replies); ConfigError without the client."""
     try:

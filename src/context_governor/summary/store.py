@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..stores import SqliteFile, check_retention, parse_url, redis_client
+from ..stores import SqliteFile, check_retention, expire, parse_url, redis_client
 
 #: Key prefix in shared stores (Redis): names what the entries are.
 KEY_PREFIX = "context-governor:summary:"
@@ -110,11 +110,7 @@ class SqliteStore:
             (key, text, now),
         )
         if self.retention is not None:
-            conn.execute(
-                "DELETE FROM summaries WHERE key IN "
-                "(SELECT key FROM summaries WHERE created < ? LIMIT 100)",
-                (now - self.retention,),
-            )
+            expire(conn, "summaries", now - self.retention)
 
 
 class RedisStore:
