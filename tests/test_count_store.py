@@ -342,10 +342,12 @@ def test_hook_and_estimate_counts_are_never_written_nor_read() -> None:
     govern(history, count_tokens=len, count_store=store, context_window=20_000)
     _drain()
     assert len(store) == 0
-    estimate = ExactCounter(None)  # what a failed encoding build leaves: chars/4
-    assert estimate.store_rules is None
     link = cs.CountLink(store)
-    assert link.read(estimate, history) is None
+    # chars/4: a counter made without an encoding, and a lazy one whose build fails
+    for estimate in (ExactCounter(None), ExactCounter(None, load=lambda: None)):
+        assert estimate.store_rules is None
+        assert link.read(estimate, history) is None
+        assert estimate.name == "estimate:chars/4"
     hook = tokens.custom_counter(len)
     assert hook.store_rules is None
     # a store full of wrong counts under every fingerprint cannot reach a hook's counts

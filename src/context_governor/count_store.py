@@ -27,6 +27,7 @@ fails a request and never changes a count.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 import warnings
@@ -54,8 +55,9 @@ KEY_PREFIX = "context-governor:count:"
 RETRY_AFTER = 60.0
 #: Every note about the store starts so (a Governor ignores them when it extends a result).
 NOTE = "count store:"
-#: Keys per SELECT (well under SQLite's smallest limit on host parameters, 999).
-_BATCH = 900
+#: Keys per SELECT at most (SQLite's own limit on host parameters may be lower: 999
+#: before 3.32), and per MGET.
+_BATCH = 10_000
 
 
 @runtime_checkable
@@ -69,6 +71,8 @@ class CountStore(Protocol):
 
 def _count(value: Any, key: str) -> int:
     """A stored value as a count; ValueError (a failed read) when it is none."""
+    if type(value) is int and value >= 0:
+        return value
     if isinstance(value, str) and value.isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -124,17 +128,19 @@ class SqliteCountStore:
 
     def get_many(self, keys: Sequence[str]) -> dict[str, int]:
         conn = self._file.connect()
-        oldest = -1.0 if self.retention is None else time.time() - self.retention
+        size = min(_BATCH, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+        # without retention, no entry is too old: the age is not even read
+        fresh = "" if self.retention is None else " AND created >= ?"
+        extra = () if self.retention is None else (time.time() - self.retention,)
         found: dict[str, int] = {}
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start : start + _BATCH]
+        for start in range(0, len(keys), size - 1):
+            batch = keys[start : start + size - 1]
             marks = ",".join("?" * len(batch))
             rows = conn.execute(
-                f"SELECT key, count, created FROM counts WHERE key IN ({marks})", batch
+                f"SELECT key, count FROM counts WHERE key IN ({marks}){fresh}", (*batch, *extra)
             ).fetchall()
-            for key, count, created in rows:
-                if float(created) >= oldest:
-                    found[str(key)] = _count(count, str(key))
+            for key, count in rows:
+                found[key] = _count(count, key)
         return found
 
     def put_many(self, items: Mapping[str, int]) -> None:
@@ -170,8 +176,8 @@ class RedisCountStore:
 
     def get_many(self, keys: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
-        for start in range(0, len(keys), 10 * _BATCH):
-            batch = keys[start : start + 10 * _BATCH]
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
             values = self._client.mget([KEY_PREFIX + key for key in batch])
             for key, value in zip(batch, values, strict=True):
                 if value is not None:
@@ -250,6 +256,8 @@ class CountLink:
         if rules is None:
             return None
         loaded = Loaded(rules)
+        known = loaded.known
+        memo = counter.memo
         wanted: dict[bytes, list[Message]] = {}
         for message in messages:
             try:
@@ -259,11 +267,13 @@ class CountLink:
             if not payload:
                 continue  # counted without tokenizing
             key = digest(payload)
-            count = counter.memo(key)
+            count = memo(key)
             if count is not None:
-                loaded.known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+                known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+            elif key in wanted:
+                wanted[key].append(message)
             else:
-                wanted.setdefault(key, []).append(message)
+                wanted[key] = [message]
         if tools:
             with contextlib.suppress(Exception):  # the run reports tools it cannot dump
                 key = digest(_dumps(tools))
@@ -271,22 +281,26 @@ class CountLink:
                     wanted.setdefault(key, [])
         if not wanted:
             return loaded
+        keys = [rules + key.hex() for key in wanted]
         found: dict[str, int] = {}
         if self._resting():
             loaded.note = f"{self.failure}; not asked again yet: every count was made"
         else:
             try:
-                found = self.store.get_many([rules + key.hex() for key in wanted])
+                found = self.store.get_many(keys)
             except Exception as exc:
                 loaded.note = self._fail("read", exc) + ": every count was made"
-        for key, same in wanted.items():
-            count = found.get(rules + key.hex())
+        remembered: list[tuple[bytes, int]] = []
+        for (key, same), name in zip(wanted.items(), keys, strict=True):
+            count = found.get(name)
             if count is None:
                 loaded.missing.append((key, same[0] if same else None))
                 continue
-            counter.remember(key, count)
+            remembered.append((key, count))
+            count += PER_MESSAGE_OVERHEAD
             for message in same:
-                loaded.known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+                known[id(message)] = (message, count)
+        counter.remember(remembered)
         return loaded
 
     def write(

@@ -53,6 +53,13 @@ Governor then forgets its state and counts first calls exactly from then on. A f
 call the bounds cannot decide counts exactly, on the critical path (e.g. a resumed long
 session near or over the trigger).
 
+With a count store (``count_store=``, count_store.py), a first call or a full run first
+reads the counts its counter's memo lacks from the store, in one batch (a resumed session
+then tokenizes only what is new), and the counts it had to make are written back off the
+critical path: by the worker thread, or by the first call's own thread; each appending
+step's new counts are written by the worker too. A store that fails is a note in that
+call's report, never an error; without a store an appending step is unchanged.
+
 The results whose report is made later, and the first call's thread, are in late.py.
 """
 
@@ -158,6 +165,12 @@ class Governor:
     can differ from what ``govern()`` returns for the same history, and a report's
     counts can be stale. Leave it off (the default) when any code that can reach
     the messages might edit them.
+
+    ``count_store`` (a URL such as ``sqlite:///counts.db`` or ``redis://host:6379/0``, or
+    a store object; see count_store.py) keeps exact token counts between processes: a
+    Governor resuming a long session in a new process reads its history's counts instead
+    of tokenizing it again. It never changes an answer; a failing store is reported in
+    the report's notes and counted around.
     """
 
     def __init__(

@@ -701,10 +701,10 @@ class ExactCounter:
         """The memoised count of the text whose digest (``digest``) is ``key``, or None."""
         return self._cache.get(key)
 
-    def remember(self, key: bytes, count: int) -> None:
-        """Memoise ``count`` for the text whose digest is ``key`` (a count read from a
-        store made under this counter's ``store_rules``)."""
-        self._cache[key] = count
+    def remember(self, counts: Iterable[tuple[bytes, int]]) -> None:
+        """Memoise counts by the digests of their texts (counts read from a store made
+        under this counter's ``store_rules``); the least recently used go if it is full."""
+        self._cache.update(counts)
         while len(self._cache) > self._cache_size:
             with contextlib.suppress(KeyError):  # evicted by another thread
                 self._cache.popitem(last=False)
