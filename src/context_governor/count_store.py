@@ -136,11 +136,15 @@ class SqliteCountStore:
         for start in range(0, len(keys), size - 1):
             batch = keys[start : start + size - 1]
             marks = ",".join("?" * len(batch))
-            rows = conn.execute(
-                f"SELECT key, count FROM counts WHERE key IN ({marks}){fresh}", (*batch, *extra)
-            ).fetchall()
-            for key, count in rows:
-                found[key] = _count(count, key)
+            found.update(
+                conn.execute(
+                    f"SELECT key, count FROM counts WHERE key IN ({marks}){fresh}",
+                    (*batch, *extra),
+                ).fetchall()
+            )
+        for key, count in found.items():  # checked in one pass: ints are the rule
+            if type(count) is not int or count < 0:
+                raise ValueError(f"entry {key} is not a token count: {count!r}")
         return found
 
     def put_many(self, items: Mapping[str, int]) -> None:
