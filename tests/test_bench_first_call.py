@@ -36,15 +36,19 @@ def test_first_call_rows_and_render(results: list[first_call.FirstCall]) -> None
             first_call.GOVERNOR,
             first_call.DUMPS,
             first_call.REST,
+            first_call.RESUMED,
             *first_call.BREAKDOWN,
         }
         assert all(ns > 0 for times in result.times.values() for ns in times)
     table = first_call.render_table(results)
     assert "| 120 messages (median of 1) | vs json.dumps | 240 messages" in table
     rows = first_call.target_rows(results)
+    resumed = "history, resumed (its counts in a SQLite count store, an empty memo)"
     assert [r[0] for r in rows] == [
         "first call on a 120-message history",
+        f"first call on a 120-message {resumed}",
         "first call on a 240-message history",
+        f"first call on a 240-message {resumed}",
     ]
     assert all(r[1] == "≤ 5× json.dumps of it" for r in rows)
 
@@ -108,7 +112,7 @@ def test_splice_replaces_only_the_first_call_rows_and_section(
         assert kept in new
     lines = new.split("\n")
     start = lines.index("| steady-state median per step | ≤ 0.1× | 0.81× | **MISS** |")
-    assert lines[start + 1 : start + 3] == first_call.target_lines(results)
+    assert lines[start + 1 : start + 5] == first_call.target_lines(results)
     assert first_call.section(results) + "\n\n### Memory" in new
     with pytest.raises(ValueError):
         first_call.splice("# nothing to replace\n", results)

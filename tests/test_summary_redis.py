@@ -9,73 +9,16 @@ Set CG_ALLOW_NO_REDIS=1 to skip it knowingly on such a machine.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
+from redis_server import redis_url
 from summary_helpers import scripted_summary, summary_count
 from test_compact import WINDOW, _session
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.summary import Summaries, open_store
 
-SERVER = shutil.which("redis-server") or shutil.which("valkey-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if SERVER is None:
-        reason = (
-            "redis-server is not installed: `apt-get install -y redis-server` "
-            "(make test does it when apt is available)"
-        )
-        if os.environ.get("CG_ALLOW_NO_REDIS") == "1":
-            pytest.skip(reason)
-        pytest.fail(reason)
-    workdir: Path = tmp_path_factory.mktemp("redis")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            SERVER,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail(f"{SERVER} did not start on port {port}")
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+__all__ = ["redis_url"]  # the fixture, used by name
 
 
 def test_first_writer_wins_and_retention_expires(redis_url: str) -> None:

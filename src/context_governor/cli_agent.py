@@ -333,6 +333,13 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 )
 @summary_options(RUN)
 @click.option(
+    "--count-store",
+    default=None,
+    help="Where exact token counts are kept between runs: sqlite:///file.db (relative; "
+    "sqlite:////abs/file.db), redis://host:port/db or memory://. A --history resumed "
+    "later is then counted for its new messages only. Default: none.",
+)
+@click.option(
     "--context-window",
     type=click.IntRange(min=1),
     default=None,
@@ -372,6 +379,7 @@ def run_command(
     summary_model: str | None,
     summary_store: str | None,
     summary_timeout: float,
+    count_store: str | None,
     context_window: int | None,
     max_output: int | None,
     max_iterations: int,
@@ -441,6 +449,7 @@ def run_command(
             context_window=context_window,
             max_output=max_output,
             compaction=policy,
+            count_store=count_store,
         )
         tools = builtin_tools(workspace, exec_timeout=tool_timeout, allow_exec=not no_exec)
     except ContextGovernorError as exc:

@@ -160,6 +160,22 @@ def _bind(host: str, port: int) -> socket.socket:
     "and scale the offline estimate by it (one extra request there, none elsewhere).",
 )
 @summary_options(PROXY)
+@click.option(
+    "--count-store",
+    default=None,
+    metavar="URL",
+    help="Where exact token counts are kept between restarts and replicas: "
+    "sqlite:///file.db (relative; sqlite:////abs.db) for one machine, redis://host:port/db "
+    "for several; a restarted proxy or another replica then counts only new messages. "
+    "Default: each process's memory only.",
+)
+@click.option(
+    "--count-retention",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Drop stored counts older than this (default: keep them).",
+)
 def proxy_command(
     upstream: str,
     host: str,
@@ -182,6 +198,8 @@ def proxy_command(
     summary_base_url: str | None,
     summary_timeout: float,
     summary_retention: float | None,
+    count_store: str | None,
+    count_retention: float | None,
 ) -> None:
     """Serve a proxy that governs every chat-completions, messages, responses and
     Gemini generateContent request.
@@ -239,6 +257,8 @@ def proxy_command(
             summary_base_url=summary_base_url,
             summary_timeout=summary_timeout,
             summary_retention=summary_retention,
+            count_store=count_store,
+            count_retention=count_retention,
         )
     except ContextGovernorError as exc:
         _fail(str(exc))

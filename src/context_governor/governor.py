@@ -53,6 +53,13 @@ Governor then forgets its state and counts first calls exactly from then on. A f
 call the bounds cannot decide counts exactly, on the critical path (e.g. a resumed long
 session near or over the trigger).
 
+With a count store (``count_store=``, count_store.py), a first call or a full run first
+reads the counts its counter's memo lacks from the store, in one batch (a resumed session
+then tokenizes only what is new), and the counts it had to make are written back off the
+critical path: by the worker thread, or by the first call's own thread; each appending
+step's new counts are written by the worker too. A store that fails is a note in that
+call's report, never an error; without a store an appending step is unchanged.
+
 The results whose report is made later, and the first call's thread, are in late.py.
 """
 
@@ -62,6 +69,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .count_store import NOTE as _STORE_NOTE
+from .count_store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools
 from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob, _Relabelled
@@ -157,6 +166,12 @@ class Governor:
     can differ from what ``govern()`` returns for the same history, and a report's
     counts can be stale. Leave it off (the default) when any code that can reach
     the messages might edit them.
+
+    ``count_store`` (a URL such as ``sqlite:///counts.db`` or ``redis://host:6379/0``, or
+    a store object; see count_store.py) keeps exact token counts between processes: a
+    Governor resuming a long session in a new process reads its history's counts instead
+    of tokenizing it again. It never changes an answer; a failing store is reported in
+    the report's notes and counted around.
     """
 
     def __init__(
@@ -172,6 +187,7 @@ class Governor:
         compaction: str | CompactionPolicy | None = None,
         count_tokens: Callable[[str], int] | None = None,
         immutable_messages: bool = False,
+        count_store: str | CountStore | CountLink | None = None,
     ) -> None:
         if type(immutable_messages) is not bool:
             raise ConfigError(
@@ -189,12 +205,16 @@ class Governor:
             "max_tool_result_chars": max_tool_result_chars,
             "prefill": prefill,
             "compaction": compaction,
+            # one link (and connection) for this Governor and its stateless fallbacks
+            "count_store": count_link(count_store),
         }
         # A private copy: the caller may change its list; our counts must not go stale.
         # Checked first: a copy of tools nested too deeply (or cyclic) would recurse forever.
         check_tools(tools)
         private_tools = None if tools is None else _freeze(tools)
         self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
+        #: where exact counts persist between processes (count_store.py), or None
+        self._store = self.settings.count_store
         #: the tools' count, made on first need when counting them would build the
         #: encoding; now otherwise (a count_tokens hook that fails on them fails here)
         self._tools_counted: tuple[Sequence[Any] | None, int] | None = None
@@ -329,9 +349,17 @@ class Governor:
                     break
                 known[id(new)] = (new, state.tokens[i])
                 same = i + 1
+        loaded = None
+        if self._store is not None:
+            # before the tools' count: the store may have it too
+            loaded = self._store.read(self.settings.counter, messages[same:], self.settings.tools)
+            if loaded is not None:
+                known.update(loaded.known)
         counter = _KnownCounts(self.settings.counter, known, self._tools_count)
         result, ctx = run(messages, self.settings, counter)
         tokens = [counter.message_tokens(m) for m in messages]
+        if loaded is not None:
+            self._stored(loaded, counter, result)
         found = ctx.scratch.get("replay")
         replay = found if isinstance(found, Replay) else None
         self._state = _State(
@@ -394,9 +422,15 @@ class Governor:
         ]
         settings = self.settings
 
+        store = self._store
+
         def work() -> _Exact:
-            counter = _KnownCounts(settings.counter, {}, self._tools_count)
+            loaded = None if store is None else store.read(settings.counter, frozen, settings.tools)
+            known = {} if loaded is None else loaded.known
+            counter = _KnownCounts(settings.counter, known, self._tools_count)
             result, ctx = run(frozen, settings, counter)
+            if loaded is not None:
+                self._stored(loaded, counter, result, later=False)  # this thread is off the path
             found = ctx.scratch.get("replay")
             return _Exact(
                 result=result,
@@ -421,6 +455,20 @@ class Governor:
         job.start()
         return result
 
+    def _stored(
+        self, loaded: Loaded, counter: _KnownCounts, result: GovernResult, later: bool = True
+    ) -> None:
+        """After a run that read the store: write back the counts it made (in the worker
+        thread when ``later``, else now) and report a failed read in the notes."""
+        store = self._store
+        assert store is not None
+        if later:
+            store.write_later(counter.inner, loaded, counter.known)
+        else:
+            store.write(counter.inner, loaded, counter.known)
+        if loaded.note is not None:
+            result.report.notes.append(loaded.note)
+
     def _extendable(
         self, messages: list[Message], result: GovernResult, replay: Replay | None
     ) -> int | None:
@@ -429,7 +477,7 @@ class Governor:
         if (
             self.settings.compaction.kind != "cache"
             or report.violations
-            or any(not note.startswith("cache policy:") for note in report.notes)
+            or any(not note.startswith(("cache policy:", _STORE_NOTE)) for note in report.notes)
             or any(a.stage in _SHIFTING_STAGES for a in report.actions)
             or not report.within_budget
         ):
@@ -654,12 +702,17 @@ class Governor:
             if replay is not None:
                 replay.extend(history, new_tokens)
             state.tokens.extend(new_tokens)
+            if self._store is not None:
+                known = new_tokens
+                self._store.write_counts_later(self.settings.counter, frozen, lambda: known)
         else:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
             # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
             result = _CountedLater(sent, counts, finish)
             state.pending = _Pending(history, result)
+            if self._store is not None:
+                self._store.write_counts_later(self.settings.counter, frozen, counts.result)
         start = len(state.history)
         state.history = history
         state.frozen.extend(frozen)
@@ -703,7 +756,8 @@ def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Re
             messages_before=messages_before,
             messages_after=old.messages_after + new,
             actions=list(old.actions),
-            notes=list(old.notes),
+            # a failed store read is reported by the call that read, not by each step after
+            notes=[note for note in old.notes if not note.startswith(_STORE_NOTE)],
             violations=[],
         )
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from .count_store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools, unserializable_path
 from .messages import Message
@@ -186,6 +187,7 @@ def govern(
     prefill: bool = False,
     compaction: str | CompactionPolicy | None = None,
     count_tokens: Callable[[str], int] | None = None,
+    count_store: str | CountStore | CountLink | None = None,
 ) -> GovernResult:
     """Return a model-facing copy of ``messages`` that is legal and inside the budget.
 
@@ -209,6 +211,12 @@ def govern(
     ``count_tokens`` is a provider's own counter (``text -> tokens``) to use instead
     of the offline tiktoken encodings (see tokens.custom_counter).
 
+    ``count_store`` keeps exact token counts between processes (a URL such as
+    ``sqlite:///counts.db`` or ``redis://host:6379/0``, or a store object; see
+    count_store.py): counts it has are not made again, counts it lacks are written
+    back off the call's path. It never changes a count; a failing store is reported
+    in the notes and counting goes on without it.
+
     Raises InputError for input no repair can fix (not a list, a message that is
     not an object, an unknown role, ...) and ConfigError for unusable settings.
     """
@@ -222,6 +230,7 @@ def govern(
         prefill=prefill,
         compaction=compaction,
         count_tokens=count_tokens,
+        count_store=count_store,
     )
     check_messages(messages)
     if first_developer(messages) is not None:
@@ -274,6 +283,8 @@ class Settings:
     counter: TokenCounter
     #: "given", "model" (the model's known window) or "none"
     window_source: WindowSource = "given"
+    #: where exact counts persist between processes (count_store.py), or None
+    count_store: CountLink | None = None
 
 
 def resolve_settings(
@@ -287,6 +298,7 @@ def resolve_settings(
     prefill: bool = False,
     compaction: str | CompactionPolicy | None = None,
     count_tokens: Callable[[str], int] | None = None,
+    count_store: str | CountStore | CountLink | None = None,
 ) -> Settings:
     """Check and resolve govern()'s settings; ConfigError/InputError on unusable ones."""
     prof = get_profile(profile)
@@ -322,6 +334,7 @@ def resolve_settings(
         policy=entry.policy(target),
         counter=_counter(prof, model, count_tokens),
         window_source=window_source,
+        count_store=count_link(count_store),
     )
 
 
@@ -355,11 +368,14 @@ def run(
     """Govern checked ``messages`` with resolved settings; also return the final Context
     (what the stages left there, e.g. the compaction replay, is what a Governor reuses).
     ``counter`` overrides the settings' counter (a Governor's per-message cache)."""
+    loaded: Loaded | None = None
     if counter is None:
         counter = s.counter
         if isinstance(counter, ExactCounter):
             # additive: count each message object once per call (the stages ask many times)
-            counter = KnownCounts(counter, {})
+            if s.count_store is not None:
+                loaded = s.count_store.read(counter, messages, s.tools)
+            counter = KnownCounts(counter, {} if loaded is None else loaded.known)
     entry = s.provider
     ctx = context(s, counter)
     try:
@@ -400,6 +416,11 @@ def run(
             "nothing left to send: no message of this history can be sent on its own "
             "(e.g. tool results whose calls are not in it)"
         )
+    if loaded is not None:
+        assert s.count_store is not None and isinstance(counter, KnownCounts)
+        s.count_store.write_later(counter.inner, loaded, counter.known)
+        if loaded.note is not None:
+            report.notes.append(loaded.note)
     if s.prefill and not ctx.keep_prefill:
         report.notes.append(
             f"prefill asked for, but {entry.name} {s.model or ''} does not accept one"

@@ -346,6 +346,12 @@ def _dumps(value: Any) -> str:
 #: A run of this many characters of one kind (letters, symbols, whitespace) can make
 #: one pre-token this long, which is where byte-pair merging gets slow.
 RUN_LIMIT = 1000
+#: The version of the rules that make a text's count (bounded_count: RUN_LIMIT, MAX_PIECE,
+#: the character classes, the cleaning of surrogates). Bump it when a text's count can
+#: change: counts persisted by a count store (count_store.py) are keyed by it and the
+#: encoding, so counts made under other rules are never read. (What text a message is
+#: counted as, seed_message_payload, needs no bump: a store is keyed by that text's digest.)
+COUNT_RULES_VERSION = 1
 #: Longest piece the byte-pair merge is ever handed by bounded_count (a symbol run
 #: and its newline/slash tail are the longest pre-tokens of both encodings).
 MAX_PIECE = 2 * RUN_LIMIT
@@ -681,8 +687,30 @@ class ExactCounter:
         bound otherwise (bounded_count); never hands the BPE a piece over MAX_PIECE."""
         return bounded_tokens(self._ordinary, text)
 
+    @property
+    def store_rules(self) -> str | None:
+        """The counting rules' fingerprint (encoding and COUNT_RULES_VERSION) under which
+        this counter's counts may be persisted (count_store.py), or None when they must not
+        be: a custom ``count`` hook, or the chars/4 estimate a failed build falls back to.
+        Builds the encoding (which encoding a build gives is only known then)."""
+        if not self.bpe_exact:
+            return None
+        return rules_fingerprint(self.name)
+
+    def memo(self, key: bytes) -> int | None:
+        """The memoised count of the text whose digest (``digest``) is ``key``, or None."""
+        return self._cache.get(key)
+
+    def remember(self, counts: Iterable[tuple[bytes, int]]) -> None:
+        """Memoise counts by the digests of their texts (counts read from a store made
+        under this counter's ``store_rules``); the least recently used go if it is full."""
+        self._cache.update(counts)
+        while len(self._cache) > self._cache_size:
+            with contextlib.suppress(KeyError):  # evicted by another thread
+                self._cache.popitem(last=False)
+
     def text_tokens(self, text: str) -> int:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = digest(text)
         cached = self._cache.get(key)
         if cached is not None:
             with contextlib.suppress(KeyError):  # another thread may have evicted it
@@ -706,6 +734,19 @@ class ExactCounter:
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
         return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
+
+
+def digest(text: str) -> bytes:
+    """The 128-bit blake2b digest a text's count is memoised (and stored) under: the
+    same in every process."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def rules_fingerprint(encoding: str) -> str:
+    """A short digest of the counting rules (COUNT_RULES_VERSION, RUN_LIMIT, MAX_PIECE) and
+    the encoding's name: counts made under other rules live under another fingerprint."""
+    data = json.dumps([COUNT_RULES_VERSION, RUN_LIMIT, MAX_PIECE, encoding]).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 class KnownCounts:
@@ -867,7 +908,15 @@ _ACTIVE_FOR = 1.0
 _EXIT_AFTER = 10.0
 
 _BACKGROUND_LOCK = threading.Lock()
-_jobs: deque[BackgroundCounts] = deque()
+
+
+class Job(Protocol):
+    """Work for the worker thread: ``run()`` does it (and must not raise)."""
+
+    def run(self) -> None: ...
+
+
+_jobs: deque[Job] = deque()
 _worker: list[threading.Thread] = []
 _background_cpu_ns = [0]
 
@@ -932,13 +981,18 @@ class BackgroundCounts:
 def count_in_background(counter: TokenCounter, messages: Sequence[Message]) -> BackgroundCounts:
     """Queue the counting of ``messages`` for the worker thread (started on first use)."""
     job = BackgroundCounts(counter, messages)
+    in_background(job)
+    return job
+
+
+def in_background(job: Job) -> None:
+    """Queue ``job`` for the worker thread (started on first use); jobs run in order."""
     with _BACKGROUND_LOCK:  # the worker ends under this lock once it sees no job
         _jobs.append(job)
         if not _worker:
             thread = threading.Thread(target=_work, name="context-governor-count", daemon=True)
             thread.start()
             _worker.append(thread)
-    return job
 
 
 def _work() -> None:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..profiles import PROFILES
+from ..stores import parse_url
 from .redact import Redactor, redact_url, url_secrets
 
 COMPACTIONS = ("cache", "seed")
@@ -102,6 +103,11 @@ class ProxyConfig:
     summary_timeout: float = 60.0
     #: seconds a stored summary is kept (None: as long as the store keeps it)
     summary_retention: float | None = None
+    #: where exact token counts persist between processes and replicas (count_store.py):
+    #: sqlite:///file.db, redis://host:port/db or memory://; None: each process's memo only
+    count_store: str | None = None
+    #: seconds a stored count is kept (None: as long as the store keeps it)
+    count_retention: float | None = None
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -138,6 +144,7 @@ class ProxyConfig:
                 f"count_tokens_upstream must be true or false, got {self.count_tokens_upstream!r}"
             )
         self._check_summaries()
+        self._check_count_store()
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
 
@@ -169,6 +176,22 @@ class ProxyConfig:
         if self.summary_retention is not None:
             _seconds("summary_retention", self.summary_retention)
 
+    def _check_count_store(self) -> None:
+        if self.count_store is None:
+            if self.count_retention is not None:
+                raise ConfigError("count_retention needs count_store")
+            return
+        try:
+            parse_url(self.count_store, "count_store")
+        except ConfigError:
+            shown = redact_url(self.count_store) if isinstance(self.count_store, str) else None
+            raise ConfigError(
+                f"count_store must be sqlite:///file.db, redis://host:port/db or memory://, "
+                f"got {shown!r}"
+            ) from None
+        if self.count_retention is not None:
+            _seconds("count_retention", self.count_retention)
+
     def window_for(self, model: str | None) -> int | None:
         """The context window of ``model`` (see the class docstring for the lookup)."""
         if model is not None:
@@ -191,7 +214,7 @@ class ProxyConfig:
                 *url_secrets(self.upstream),
                 *(
                     secret
-                    for url in (self.summary_store, self.summary_base_url)
+                    for url in (self.summary_store, self.summary_base_url, self.count_store)
                     if url
                     for secret in url_secrets(url)
                 ),
@@ -210,7 +233,7 @@ class ProxyConfig:
         if name == "upstream":
             return self.shown_upstream
         value = getattr(self, name)
-        if name in ("summary_store", "summary_base_url") and value is not None:
+        if name in ("summary_store", "summary_base_url", "count_store") and value is not None:
             return redact_url(value)
         return dict(value) if name == "model_windows" else value
 

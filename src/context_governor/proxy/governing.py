@@ -27,7 +27,7 @@ from ..tokens import warm_up
 from ..windows import known_window
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
-from .summaries import compaction_for
+from .summaries import compaction_for, count_store_for
 
 
 class BadRequest(Exception):
@@ -185,6 +185,7 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
             context_window=window,
             max_output=config.max_output if reserve is None else reserve,
             compaction=compaction_for(config),
+            count_store=count_store_for(config),
         )
     except InputError as exc:
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None

@@ -1,4 +1,5 @@
-"""The proxy's compaction: the configured name, or the cache policy with summaries.
+"""The proxy's stores: the compaction (the configured name, or the cache policy with
+summaries) and the count store.
 
 The summary option is built once per process from the config (a worker process of
 ``govern_in="process"`` builds its own from the same config) and reused for every
@@ -9,15 +10,36 @@ The summarizer is the ``summary_model`` over Chat Completions at ``summary_base_
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Any
 
+from ..count_store import CountLink, open_count_store
 from ..policies import CompactionPolicy
 from .config import ProxyConfig
 
 _built: dict[str, CompactionPolicy] = {}
 _lock = threading.Lock()
+_links: dict[tuple[str, float | None], CountLink | None] = {}
+_log = logging.getLogger("context_governor.proxy")
+
+
+def count_store_for(config: ProxyConfig) -> CountLink | None:
+    """The count store of ``config`` (one per process and URL: its connections are
+    reused by every request), or None. A store that cannot even be made (the redis client
+    missing) is logged once and left out: it never fails a request."""
+    if config.count_store is None:
+        return None
+    key = (config.count_store, config.count_retention)
+    with _lock:
+        if key not in _links:
+            try:
+                _links[key] = CountLink(open_count_store(*key))
+            except Exception as exc:
+                _log.warning("count store left out: %s", exc)
+                _links[key] = None
+        return _links[key]
 
 
 def compaction_for(config: ProxyConfig) -> str | CompactionPolicy:

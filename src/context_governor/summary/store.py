@@ -15,14 +15,12 @@ and the cut falls back to the plain note: a store never fails a request.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
-from ..errors import ConfigError
+from ..stores import SqliteFile, check_retention, expire, parse_url, redis_client
 
 #: Key prefix in shared stores (Redis): names what the entries are.
 KEY_PREFIX = "context-governor:summary:"
@@ -38,11 +36,7 @@ class SummaryStore(Protocol):
 
 
 def _check_retention(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"summary retention must be a positive number of seconds, got {value!r}")
-    return float(value)
+    return check_retention(value, "summary")
 
 
 class MemoryStore:
@@ -89,22 +83,9 @@ class SqliteStore:
         self.path = Path(path)
         self.retention = _check_retention(retention_seconds)
         self.timeout = timeout
-        self._local = threading.local()
+        self._file = SqliteFile(self.path, _SCHEMA, "summary store", timeout)
+        self._connect = self._file.connect
         self._connect()  # fail early (ConfigError) on a path that cannot hold a database
-
-    def _connect(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise ConfigError(f"summary store {self.path}: cannot open it ({exc})") from None
-        self._local.conn = conn
-        return conn
 
     def get(self, key: str) -> str | None:
         row = (
@@ -129,11 +110,7 @@ class SqliteStore:
             (key, text, now),
         )
         if self.retention is not None:
-            conn.execute(
-                "DELETE FROM summaries WHERE key IN "
-                "(SELECT key FROM summaries WHERE created < ? LIMIT 100)",
-                (now - self.retention,),
-            )
+            expire(conn, "summaries", now - self.retention)
 
 
 class RedisStore:
@@ -146,18 +123,9 @@ class RedisStore:
     def __init__(
         self, url: str, retention_seconds: float | None = None, timeout: float = 2.0
     ) -> None:
-        try:
-            import redis
-        except ImportError:
-            raise ConfigError(
-                "summary store redis:// needs the redis client: "
-                "pip install 'context-governor[redis]'"
-            ) from None
         self.url = url
         self.retention = _check_retention(retention_seconds)
-        self._client = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
-        )
+        self._client = redis_client(url, timeout, "summary store")
 
     def get(self, key: str) -> str | None:
         value = self._client.get(KEY_PREFIX + key)
@@ -175,21 +143,9 @@ class RedisStore:
 def open_store(url: str, retention_seconds: float | None = None) -> SummaryStore:
     """A store from its URL: ``sqlite:///relative.db`` or ``sqlite:////absolute.db``, ``redis://host:port/db``
     (``rediss://`` and ``valkey://`` too) or ``memory://``. ConfigError otherwise."""
-    if not isinstance(url, str) or not url:
-        raise ConfigError(f"summary store must be a URL, got {url!r}")
-    scheme = urlsplit(url).scheme.lower()
-    if scheme == "sqlite":
-        # SQLAlchemy's convention: sqlite:///rel.db is relative, sqlite:////abs.db absolute
-        path = url[len("sqlite:///") :] if url.lower().startswith("sqlite:///") else ""
-        if not path:
-            raise ConfigError(f"summary store {url!r}: sqlite:/// needs a file path")
-        return SqliteStore(path, retention_seconds)
-    if scheme in ("redis", "rediss", "valkey", "valkeys"):
-        if scheme.startswith("valkey"):
-            url = "redis" + url[len("valkey") :]
-        return RedisStore(url, retention_seconds)
-    if scheme == "memory":
-        return MemoryStore(retention_seconds)
-    raise ConfigError(
-        f"summary store {url!r}: use sqlite:///path, redis://host:port/db or memory://"
-    )
+    kind, target = parse_url(url, "summary store")
+    if kind == "sqlite":
+        return SqliteStore(target, retention_seconds)
+    if kind == "redis":
+        return RedisStore(target, retention_seconds)
+    return MemoryStore(retention_seconds)

@@ -1,0 +1,414 @@
+"""Token counts kept between processes: a store of ``payload digest -> count``.
+
+A long history in a fresh process is, in practice, a resumed session: an agent or a
+proxy restarted, or a second proxy replica. Its messages were counted before, by us,
+and a count is a pure function of the encoding, the counting rules and the text, so it
+can outlive the process that made it. A count store keeps them: the key of a count is
+the counting rules' fingerprint (``tokens.rules_fingerprint``: the encoding's name and
+``COUNT_RULES_VERSION``; other rules, another key space) followed by the 128-bit digest
+an ``ExactCounter`` memoises the text's count under (``tokens.digest``); the value is the
+text's count (a message's count is it plus the per-message overhead).
+
+Stores (URLs as the summary store's, stores.py): ``SqliteCountStore`` (one file in WAL
+mode, shared by the processes of one machine; ``SELECT ... IN`` in batches),
+``RedisCountStore`` (Redis or Valkey, for replicas on several machines: ``MGET`` and a
+pipeline of ``SET ... EX``) and ``MemoryCountStore`` (tests, one process). Any object
+with ``get_many(keys) -> {key: count}`` and ``put_many({key: count})`` works.
+
+``CountLink`` is how governing uses a store, and what makes it optional: only an exact
+counter (an encoding, no ``count`` hook, no chars/4 fallback) reads or writes; a read
+that fails (a corrupt or locked file, a table of another shape, an unreachable server, a
+value that is not a count) is reported in the report's notes ("count store: ...") and
+everything is counted as without a store; a write that fails is dropped and warned about
+once. After a failure the store is left alone for ``RETRY_AFTER`` seconds. A store never
+fails a request and never changes a count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ConfigError
+from .messages import Message
+from .stores import SqliteFile, check_retention, expire, parse_url, redis_client
+from .tokens import (
+    PER_MESSAGE_OVERHEAD,
+    ExactCounter,
+    TokenCounter,
+    _dumps,
+    digest,
+    in_background,
+    seed_message_payload,
+)
+
+#: Key prefix in shared stores (Redis): names what the entries are.
+KEY_PREFIX = "context-governor:count:"
+#: Seconds a store that failed is left alone (its reads and writes are skipped).
+RETRY_AFTER = 60.0
+#: Every note about the store starts so (a Governor ignores them when it extends a result).
+NOTE = "count store:"
+#: Keys per SELECT at most (SQLite's own limit on host parameters may be lower: 999
+#: before 3.32), and per MGET.
+_BATCH = 10_000
+
+
+@runtime_checkable
+class CountStore(Protocol):
+    """A count store: the counts of the keys it has, and a batch write."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, int]: ...
+
+    def put_many(self, items: Mapping[str, int]) -> None: ...
+
+
+def _count(value: Any, key: str) -> int:
+    """A stored value as a count; ValueError (a failed read) when it is none."""
+    if type(value) is int and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"entry {key} is not a token count: {value!r}")
+    return value
+
+
+class MemoryCountStore:
+    """A dict in this process (tests, one-off scripts); same retention rule as the others."""
+
+    def __init__(self, retention_seconds: float | None = None) -> None:
+        self.retention = check_retention(retention_seconds, "count store")
+        self._data: dict[str, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, int]:
+        oldest = -1.0 if self.retention is None else time.time() - self.retention
+        with self._lock:
+            found = [(key, self._data.get(key)) for key in keys]
+        return {key: entry[0] for key, entry in found if entry is not None and entry[1] >= oldest}
+
+    def put_many(self, items: Mapping[str, int]) -> None:
+        now = time.time()
+        with self._lock:
+            self._data.update((key, (count, now)) for key, count in items.items())
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS counts ("
+    "key TEXT PRIMARY KEY, count INTEGER NOT NULL, created REAL NOT NULL) WITHOUT ROWID"
+)
+
+
+class SqliteCountStore:
+    """Counts in one SQLite file (WAL), shared by any number of processes.
+
+    Reads are ``SELECT ... WHERE key IN (...)`` in batches; a write is one transaction
+    (``INSERT OR REPLACE``: a count that is stored again is the same count, and its
+    time is renewed). The file is opened on first use, not here: a file that cannot be
+    read is a failed read (reported, counted instead), not a failed construction.
+    Entries older than ``retention_seconds`` are not read, and are deleted on write.
+    """
+
+    def __init__(
+        self, path: str | Path, retention_seconds: float | None = None, timeout: float = 5.0
+    ) -> None:
+        self.path = Path(path)
+        self.retention = check_retention(retention_seconds, "count store")
+        self._file = SqliteFile(self.path, _SCHEMA, "count store", timeout)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, int]:
+        conn = self._file.connect()
+        size = min(_BATCH, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+        # without retention, no entry is too old: the age is not even read
+        fresh = "" if self.retention is None else " AND created >= ?"
+        extra = () if self.retention is None else (time.time() - self.retention,)
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), size - 1):
+            batch = keys[start : start + size - 1]
+            marks = ",".join("?" * len(batch))
+            found.update(
+                conn.execute(
+                    f"SELECT key, count FROM counts WHERE key IN ({marks}){fresh}",
+                    (*batch, *extra),
+                ).fetchall()
+            )
+        for key, count in found.items():  # checked in one pass: ints are the rule
+            if type(count) is not int or count < 0:
+                raise ValueError(f"entry {key} is not a token count: {count!r}")
+        return found
+
+    def put_many(self, items: Mapping[str, int]) -> None:
+        if not items:
+            return
+        conn = self._file.connect()
+        now = time.time()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(
+                "INSERT OR REPLACE INTO counts (key, count, created) VALUES (?, ?, ?)",
+                [(key, count, now) for key, count in items.items()],
+            )
+            if self.retention is not None:
+                expire(conn, "counts", now - self.retention, 1000)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+class RedisCountStore:
+    """Counts in Redis or Valkey, shared by replicas on several machines: ``MGET`` reads,
+    a pipeline of ``SET`` (with ``EX`` = the retention) writes. Needs the ``redis``
+    client (``pip install context-governor[redis]``)."""
+
+    def __init__(
+        self, url: str, retention_seconds: float | None = None, timeout: float = 0.5
+    ) -> None:
+        self.url = url
+        self.retention = check_retention(retention_seconds, "count store")
+        self._client = redis_client(url, timeout, "count store")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            values = self._client.mget([KEY_PREFIX + key for key in batch])
+            for key, value in zip(batch, values, strict=True):
+                if value is not None:
+                    found[key] = _count(value, key)
+        return found
+
+    def put_many(self, items: Mapping[str, int]) -> None:
+        ttl = None if self.retention is None else max(1, int(self.retention))
+        pipe = self._client.pipeline(transaction=False)
+        for key, count in items.items():
+            pipe.set(KEY_PREFIX + key, count, ex=ttl)
+        pipe.execute()
+
+
+def open_count_store(url: str, retention_seconds: float | None = None) -> CountStore:
+    """A count store from its URL (stores.parse_url: ``sqlite:///relative.db``,
+    ``sqlite:////absolute.db``, ``redis://host:port/db``, ``valkey://``, ``memory://``);
+    ConfigError for another URL."""
+    kind, target = parse_url(url, "count store")
+    if kind == "sqlite":
+        return SqliteCountStore(target, retention_seconds)
+    if kind == "redis":
+        return RedisCountStore(target, retention_seconds)
+    return MemoryCountStore(retention_seconds)
+
+
+@dataclass(slots=True)
+class Loaded:
+    """What a read found: ``known`` (message counts by message identity, as
+    ``tokens.KnownCounts`` takes them: the memo's and the store's), the texts the store
+    lacked (their digest and one message counted as that text, or None for the tool
+    definitions), the rules read under and a note when the read failed."""
+
+    rules: str
+    known: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    missing: list[tuple[bytes, Message | None]] = field(default_factory=list)
+    note: str | None = None
+
+
+class CountLink:
+    """A count store as governing uses it: reads and writes that never raise (see the
+    module docstring). One per Settings; thread-safe."""
+
+    def __init__(self, store: CountStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._failed_at = -RETRY_AFTER
+        self._warned = False
+        #: the last failure, for callers and tests (None: none yet)
+        self.failure: str | None = None
+
+    def __repr__(self) -> str:
+        return f"CountLink({self.store!r})"
+
+    def _fail(self, what: str, exc: BaseException) -> str:
+        with self._lock:
+            self._failed_at = time.monotonic()
+            self.failure = f"{NOTE} {what} failed ({exc!r})"
+        return self.failure
+
+    def _resting(self) -> bool:
+        return time.monotonic() - self._failed_at < RETRY_AFTER
+
+    def read(
+        self,
+        counter: TokenCounter,
+        messages: Iterable[Message],
+        tools: Sequence[Any] | None = None,
+    ) -> Loaded | None:
+        """The counts of ``messages`` (and of the tool definitions) that the counter's
+        memo or the store has, the store's put into the memo; None when the counter's
+        counts are not stored (see ExactCounter.store_rules). Builds the encoding."""
+        if not isinstance(counter, ExactCounter):
+            return None
+        rules = counter.store_rules
+        if rules is None:
+            return None
+        loaded = Loaded(rules)
+        known = loaded.known
+        memo = counter.memo
+        wanted: dict[bytes, list[Message]] = {}
+        for message in messages:
+            try:
+                payload = seed_message_payload(message)
+            except Exception:  # e.g. nested too deeply: the run reports it
+                continue
+            if not payload:
+                continue  # counted without tokenizing
+            key = digest(payload)
+            count = memo(key)
+            if count is not None:
+                known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+            elif key in wanted:
+                wanted[key].append(message)
+            else:
+                wanted[key] = [message]
+        if tools:
+            with contextlib.suppress(Exception):  # the run reports tools it cannot dump
+                key = digest(_dumps(tools))
+                if counter.memo(key) is None:
+                    wanted.setdefault(key, [])
+        if not wanted:
+            return loaded
+        keys = [rules + key.hex() for key in wanted]
+        found: dict[str, int] = {}
+        if self._resting():
+            loaded.note = f"{self.failure}; not asked again yet: every count was made"
+        else:
+            try:
+                found = self.store.get_many(keys)
+            except Exception as exc:
+                loaded.note = self._fail("read", exc) + ": every count was made"
+        remembered: list[tuple[bytes, int]] = []
+        for (key, same), name in zip(wanted.items(), keys, strict=True):
+            count = found.get(name)
+            if count is None:
+                loaded.missing.append((key, same[0] if same else None))
+                continue
+            remembered.append((key, count))
+            count += PER_MESSAGE_OVERHEAD
+            for message in same:
+                known[id(message)] = (message, count)
+        counter.remember(remembered)
+        return loaded
+
+    def write(
+        self,
+        counter: TokenCounter,
+        loaded: Loaded,
+        known: Mapping[int, tuple[Message, int]],
+    ) -> None:
+        """Store the counts a run made of what ``loaded`` lacked: each message's from
+        ``known`` (the run's KnownCounts), the tools' from the counter's memo."""
+        items: dict[str, int] = {}
+        for key, message in loaded.missing:
+            if message is None:
+                count = counter.memo(key) if isinstance(counter, ExactCounter) else None
+            else:
+                entry = known.get(id(message))
+                count = None
+                if entry is not None and entry[0] is message:
+                    count = entry[1] - PER_MESSAGE_OVERHEAD
+            if count is not None:
+                items[loaded.rules + key.hex()] = count
+        self.put(items)
+
+    def write_later(
+        self,
+        counter: TokenCounter,
+        loaded: Loaded,
+        known: Mapping[int, tuple[Message, int]],
+    ) -> None:
+        """``write`` in the worker thread (tokens.in_background), off the caller's path."""
+        if loaded.missing:
+            in_background(_Call(lambda: self.write(counter, loaded, known)))
+
+    def write_counts_later(
+        self,
+        counter: TokenCounter,
+        messages: Sequence[Message],
+        counts: Callable[[], Sequence[int]],
+    ) -> None:
+        """Store the counts of ``messages`` (a step's new messages; ``counts()`` gives
+        them, waiting for the worker's counting if need be) in the worker thread."""
+
+        def work() -> None:
+            if not isinstance(counter, ExactCounter):
+                return
+            rules = counter.store_rules
+            if rules is None:
+                return
+            items: dict[str, int] = {}
+            for message, count in zip(messages, counts(), strict=True):
+                payload = seed_message_payload(message)
+                if payload:
+                    items[rules + digest(payload).hex()] = count - PER_MESSAGE_OVERHEAD
+            self.put(items)
+
+        in_background(_Call(work))
+
+    def put(self, items: Mapping[str, int]) -> None:
+        """One batch write; a failure is dropped and warned about once (never raised)."""
+        if not items or self._resting():
+            return
+        try:
+            self.store.put_many(items)
+        except Exception as exc:
+            message = self._fail("write", exc) + ": these counts were not stored"
+            with self._lock:
+                warned, self._warned = self._warned, True
+            if not warned:
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+class _Call:
+    """A function as a worker job (tokens.Job); whatever it raises is dropped: a job
+    must not end the worker, and a store write is optional."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+
+    def run(self) -> None:
+        try:
+            self._fn()
+        except Exception:  # a count hook or payload that fails: nothing stored
+            return
+
+
+def flush(timeout: float = 10.0) -> bool:
+    """Wait until the worker thread has run every job queued so far (the writes queued by
+    ``write_later`` and ``write_counts_later`` among them; jobs run in order); whether it
+    did within ``timeout`` seconds. For tests, benchmarks and a process about to exit."""
+    done = threading.Event()
+    in_background(_Call(done.set))
+    return done.wait(timeout)
+
+
+def count_link(value: Any) -> CountLink | None:
+    """``count_store=`` as Settings keep it: None, a URL (open_count_store), a store
+    (get_many and put_many) or a CountLink. ConfigError otherwise."""
+    if value is None or isinstance(value, CountLink):
+        return value
+    if isinstance(value, str):
+        return CountLink(open_count_store(value))
+    if callable(getattr(value, "get_many", None)) and callable(getattr(value, "put_many", None)):
+        return CountLink(value)
+    raise ConfigError(
+        f"count_store must be a URL (sqlite:///file.db, redis://host:port/db, memory://) "
+        f"or an object with get_many() and put_many(), got {value!r}"
+    )
