@@ -71,7 +71,8 @@ from .policies import CompactionPolicy
 from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
-from .stages.compact import Replay
+from .stages.base import Context
+from .stages.compact import Replay, output_replay
 from .tokens import (
     ExactCounter,
     count_in_background,
@@ -106,6 +107,7 @@ class _Pending:
 
     history: list[Message]  # that step's history (the replay continues over it)
     result: _CountedLater
+    sent: list[Message]  # that step's output (the output's replay continues over it)
 
 
 @dataclass(slots=True)
@@ -130,6 +132,10 @@ class _State:
     resume: Resume | None = None
     #: the first call, if it was decided on bounds: tokens, replay and turn are not set yet
     first: _ExactLater | None = None
+    #: the cache policy's replay of ``sent`` (what pipeline._fit replays to tell whether
+    #: governing the output again would compact it), kept from the last full run when
+    #: that run made one; a step over the trigger that the verbatim floor holds needs it
+    out_replay: Replay | None = None
 
 
 class Governor:
@@ -304,6 +310,8 @@ class Governor:
         tokens = [counter.message_tokens(m) for m in messages]
         found = ctx.scratch.get("replay")
         replay = found if isinstance(found, Replay) else None
+        sent = list(result.messages)
+        turn = self._extendable(messages, result, replay)
         self._state = _State(
             history=list(messages),
             frozen=[
@@ -312,12 +320,32 @@ class Governor:
             ],
             tokens=tokens,
             result=result,
-            sent=list(result.messages),
+            sent=sent,
             replay=replay,
             call_ids={str(c.get("id")) for m in messages for c in _calls(m)},
-            turn=self._extendable(messages, result, replay),
+            turn=turn,
+            out_replay=None if turn is None else self._out_replay(ctx, result, sent),
         )
         return result
+
+    def _out_replay(self, ctx: Context, result: GovernResult, sent: list[Message]) -> Replay | None:
+        """The replay of a full run's output, when the verbatim floor can hold a later
+        step over the trigger (else None: nothing asks for it). pipeline._fit made it if
+        the output is over the trigger; else it is made here, from the run's counts."""
+        policy, budget = self.settings.compaction, self.settings.budget
+        if budget is None or budget <= 0 or not self._floors(policy):
+            return None
+        found = ctx.scratch.get("output_replay")
+        if isinstance(found, Replay) and found.m is result.messages:
+            found.m = sent  # our own copy: the result's list may be the caller's
+            return found
+        try:
+            tokens = [ctx.tokens(m) for m in sent]
+            made = output_replay(sent, tokens, ctx, budget)
+        except Exception:  # a count hook that fails: no floor on the fast path, that is all
+            return None
+        plan = made.plan
+        return None if plan.cleared or plan.cut != plan.head else made
 
     def _first(self, messages: list[Message]) -> GovernResult | None:
         """A first call decided on byte bounds (see the module docstring), or None when
@@ -437,6 +465,8 @@ class Governor:
             # cannot happen (the replay accepted a bound on these counts); if it did, the
             # next call runs the whole pipeline rather than trust the replay
             state.turn = None
+        if state.out_replay is not None and not state.out_replay.extend(pending.sent, counts):
+            state.out_replay = None  # cannot happen either (the output was under the trigger)
 
     def _settle_first(self, state: _State, first: _ExactLater) -> None:
         """Fill in the state a first call decided on bounds left (waiting for its exact
@@ -504,6 +534,32 @@ class Governor:
             if accepted is not None:
                 return accepted
         return self._accept(state, messages, window, new, ids, None, plain)
+
+    @staticmethod
+    def _floors(policy: CompactionPolicy) -> bool:
+        """Whether ``policy`` has a verbatim floor at all (CompactionPolicy.floor)."""
+        return (
+            policy.kind == "cache"
+            and policy.verbatim_floor
+            and policy.adaptive_target
+            and policy.dear_reads()
+        )
+
+    def _floor_possible(self, state: _State) -> bool:
+        """Whether the verbatim floor could hold a step over the trigger (both replays
+        are at hand, which _full keeps only under a policy with a floor): else the step
+        is not worth counting exactly."""
+        return state.replay is not None and state.out_replay is not None
+
+    def _held(self, state: _State, new: list[Message], tokens: list[int], after: int) -> bool:
+        """Whether a step whose output (``after`` tokens) is over the trigger still
+        leaves the old result alone: within the budget, and no request among ``new``
+        (``tokens`` their exact counts) compacts in the replay of the history or in that
+        of the output (``Replay.quiet``: each held by the verbatim floor)."""
+        replay, out, budget = state.replay, state.out_replay, self.settings.budget
+        if replay is None or out is None or budget is None or after > budget:
+            return False
+        return replay.quiet(new, tokens) and out.quiet(new, tokens)
 
     def _byte_bounds(self) -> bool:
         """Whether the counter is one tokens.message_bound bounds (ExactCounter.byte_bounded:
@@ -602,11 +658,24 @@ class Governor:
                 return None
         added = sum(new_tokens)
         old = state.result.report
-        if self._trigger is not None and old.tokens_after + added > self._trigger:
-            return None  # over the budget, or the repairs' tokens cross the trigger (_fit)
         replay = state.replay
-        if replay is not None and not replay.accepts(new, added):
-            return None
+        if (self._trigger is not None and old.tokens_after + added > self._trigger) or (
+            replay is not None and not replay.accepts(new, added)
+        ):
+            # over the trigger: only the verbatim floor can hold every request (no
+            # compaction, in the replay of the history nor in that of the output, which
+            # pipeline._fit asks about), and it is decided on exact counts (a request's
+            # raised trigger depends on them, not only above a threshold)
+            if bounds is not None:
+                if not self._floor_possible(state):
+                    return None
+                try:
+                    new_tokens = [self.settings.counter.message_tokens(m) for m in new]
+                except Exception:
+                    return None
+                bounds, added = None, sum(new_tokens)
+            if not self._held(state, new, new_tokens, old.tokens_after + added):
+                return None
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).
         history = list(messages)  # the caller's list grows in place: keep our own
@@ -619,13 +688,17 @@ class Governor:
             result = GovernResult(messages=sent, report=finish(added))
             if replay is not None:
                 replay.extend(history, new_tokens)
+            if state.out_replay is not None and not state.out_replay.extend(
+                state.sent, new_tokens
+            ):
+                state.out_replay = None  # cannot happen: _held or the trigger said quiet
             state.tokens.extend(new_tokens)
         else:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
             # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
             result = _CountedLater(sent, counts, finish)
-            state.pending = _Pending(history, result)
+            state.pending = _Pending(history, result, state.sent)
         start = len(state.history)
         state.history = history
         state.frozen.extend(frozen)
