@@ -688,9 +688,7 @@ class Governor:
             result = GovernResult(messages=sent, report=finish(added))
             if replay is not None:
                 replay.extend(history, new_tokens)
-            if state.out_replay is not None and not state.out_replay.extend(
-                state.sent, new_tokens
-            ):
+            if state.out_replay is not None and not state.out_replay.extend(state.sent, new_tokens):
                 state.out_replay = None  # cannot happen: _held or the trigger said quiet
             state.tokens.extend(new_tokens)
         else:
