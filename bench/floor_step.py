@@ -14,7 +14,8 @@ For each it prints the median step and the total over the steps (medians over th
 repeats, each repeat a new Governor on another variant of the session), and how many
 steps left the appending fast path, by why: the first call, a step at which the cache
 policy compacted, a step over the price-set trigger that did not compact (held by the
-floor, or a compaction not worth its savings), anything else. The count wraps the
+floor, or not: a compaction not worth its savings), a step after an answer that cannot
+be extended (e.g. pipeline._fit's forced compaction), anything else. The count wraps the
 Governor's ``_full`` from outside: the library's step carries no counter. The configs
 run interleaved step by step, so load elsewhere hits them alike; run it before and after
 a change in the same sitting and note ``uptime``.
@@ -66,17 +67,17 @@ class _Counted:
         def counted(messages: list[Message]) -> Any:
             before = self.gov._state
             n = 0 if before is None else len(before.history)
-            had_out = before is not None and getattr(before, "out_replay", None) is not None
+            stuck = before is not None and before.turn is None
             result = full(messages)
-            self.leaves[_why(self.gov, before is None, n, had_out)] += 1
+            self.leaves[_why(self.gov, before is None, n, stuck)] += 1
             return result
 
         self.gov._full = counted  # type: ignore[method-assign]
 
 
-def _why(gov: Governor, first: bool, n: int, had_out: bool) -> str:
-    """Why a step ran the whole pipeline (read from the state it left). ``had_out``: the
-    state before it kept the replay of its output (where the Governor has one)."""
+def _why(gov: Governor, first: bool, n: int, stuck: bool) -> str:
+    """Why a step ran the whole pipeline (read from the state it left). ``stuck``: the
+    last answer could not be extended (a repair, pipeline._fit's forced compaction)."""
     if first:
         return "first call"
     state = gov._state
@@ -90,10 +91,10 @@ def _why(gov: Governor, first: bool, n: int, had_out: bool) -> str:
         floor = policy.floor(replay.budget, replay._recent_span(), replay._recent_results())
         if floor is None or replay.total > floor[0]:
             return "over the trigger, not compacted, no floor"
-        if not had_out:
-            return "held by the floor, no output replay kept"
+        if stuck:
+            return "held by the floor, the last answer not extendable"
         return "held by the floor"
-    return "other"
+    return "the last answer not extendable" if stuck else "other"
 
 
 def run(replay_of: Callable[..., Replay], window: int, steps: int, variant: int) -> list[_Counted]:

@@ -133,9 +133,13 @@ class _State:
     #: the first call, if it was decided on bounds: tokens, replay and turn are not set yet
     first: _ExactLater | None = None
     #: the cache policy's replay of ``sent`` (what pipeline._fit replays to tell whether
-    #: governing the output again would compact it), kept from the last full run when
-    #: that run made one; a step over the trigger that the verbatim floor holds needs it
+    #: governing the output again would compact it): a step over the trigger that the
+    #: verbatim floor holds needs it. Kept from the last full run when that run made one,
+    #: else made on first need from ``out_base``; once made, it continues every step
     out_replay: Replay | None = None
+    #: for that: the counts of the last full run's output and the history's length then
+    #: (every later step appends the same messages to both, counted in ``tokens``)
+    out_base: tuple[list[int], int] | None = None
 
 
 class Governor:
@@ -312,6 +316,9 @@ class Governor:
         replay = found if isinstance(found, Replay) else None
         sent = list(result.messages)
         turn = self._extendable(messages, result, replay)
+        out_replay, out_base = None, None
+        if turn is not None and self._floors(self.settings.compaction):
+            out_replay, out_base = self._out_replay(ctx, result, sent, len(messages))
         self._state = _State(
             history=list(messages),
             frozen=[
@@ -324,28 +331,52 @@ class Governor:
             replay=replay,
             call_ids={str(c.get("id")) for m in messages for c in _calls(m)},
             turn=turn,
-            out_replay=None if turn is None else self._out_replay(ctx, result, sent),
+            out_replay=out_replay,
+            out_base=out_base,
         )
         return result
 
-    def _out_replay(self, ctx: Context, result: GovernResult, sent: list[Message]) -> Replay | None:
-        """The replay of a full run's output, when the verbatim floor can hold a later
-        step over the trigger (else None: nothing asks for it). pipeline._fit made it if
-        the output is over the trigger; else it is made here, from the run's counts."""
-        policy, budget = self.settings.compaction, self.settings.budget
-        if budget is None or budget <= 0 or not self._floors(policy):
-            return None
+    def _out_replay(
+        self, ctx: Context, result: GovernResult, sent: list[Message], n: int
+    ) -> tuple[Replay | None, tuple[list[int], int] | None]:
+        """What a full run leaves for the replay of its output (``sent``, from a history
+        of ``n`` messages), under a policy with a floor: the replay itself when
+        pipeline._fit made it (the output is over the trigger), else the output's
+        counts (from the run's counter: no count is made), for ``_output`` to make it
+        from if a later step needs it. Steps under the trigger never do."""
         found = ctx.scratch.get("output_replay")
         if isinstance(found, Replay) and found.m is result.messages:
             found.m = sent  # our own copy: the result's list may be the caller's
-            return found
+            return found, None
         try:
-            tokens = [ctx.tokens(m) for m in sent]
-            made = output_replay(sent, tokens, ctx, budget)
+            return None, ([ctx.tokens(m) for m in sent], n)
+        except Exception:  # a count hook that fails: no floor on the fast path, that is all
+            return None, None
+
+    def _output(self, state: _State) -> Replay | None:
+        """The replay of the output (``_State.out_replay``), made now from ``out_base``
+        if it was not made yet; None when there is none (or it compacts somewhere)."""
+        if state.out_replay is not None or state.out_base is None:
+            return state.out_replay
+        counts, n = state.out_base
+        state.out_base = None
+        budget = self.settings.budget
+        tokens = [*counts, *state.tokens[n:]]
+        if budget is None or len(tokens) != len(state.sent):
+            return None
+        counter = _KnownCounts(self.settings.counter, {}, self._tools_count)
+        ctx = Context(
+            counter=counter, tools=self.settings.tools, compaction=self.settings.compaction
+        )
+        try:
+            made = output_replay(state.sent, tokens, ctx, budget)
         except Exception:  # a count hook that fails: no floor on the fast path, that is all
             return None
         plan = made.plan
-        return None if plan.cleared or plan.cut != plan.head else made
+        if plan.cleared or plan.cut != plan.head:
+            return None  # cannot be: the output was left alone by its run (then a yes)
+        state.out_replay = made
+        return made
 
     def _first(self, messages: list[Message]) -> GovernResult | None:
         """A first call decided on byte bounds (see the module docstring), or None when
@@ -546,20 +577,23 @@ class Governor:
         )
 
     def _floor_possible(self, state: _State) -> bool:
-        """Whether the verbatim floor could hold a step over the trigger (both replays
-        are at hand, which _full keeps only under a policy with a floor): else the step
-        is not worth counting exactly."""
-        return state.replay is not None and state.out_replay is not None
+        """Whether the verbatim floor could hold a step over the trigger (the history's
+        replay and what the output's is made from are at hand, which _full keeps only
+        under a policy with a floor): else the step is not worth counting exactly."""
+        return state.replay is not None and (
+            state.out_replay is not None or state.out_base is not None
+        )
 
     def _held(self, state: _State, new: list[Message], tokens: list[int], after: int) -> bool:
         """Whether a step whose output (``after`` tokens) is over the trigger still
         leaves the old result alone: within the budget, and no request among ``new``
         (``tokens`` their exact counts) compacts in the replay of the history or in that
         of the output (``Replay.quiet``: each held by the verbatim floor)."""
-        replay, out, budget = state.replay, state.out_replay, self.settings.budget
-        if replay is None or out is None or budget is None or after > budget:
+        replay, budget = state.replay, self.settings.budget
+        if replay is None or budget is None or after > budget or not replay.quiet(new, tokens):
             return False
-        return replay.quiet(new, tokens) and out.quiet(new, tokens)
+        out = self._output(state)
+        return out is not None and out.quiet(new, tokens)
 
     def _byte_bounds(self) -> bool:
         """Whether the counter is one tokens.message_bound bounds (ExactCounter.byte_bounded:
