@@ -24,6 +24,11 @@ What it remembers, and why that is enough to make a step cost what is new:
 Anything else (an edit, a truncation, a compaction, a repair, the seed policy,
 the nanobot profile) runs the whole pipeline, still with the cached counts.
 
+A step over the cache policy's trigger is still a plain append where the verbatim floor
+(``CompactionPolicy.floor``) raises every new request's trigger above it: the replay of
+the history and that of the output (which pipeline._fit asks about) say so on exact
+counts (``Replay.quiet``); the output's replay is made on the first step that needs it.
+
 An appending step does not tokenize its new messages on the critical path when the
 counter is an exact byte-level BPE one: it decides from their UTF-8 size, an upper
 bound on their tokens (tokens.message_bound), whenever that bound keeps the step
