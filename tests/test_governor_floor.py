@@ -209,11 +209,13 @@ class _Counted:
 
 
 def _floor_steps(
-    seed: int, model: str, immutable: bool, steps: int, low: int, high: int
+    seed: int, model: str, immutable: bool, steps: int, low: int, high: int, edits: float = 0
 ) -> tuple[int, int]:
     """Governs a session step by step, each answer checked against govern(); returns
     (steps over the price-set trigger answered on the appending path, steps over it
-    whose answer only appends to the last one, as does the last one's)."""
+    whose answer only appends to the last one, as does the last one's). With ``edits``,
+    that share of the steps also replaces an old tool result by an edited copy (a full
+    run, whose output over the trigger then comes with the replay pipeline._fit made)."""
     rng = random.Random(seed)
     kwargs: dict[str, Any] = {"context_window": WINDOW, "max_output": MAX_OUTPUT, "model": model}
     gov = _Counted(immutable_messages=immutable, **kwargs)
@@ -224,6 +226,10 @@ def _floor_steps(
     previous: list[Message] | None = None
     was_plain = True
     for new in _session(rng, steps, low, high):
+        results = [i for i, m in enumerate(history) if m["role"] == "tool"]
+        if results and rng.random() < edits:
+            i = rng.choice(results)
+            history[i] = {**history[i], "content": history[i]["content"] + " (edited)"}
         history.extend(new)
         result, fast = gov.govern(history)
         expected = govern(history, **kwargs)
@@ -256,9 +262,10 @@ def test_sessions_over_the_price_set_trigger_match_stateless(
     seed: int, model: str, immutable: bool, high: int
 ) -> None:
     """Every answer is govern()'s on sessions whose requests cross gpt-4o's or gpt-4.1's
-    price-set trigger under the floor (with and without the promise); and most steps over
-    that trigger whose answer appends to the last one stay on the appending path."""
-    fast_over, held = _floor_steps(seed, model, immutable, 70, 400, high)
+    price-set trigger under the floor (with and without the promise, old results now and
+    then replaced by edited copies); and most steps over that trigger whose answer
+    appends to the last one stay on the appending path."""
+    fast_over, held = _floor_steps(seed, model, immutable, 70, 400, high, edits=0.1)
     event(f"appended over the trigger: {held > 0}")
     if held:
         share = fast_over / held
