@@ -139,6 +139,17 @@ def test_providers_step_times_every_profile() -> None:
     assert all(float(line.split("x", 1)[0]) > 0 for line in lines)
 
 
+def test_floor_step_times_and_counts_every_config() -> None:
+    from bench import floor_step
+
+    lines = floor_step.main(["16", "1"])
+    rows = [line for line in lines if line.startswith("  ")]
+    assert len(rows) == len(floor_step.SESSIONS) * len(floor_step.CONFIGS)
+    assert all("full runs:" in row and " µs " in row for row in rows)
+    # the first call is no appending step: every config leaves the fast path at least once
+    assert all(row.split("full runs: ", 1)[1] for row in rows)
+
+
 def test_prefix_and_cost_definitions() -> None:
     a, b, c = (cache.serialize({"role": "user", "content": t}) for t in "abc")
     assert cache.common_prefix([a, b], [a, b, c]) == 2

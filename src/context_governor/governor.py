@@ -24,6 +24,11 @@ What it remembers, and why that is enough to make a step cost what is new:
 Anything else (an edit, a truncation, a compaction, a repair, the seed policy,
 the nanobot profile) runs the whole pipeline, still with the cached counts.
 
+A step over the cache policy's trigger is still a plain append where the verbatim floor
+(``CompactionPolicy.floor``) raises every new request's trigger above it: the replay of
+the history and that of the output (which pipeline._fit asks about) say so on exact
+counts (``Replay.quiet``); the output's replay is made on the first step that needs it.
+
 An appending step does not tokenize its new messages on the critical path when the
 counter is an exact byte-level BPE one: it decides from their UTF-8 size, an upper
 bound on their tokens (tokens.message_bound), whenever that bound keeps the step
@@ -81,7 +86,8 @@ from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
 from .roles import Developers, first_developer
-from .stages.compact import Replay
+from .stages.base import Context
+from .stages.compact import Replay, output_replay
 from .tokens import (
     ExactCounter,
     count_in_background,
@@ -116,6 +122,7 @@ class _Pending:
 
     history: list[Message]  # that step's history (the replay continues over it)
     result: _CountedLater
+    sent: list[Message]  # that step's output (the output's replay continues over it)
 
 
 @dataclass(slots=True)
@@ -140,6 +147,14 @@ class _State:
     resume: Resume | None = None
     #: the first call, if it was decided on bounds: tokens, replay and turn are not set yet
     first: _ExactLater | None = None
+    #: the cache policy's replay of ``sent`` (what pipeline._fit replays to tell whether
+    #: governing the output again would compact it): a step over the trigger that the
+    #: verbatim floor holds needs it. Kept from the last full run when that run made one,
+    #: else made on first need from ``out_base``; once made, it continues every step
+    out_replay: Replay | None = None
+    #: for that: the counts of the last full run's output and the history's length then
+    #: (every later step appends the same messages to both, counted in ``tokens``)
+    out_base: tuple[list[int], int] | None = None
 
 
 class Governor:
@@ -362,6 +377,11 @@ class Governor:
             self._stored(loaded, counter, result)
         found = ctx.scratch.get("replay")
         replay = found if isinstance(found, Replay) else None
+        sent = list(result.messages)
+        turn = self._extendable(messages, result, replay)
+        out_replay, out_base = None, None
+        if turn is not None and self._floors(self.settings.compaction):
+            out_replay, out_base = self._out_replay(ctx, result, sent, len(messages))
         self._state = _State(
             history=list(messages),
             frozen=[
@@ -370,12 +390,56 @@ class Governor:
             ],
             tokens=tokens,
             result=result,
-            sent=list(result.messages),
+            sent=sent,
             replay=replay,
             call_ids={str(c.get("id")) for m in messages for c in _calls(m)},
-            turn=self._extendable(messages, result, replay),
+            turn=turn,
+            out_replay=out_replay,
+            out_base=out_base,
         )
         return result
+
+    def _out_replay(
+        self, ctx: Context, result: GovernResult, sent: list[Message], n: int
+    ) -> tuple[Replay | None, tuple[list[int], int] | None]:
+        """What a full run leaves for the replay of its output (``sent``, from a history
+        of ``n`` messages), under a policy with a floor: the replay itself when
+        pipeline._fit made it (the output is over the trigger), else the output's
+        counts (from the run's counter: no count is made), for ``_output`` to make it
+        from if a later step needs it. Steps under the trigger never do."""
+        found = ctx.scratch.get("output_replay")
+        if isinstance(found, Replay) and found.m is result.messages:
+            found.m = sent  # our own copy: the result's list may be the caller's
+            return found, None
+        try:
+            return None, ([ctx.tokens(m) for m in sent], n)
+        except Exception:  # a count hook that fails: no floor on the fast path, that is all
+            return None, None
+
+    def _output(self, state: _State) -> Replay | None:
+        """The replay of the output (``_State.out_replay``), made now from ``out_base``
+        if it was not made yet; None when there is none (or it compacts somewhere)."""
+        if state.out_replay is not None or state.out_base is None:
+            return state.out_replay
+        counts, n = state.out_base
+        state.out_base = None
+        budget = self.settings.budget
+        tokens = [*counts, *state.tokens[n:]]
+        if budget is None or len(tokens) != len(state.sent):
+            return None
+        counter = _KnownCounts(self.settings.counter, {}, self._tools_count)
+        ctx = Context(
+            counter=counter, tools=self.settings.tools, compaction=self.settings.compaction
+        )
+        try:
+            made = output_replay(state.sent, tokens, ctx, budget)
+        except Exception:  # a count hook that fails: no floor on the fast path, that is all
+            return None
+        plan = made.plan
+        if plan.cleared or plan.cut != plan.head:
+            return None  # cannot be: the output was left alone by its run (then a yes)
+        state.out_replay = made
+        return made
 
     def _first(self, messages: list[Message]) -> GovernResult | None:
         """A first call decided on byte bounds (see the module docstring), or None when
@@ -519,6 +583,8 @@ class Governor:
             # cannot happen (the replay accepted a bound on these counts); if it did, the
             # next call runs the whole pipeline rather than trust the replay
             state.turn = None
+        if state.out_replay is not None and not state.out_replay.extend(pending.sent, counts):
+            state.out_replay = None  # cannot happen either (the output was under the trigger)
 
     def _settle_first(self, state: _State, first: _ExactLater) -> None:
         """Fill in the state a first call decided on bounds left (waiting for its exact
@@ -586,6 +652,35 @@ class Governor:
             if accepted is not None:
                 return accepted
         return self._accept(state, messages, window, new, ids, None, plain)
+
+    @staticmethod
+    def _floors(policy: CompactionPolicy) -> bool:
+        """Whether ``policy`` has a verbatim floor at all (CompactionPolicy.floor)."""
+        return (
+            policy.kind == "cache"
+            and policy.verbatim_floor
+            and policy.adaptive_target
+            and policy.dear_reads()
+        )
+
+    def _floor_possible(self, state: _State) -> bool:
+        """Whether the verbatim floor could hold a step over the trigger (the history's
+        replay and what the output's is made from are at hand, which _full keeps only
+        under a policy with a floor): else the step is not worth counting exactly."""
+        return state.replay is not None and (
+            state.out_replay is not None or state.out_base is not None
+        )
+
+    def _held(self, state: _State, new: list[Message], tokens: list[int], after: int) -> bool:
+        """Whether a step whose output (``after`` tokens) is over the trigger still
+        leaves the old result alone: within the budget, and no request among ``new``
+        (``tokens`` their exact counts) compacts in the replay of the history or in that
+        of the output (``Replay.quiet``: each held by the verbatim floor)."""
+        replay, budget = state.replay, self.settings.budget
+        if replay is None or budget is None or after > budget or not replay.quiet(new, tokens):
+            return False
+        out = self._output(state)
+        return out is not None and out.quiet(new, tokens)
 
     def _byte_bounds(self) -> bool:
         """Whether the counter is one tokens.message_bound bounds (ExactCounter.byte_bounded:
@@ -684,11 +779,24 @@ class Governor:
                 return None
         added = sum(new_tokens)
         old = state.result.report
-        if self._trigger is not None and old.tokens_after + added > self._trigger:
-            return None  # over the budget, or the repairs' tokens cross the trigger (_fit)
         replay = state.replay
-        if replay is not None and not replay.accepts(new, added):
-            return None
+        if (self._trigger is not None and old.tokens_after + added > self._trigger) or (
+            replay is not None and not replay.accepts(new, added)
+        ):
+            # over the trigger: only the verbatim floor can hold every request (no
+            # compaction, in the replay of the history nor in that of the output, which
+            # pipeline._fit asks about), and it is decided on exact counts (a request's
+            # raised trigger depends on them, not only above a threshold)
+            if bounds is not None:
+                if not self._floor_possible(state):
+                    return None
+                try:
+                    new_tokens = [self.settings.counter.message_tokens(m) for m in new]
+                except Exception:
+                    return None
+                bounds, added = None, sum(new_tokens)
+            if not self._held(state, new, new_tokens, old.tokens_after + added):
+                return None
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).
         history = list(messages)  # the caller's list grows in place: keep our own
@@ -701,6 +809,8 @@ class Governor:
             result = GovernResult(messages=sent, report=finish(added))
             if replay is not None:
                 replay.extend(history, new_tokens)
+            if state.out_replay is not None and not state.out_replay.extend(state.sent, new_tokens):
+                state.out_replay = None  # cannot happen: _held or the trigger said quiet
             state.tokens.extend(new_tokens)
             if self._store is not None:
                 known = new_tokens
@@ -710,7 +820,7 @@ class Governor:
             # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
             result = _CountedLater(sent, counts, finish)
-            state.pending = _Pending(history, result)
+            state.pending = _Pending(history, result, state.sent)
             if self._store is not None:
                 self._store.write_counts_later(self.settings.counter, frozen, counts.result)
         start = len(state.history)

@@ -242,9 +242,8 @@ class CompactionPolicy:
         fits) while they still fell short of its results. Measured on every session
         shape (docs/session-shapes.md): two of the eleven verbatim misses go, every
         cost stays under 0.6x and chat's costs do not move. A request's trigger then
-        depends on its span, which the Governor's fast path does not follow yet: the
-        steps between the price-set and the raised trigger take the full pipeline
-        (about 10% slower on big reads under gpt-4o's prices).
+        depends on its span: the Governor's fast path follows it (``Replay.quiet``
+        decides a step between the price-set and the raised trigger on exact counts).
         """
         if not (self.verbatim_floor and self.adaptive_target and self.dear_reads()):
             return None

@@ -238,6 +238,9 @@ class Replay:
         self.tally = _RoleTally()  # of the messages before self.j
         self.grown = 0  # tokens of the messages after the head, as written (adaptive goal)
         self.calls = 0  # model turns so far (adaptive goal)
+        #: prefix sums of what a cut would drop (see _dropped), made on first need and
+        #: valid until the next compaction changes the costs
+        self._drops = [0]
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -279,16 +282,7 @@ class Replay:
         """
         n = self.j
         new = messages[len(messages) - len(tokens) :]
-        compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
-        if compacted_at_end and new and new[0].get("role") != "assistant":
-            return False  # the compaction at the old end was for a request never made
-        trigger = self.trigger
-        total = self.total
-        for k, count in enumerate(tokens):
-            if k and new[k].get("role") == "assistant" and total > trigger:
-                return False
-            total += count
-        if total > trigger:
+        if not self.quiet(new, tokens):
             return False
         self.m = messages if len(messages) == n + len(new) else [*self.m[:n], *new]
         if self.counted is not None:
@@ -296,6 +290,93 @@ class Replay:
         self.t.extend(tokens)
         self.advance(len(self.m))
         return True
+
+    def quiet(self, new: list[Message], tokens: list[int]) -> bool:
+        """Whether no request among ``new`` (messages appended to the replayed history,
+        ``tokens`` their exact counts) would compact: each is under the trigger, or over
+        it and held by the verbatim floor (``held``). Changes nothing."""
+        compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == self.j
+        if compacted_at_end and new and new[0].get("role") != "assistant":
+            return False  # the compaction at the old end was for a request never made
+        trigger = self.trigger
+        total = self.total
+        for k, count in enumerate(tokens):
+            if k and new[k].get("role") == "assistant" and total > trigger:
+                return self._held_through(new, tokens)
+            total += count
+        return total <= trigger or self._held_through(new, tokens)
+
+    def _held_through(self, new: list[Message], tokens: list[int]) -> bool:
+        """``quiet`` where some request among ``new`` is over the trigger: walks the new
+        requests as ``advance`` and ``request`` would, with the floor's inputs (the
+        span of the newest results' turns and the results' own tokens) taken from
+        prefix sums, and says whether every request over the trigger is held by the
+        floor (``CompactionPolicy.floor``). The plan does not change between these
+        requests (none compacts), so the costs of the old part hold throughout."""
+        policy = self.policy
+        if not policy.verbatim_floor or self.force_final:
+            return False
+        n, trigger, head = self.j, self.trigger, self.plan.head
+        total, last_user, first_user = self.total, self.last_user, self.first_user
+        added: list[int] = []  # the new messages' tool results
+        for k in range(len(new) + 1):
+            final = k == len(new)
+            if (final or (k and new[k].get("role") == "assistant")) and total > trigger:
+                keep = policy.keep_recent
+                recent = [*self.results[-keep:], *added][-keep:] if keep > 0 else []
+                span = total
+                if keep > 0 and len(self.results) + len(added) >= keep:
+                    span = total - self._dropped(recent[0], new, tokens, last_user, first_user)
+                results = sum(self.cost(i) if i < n else tokens[i - n] for i in recent)
+                floor = policy.floor(self.budget, span, results)
+                if floor is None or total > floor[0]:
+                    return False
+            if final:
+                break
+            role = new[k].get("role")
+            total += tokens[k]
+            if role == "tool":
+                added.append(n + k)
+            elif role == "user":
+                last_user = n + k
+                if first_user < 0 and n + k >= head:
+                    first_user = n + k
+        return True
+
+    def _dropped(
+        self, start: int, new: list[Message], tokens: list[int], last_user: int, first_user: int
+    ) -> int:
+        """What ``_recent_span`` takes off the total for the oldest kept result at
+        ``start`` at a request of ``_held_through``'s walk (``new`` after the replayed
+        history, ``last_user`` and ``first_user`` as they stand there): the cost of the
+        messages from the cut to the newest legal cut at or before ``start``, system
+        messages and the newest user message left out. From prefix sums over the
+        replayed part, extended on first need and dropped at a compaction."""
+        n, cut = self.j, self.plan.cut
+
+        def role(c: int) -> Any:
+            return (self.m[c] if c < n else new[c - n]).get("role")
+
+        def legal(c: int) -> bool:
+            kind = role(c)
+            return kind == "user" or (
+                kind == "assistant" and (c > last_user or first_user < 0 or c < first_user)
+            )
+
+        while start > cut and not legal(start):
+            start -= 1
+        if start <= cut:
+            return 0
+        drops = self._drops
+        for i in range(len(drops) - 1, min(start, n)):
+            drops.append(drops[-1] + (self.cost(i) if self.m[i].get("role") != "system" else 0))
+        dropped = drops[min(start, n)] - drops[cut]
+        for c in range(n, start):  # new messages before the start (a burst of results)
+            if role(c) != "system":
+                dropped += tokens[c - n]
+        if cut <= last_user < start:
+            dropped -= self.cost(last_user) if last_user < n else tokens[last_user - n]
+        return dropped
 
     def accepts(self, new: list[Message], added: int) -> bool:
         """Whether ``extend`` would accept the messages ``new`` whose counts add up to at
@@ -441,6 +522,7 @@ class Replay:
         self.plan.cut = cut
         self.total = after
         self.plan.compactions.append(j)
+        self._drops = [0]  # cleared results cost their placeholder now
         while self.clear_ptr < len(self.results) and (
             self.results[self.clear_ptr] in self.plan.cleared
             or self.results[self.clear_ptr] < cut
@@ -620,9 +702,21 @@ def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
     fixed = ctx.counter.prompt_tokens([], ctx.tools)
     if fixed + sum(tokens) <= policy.thresholds(budget)[0]:
         return False
-    plain = Context(counter=ctx.counter, tools=ctx.tools, budget=budget, compaction=policy)
-    plan = plan_replay(messages, tokens, plain, budget).plan
-    return bool(plan.cleared) or plan.cut != plan.head
+    replay = output_replay(messages, tokens, ctx, budget)
+    plan = replay.plan
+    if plan.cleared or plan.cut != plan.head:
+        return True
+    # the replay of the output, for a Governor: where the floor holds a request over the
+    # trigger, its next steps must show that this replay does not compact either
+    ctx.scratch["output_replay"] = replay
+    return False
+
+
+def output_replay(messages: list[Message], tokens: list[int], ctx: Context, budget: int) -> Replay:
+    """The replay ``would_compact`` makes of a governed output (``tokens``: its counts):
+    the context's counter, tools and policy, nothing else of the context."""
+    plain = Context(counter=ctx.counter, tools=ctx.tools, budget=budget, compaction=_policy(ctx))
+    return plan_replay(messages, tokens, plain, budget)
 
 
 def _one_call_per_turn(ctx: Context) -> bool:
