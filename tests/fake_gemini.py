@@ -10,9 +10,13 @@ in ``errors``, so a test asserts there were none.
 
 It answers with function-call turns (the first call of each turn signed) until
 ``calls`` of them were served, then with text. ``:streamGenerateContent`` answers
-with server-sent events (``?alt=sse``), one part per event and no ``[DONE]``;
-``cut_after`` makes the next stream die after that many events (a chunked body
-never finished), as an upstream that breaks off; ``delay`` makes it silent a while.
+with server-sent events when asked ``?alt=sse``, one part per event and no
+``[DONE]``; asked without it, with one JSON array of the same chunks, as Gemini does
+(``application/json``, ``[{...}`` then ``,\r\n{...}`` then ``]``), each element
+written in two HTTP chunks so a relay sees half elements. ``cut_after`` makes the
+next stream die after that many events or elements (a chunked body never finished;
+in the array, after half of the next element), as an upstream that breaks off;
+``delay`` makes it silent a while. ``streamed`` keeps each stream's body as sent.
 
 Everything is recorded: ``bodies`` (parsed), ``raw`` (bytes as received),
 ``paths``, ``queries`` and ``headers``. Also a ``:countTokens`` answer and a
@@ -64,6 +68,8 @@ class FakeGemini:
     fail_with: tuple[int, dict[str, Any]] | None = None
     #: seconds to wait before answering (an upstream gone silent)
     delay: float = 0.0
+    #: each stream's body as the fake sent it (all of it, or up to the cut)
+    streamed: list[bytes] = field(default_factory=list)
     base_url: str = ""
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -131,6 +137,19 @@ def stream_events(answer: dict[str, Any]) -> list[bytes]:
     return events
 
 
+def array_pieces(answer: dict[str, Any]) -> list[bytes]:
+    """The same chunks as Gemini's streamed JSON array: ``[``, the elements (indented,
+    as Gemini sends them) with ``,\r\n`` between, ``]``; two pieces per element (its
+    halves: the opening bracket or separator goes with the first)."""
+    chunks = [json.loads(e.removeprefix(b"data: ")) for e in stream_events(answer)]
+    out = []
+    for i, chunk in enumerate(chunks):
+        element = (b"[" if i == 0 else b",\r\n") + json.dumps(chunk, indent=2).encode()
+        half = len(element) // 2
+        out += [element[:half], element[half:]]
+    return [*out, b"\n]"]
+
+
 def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # chunked streams, so a cut one is seen as cut
@@ -170,20 +189,29 @@ def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
             if status != 200 or not path.endswith(":streamGenerateContent"):
                 self._json(status, answer)
                 return
+            sse = parse_qs(urlsplit(self.path).query).get("alt") == ["sse"]
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            kind = "text/event-stream" if sse else "application/json; charset=UTF-8"
+            self.send_header("content-type", kind)
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
-            events = stream_events(answer)
+            # an array element is two pieces: cut after n elements is after 2n + 1 pieces
+            pieces = stream_events(answer) if sse else array_pieces(answer)
             cut, script.cut_after = script.cut_after, None
-            for i, event in enumerate(events):
+            if cut is not None and not sse:
+                cut = 2 * cut + 1
+            sent = b""
+            for i, piece in enumerate(pieces):
                 if cut is not None and i >= cut:
                     self.wfile.flush()
                     self.close_connection = True
+                    script.streamed.append(sent)
                     return  # without the last chunk: the body broke off
-                self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 self.wfile.flush()
+                sent += piece
             self.wfile.write(b"0\r\n\r\n")
+            script.streamed.append(sent)
 
         def log_message(self, *args: Any) -> None:
             pass
