@@ -112,6 +112,7 @@ class FakeGemini:
         out = []
         for content in body.get("contents", []):
             for part in content.get("parts", []):
+                part = _camel_keys(part)
                 signature = part.get("thoughtSignature")
                 if (
                     signature in self.issued
@@ -119,6 +120,13 @@ class FakeGemini:
                 ):
                     out.append(f"signature {signature} came back on another part")
         return out
+
+
+def _camel_keys(part: dict[str, Any]) -> dict[str, Any]:
+    """A part with its own keys in camelCase: the REST API reads ``function_call`` as
+    ``functionCall`` (LiteLLM sends the snake_case spelling back), so a signed part is
+    the same part in either spelling. The keys inside (the call's args) are data."""
+    return {re.sub(r"_([a-z])", lambda m: m[1].upper(), key): value for key, value in part.items()}
 
 
 def stream_events(answer: dict[str, Any]) -> list[bytes]:

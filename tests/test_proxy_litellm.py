@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from fake_gemini import FakeGemini, serve
 from fake_native import FakeNative, NativeReply
 from fake_upstream import FakeUpstream, Reply
 from native_proxy import tool_result_text
@@ -43,6 +44,7 @@ HEADER = "llm_provider-x-context-governor-"  # how LiteLLM hands back the upstre
 CHAT_MODEL = "openai/gpt-4o-mini"
 CLAUDE = "anthropic/claude-sonnet-4-5"
 GPT = "openai/gpt-5-mini"
+GEMINI = "gemini/gemini-2.5-flash"
 TOOLS = [
     {
         "type": "function",
@@ -81,6 +83,14 @@ def native(native_server: FakeNative) -> Iterator[FakeNative]:
     yield native_server
     assert not native_server.rejections, native_server.rejections
     assert not native_server.replies, f"{len(native_server.replies)} scripted replies unused"
+
+
+@pytest.fixture
+def gemini() -> Iterator[FakeGemini]:
+    """The fake Gemini; the test fails if it refused any request."""
+    for fake in serve(FakeGemini()):
+        yield fake
+        assert fake.errors == []
 
 
 @pytest.fixture
@@ -274,6 +284,42 @@ def test_a_responses_session_through_litellm_stays_legal(
     assert native.request_headers[-1]["authorization"] == f"Bearer {KEY}"
 
 
+# ------------------------------------------------------------------ Gemini
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_gemini_session_through_litellm_stays_legal(
+    gemini: FakeGemini, proxy: Callable[..., str], stream: bool
+) -> None:
+    """``litellm.completion(model="gemini/...", api_base=<proxy>/v1beta)``: LiteLLM's
+    Gemini provider calls ``:generateContent`` / ``:streamGenerateContent?alt=sse``;
+    the fake checks the rules and its 6000-token window on each request."""
+    url = proxy(upstream=f"{gemini.base_url}/v1beta", context_window=gemini.window)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Summarise every file."}]
+    for step in range(gemini.calls + 1):
+        response = litellm.completion(
+            model=GEMINI, api_base=f"{url}/v1beta", api_key=KEY, messages=history, tools=TOOLS,
+            max_tokens=300, stream=stream,
+        )  # fmt: skip
+        if stream:
+            response = litellm.stream_chunk_builder(list(response), messages=history)
+        message = response.choices[0].message
+        if step == gemini.calls:
+            assert message.content == "All files summarised."
+            break
+        calls = message.tool_calls
+        assert [json.loads(c.function.arguments)["path"] for c in calls] == [f"f{step + 1}.txt", f"g{step + 1}.txt"]
+        history.append(message.model_dump(exclude_none=True))
+        history += [{"role": "tool", "tool_call_id": c.id, "content": tool_result_text(step, 3000)} for c in calls]
+    action = "streamGenerateContent" if stream else "generateContent"
+    assert gemini.paths == [f"/v1beta/models/gemini-2.5-flash:{action}"] * (gemini.calls + 1)
+    assert all(q.get("alt") == (["sse"] if stream else None) for q in gemini.queries)
+    parts = [p for c in gemini.bodies[-1]["contents"] for p in c["parts"]]
+    results = [p for p in parts if "function_response" in p]  # LiteLLM's spelling, kept
+    assert 0 < len(results) < 2 * gemini.calls  # old turns were cut
+    assert not any("functionResponse" in p or "functionCall" in p for p in parts)
+
+
 # ------------------------------------------------------------------ differential
 
 
@@ -324,14 +370,36 @@ def test_litellm_through_the_proxy_sends_exactly_what_govern_request_makes(
         ("anthropic", "/v1", False),  # LiteLLM adds /v1/messages: /v1/v1/messages
         ("responses", "/v1", True),
         ("responses", "", False),
+        ("gemini", "/v1beta", True),
+        ("gemini", "", False),  # LiteLLM calls /models/...: no such route on the proxy
     ],
 )
 def test_the_api_base_each_litellm_api_needs(
-    upstream: FakeUpstream, native: FakeNative, proxy: Callable[..., str], api: str, suffix: str, works: bool
+    upstream: FakeUpstream,
+    native: FakeNative,
+    gemini: FakeGemini,
+    proxy: Callable[..., str],
+    api: str,
+    suffix: str,
+    works: bool,
 ) -> None:
     """What docs/proxy.md says of each API's ``api_base``, measured: the proxy's root for
     Anthropic (LiteLLM adds ``/v1/messages``), the root plus ``/v1`` for the OpenAI APIs
     (LiteLLM adds ``/chat/completions``, ``/responses``)."""
+    if api == "gemini":
+        gemini.calls = 0  # a text answer
+        url = proxy(upstream=f"{gemini.base_url}/v1beta")
+        base = url + suffix
+        if works:
+            answer = litellm.completion(model=GEMINI, api_base=base, api_key=KEY,
+                                        messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+            assert answer.choices[0].message.content == "All files summarised."
+        else:
+            with pytest.raises(litellm.NotFoundError):
+                litellm.completion(model=GEMINI, api_base=base, api_key=KEY,
+                                   messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+            assert gemini.paths == []
+        return
     fake = upstream if api == "chat" else native
     url = proxy(upstream=fake.base_url)
     if works:
