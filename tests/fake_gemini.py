@@ -16,7 +16,8 @@ with server-sent events when asked ``?alt=sse``, one part per event and no
 written in two HTTP chunks so a relay sees half elements. ``cut_after`` makes the
 next stream die after that many events or elements (a chunked body never finished;
 in the array, after half of the next element), as an upstream that breaks off;
-``delay`` makes it silent a while. ``streamed`` keeps each stream's body as sent.
+``delay`` makes it silent a while before answering, ``stall`` after the first
+element (or two events). ``streamed`` keeps each stream's body as sent.
 
 Everything is recorded: ``bodies`` (parsed), ``raw`` (bytes as received),
 ``paths``, ``queries`` and ``headers``. Also a ``:countTokens`` answer and a
@@ -68,6 +69,8 @@ class FakeGemini:
     fail_with: tuple[int, dict[str, Any]] | None = None
     #: seconds to wait before answering (an upstream gone silent)
     delay: float = 0.0
+    #: seconds to go silent after the first piece of the next stream (then it is reset)
+    stall: float = 0.0
     #: each stream's body as the fake sent it (all of it, or up to the cut)
     streamed: list[bytes] = field(default_factory=list)
     base_url: str = ""
@@ -206,6 +209,7 @@ def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
             # an array element is two pieces: cut after n elements is after 2n + 1 pieces
             pieces = stream_events(answer) if sse else array_pieces(answer)
             cut, script.cut_after = script.cut_after, None
+            stall, script.stall = script.stall, 0.0
             if cut is not None and not sse:
                 cut = 2 * cut + 1
             sent = b""
@@ -218,6 +222,8 @@ def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 self.wfile.flush()
                 sent += piece
+                if i == 1 and stall:  # after the first element (two pieces) or two events
+                    time.sleep(stall)
             self.wfile.write(b"0\r\n\r\n")
             script.streamed.append(sent)
 

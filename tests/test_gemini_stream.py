@@ -13,8 +13,9 @@ import json
 from itertools import pairwise
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from levels import examples
 
 from context_governor.formats.gemini_stream import ArrayStream
 from context_governor.proxy.apis import CHAT, GEMINI, GEMINI_STREAM, MESSAGES
@@ -62,6 +63,7 @@ def _whole(relayed: bytes, elements: list[Any]) -> bool:
     return False
 
 
+@settings(max_examples=examples(400, 100))
 @given(elements=ELEMENTS, layout=LAYOUTS, cuts=st.lists(st.integers(0, 10_000), max_size=20))
 def test_whole_elements_only_and_nothing_lost(
     elements: list[Any], layout: tuple[int | None, str, str], cuts: list[int]
@@ -75,6 +77,7 @@ def test_whole_elements_only_and_nothing_lost(
     assert json.loads(relayed) == elements  # all of it came out before the end
 
 
+@settings(max_examples=examples(400, 100))
 @given(
     elements=ELEMENTS,
     layout=LAYOUTS,

@@ -379,6 +379,20 @@ def test_an_array_stream_the_upstream_breaks_off_ends_with_an_error_element(
     assert "broke off" in error["message"]
 
 
+def test_an_array_stream_gone_silent_ends_with_an_error_element(fake: FakeGemini, proxy: Any) -> None:
+    """Past ``--read-timeout`` mid-array, the same ending: the whole elements, then the
+    error (what a silent event stream gets as an error event)."""
+    url = proxy(read_timeout=0.3)
+    fake.stall = 1.0
+    path = f"{url}/v1beta/models/{SIGNED_MODEL}:streamGenerateContent?alt=json"
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}]}
+    with httpx.stream("POST", path, json=body, headers={"x-goog-api-key": SECRET}) as reply:
+        chunks = json.loads(reply.read())
+    assert len(chunks) == 2 and "functionCall" in json.dumps(chunks[0])
+    assert chunks[1]["error"]["status"] == "UNAVAILABLE"
+    assert "went silent past the read timeout" in chunks[1]["error"]["message"]
+
+
 # -- the key ----------------------------------------------------------------------------------
 
 

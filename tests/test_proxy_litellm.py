@@ -243,6 +243,34 @@ def test_litellm_anthropic_messages_round_trips_tool_use(native: FakeNative, pro
     assert len(native.requests[-1]["messages"]) < len(messages)
 
 
+def test_what_litellm_anthropic_messages_cannot_do(native: FakeNative, proxy: Callable[..., str]) -> None:
+    """What docs/proxy.md says of ``litellm.anthropic.messages``, measured: ``create``
+    (sync) refuses before sending anything; ``acreate(stream=True)`` sends the request
+    (governed as any) and reads the stream only with ``fastapi`` installed (LiteLLM's
+    ``[proxy]`` extra imports it)."""
+    url = proxy(upstream=native.base_url)
+    messages = [{"role": "user", "content": "hi"}]
+    with pytest.raises(ValueError, match="not implemented for sync calls"):
+        litellm.anthropic.messages.create(model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50)
+    assert native.requests == []
+    native.push(NativeReply.answer("streamed"))
+
+    async def stream() -> list[Any]:
+        events = await litellm.anthropic.messages.acreate(
+            model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50, stream=True
+        )
+        return [event async for event in events]
+
+    try:
+        import fastapi  # noqa: F401
+    except ModuleNotFoundError:
+        with pytest.raises(ModuleNotFoundError, match="fastapi"):
+            asyncio.run(stream())
+    else:
+        assert asyncio.run(stream())
+    assert native.apis == ["anthropic"] and native.requests[0]["stream"] is True
+
+
 # ------------------------------------------------------------------ Responses
 
 
