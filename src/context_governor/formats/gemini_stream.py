@@ -26,11 +26,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-#: What changes the depth outside a string, and where a string starts.
-_STRUCTURE = re.compile(rb'[\[\]{}"]')
-#: What matters inside a string: its end, or an escape (whose next byte is skipped).
-_IN_STRING = re.compile(rb'["\\]')
+#: Outside a string: everything up to the next bracket, whole strings (escapes
+#: included) and all; it stops early only at a quote whose string does not end in
+#: these bytes. Possessive, so a failed string match never backtracks.
+_SKIP = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)
+#: Inside a string: the rest of it, up to its closing quote.
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _OPENING = frozenset(b"[{")
+_QUOTE = ord('"')
 _WHITESPACE = b" \t\r\n"
 #: Held past this, a partial element is relayed anyway: an element that never closes
 #: cannot make the relay buffer without bound (the ending is then not added).
@@ -109,42 +112,48 @@ class ArrayStream:
 
     def _scan(self, data: bytes, pos: int) -> int:
         """Walk ``data`` from ``pos``, keeping the depth; the end of the last element
-        that closed (or of the array), or 0 if none did."""
+        that closed (or of the array), or 0 if none did. One regex match skips to the
+        next bracket outside a string (whole strings, escapes included, are skipped
+        inside the regex engine), so the relay's cost is one step per bracket."""
         cut = 0
         end = len(data)
         if self._escaped and pos < end:
             self._escaped, pos = False, pos + 1
-        while pos < end:
-            if self._in_string:
-                match = _IN_STRING.search(data, pos)
-                if match is None:
-                    break
-                pos = match.end()
-                if match.group() == b"\\":
-                    if pos >= end:
-                        self._escaped = True
-                        break
-                    pos += 1
-                else:
-                    self._in_string = False
-                continue
-            match = _STRUCTURE.search(data, pos)
-            if match is None or self._closed:
+        if self._in_string:
+            rest = _STRING_REST.match(data, pos)
+            if rest is None:  # the string goes on past these bytes
+                self._escaped = _ends_escaped(data, pos)
+                return cut
+            self._in_string, pos = False, rest.end()
+        skip = _SKIP.match
+        while not self._closed:
+            pos = skip(data, pos).end()  # type: ignore[union-attr]  # it matches "" at worst
+            if pos >= end:
                 break
-            byte, pos = match.group()[0], match.end()
-            if byte == ord('"'):
+            byte = data[pos]
+            pos += 1
+            if byte == _QUOTE:  # a string that does not end in these bytes
                 self._in_string = True
-            elif byte in _OPENING:
+                self._escaped = _ends_escaped(data, pos)
+                break
+            if byte in _OPENING:
                 self._depth += 1
-            else:
-                self._depth -= 1
-                if self._depth == 1:
-                    self._elements += 1
-                    cut = pos
-                elif self._depth == 0:
-                    self._closed = True
-                    cut = pos
+                continue
+            self._depth -= 1
+            if self._depth == 1:
+                self._elements += 1
+                cut = pos
+            elif self._depth == 0:
+                self._closed = True
+                cut = pos
         return cut
+
+
+def _ends_escaped(data: bytes, start: int) -> bool:
+    """Whether string bytes ``data[start:]`` (no closing quote among them) end in a
+    backslash that escapes the next chunk's first byte: an odd run of them."""
+    run = len(data) - len(data.rstrip(b"\\"))
+    return min(run, len(data) - start) % 2 == 1
 
 
 def _first_non_space(data: bytes) -> int:
