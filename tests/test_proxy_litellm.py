@@ -199,6 +199,9 @@ def test_an_anthropic_session_through_litellm_completion_stays_legal(
         )  # fmt: skip
         if stream:
             response = litellm.stream_chunk_builder(list(response), messages=history)
+        else:  # the report's headers, as LiteLLM keeps them
+            headers = response._hidden_params["additional_headers"]
+            assert int(headers[f"{HEADER}tokens-after"]) <= WINDOW
         message = response.choices[0].message
         if step == STEPS:
             assert message.content == "Done."
@@ -294,6 +297,9 @@ def test_a_responses_session_through_litellm_stays_legal(
             events = list(response)
             assert events[-1].type == "response.completed"
             response = events[-1].response
+        else:  # the report's headers, as LiteLLM keeps them
+            headers = response._hidden_params["additional_headers"]
+            assert int(headers[f"{HEADER}tokens-after"]) <= WINDOW
         output = [item.model_dump(exclude_none=True) if hasattr(item, "model_dump") else dict(item)
                   for item in response.output]  # fmt: skip
         if step == STEPS:
@@ -331,6 +337,8 @@ def test_a_gemini_session_through_litellm_stays_legal(
         )  # fmt: skip
         if stream:
             response = litellm.stream_chunk_builder(list(response), messages=history)
+        else:  # LiteLLM's Gemini provider keeps none of the upstream's headers
+            assert response._hidden_params["additional_headers"] == {}
         message = response.choices[0].message
         if step == gemini.calls:
             assert message.content == "All files summarised."
