@@ -10,9 +10,14 @@ in ``errors``, so a test asserts there were none.
 
 It answers with function-call turns (the first call of each turn signed) until
 ``calls`` of them were served, then with text. ``:streamGenerateContent`` answers
-with server-sent events (``?alt=sse``), one part per event and no ``[DONE]``;
-``cut_after`` makes the next stream die after that many events (a chunked body
-never finished), as an upstream that breaks off; ``delay`` makes it silent a while.
+with server-sent events when asked ``?alt=sse``, one part per event and no
+``[DONE]``; asked without it, with one JSON array of the same chunks, as Gemini does
+(``application/json``, ``[{...}`` then ``,\r\n{...}`` then ``]``), each element
+written in two HTTP chunks so a relay sees half elements. ``cut_after`` makes the
+next stream die after that many events or elements (a chunked body never finished;
+in the array, after half of the next element), as an upstream that breaks off;
+``delay`` makes it silent a while before answering, ``stall`` after the first
+element (or two events). ``streamed`` keeps each stream's body as sent.
 
 Everything is recorded: ``bodies`` (parsed), ``raw`` (bytes as received),
 ``paths``, ``queries`` and ``headers``. Also a ``:countTokens`` answer and a
@@ -64,6 +69,10 @@ class FakeGemini:
     fail_with: tuple[int, dict[str, Any]] | None = None
     #: seconds to wait before answering (an upstream gone silent)
     delay: float = 0.0
+    #: seconds to go silent after the first piece of the next stream (then it is reset)
+    stall: float = 0.0
+    #: each stream's body as the fake sent it (all of it, or up to the cut)
+    streamed: list[bytes] = field(default_factory=list)
     base_url: str = ""
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -106,6 +115,7 @@ class FakeGemini:
         out = []
         for content in body.get("contents", []):
             for part in content.get("parts", []):
+                part = _camel_keys(part)
                 signature = part.get("thoughtSignature")
                 if (
                     signature in self.issued
@@ -113,6 +123,13 @@ class FakeGemini:
                 ):
                     out.append(f"signature {signature} came back on another part")
         return out
+
+
+def _camel_keys(part: dict[str, Any]) -> dict[str, Any]:
+    """A part with its own keys in camelCase: the REST API reads ``function_call`` as
+    ``functionCall`` (LiteLLM sends the snake_case spelling back), so a signed part is
+    the same part in either spelling. The keys inside (the call's args) are data."""
+    return {re.sub(r"_([a-z])", lambda m: m[1].upper(), key): value for key, value in part.items()}
 
 
 def stream_events(answer: dict[str, Any]) -> list[bytes]:
@@ -129,6 +146,19 @@ def stream_events(answer: dict[str, Any]) -> list[bytes]:
             chunk["usageMetadata"] = answer["usageMetadata"]
         events.append(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
     return events
+
+
+def array_pieces(answer: dict[str, Any]) -> list[bytes]:
+    """The same chunks as Gemini's streamed JSON array: ``[``, the elements (indented,
+    as Gemini sends them) with ``,\r\n`` between, ``]``; two pieces per element (its
+    halves: the opening bracket or separator goes with the first)."""
+    chunks = [json.loads(e.removeprefix(b"data: ")) for e in stream_events(answer)]
+    out = []
+    for i, chunk in enumerate(chunks):
+        element = (b"[" if i == 0 else b",\r\n") + json.dumps(chunk, indent=2).encode()
+        half = len(element) // 2
+        out += [element[:half], element[half:]]
+    return [*out, b"\n]"]
 
 
 def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
@@ -170,20 +200,32 @@ def _handler(script: FakeGemini) -> type[BaseHTTPRequestHandler]:
             if status != 200 or not path.endswith(":streamGenerateContent"):
                 self._json(status, answer)
                 return
+            sse = parse_qs(urlsplit(self.path).query).get("alt") == ["sse"]
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            kind = "text/event-stream" if sse else "application/json; charset=UTF-8"
+            self.send_header("content-type", kind)
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
-            events = stream_events(answer)
+            # an array element is two pieces: cut after n elements is after 2n + 1 pieces
+            pieces = stream_events(answer) if sse else array_pieces(answer)
             cut, script.cut_after = script.cut_after, None
-            for i, event in enumerate(events):
+            stall, script.stall = script.stall, 0.0
+            if cut is not None and not sse:
+                cut = 2 * cut + 1
+            sent = b""
+            for i, piece in enumerate(pieces):
                 if cut is not None and i >= cut:
                     self.wfile.flush()
                     self.close_connection = True
+                    script.streamed.append(sent)
                     return  # without the last chunk: the body broke off
-                self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 self.wfile.flush()
+                sent += piece
+                if i == 1 and stall:  # after the first element (two pieces) or two events
+                    time.sleep(stall)
             self.wfile.write(b"0\r\n\r\n")
+            script.streamed.append(sent)
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -312,6 +312,87 @@ def test_a_stream_the_upstream_breaks_off_ends_with_one_error_event(
     assert len(got) == 1 and raised.value.code == 502
 
 
+# -- the other streaming form: one JSON array, without ?alt=sse --------------------------------
+
+
+def _long_body(turns: int = 8) -> dict[str, Any]:
+    """A text history past a 3000-token window: the proxy has to cut it."""
+    contents = []
+    for turn in range(turns):
+        contents.append({"role": "user", "parts": [{"text": f"question {turn}: {BIG}"}]})
+        contents.append({"role": "model", "parts": [{"text": f"answer {turn}"}]})
+    contents.append({"role": "user", "parts": [{"text": "Summarise."}]})
+    return {"contents": contents, "generationConfig": {"maxOutputTokens": 300}}
+
+
+@pytest.mark.parametrize("query", ["", "?alt=json", "?alt=sse"])
+def test_both_streaming_forms_are_governed_alike_and_relayed_losslessly(
+    fake: FakeGemini, proxy: Any, query: str
+) -> None:
+    """``:streamGenerateContent`` with and without ``?alt=sse``: the upstream receives
+    govern_request's body either way, the report headers come back, and the answer's
+    bytes arrive exactly as the upstream sent them (a JSON array, or events)."""
+    url = proxy(context_window=3_000)
+    body = _long_body()
+    path = f"{url}/v1beta/models/{MODEL}:streamGenerateContent{query}"
+    with httpx.stream("POST", path, json=body, headers={"x-goog-api-key": SECRET}) as reply:
+        assert reply.status_code == 200
+        received = reply.read()
+        headers = reply.headers
+    expected = govern_request(
+        body, api="gemini", profile="gemini", model=MODEL, context_window=3_000, compaction="cache"
+    )
+    assert expected.report.actions  # it had to cut
+    assert fake.raw == [encode(expected.body)]
+    assert headers["x-context-governor-tokens-after"] == str(expected.report.tokens_after)
+    assert received == fake.streamed[-1]
+    if query == "?alt=sse":
+        assert headers["content-type"] == "text/event-stream"
+        chunks = [json.loads(e[len("data: "):]) for e in received.decode().split("\r\n\r\n") if e]
+    else:
+        assert headers["content-type"].startswith("application/json")
+        chunks = json.loads(received)
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP" and "usageMetadata" in chunks[-1]
+
+
+def test_an_array_stream_the_upstream_breaks_off_ends_with_an_error_element(
+    fake: FakeGemini, proxy: Any
+) -> None:
+    """As a broken event stream ends with an error event, a broken array ends with
+    Google's error as its last element and the closing ``]``: the client parses a
+    complete array, its whole elements as sent, then the error; the half element
+    the upstream got out is not relayed."""
+    url = proxy()
+    fake.cut_after = 1  # the first element whole, half of the second, then the break
+    path = f"{url}/v1beta/models/{SIGNED_MODEL}:streamGenerateContent"
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}]}
+    with httpx.stream("POST", path, json=body, headers={"x-goog-api-key": SECRET}) as reply:
+        assert reply.status_code == 200
+        received = reply.read()
+    sent = fake.streamed[-1]
+    first = sent[: sent.index(b",\r\n")]  # what the upstream sent of whole elements
+    assert received.startswith(first) and sent[len(first):] not in received
+    chunks = json.loads(received)
+    assert len(chunks) == 2 and "functionCall" in json.dumps(chunks[0])
+    error = chunks[1]["error"]
+    assert (error["code"], error["status"]) == (502, "UNAVAILABLE")
+    assert "broke off" in error["message"]
+
+
+def test_an_array_stream_gone_silent_ends_with_an_error_element(fake: FakeGemini, proxy: Any) -> None:
+    """Past ``--read-timeout`` mid-array, the same ending: the whole elements, then the
+    error (what a silent event stream gets as an error event)."""
+    url = proxy(read_timeout=0.3)
+    fake.stall = 1.0
+    path = f"{url}/v1beta/models/{SIGNED_MODEL}:streamGenerateContent?alt=json"
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}]}
+    with httpx.stream("POST", path, json=body, headers={"x-goog-api-key": SECRET}) as reply:
+        chunks = json.loads(reply.read())
+    assert len(chunks) == 2 and "functionCall" in json.dumps(chunks[0])
+    assert chunks[1]["error"]["status"] == "UNAVAILABLE"
+    assert "went silent past the read timeout" in chunks[1]["error"]["message"]
+
+
 # -- the key ----------------------------------------------------------------------------------
 
 

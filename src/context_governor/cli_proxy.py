@@ -114,7 +114,7 @@ def _bind(host: str, port: int) -> socket.socket:
     show_default=True,
     metavar="SECONDS",
     help="Longest silence allowed between two bytes of the upstream's answer (then 504, "
-    "or an error event mid-stream). Generous: a long answer may start late.",
+    "or an error event or element mid-stream). Generous: a long answer may start late.",
 )
 @click.option(
     "--max-body",

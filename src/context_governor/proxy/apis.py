@@ -5,7 +5,7 @@ generateContent) runs the same machinery in app.py; an :class:`ApiRoute` says on
 which path it is, which body format ``govern_request`` reads, which profile applies
 when none was configured, where the key goes, and how errors look, as JSON and as a
 streaming event, in that API's own shape (so each SDK raises its usual exception
-with our message).
+with our message), and how its streamed answers are framed (``framing``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from ..formats.gemini_stream import ArrayStream
 from ..formats.request import Api
+from .sse import EventFraming, Framing, is_event_stream
 
 #: Longest value of the ``x-context-governor-ungoverned`` header; the rest is cut.
 MAX_UNGOVERNED_HEADER = 1024
@@ -122,6 +124,18 @@ class ApiRoute:
             data = {"type": "error", "code": "upstream_error", "message": message, "param": None}
             return _event("error", data)
         return _event(None, openai_error(message, "upstream_error"))
+
+    def framing(self, content_type: str) -> Framing | None:
+        """How a streamed answer of ``content_type`` is relayed whole and ended if it
+        breaks off: server-sent events with this API's error event; on Gemini's
+        streaming route, the JSON array it streams without ``?alt=sse`` with Google's
+        error as the last element (formats/gemini_stream.py); anything else raw."""
+        if is_event_stream(content_type):
+            return EventFraming(self.stream_error)
+        media = content_type.split(";")[0].strip().lower()
+        if self.google and self.streams and media == "application/json":
+            return ArrayStream(lambda message: google_error(message, 502))
+        return None
 
     def key_header(self, incoming: set[str], query: str = "") -> str:
         """Where a configured --api-key goes: where the client put its own key (one of

@@ -229,7 +229,7 @@ def create_app(config: ProxyConfig) -> Starlette:
                     stream=governed.stream,
                     redact=redact,
                     extra=governed_headers(governed),
-                    stream_error=route.stream_error,
+                    framing=route.framing,
                 )
             except httpx.HTTPError as exc:
                 what = describe(exc, redact)
@@ -264,7 +264,7 @@ def create_app(config: ProxyConfig) -> Starlette:
             headers, query = keyed(route, request)
             response = await upstream.send(request.method, path, query, headers, body)
             relayed = await relay(
-                response, stream=True, redact=redact, stream_error=route.stream_error
+                response, stream=True, redact=redact, framing=route.framing
             )
         except BadPath as exc:
             shown = raw_path.decode("latin-1")

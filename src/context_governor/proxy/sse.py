@@ -7,11 +7,19 @@ clients do not check. So events are relayed whole (a partial event is held until
 its blank line arrives) and, when the upstream breaks off, the client gets one
 more event in the API's own streaming error shape, ``data: {"error": {...}}``,
 which the OpenAI SDKs raise as an APIError, and then the end of the stream.
+
+The relay (upstream.RelayedStream) knows a stream's framing only as
+:class:`Framing`: whole pieces in, and the bytes that end it honestly if it breaks
+off. :class:`EventFraming` is this module's, for server-sent events; Gemini's
+streamed JSON array has its own (formats/gemini_stream.py); apis.ApiRoute.framing
+picks one by the route and the answer's content type.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Protocol
 
 #: The ways an SSE event can end (a blank line, in any of the three line endings).
 _EVENT_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
@@ -47,6 +55,45 @@ class EventSplitter:
         """What is left when the stream ended normally (relayed as sent)."""
         data, self._held = self._held, b""
         return data
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a ``content-type`` header says server-sent events."""
+    return content_type.split(";")[0].strip().lower() == "text/event-stream"
+
+
+class Framing(Protocol):
+    """A streamed body's framing, as the relay uses it."""
+
+    @property
+    def held(self) -> int:
+        """Bytes of an unfinished piece, dropped if the stream breaks off now."""
+        ...
+
+    def feed(self, chunk: bytes) -> bytes:
+        """What of ``chunk`` (and what was held) is whole pieces, to relay now."""
+        ...
+
+    def flush(self) -> bytes:
+        """What is left when the stream ended normally."""
+        ...
+
+    def broken(self, message: str) -> bytes | None:
+        """What ends the stream after a break (``message`` says why), or None: nothing
+        can, so the connection is dropped."""
+        ...
+
+
+class EventFraming(EventSplitter):
+    """Server-sent events relayed whole, ended by one more event (``error`` makes it
+    from the message: the route's own streaming error shape)."""
+
+    def __init__(self, error: Callable[[str], bytes]) -> None:
+        super().__init__()
+        self._error = error
+
+    def broken(self, message: str) -> bytes | None:
+        return self._error(message)
 
 
 def error_event(message: str, kind: str = "upstream_error") -> bytes:

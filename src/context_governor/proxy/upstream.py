@@ -26,7 +26,7 @@ from .apis import KEY_HEADERS
 from .config import ProxyConfig
 from .paths import BadPath
 from .redact import Redactor
-from .sse import EventSplitter, error_event
+from .sse import EventFraming, Framing, error_event, is_event_stream
 
 log = logging.getLogger("context_governor.proxy")
 
@@ -169,12 +169,18 @@ def describe(exc: BaseException, redact: Redactor) -> str:
     return redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 
+def sse_framing(content_type: str) -> Framing | None:
+    """Server-sent events, ended by a chat-completions error event; anything else raw."""
+    return EventFraming(error_event) if is_event_stream(content_type) else None
+
+
 class RelayedStream(Response):
     """The upstream's body relayed as it arrives, ending honestly.
 
-    - Server-sent events are relayed whole (sse.py); if the upstream breaks off
-      or goes silent past the read timeout, the client gets an error event in
-      the API's streaming error shape, then the end of the stream.
+    - A stream with a framing (``framing(content_type)``: server-sent events, Gemini's
+      streamed JSON array) is relayed in whole pieces (sse.py); if the upstream
+      breaks off or goes silent past the read timeout, the framing ends it in the
+      API's own error shape (an error event, or an error element and ``]``).
     - Any other body that breaks off is not completed: the connection is
       dropped, so the client sees a truncated transfer, not a short file.
     - If the client goes away, the upstream response is closed at once instead
@@ -185,15 +191,14 @@ class RelayedStream(Response):
         self,
         response: httpx.Response,
         redact: Redactor,
-        stream_error: Callable[[str], bytes] = error_event,
+        framing: Callable[[str], Framing | None] = sse_framing,
     ) -> None:
         self.status_code = response.status_code
         self.background = None
         self.raw_headers = []
         self._response = response
-        self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
+        self._framing = framing(response.headers.get("content-type", ""))
         self._redact = redact
-        self._stream_error = stream_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -217,25 +222,27 @@ class RelayedStream(Response):
     async def _stream(self, send: Send) -> None:
         start = {"type": "http.response.start", "status": self.status_code}
         await send({**start, "headers": self.raw_headers})
-        splitter = EventSplitter() if self._sse else None
+        framing = self._framing
         try:
             async for chunk in self._response.aiter_bytes():
-                out = splitter.feed(chunk) if splitter else chunk
+                out = framing.feed(chunk) if framing else chunk
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
         except httpx.HTTPError as exc:
             what = describe(exc, self._redact)
-            if splitter is None:
-                log.warning("upstream body broke off (%s); dropping the client connection", what)
-                return  # without the final message: the server closes the connection
             timed_out = isinstance(exc, httpx.TimeoutException)
             reason = "went silent past the read timeout" if timed_out else "broke off the stream"
-            held = splitter.held
-            log.warning("upstream %s (%s, %d bytes of an event dropped)", reason, what, held)
-            event = self._stream_error(f"the upstream {reason} ({what}); the answer is incomplete")
-            await send({"type": "http.response.body", "body": event, "more_body": True})
+            message = f"the upstream {reason} ({what}); the answer is incomplete"
+            ending = framing.broken(message) if framing else None
+            if framing is None or ending is None:
+                log.warning("upstream body broke off (%s); dropping the client connection", what)
+                return  # without the final message: the server closes the connection
+            held = framing.held
+            log.warning("upstream %s (%s, %d unfinished bytes dropped)", reason, what, held)
+            if ending:
+                await send({"type": "http.response.body", "body": ending, "more_body": True})
         else:
-            rest = splitter.flush() if splitter else b""
+            rest = framing.flush() if framing else b""
             if rest:
                 await send({"type": "http.response.body", "body": rest, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -247,18 +254,19 @@ async def relay(
     stream: bool,
     redact: Redactor,
     extra: Iterable[tuple[str, str]] = (),
-    stream_error: Callable[[str], bytes] = error_event,
+    framing: Callable[[str], Framing | None] = sse_framing,
 ) -> Response:
     """The upstream's answer as ours: status, headers and body unchanged.
 
     Streamed (server-sent events, downloads) when asked and successful; otherwise
-    read whole, so an error body arrives as one JSON document. ``stream_error``
-    makes the event that says a stream broke off, in the API's own shape.
+    read whole, so an error body arrives as one JSON document. ``framing`` gives
+    the framing of a streamed answer by its content type (None: relayed raw), which
+    relays it in whole pieces and ends it in the API's own shape if it breaks off.
     """
     headers = _relayed_headers(response, extra)
     relayed: Response
     if stream and response.status_code < 400:
-        relayed = RelayedStream(response, redact, stream_error)
+        relayed = RelayedStream(response, redact, framing)
     else:
         try:
             content = await response.aread()
