@@ -592,3 +592,62 @@ def test_the_count_store_password_is_never_shown() -> None:
     assert "hunter2secret" not in repr(config)
     assert "hunter2secret" not in config.redactor()("connecting to redis://:hunter2secret@x")
     assert ProxyConfig.from_json(config.to_json()) == config
+
+
+# -- the wire formats' edges read and write the store too ---------------------------------
+
+
+def _native_body(api: str, steps: int = 12) -> dict[str, Any]:
+    """A tool-using session in ``api``'s own wire format; each tool output has a marker
+    (``out<step>``) that only its own text holds."""
+    if api == "responses":
+        items: list[Any] = [{"type": "message", "role": "user", "content": "Fix the bug."}]
+        for k in range(steps):
+            items.append(
+                {"type": "function_call", "call_id": f"c{k}", "name": "read", "arguments": "{}"}
+            )
+            items.append(
+                {"type": "function_call_output", "call_id": f"c{k}", "output": _output(k)}
+            )
+        return {"model": "gpt-4o", "input": items, "max_output_tokens": 1000}
+    contents: list[Any] = [{"role": "user", "parts": [{"text": "Fix the bug."}]}]
+    for k in range(steps):
+        call = {"functionCall": {"name": "read", "args": {"path": f"m{k}.py"}}}
+        contents.append({"role": "model", "parts": [call]})
+        answer = {"functionResponse": {"name": "read", "response": {"content": _output(k)}}}
+        contents.append({"role": "user", "parts": [answer]})
+    return {"contents": contents, "generationConfig": {"maxOutputTokens": 1000}}
+
+
+def _output(k: int) -> str:
+    return f"out{k} " + " ".join(f"w{k}_{i}" for i in range(300))
+
+
+@pytest.mark.parametrize("api", ["responses", "gemini"])
+def test_native_bodies_read_the_store_and_answer_as_without(api: str) -> None:
+    """A Responses or Gemini body, governed by a fresh process's counter with a filled
+    store, tokenizes none of its tool outputs again, and the body sent is the same."""
+    from context_governor.formats import govern_request
+
+    body = _native_body(api)
+    kwargs: dict[str, Any] = {"api": api, "model": "gpt-4o", "context_window": 12_000}
+    plain = govern_request(copy.deepcopy(body), **kwargs)
+    store = cs.MemoryCountStore()
+    spies = []
+    results = []
+    for _ in range(2):  # the first process fills the store, the second reads it
+        _fresh_counters()
+        counter = _cached_exact_counter("gpt-4o")
+        assert isinstance(counter, ExactCounter)
+        spies.append(Spy(counter))
+        results.append(govern_request(copy.deepcopy(body), count_store=store, **kwargs))
+        _drain()
+    first, second = spies
+    marked = [f"out{k} " for k in range(12)]
+    assert all(any(m in text for text in first.texts) for m in marked)
+    assert not any(m in text for m in marked for text in second.texts)
+    for result in results:
+        assert result.body == plain.body
+        assert result.report.to_dict() == plain.report.to_dict()
+    assert len(store) > 0
+

@@ -610,3 +610,33 @@ def test_path_kinds_and_the_ungoverned_header_are_bounded_and_safe() -> None:
     value = header_value(("previous_response_id=r\r\nx: 1", "conversation=é" * 500))
     assert value.isascii() and "\r" not in value and "\n" not in value
     assert len(value) <= MAX_UNGOVERNED_HEADER
+
+
+def test_a_restarted_proxy_reads_the_count_store_for_responses_bodies(
+    native: FakeNative, start: ProxyStarter, tmp_path: Any
+) -> None:
+    """--count-store serves the native routes too: a restarted proxy (fresh counters,
+    the same file) tokenizes none of a Responses body's tool outputs again."""
+    from test_count_store import Spy, _fresh_counters, _native_body
+
+    from context_governor import count_store as cs
+    from context_governor.profiles import _cached_exact_counter
+    from context_governor.tokens import ExactCounter
+
+    url = f"sqlite:///{tmp_path / 'counts.db'}"
+    body = _native_body("responses")
+    spies = []
+    for _ in range(2):  # the proxy, then a restarted one
+        _fresh_counters()
+        counter = _cached_exact_counter("gpt-4o")
+        assert isinstance(counter, ExactCounter)
+        spies.append(Spy(counter))
+        native.push(NativeReply.answer("ok"))
+        proxy = start(context_window=12_000, count_store=url)
+        response = httpx.post(f"{proxy}/v1/responses", json=body, timeout=30)
+        assert response.status_code == 200, response.text
+        assert cs.flush()
+    first, second = spies
+    assert any("out3 " in text for text in first.texts)
+    assert not any("out3 " in text for text in second.texts)
+    assert encode(native.requests[-1]) == encode(native.requests[-2])

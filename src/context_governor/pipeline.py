@@ -61,9 +61,7 @@ def _check_window(context_window: Any, profile: Profile) -> int | None:
         or not isinstance(context_window, int)
         or context_window <= 0
     ):
-        raise ConfigError(
-            f"context_window must be a positive integer, got {brief(context_window)}"
-        )
+        raise ConfigError(f"context_window must be a positive integer, got {brief(context_window)}")
     return context_window
 
 
@@ -131,9 +129,7 @@ def _fit(
     def sizes() -> tuple[int, int]:
         """Tokens of the list before and after the finishing repairs (counted once per
         governed pass, for both the trigger check and the resnip loop)."""
-        return counter.prompt_tokens(governed_before, tools), counter.prompt_tokens(
-            governed, tools
-        )
+        return counter.prompt_tokens(governed_before, tools), counter.prompt_tokens(governed, tools)
 
     before, after = sizes()
     if _compacts_again(ctx, governed, budget):
@@ -362,6 +358,31 @@ def context(s: Settings, counter: TokenCounter) -> Context:
     )
 
 
+def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter, Loaded | None]:
+    """The counter one call counts with, and what it read from the count store.
+
+    An exact counter is wrapped to count each message object once per call (the stages
+    ask many times), seeded with the counts the store has for ``messages`` (then only
+    what is new is tokenized). Other counters are the settings' own. The wire-format
+    edges wrap the result with what they carry (formats/request.py)."""
+    counter = s.counter
+    if not isinstance(counter, ExactCounter):
+        return counter, None
+    loaded = None if s.count_store is None else s.count_store.read(counter, messages, s.tools)
+    return KnownCounts(counter, {} if loaded is None else loaded.known), loaded
+
+
+def store_counts(s: Settings, counter: TokenCounter, loaded: Loaded | None, report: Report) -> None:
+    """After a call that read the count store (``counter`` and ``loaded`` from
+    call_counter): write the counts it made back, off the call's path, and report a
+    failed read in the notes. Nothing when nothing was read."""
+    if loaded is None or s.count_store is None or not isinstance(counter, KnownCounts):
+        return
+    s.count_store.write_later(counter.inner, loaded, counter.known)
+    if loaded.note is not None:
+        report.notes.append(loaded.note)
+
+
 def run(
     messages: list[Message], s: Settings, counter: TokenCounter | None = None
 ) -> tuple[GovernResult, Context]:
@@ -370,12 +391,7 @@ def run(
     ``counter`` overrides the settings' counter (a Governor's per-message cache)."""
     loaded: Loaded | None = None
     if counter is None:
-        counter = s.counter
-        if isinstance(counter, ExactCounter):
-            # additive: count each message object once per call (the stages ask many times)
-            if s.count_store is not None:
-                loaded = s.count_store.read(counter, messages, s.tools)
-            counter = KnownCounts(counter, {} if loaded is None else loaded.known)
+        counter, loaded = call_counter(s, messages)
     entry = s.provider
     ctx = context(s, counter)
     try:
@@ -416,11 +432,7 @@ def run(
             "nothing left to send: no message of this history can be sent on its own "
             "(e.g. tool results whose calls are not in it)"
         )
-    if loaded is not None:
-        assert s.count_store is not None and isinstance(counter, KnownCounts)
-        s.count_store.write_later(counter.inner, loaded, counter.known)
-        if loaded.note is not None:
-            report.notes.append(loaded.note)
+    store_counts(s, counter, loaded, report)
     if s.prefill and not ctx.keep_prefill:
         report.notes.append(
             f"prefill asked for, but {entry.name} {s.model or ''} does not accept one"

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..inputs import check_messages
-from ..pipeline import resolve_settings, run
+from ..pipeline import call_counter, resolve_settings, run, store_counts
 from ..profiles import PROFILES, Profile, get_profile
 from ..providers import resolve
 from ..providers.gemini import POLICY
@@ -60,8 +60,10 @@ def govern_gemini(body: Any, profile: str | Profile, model: str | None, **kw: An
         **kw,
     )
     settings = replace(settings, policy=NATIVE_POLICY)
-    counter = _CarryCounter(settings.counter, decoded.extra, key=ge.CARRY)
+    inner, loaded = call_counter(settings, decoded.messages)
+    counter = _CarryCounter(inner, decoded.extra, key=ge.CARRY)
     result, _ = run(decoded.messages, settings, counter)
+    store_counts(settings, inner, loaded, result.report)
     lost: list[str] = []
     out = ge.encode(result.messages, decoded, join=True, lost=lost)
     report = result.report

@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any, Literal
 
+from ..count_store import CountLink, CountStore, count_link
 from ..errors import ConfigError, InputError
 from ..inputs import check_messages
 from ..messages import Message
-from ..pipeline import resolve_settings, run
+from ..pipeline import call_counter, resolve_settings, run, store_counts
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile
 from ..providers import resolve
@@ -192,8 +193,10 @@ def _govern_anthropic(
     settings = replace(settings, policy=_native_policy(settings.policy, decoded))
     if kw.get("count_tokens") is None:  # no offline Claude tokenizer: an estimate erring high
         settings = replace(settings, counter=claude_counter())
-    counter = _CarryCounter(settings.counter, decoded.extra)
+    inner, loaded = call_counter(settings, decoded.messages)
+    counter = _CarryCounter(inner, decoded.extra)
     result, ctx = run(decoded.messages, settings, counter)
+    store_counts(settings, inner, loaded, result.report)
     updates: dict[str, Any] = {}
     if ctx.scratch.get("disable_thinking"):
         updates["thinking"] = {"type": "disabled"}
@@ -269,6 +272,7 @@ def govern_request(
     count_tokens: Callable[[str], int] | None = None,
     cache_breakpoints: bool = True,
     windows: Mapping[str, int] | None = None,
+    count_store: str | CountStore | CountLink | None = None,
 ) -> RequestResult:
     """Govern a whole request body in its own wire format; return a body of the same format.
 
@@ -295,6 +299,10 @@ def govern_request(
     cannot give is clamped in the body sent, and reported (formats/reserve.py).
     Messages bodies are counted with the Claude estimate (tokens.claude_estimate)
     unless ``count_tokens`` is given.
+
+    ``count_store``: where exact token counts persist between processes, as for
+    govern() (count_store.py); used where the counter is an exact tokenizer (an
+    estimate is cheaper to make than to look up).
     """
     checked = _check_api(api)
     body_model = model or (body.get("model") if isinstance(body, dict) else None)
@@ -314,6 +322,7 @@ def govern_request(
         compaction=compaction,
         count_tokens=count_tokens,
         cache_breakpoints=cache_breakpoints,
+        count_store=count_link(count_store),
     )
     if from_table is not None:
         result.report.window_source = "model"
@@ -342,12 +351,14 @@ def _dispatch(
     compaction: str | CompactionPolicy | None,
     count_tokens: Callable[[str], int] | None,
     cache_breakpoints: bool,
+    count_store: CountLink | None,
 ) -> RequestResult:
     settings: dict[str, Any] = {
         "context_window": context_window,
         "max_tool_result_chars": max_tool_result_chars,
         "compaction": compaction,
         "count_tokens": count_tokens,
+        "count_store": count_store,
     }
     chosen = _DEFAULT_PROFILE[checked] if profile is None else profile
     if checked == "anthropic":

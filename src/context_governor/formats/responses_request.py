@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..inputs import check_messages
-from ..pipeline import resolve_settings, run
+from ..pipeline import call_counter, resolve_settings, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.rules import Violation
@@ -41,8 +41,10 @@ def govern_responses(
         **kw,
     )
     settings = replace(settings, policy=replace(settings.policy, allowed_keys=None))
-    counter = _CarryCounter(settings.counter, decoded.extra, key=rs.CARRY)
+    inner, loaded = call_counter(settings, decoded.messages)
+    counter = _CarryCounter(inner, decoded.extra, key=rs.CARRY)
     result, _ = run(decoded.messages, settings, counter)
+    store_counts(settings, inner, loaded, result.report)
     out = rs.encode(result.messages, decoded)
     report = result.report
     # The report judges what is sent: the output body's items (positions in its input).

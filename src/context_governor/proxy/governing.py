@@ -158,6 +158,7 @@ def _govern_native(
             context_window=config.window_for(model),
             compaction=compaction_for(config),
             count_tokens=None if ratio is None else scaled_estimate(ratio),
+            count_store=count_store_for(config),
         )
     except InputError as exc:
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
