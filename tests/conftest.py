@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from fake_native import FakeNative
 from fake_upstream import FakeUpstream
 from hypothesis import settings
 from levels import FULL, LEVEL, examples
@@ -35,6 +36,23 @@ def upstream(upstream_server: FakeUpstream) -> Iterator[FakeUpstream]:
     yield upstream_server
     assert not upstream_server.violations, upstream_server.violations
     assert not upstream_server.replies, f"{len(upstream_server.replies)} scripted replies unused"
+
+
+@pytest.fixture(scope="module")
+def native_server() -> Iterator[FakeNative]:
+    server = FakeNative().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def native(native_server: FakeNative) -> Iterator[FakeNative]:
+    """The fake native upstream (Messages, Responses), reset; the test fails if it
+    refused any request."""
+    native_server.reset()
+    yield native_server
+    assert not native_server.rejections, native_server.rejections
+    assert not native_server.replies, f"{len(native_server.replies)} scripted replies unused"
 
 
 def pytest_report_header() -> str:

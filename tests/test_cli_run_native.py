@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +20,6 @@ from context_governor.cli_agent import read_history
 from context_governor.llm.responses_client import ITEMS
 
 TODO = "There is one TODO, in app.py: read config."
-
-
-@pytest.fixture(scope="module")
-def native_server() -> Iterator[FakeNative]:
-    server = FakeNative().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def native(native_server: FakeNative) -> Iterator[FakeNative]:
-    native_server.reset()
-    yield native_server
-    assert not native_server.rejections, native_server.rejections
-    assert not native_server.replies, f"{len(native_server.replies)} scripted replies unused"
 
 
 @pytest.fixture

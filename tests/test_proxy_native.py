@@ -50,22 +50,6 @@ RS_TOOL = {
 THINKING = {"type": "enabled", "budget_tokens": 512}
 
 
-@pytest.fixture(scope="module")
-def native_server() -> Iterator[FakeNative]:
-    server = FakeNative().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def native(native_server: FakeNative) -> Iterator[FakeNative]:
-    """The fake native upstream, reset; the test fails if it rejected any request."""
-    native_server.reset()
-    yield native_server
-    assert not native_server.rejections, native_server.rejections
-    assert not native_server.replies, f"{len(native_server.replies)} scripted replies unused"
-
-
 @pytest.fixture
 def start(native: FakeNative) -> Iterator[ProxyStarter]:
     starter = ProxyStarter(native)

@@ -10,7 +10,6 @@ them, with thinking on (Anthropic) and reasoning items (Responses).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,22 +26,6 @@ WINDOW = 6000
 SYSTEM = {"role": "system", "content": "You are a coding agent. Be brief."}
 STEPS = 8
 FAST_RETRY = RetryPolicy(max_retries=1, base_delay=0.01)
-
-
-@pytest.fixture(scope="module")
-def native_server() -> Iterator[FakeNative]:
-    server = FakeNative().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def native(native_server: FakeNative) -> Iterator[FakeNative]:
-    """The fake native upstream, reset; the test fails if it rejected any request."""
-    native_server.reset()
-    yield native_server
-    assert not native_server.rejections, native_server.rejections
-    assert not native_server.replies, f"{len(native_server.replies)} scripted replies unused"
 
 
 def _script(native: FakeNative) -> None:
