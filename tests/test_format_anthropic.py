@@ -628,3 +628,24 @@ def test_ids_of_any_json_type_are_read_not_crashed_on() -> None:
 def test_govern_points_a_whole_body_at_govern_request() -> None:
     with pytest.raises(InputError, match=r"govern_request\(body, api=\.\.\.\)"):
         govern(_body([{"role": "user", "content": "hi"}]))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("profile", ["anthropic", "glm", "moonshot", "deepseek", "qwen"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "text", "text": "line\n"}],
+        [{"type": "text", "text": "a"}, {"type": "text", "text": "line \n"}],
+    ],
+)
+def test_a_prefill_with_trailing_whitespace_is_stripped_whoever_serves_messages(
+    profile: str, content: Any
+) -> None:
+    """AN-6b is the Messages API's rule, not Anthropic's alone: a compatible provider's
+    profile (glm, deepseek) kept the whitespace and the body was refused (CI, full level)."""
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "alpha"}, {"role": "assistant", "content": content}],
+    }
+    _check_governed(body, 3000, profile)

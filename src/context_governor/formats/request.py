@@ -153,11 +153,12 @@ def _tools_within_limit(tools: list[dict[str, Any]], ctx_record: Any) -> list[di
 
 def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
     """The target's repair policy, for a Messages body: the Messages API's breakpoint
-    limit (whoever serves it), less the tools' breakpoints; and no chat-level key
-    filter (it is about the Chat Completions wire; the edge writes only Messages
-    fields, and the filter would strip what each message carries)."""
+    limit (whoever serves it), less the tools' breakpoints; a kept prefill without
+    trailing whitespace (the Messages API refuses it whoever serves it: AN-6b); and no
+    chat-level key filter (it is about the Chat Completions wire; the edge writes only
+    Messages fields, and the filter would strip what each message carries)."""
     room = max(0, rules.MAX_BREAKPOINTS - rules.tool_breakpoints(decoded.body))
-    return replace(policy, max_cache_control=room, allowed_keys=None)
+    return replace(policy, max_cache_control=room, allowed_keys=None, rstrip_prefill=True)
 
 
 def _govern_anthropic(
