@@ -124,8 +124,10 @@ def test_a_developer_message_a_repair_changes_goes_out_as_a_reported_system_mess
 
 @pytest.mark.parametrize("role", ["function", "Developer", "dev"])
 def test_other_unknown_roles_are_still_refused(role: str) -> None:
-    with pytest.raises(InputError, match="unknown role"):
+    with pytest.raises(InputError, match="unknown role") as refused:
         govern([{"role": role, "content": "x"}], profile="openai")
+    # the deprecated function-calling form is named, with what to send instead
+    assert ("tool_calls" in str(refused.value)) == (role == "function")
 
 
 @settings(

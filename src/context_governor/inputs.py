@@ -65,10 +65,16 @@ def check_messages(messages: Any) -> list[Message]:
         if role is None:
             raise InputError(f"{where}.role", "missing")
         if not isinstance(role, str) or role not in INPUT_ROLES:
+            legacy = (
+                "; role 'function' is OpenAI's deprecated function-calling form: send the "
+                "call as the assistant's tool_calls and its result as role 'tool'"
+                if role == "function"
+                else ""
+            )
             raise InputError(
                 f"{where}.role",
                 f"unknown role {brief(role)}; expected system, developer, user, assistant "
-                "or tool",
+                f"or tool{legacy}",
             )
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):
