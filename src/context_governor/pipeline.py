@@ -138,10 +138,20 @@ def _fit(
         # compact now, so that the output is a fixed point.
         ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_final=True)
         governed_before, governed = _governed(profile, messages, ctx)
-        ctx.notes.append(
-            f"cache policy: compacted at this request because the provider repairs "
-            f"({after - before:+} tokens) carry it where the next request would compact"
+        reason = (
+            f"the provider repairs ({after - before:+} tokens) carry it where the next "
+            f"request would compact"
         )
+        if would_compact(governed, ctx, budget):
+            # the output would still be compacted: its first kept turn joins the task, and
+            # its replay cuts inside that turn where this one does not (Replay._join_owner)
+            ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_as_output=True)
+            governed_before, governed = _governed(profile, messages, ctx)
+            reason = (
+                "its output would be compacted again: the first kept turn joins the task's "
+                "message there, so the cut may go inside it"
+            )
+        ctx.notes.append(f"cache policy: compacted at this request because {reason}")
         before, after = sizes()
     for _ in range(MAX_RESNIPS):
         if after <= budget or before > target_budget:

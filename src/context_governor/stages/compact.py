@@ -212,6 +212,7 @@ class Replay:
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
         force_final: bool = False,
         counted: list[bool] | None = None,
+        as_output: bool = False,
     ) -> None:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
         #: which positions the note counts (None: all; see _cut_note)
@@ -226,6 +227,14 @@ class Replay:
         #: compact at the final request whatever the trigger and the savings say: governing
         #: this pass's output again would compact it (see pipeline._fit)
         self.force_final = force_final
+        #: with ``force_final``: judge the final request's cuts as the replay of its output
+        #: will (see _join_owner); pipeline._fit asks for it when a forced compaction's
+        #: output would still be compacted
+        self.as_output = as_output
+        #: at that request: the user message whose turn joins the task in the output, and
+        #: the index of the next user message (the end of that turn); None, -1 otherwise
+        self.owner: int | None = None
+        self.owner_end = -1
         self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
         self.total = fixed  # tokens of the request up to self.j, as compacted so far
         self.note_total = 0  # of which the note on the cut
@@ -426,9 +435,15 @@ class Replay:
 
     def _turn_kept(self, c: int) -> bool:
         """Whether the user message of the turn of ``c`` survives a cut at ``c``: it is
-        the newest one (pinned, or in the head) or the task's (no user message after the
-        head comes before ``c``)."""
-        return c > self.last_user or self.first_user < 0 or c < self.first_user
+        the newest one (pinned, or in the head), the task's (no user message after the
+        head comes before ``c``) or, judged as the output will be, the one that joins the
+        task there (``owner``, pinned: see _join_owner)."""
+        return (
+            c > self.last_user
+            or self.first_user < 0
+            or c < self.first_user
+            or (self.owner is not None and self.owner < c < self.owner_end)
+        )
 
     def _legal_cut(self, c: int) -> bool:
         """A cut starts at a user message (a turn start) or, inside a turn whose user
@@ -439,9 +454,13 @@ class Replay:
 
     def _pin_for(self, cut: int) -> int | None:
         """The user message kept although ``cut`` passes it: the newest turn's, when the
-        cut is inside that turn and the message is not in the head."""
+        cut is inside that turn and the message is not in the head; judged as the output
+        will be, the ``owner``'s, when the cut is inside its turn (see _join_owner)."""
         lu = self.last_user
-        return lu if self.plan.head <= lu < cut else None
+        if self.plan.head <= lu < cut:
+            return lu
+        owner = self.owner
+        return owner if owner is not None and owner < cut < self.owner_end else None
 
     def _removes_any(self, cut: int) -> bool:
         """Whether moving the cut to ``cut`` removes a message (system messages and the
@@ -465,12 +484,16 @@ class Replay:
         c = best = self.plan.cut
         best_total = total
         removed = 0
+        owner = self.owner  # removed only by a cut past its turn (see _pin_for)
         while c < limit:
-            if self.m[c].get("role") != "system" and c != self.last_user:
+            if self.m[c].get("role") != "system" and c != self.last_user and c != owner:
                 removed += self.ph(c) if c in cleared else self.t[c]
             c += 1
             if c == limit or self._legal_cut(c):
-                best, best_total = c, total - removed - self._released(c)
+                gone = removed + self._released(c)
+                if owner is not None and self.plan.cut <= owner < c and self._pin_for(c) != owner:
+                    gone += self.t[owner]  # the cut passed the owner's turn: it goes too
+                best, best_total = c, total - gone
                 if best_total <= goal:
                     break
         return best, best_total
@@ -483,6 +506,8 @@ class Replay:
         policy, budget = self.policy, self.budget
         trigger, goal = policy.thresholds(budget)
         forced = final and self.force_final
+        if forced and self.as_output:
+            self._join_owner()
         if self.total <= trigger and not forced:
             return
         span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
@@ -549,12 +574,39 @@ class Replay:
         start = self.results[-keep]
         while start > self.plan.cut and not self._legal_cut(start):
             start -= 1
+        pin = self._pin_for(start)
         dropped = sum(
             self.cost(i)
             for i in range(self.plan.cut, start)
-            if self.m[i].get("role") != "system" and i != self.last_user
+            if self.m[i].get("role") != "system" and i != self.last_user and i != pin
         )
         return self.total - dropped
+
+    def _join_owner(self) -> None:
+        """Judge the final request's cuts as the replay of its output will (``as_output``).
+
+        In the output, the messages between the head and the cut are gone, so the user
+        message of the first kept turn (the pin, or the user message the cut starts at)
+        follows the task and joins it (alternation merges two user messages in a row),
+        or is the task itself when the head has none. The output's replay then takes
+        that turn for the task's: its assistant messages are legal cuts there, that user
+        message kept, so its span of the newest results is smaller, and where the
+        verbatim floor (CompactionPolicy.floor) held this request the output's does not
+        hold. Setting ``owner`` makes those cuts legal here too (the owner pinned), so
+        a forced compaction goes where a second pass would and its output stays put.
+        Nothing when that user message is the newest (its turn is legal already) or a
+        system message kept between it and the task keeps them apart."""
+        plan, m = self.plan, self.m
+        head, owner = plan.head, plan.pinned
+        if owner is None and head < plan.cut < self.j and m[plan.cut].get("role") == "user":
+            owner = plan.cut
+        if owner is None or owner >= self.last_user:
+            return
+        task = head > 0 and m[head - 1].get("role") == "user"
+        if task and any(m[i].get("role") == "system" for i in range(head, owner)):
+            return
+        self.owner = owner
+        self.owner_end = next(i for i in range(owner + 1, self.j) if m[i].get("role") == "user")
 
     def _note(self, cut: int) -> CutNote | None:
         if cut == self.plan.cut:
@@ -596,6 +648,7 @@ def replay_history(
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
     force_final: bool = False,
     counted: list[bool] | None = None,
+    as_output: bool = False,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
@@ -608,6 +661,7 @@ def replay_history(
         note_tokens,
         force_final,
         counted,
+        as_output,
     )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
@@ -688,6 +742,7 @@ def plan_replay(
         note_tokens,
         ctx.compact_final,
         counted,
+        ctx.compact_as_output,
     )
 
 
