@@ -322,6 +322,31 @@ def test_idempotent_on_the_coding_shape_under_dear_reads() -> None:
     assert first.report.within_budget
 
 
+def test_idempotent_where_clearing_inside_the_span_leaves_the_floor_short() -> None:
+    """Found by checking every step of bench.shapes' sessions (bursts, step 43 under
+    gpt-4o's prices at 32k): under the floor a request compacts down to the span of its
+    newest results' turns, and clearing the older results inside that span (a burst of
+    eighteen after a long turn) shrank the span, so the compacted request stood over the
+    trigger its own span raised, and its output's replay compacted it again. The final
+    request now compacts further while that holds."""
+    repo = str(Path(__file__).resolve().parents[1])
+    if repo not in sys.path:
+        sys.path.insert(0, repo)
+    from bench.cache import MAX_OUTPUT
+    from bench.shapes import SHAPES
+
+    replay = next(shape for shape in SHAPES if shape.key == "bursts").make(44)
+    settings_: dict[str, Any] = {
+        "model": replay.model, "tools": replay.tools, "context_window": 32_000,
+        "max_output": MAX_OUTPUT, "compaction": CompactionPolicy(cache_price=OPENAI_4O),
+    }  # fmt: skip
+    history = [m for step in replay.steps for m in step]
+    first = govern(history, **settings_)
+    again = govern(first.messages, **settings_)
+    assert again.report.actions == []
+    assert again.messages == first.messages
+
+
 def test_a_flattened_oversized_turn_is_not_cut_again() -> None:
     """Found by `make fuzz` (bedrock without tools, replay 7:2233; no user message before
     the model turn): snip keeps the oversized newest turn whole, then its results are

@@ -250,6 +250,8 @@ class Replay:
         #: prefix sums of what a cut would drop (see _dropped), made on first need and
         #: valid until the next compaction changes the costs
         self._drops = [0]
+        #: the request whose compaction made the newest entry of ``plan.cuts``
+        self._cut_at = -1
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -501,15 +503,29 @@ class Replay:
     def request(self, j: int, final: bool = False) -> None:
         """The request made with the history up to ``j``: compact if it is over the trigger.
         The final request (the one being made now) compacts whatever the trigger says
-        when ``force_final`` is set: governing the output again would compact it."""
+        when ``force_final`` is set: governing the output again would compact it.
+
+        At the final request a compaction is checked again as the replay of its output
+        will check it, and compacts further while that would: under the verbatim floor
+        the goal is the span of the newest results' turns, and clearing the older
+        results inside that span shrinks it, so the request compacted may stand over the
+        trigger its own span raises (a burst of results after a long turn). Elsewhere a
+        compaction goes under the trigger it was judged by, and the check is a no-op."""
         self.advance(j)
-        policy, budget = self.policy, self.budget
-        trigger, goal = policy.thresholds(budget)
         forced = final and self.force_final
         if forced and self.as_output:
             self._join_owner()
+        while self._compact(j, forced) and final:
+            forced = False
+
+    def _compact(self, j: int, forced: bool) -> bool:
+        """One compaction of the request at ``j`` (the replay stands there), if its
+        trigger, floor and minimum savings call for one (``forced``: whatever they say);
+        whether it compacted."""
+        policy, budget = self.policy, self.budget
+        trigger, goal = policy.thresholds(budget)
         if self.total <= trigger and not forced:
-            return
+            return False
         span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
         floor = (
             policy.floor(budget, span, self._recent_results()) if policy.verbatim_floor else None
@@ -519,7 +535,7 @@ class Replay:
             # request's trigger rises to keep them (CompactionPolicy.floor)
             trigger, goal = floor
             if self.total <= trigger and not forced:
-                return
+                return False
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         chosen, total = self.clear_candidates(goal)
@@ -534,19 +550,25 @@ class Replay:
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
-            return  # not worth a cache rewrite, and the request fits anyway
+            return False  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
-            return
+            return False
+        again = self.compacted_now()  # a further compaction of this request: one of it
         for i in chosen:
             self.plan.cleared[i] = j
         if cut != self.plan.cut:
             self.plan.pinned = self._pin_for(cut)
-            self.plan.cuts.append((cut, self.plan.pinned))
+            if again and self._cut_at == j:
+                self.plan.cuts[-1] = (cut, self.plan.pinned)  # one cut for one request
+            else:
+                self.plan.cuts.append((cut, self.plan.pinned))
+                self._cut_at = j
             self.plan.note = note
             self.note_total = self._note_tokens(note)
         self.plan.cut = cut
         self.total = after
-        self.plan.compactions.append(j)
+        if not again:
+            self.plan.compactions.append(j)
         self._drops = [0]  # cleared results cost their placeholder now
         while self.clear_ptr < len(self.results) and (
             self.results[self.clear_ptr] in self.plan.cleared
@@ -554,6 +576,7 @@ class Replay:
             or not self.clearable(self.results[self.clear_ptr])
         ):
             self.clear_ptr += 1
+        return True
 
     def _growth(self) -> float:
         """Mean tokens the history gained per model call so far (the prefix's own)."""
