@@ -118,9 +118,11 @@ def _fit(
     profile: Profile, messages: list[Message], ctx: Context, budget: int | None
 ) -> tuple[list[Message], Context]:
     """Govern; if the cache policy would compact the output when it is governed again
-    (it sees the finishing repairs: ids, placeholders, bridges), compact now; if those
-    repairs push a list that met the budget over it, snip again with the overshoot taken
-    off the budget. Both keep the output a fixed point of govern()."""
+    (it sees the finishing repairs: ids, placeholders, bridges), compact now, and if that
+    output would still be compacted, compact judging the cuts as its replay will
+    (Replay.as_output); if those repairs push a list that met the budget over it, snip
+    again with the overshoot taken off the budget. All keep the output a fixed point of
+    govern()."""
     governed_before, governed = _governed(profile, messages, ctx)
     if profile.provider is None or budget is None or budget <= 0:
         return governed, ctx
