@@ -118,11 +118,9 @@ def _fit(
     profile: Profile, messages: list[Message], ctx: Context, budget: int | None
 ) -> tuple[list[Message], Context]:
     """Govern; if the cache policy would compact the output when it is governed again
-    (it sees the finishing repairs: ids, placeholders, bridges), compact now, and if that
-    output would still be compacted, compact judging the cuts as its replay will
-    (Replay.as_output); if those repairs push a list that met the budget over it, snip
-    again with the overshoot taken off the budget. All keep the output a fixed point of
-    govern()."""
+    (it sees the finishing repairs: ids, placeholders, bridges), compact now; if those
+    repairs push a list that met the budget over it, snip again with the overshoot taken
+    off the budget. Both keep the output a fixed point of govern()."""
     governed_before, governed = _governed(profile, messages, ctx)
     if profile.provider is None or budget is None or budget <= 0:
         return governed, ctx
@@ -140,20 +138,10 @@ def _fit(
         # compact now, so that the output is a fixed point.
         ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_final=True)
         governed_before, governed = _governed(profile, messages, ctx)
-        reason = (
-            f"the provider repairs ({after - before:+} tokens) carry it where the next "
-            f"request would compact"
+        ctx.notes.append(
+            f"cache policy: compacted at this request because the provider repairs "
+            f"({after - before:+} tokens) carry it where the next request would compact"
         )
-        if would_compact(governed, ctx, budget):
-            # the output would still be compacted: its first kept turn joins the task, and
-            # its replay cuts inside that turn where this one does not (Replay._join_owner)
-            ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_as_output=True)
-            governed_before, governed = _governed(profile, messages, ctx)
-            reason = (
-                "its output would be compacted again: the first kept turn joins the task's "
-                "message there, so the cut may go inside it"
-            )
-        ctx.notes.append(f"cache policy: compacted at this request because {reason}")
         before, after = sizes()
     for _ in range(MAX_RESNIPS):
         if after <= budget or before > target_budget:

@@ -38,9 +38,6 @@ class Context:
     #: the cache policy compacts at the request being made whatever its trigger and
     #: minimum savings say, because governing the output again would (see pipeline._fit)
     compact_final: bool = False
-    #: with ``compact_final``: that compaction judges its cuts as the replay of its output
-    #: will (stages/compact.py, Replay._join_owner; see pipeline._fit)
-    compact_as_output: bool = False
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: what a stage leaves for a caller that reuses work across calls (a Governor)

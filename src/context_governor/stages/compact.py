@@ -15,9 +15,12 @@ keeps the request it answers (GLM also rejects system→assistant); only a turn 
 long to keep whole is cut inside it, after its user message, at an assistant
 message (never between a call and its results). That user message is the one
 pinned message behind the cut; an older pin is released when a later cut passes
-its turn, so old prompts do not pile up in the head. One note, whose text depends
-on the cut alone, says where and how much was removed; it rides in a user message
-(see CutNote) and its tokens are part of the replayed totals.
+its turn, so old prompts do not pile up in the head. Where the verbatim floor may
+apply (dear cached reads), cuts are judged as the replay of the output will judge
+them: there the first kept turn's user message joins the task's, so that turn may
+be cut inside too, its user message pinned (Replay._join_owner). One note, whose
+text depends on the cut alone, says where and how much was removed; it rides in a
+user message (see CutNote) and its tokens are part of the replayed totals.
 
 A model that takes one tool call per turn (Llama 3.x) gets each parallel call as
 single-call turns; the plan is made on those turns (stages/single_call.py), as a
@@ -212,7 +215,6 @@ class Replay:
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
         force_final: bool = False,
         counted: list[bool] | None = None,
-        as_output: bool = False,
     ) -> None:
         self.m, self.t, self.ph = messages, tokens, placeholder_tokens
         #: which positions the note counts (None: all; see _cut_note)
@@ -227,14 +229,16 @@ class Replay:
         #: compact at the final request whatever the trigger and the savings say: governing
         #: this pass's output again would compact it (see pipeline._fit)
         self.force_final = force_final
-        #: with ``force_final``: judge the final request's cuts as the replay of its output
-        #: will (see _join_owner); pipeline._fit asks for it when a forced compaction's
-        #: output would still be compacted
-        self.as_output = as_output
-        #: at that request: the user message whose turn joins the task in the output, and
-        #: the index of the next user message (the end of that turn); None, -1 otherwise
+        #: judge cuts as the replay of the output will (see _join_owner): where the
+        #: verbatim floor may apply (dear reads), whose spans a second pass must see as
+        #: this one does
+        self.joins = policy.verbatim_floor and policy.adaptive_target and policy.dear_reads()
+        #: the user message whose turn joins the task in the output (see _join_owner), and
+        #: the index of the next user message, the end of that turn (-1: none yet)
         self.owner: int | None = None
         self.owner_end = -1
+        #: system messages after the head (they keep the task and the owner apart)
+        self.systems: list[int] = []
         self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
         self.total = fixed  # tokens of the request up to self.j, as compacted so far
         self.note_total = 0  # of which the note on the cut
@@ -273,6 +277,10 @@ class Replay:
                 self.last_user = i
                 if self.first_user < 0 and i >= head:
                     self.first_user = i
+                if self.owner is not None and self.owner_end < 0 and i > self.owner:
+                    self.owner_end = i
+            elif role == "system" and i >= head:
+                self.systems.append(i)
             elif role == "assistant" and not is_bridge(m[i]):
                 # a bridge the provider repairs put after tool results is not the newest
                 # model turn: taking it for one would let a second pass cut the turn
@@ -329,6 +337,7 @@ class Replay:
             return False
         n, trigger, head = self.j, self.trigger, self.plan.head
         total, last_user, first_user = self.total, self.last_user, self.first_user
+        owner, owner_end = self.owner, self.owner_end
         added: list[int] = []  # the new messages' tool results
         for k in range(len(new) + 1):
             final = k == len(new)
@@ -337,7 +346,9 @@ class Replay:
                 recent = [*self.results[-keep:], *added][-keep:] if keep > 0 else []
                 span = total
                 if keep > 0 and len(self.results) + len(added) >= keep:
-                    span = total - self._dropped(recent[0], new, tokens, last_user, first_user)
+                    span = total - self._dropped(
+                        recent[0], new, tokens, (last_user, first_user, owner_end)
+                    )
                 results = sum(self.cost(i) if i < n else tokens[i - n] for i in recent)
                 floor = policy.floor(self.budget, span, results)
                 if floor is None or total > floor[0]:
@@ -352,18 +363,22 @@ class Replay:
                 last_user = n + k
                 if first_user < 0 and n + k >= head:
                     first_user = n + k
+                if owner is not None and owner_end < 0 and n + k > owner:
+                    owner_end = n + k
         return True
 
     def _dropped(
-        self, start: int, new: list[Message], tokens: list[int], last_user: int, first_user: int
+        self, start: int, new: list[Message], tokens: list[int], users: tuple[int, int, int]
     ) -> int:
         """What ``_recent_span`` takes off the total for the oldest kept result at
         ``start`` at a request of ``_held_through``'s walk (``new`` after the replayed
-        history, ``last_user`` and ``first_user`` as they stand there): the cost of the
-        messages from the cut to the newest legal cut at or before ``start``, system
-        messages and the newest user message left out. From prefix sums over the
-        replayed part, extended on first need and dropped at a compaction."""
-        n, cut = self.j, self.plan.cut
+        history; ``users``: the newest and first user messages and the end of the
+        owner's turn as they stand there): the cost of the messages from the cut to the
+        newest legal cut at or before ``start``, system messages and the pin of a cut
+        there left out. From prefix sums over the replayed part, extended on first need
+        and dropped at a compaction."""
+        n, cut, owner = self.j, self.plan.cut, self.owner
+        last_user, first_user, owner_end = users
 
         def role(c: int) -> Any:
             return (self.m[c] if c < n else new[c - n]).get("role")
@@ -371,7 +386,13 @@ class Replay:
         def legal(c: int) -> bool:
             kind = role(c)
             return kind == "user" or (
-                kind == "assistant" and (c > last_user or first_user < 0 or c < first_user)
+                kind == "assistant"
+                and (
+                    c > last_user
+                    or first_user < 0
+                    or c < first_user
+                    or (owner is not None and owner < c < owner_end)
+                )
             )
 
         while start > cut and not legal(start):
@@ -387,6 +408,8 @@ class Replay:
                 dropped += tokens[c - n]
         if cut <= last_user < start:
             dropped -= self.cost(last_user) if last_user < n else tokens[last_user - n]
+        elif owner is not None and cut <= owner < start < owner_end:
+            dropped -= self.cost(owner)  # the pin of a cut inside the owner's turn
         return dropped
 
     def accepts(self, new: list[Message], added: int) -> bool:
@@ -445,7 +468,7 @@ class Replay:
             or self.first_user < 0
             or c < self.first_user
             or (self.owner is not None and self.owner < c < self.owner_end)
-        )
+        )  # (owner_end < 0: the owner is the newest user message, covered above)
 
     def _legal_cut(self, c: int) -> bool:
         """A cut starts at a user message (a turn start) or, inside a turn whose user
@@ -513,8 +536,6 @@ class Replay:
         compaction goes under the trigger it was judged by, and the check is a no-op."""
         self.advance(j)
         forced = final and self.force_final
-        if forced and self.as_output:
-            self._join_owner()
         while self._compact(j, forced) and final:
             forced = False
 
@@ -569,6 +590,8 @@ class Replay:
         self.total = after
         if not again:
             self.plan.compactions.append(j)
+        if self.joins:
+            self._join_owner()
         self._drops = [0]  # cleared results cost their placeholder now
         while self.clear_ptr < len(self.results) and (
             self.results[self.clear_ptr] in self.plan.cleared
@@ -606,30 +629,34 @@ class Replay:
         return self.total - dropped
 
     def _join_owner(self) -> None:
-        """Judge the final request's cuts as the replay of its output will (``as_output``).
+        """Judge cuts as the replay of the output will: set ``owner`` from the plan.
 
         In the output, the messages between the head and the cut are gone, so the user
         message of the first kept turn (the pin, or the user message the cut starts at)
         follows the task and joins it (alternation merges two user messages in a row),
         or is the task itself when the head has none. The output's replay then takes
         that turn for the task's: its assistant messages are legal cuts there, that user
-        message kept, so its span of the newest results is smaller, and where the
-        verbatim floor (CompactionPolicy.floor) held this request the output's does not
-        hold. Setting ``owner`` makes those cuts legal here too (the owner pinned), so
-        a forced compaction goes where a second pass would and its output stays put.
-        Nothing when that user message is the newest (its turn is legal already) or a
-        system message kept between it and the task keeps them apart."""
+        message kept. Judged otherwise here, the output's span of the newest results
+        was smaller than the history's, and where the verbatim floor
+        (CompactionPolicy.floor) held a request the output's replay compacted it. With
+        ``owner`` set those cuts are legal here too (the owner pinned: see _pin_for).
+        Made after each compaction where ``joins`` (elsewhere the span does not move a
+        trigger); no owner when a system message kept between the task and that user
+        message keeps them apart."""
         plan, m = self.plan, self.m
         head, owner = plan.head, plan.pinned
         if owner is None and head < plan.cut < self.j and m[plan.cut].get("role") == "user":
             owner = plan.cut
-        if owner is None or owner >= self.last_user:
+        self.owner, self.owner_end = None, -1
+        if owner is None:
             return
         task = head > 0 and m[head - 1].get("role") == "user"
-        if task and any(m[i].get("role") == "system" for i in range(head, owner)):
+        systems = self.systems  # kept between the task and the owner: no join
+        if task and bisect.bisect_left(systems, owner) > bisect.bisect_left(systems, head):
             return
         self.owner = owner
-        self.owner_end = next(i for i in range(owner + 1, self.j) if m[i].get("role") == "user")
+        if owner < self.last_user:  # else its turn is the newest: no end yet (see advance)
+            self.owner_end = next(i for i in range(owner + 1, self.j) if m[i].get("role") == "user")
 
     def _note(self, cut: int) -> CutNote | None:
         if cut == self.plan.cut:
@@ -671,7 +698,6 @@ def replay_history(
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
     force_final: bool = False,
     counted: list[bool] | None = None,
-    as_output: bool = False,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
@@ -684,7 +710,6 @@ def replay_history(
         note_tokens,
         force_final,
         counted,
-        as_output,
     )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
@@ -765,7 +790,6 @@ def plan_replay(
         note_tokens,
         ctx.compact_final,
         counted,
-        ctx.compact_as_output,
     )
 
 
