@@ -237,8 +237,10 @@ class Replay:
         #: the index of the next user message, the end of that turn (-1: none yet)
         self.owner: int | None = None
         self.owner_end = -1
-        #: system messages after the head (they keep the task and the owner apart)
+        #: system messages after the head (they keep the task and the owner apart), and
+        #: user messages (the end of the owner's turn is the first one after it)
         self.systems: list[int] = []
+        self.users: list[int] = []
         self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
         self.total = fixed  # tokens of the request up to self.j, as compacted so far
         self.note_total = 0  # of which the note on the cut
@@ -275,6 +277,7 @@ class Replay:
                 self.results.append(i)
             elif role == "user":
                 self.last_user = i
+                self.users.append(i)
                 if self.first_user < 0 and i >= head:
                     self.first_user = i
                 if self.owner is not None and self.owner_end < 0 and i > self.owner:
@@ -655,8 +658,9 @@ class Replay:
         if task and bisect.bisect_left(systems, owner) > bisect.bisect_left(systems, head):
             return
         self.owner = owner
-        if owner < self.last_user:  # else its turn is the newest: no end yet (see advance)
-            self.owner_end = next(i for i in range(owner + 1, self.j) if m[i].get("role") == "user")
+        users = self.users  # after it, if any; else its turn is the newest (see advance)
+        k = bisect.bisect_right(users, owner)
+        self.owner_end = users[k] if k < len(users) else -1
 
     def _note(self, cut: int) -> CutNote | None:
         if cut == self.plan.cut:
