@@ -15,9 +15,12 @@ keeps the request it answers (GLM also rejects system→assistant); only a turn 
 long to keep whole is cut inside it, after its user message, at an assistant
 message (never between a call and its results). That user message is the one
 pinned message behind the cut; an older pin is released when a later cut passes
-its turn, so old prompts do not pile up in the head. One note, whose text depends
-on the cut alone, says where and how much was removed; it rides in a user message
-(see CutNote) and its tokens are part of the replayed totals.
+its turn, so old prompts do not pile up in the head. Where the verbatim floor may
+apply (dear cached reads), cuts are judged as the replay of the output will judge
+them: there the first kept turn's user message joins the task's, so that turn may
+be cut inside too, its user message pinned (Replay._join_owner). One note, whose
+text depends on the cut alone, says where and how much was removed; it rides in a
+user message (see CutNote) and its tokens are part of the replayed totals.
 
 A model that takes one tool call per turn (Llama 3.x) gets each parallel call as
 single-call turns; the plan is made on those turns (stages/single_call.py), as a
@@ -226,6 +229,18 @@ class Replay:
         #: compact at the final request whatever the trigger and the savings say: governing
         #: this pass's output again would compact it (see pipeline._fit)
         self.force_final = force_final
+        #: judge cuts as the replay of the output will (see _join_owner): where the
+        #: verbatim floor may apply (dear reads), whose spans a second pass must see as
+        #: this one does
+        self.joins = policy.verbatim_floor and policy.adaptive_target and policy.dear_reads()
+        #: the user message whose turn joins the task in the output (see _join_owner), and
+        #: the index of the next user message, the end of that turn (-1: none yet)
+        self.owner: int | None = None
+        self.owner_end = -1
+        #: system messages after the head (they keep the task and the owner apart), and
+        #: user messages (the end of the owner's turn is the first one after it)
+        self.systems: list[int] = []
+        self.users: list[int] = []
         self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
         self.total = fixed  # tokens of the request up to self.j, as compacted so far
         self.note_total = 0  # of which the note on the cut
@@ -241,6 +256,8 @@ class Replay:
         #: prefix sums of what a cut would drop (see _dropped), made on first need and
         #: valid until the next compaction changes the costs
         self._drops = [0]
+        #: the request whose compaction made the newest entry of ``plan.cuts``
+        self._cut_at = -1
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -260,8 +277,13 @@ class Replay:
                 self.results.append(i)
             elif role == "user":
                 self.last_user = i
+                self.users.append(i)
                 if self.first_user < 0 and i >= head:
                     self.first_user = i
+                if self.owner is not None and self.owner_end < 0 and i > self.owner:
+                    self.owner_end = i
+            elif role == "system" and i >= head:
+                self.systems.append(i)
             elif role == "assistant" and not is_bridge(m[i]):
                 # a bridge the provider repairs put after tool results is not the newest
                 # model turn: taking it for one would let a second pass cut the turn
@@ -318,6 +340,7 @@ class Replay:
             return False
         n, trigger, head = self.j, self.trigger, self.plan.head
         total, last_user, first_user = self.total, self.last_user, self.first_user
+        owner, owner_end = self.owner, self.owner_end
         added: list[int] = []  # the new messages' tool results
         for k in range(len(new) + 1):
             final = k == len(new)
@@ -326,7 +349,9 @@ class Replay:
                 recent = [*self.results[-keep:], *added][-keep:] if keep > 0 else []
                 span = total
                 if keep > 0 and len(self.results) + len(added) >= keep:
-                    span = total - self._dropped(recent[0], new, tokens, last_user, first_user)
+                    span = total - self._dropped(
+                        recent[0], new, tokens, (last_user, first_user, owner_end)
+                    )
                 results = sum(self.cost(i) if i < n else tokens[i - n] for i in recent)
                 floor = policy.floor(self.budget, span, results)
                 if floor is None or total > floor[0]:
@@ -341,18 +366,22 @@ class Replay:
                 last_user = n + k
                 if first_user < 0 and n + k >= head:
                     first_user = n + k
+                if owner is not None and owner_end < 0 and n + k > owner:
+                    owner_end = n + k
         return True
 
     def _dropped(
-        self, start: int, new: list[Message], tokens: list[int], last_user: int, first_user: int
+        self, start: int, new: list[Message], tokens: list[int], users: tuple[int, int, int]
     ) -> int:
         """What ``_recent_span`` takes off the total for the oldest kept result at
         ``start`` at a request of ``_held_through``'s walk (``new`` after the replayed
-        history, ``last_user`` and ``first_user`` as they stand there): the cost of the
-        messages from the cut to the newest legal cut at or before ``start``, system
-        messages and the newest user message left out. From prefix sums over the
-        replayed part, extended on first need and dropped at a compaction."""
-        n, cut = self.j, self.plan.cut
+        history; ``users``: the newest and first user messages and the end of the
+        owner's turn as they stand there): the cost of the messages from the cut to the
+        newest legal cut at or before ``start``, system messages and the pin of a cut
+        there left out. From prefix sums over the replayed part, extended on first need
+        and dropped at a compaction."""
+        n, cut, owner = self.j, self.plan.cut, self.owner
+        last_user, first_user, owner_end = users
 
         def role(c: int) -> Any:
             return (self.m[c] if c < n else new[c - n]).get("role")
@@ -360,7 +389,13 @@ class Replay:
         def legal(c: int) -> bool:
             kind = role(c)
             return kind == "user" or (
-                kind == "assistant" and (c > last_user or first_user < 0 or c < first_user)
+                kind == "assistant"
+                and (
+                    c > last_user
+                    or first_user < 0
+                    or c < first_user
+                    or (owner is not None and owner < c < owner_end)
+                )
             )
 
         while start > cut and not legal(start):
@@ -376,6 +411,8 @@ class Replay:
                 dropped += tokens[c - n]
         if cut <= last_user < start:
             dropped -= self.cost(last_user) if last_user < n else tokens[last_user - n]
+        elif owner is not None and cut <= owner < start < owner_end:
+            dropped -= self.cost(owner)  # the pin of a cut inside the owner's turn
         return dropped
 
     def accepts(self, new: list[Message], added: int) -> bool:
@@ -426,9 +463,15 @@ class Replay:
 
     def _turn_kept(self, c: int) -> bool:
         """Whether the user message of the turn of ``c`` survives a cut at ``c``: it is
-        the newest one (pinned, or in the head) or the task's (no user message after the
-        head comes before ``c``)."""
-        return c > self.last_user or self.first_user < 0 or c < self.first_user
+        the newest one (pinned, or in the head), the task's (no user message after the
+        head comes before ``c``) or, judged as the output will be, the one that joins the
+        task there (``owner``, pinned: see _join_owner)."""
+        return (
+            c > self.last_user
+            or self.first_user < 0
+            or c < self.first_user
+            or (self.owner is not None and self.owner < c < self.owner_end)
+        )  # (owner_end < 0: the owner is the newest user message, covered above)
 
     def _legal_cut(self, c: int) -> bool:
         """A cut starts at a user message (a turn start) or, inside a turn whose user
@@ -439,9 +482,13 @@ class Replay:
 
     def _pin_for(self, cut: int) -> int | None:
         """The user message kept although ``cut`` passes it: the newest turn's, when the
-        cut is inside that turn and the message is not in the head."""
+        cut is inside that turn and the message is not in the head; judged as the output
+        will be, the ``owner``'s, when the cut is inside its turn (see _join_owner)."""
         lu = self.last_user
-        return lu if self.plan.head <= lu < cut else None
+        if self.plan.head <= lu < cut:
+            return lu
+        owner = self.owner
+        return owner if owner is not None and owner < cut < self.owner_end else None
 
     def _removes_any(self, cut: int) -> bool:
         """Whether moving the cut to ``cut`` removes a message (system messages and the
@@ -465,12 +512,16 @@ class Replay:
         c = best = self.plan.cut
         best_total = total
         removed = 0
+        owner = self.owner  # removed only by a cut past its turn (see _pin_for)
         while c < limit:
-            if self.m[c].get("role") != "system" and c != self.last_user:
+            if self.m[c].get("role") != "system" and c != self.last_user and c != owner:
                 removed += self.ph(c) if c in cleared else self.t[c]
             c += 1
             if c == limit or self._legal_cut(c):
-                best, best_total = c, total - removed - self._released(c)
+                gone = removed + self._released(c)
+                if owner is not None and self.plan.cut <= owner < c and self._pin_for(c) != owner:
+                    gone += self.t[owner]  # the cut passed the owner's turn: it goes too
+                best, best_total = c, total - gone
                 if best_total <= goal:
                     break
         return best, best_total
@@ -478,13 +529,27 @@ class Replay:
     def request(self, j: int, final: bool = False) -> None:
         """The request made with the history up to ``j``: compact if it is over the trigger.
         The final request (the one being made now) compacts whatever the trigger says
-        when ``force_final`` is set: governing the output again would compact it."""
+        when ``force_final`` is set: governing the output again would compact it.
+
+        At the final request a compaction is checked again as the replay of its output
+        will check it, and compacts further while that would: under the verbatim floor
+        the goal is the span of the newest results' turns, and clearing the older
+        results inside that span shrinks it, so the request compacted may stand over the
+        trigger its own span raises (a burst of results after a long turn). Elsewhere a
+        compaction goes under the trigger it was judged by, and the check is a no-op."""
         self.advance(j)
+        forced = final and self.force_final
+        while self._compact(j, forced) and final:
+            forced = False
+
+    def _compact(self, j: int, forced: bool) -> bool:
+        """One compaction of the request at ``j`` (the replay stands there), if its
+        trigger, floor and minimum savings call for one (``forced``: whatever they say);
+        whether it compacted."""
         policy, budget = self.policy, self.budget
         trigger, goal = policy.thresholds(budget)
-        forced = final and self.force_final
         if self.total <= trigger and not forced:
-            return
+            return False
         span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
         floor = (
             policy.floor(budget, span, self._recent_results()) if policy.verbatim_floor else None
@@ -494,7 +559,7 @@ class Replay:
             # request's trigger rises to keep them (CompactionPolicy.floor)
             trigger, goal = floor
             if self.total <= trigger and not forced:
-                return
+                return False
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         chosen, total = self.clear_candidates(goal)
@@ -509,19 +574,27 @@ class Replay:
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
-            return  # not worth a cache rewrite, and the request fits anyway
+            return False  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
-            return
+            return False
+        again = self.compacted_now()  # a further compaction of this request: one of it
         for i in chosen:
             self.plan.cleared[i] = j
         if cut != self.plan.cut:
             self.plan.pinned = self._pin_for(cut)
-            self.plan.cuts.append((cut, self.plan.pinned))
+            if again and self._cut_at == j:
+                self.plan.cuts[-1] = (cut, self.plan.pinned)  # one cut for one request
+            else:
+                self.plan.cuts.append((cut, self.plan.pinned))
+                self._cut_at = j
             self.plan.note = note
             self.note_total = self._note_tokens(note)
         self.plan.cut = cut
         self.total = after
-        self.plan.compactions.append(j)
+        if not again:
+            self.plan.compactions.append(j)
+        if self.joins:
+            self._join_owner()
         self._drops = [0]  # cleared results cost their placeholder now
         while self.clear_ptr < len(self.results) and (
             self.results[self.clear_ptr] in self.plan.cleared
@@ -529,6 +602,7 @@ class Replay:
             or not self.clearable(self.results[self.clear_ptr])
         ):
             self.clear_ptr += 1
+        return True
 
     def _growth(self) -> float:
         """Mean tokens the history gained per model call so far (the prefix's own)."""
@@ -549,12 +623,44 @@ class Replay:
         start = self.results[-keep]
         while start > self.plan.cut and not self._legal_cut(start):
             start -= 1
+        pin = self._pin_for(start)
         dropped = sum(
             self.cost(i)
             for i in range(self.plan.cut, start)
-            if self.m[i].get("role") != "system" and i != self.last_user
+            if self.m[i].get("role") != "system" and i != self.last_user and i != pin
         )
         return self.total - dropped
+
+    def _join_owner(self) -> None:
+        """Judge cuts as the replay of the output will: set ``owner`` from the plan.
+
+        In the output, the messages between the head and the cut are gone, so the user
+        message of the first kept turn (the pin, or the user message the cut starts at)
+        follows the task and joins it (alternation merges two user messages in a row),
+        or is the task itself when the head has none. The output's replay then takes
+        that turn for the task's: its assistant messages are legal cuts there, that user
+        message kept. Judged otherwise here, the output's span of the newest results
+        was smaller than the history's, and where the verbatim floor
+        (CompactionPolicy.floor) held a request the output's replay compacted it. With
+        ``owner`` set those cuts are legal here too (the owner pinned: see _pin_for).
+        Made after each compaction where ``joins`` (elsewhere the span does not move a
+        trigger); no owner when a system message kept between the task and that user
+        message keeps them apart."""
+        plan, m = self.plan, self.m
+        head, owner = plan.head, plan.pinned
+        if owner is None and head < plan.cut < self.j and m[plan.cut].get("role") == "user":
+            owner = plan.cut
+        self.owner, self.owner_end = None, -1
+        if owner is None:
+            return
+        task = head > 0 and m[head - 1].get("role") == "user"
+        systems = self.systems  # kept between the task and the owner: no join
+        if task and bisect.bisect_left(systems, owner) > bisect.bisect_left(systems, head):
+            return
+        self.owner = owner
+        users = self.users  # after it, if any; else its turn is the newest (see advance)
+        k = bisect.bisect_right(users, owner)
+        self.owner_end = users[k] if k < len(users) else -1
 
     def _note(self, cut: int) -> CutNote | None:
         if cut == self.plan.cut:
