@@ -4,7 +4,11 @@ Issue 15's target: a first call on 10,000 and on 100,000 messages costs at most 
 ``json.dumps`` of the history's request body. Measured per size, in the same run:
 
 * ``Governor``: a fresh Governor (profile openai, gpt-4o, the default cache policy) on a
-  history variant of its own, so no count of it is in the process-wide memo;
+  history variant of its own, so no count of it is in the process-wide memo; the
+  counting worker processes (count_pool.py, as many as the default gives: one fewer
+  than the cores) are ended before, so the call starts them, as a fresh process would;
+* the same with the workers already running (a proxy that counted a big history
+  before), and with none (``CONTEXT_GOVERNOR_COUNT_WORKERS=0``, counting on this core);
 * ``govern()``: the stateless function, same settings, another variant;
 * ``json.dumps`` of ``{model, messages, tools}``: the yardstick;
 * what stands in the way: exact tokens of every message alone (the memoised o200k
@@ -43,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from context_governor import count_pool
 from context_governor.count_store import count_link, flush
 from context_governor.tokens import (
     ExactCounter,
@@ -61,11 +66,13 @@ TOKENIZE_ALL = "exact tokens of every message (o200k)"
 THREADS = "exact tokens of every message, 2 threads"
 PROCESSES = "exact tokens of every message, 2 processes (fork)"
 REST = "Governor, every count already in the memo"
+WARM = "Governor, count workers already running (a process that counted a big history before)"
+ALONE = "Governor, counting in this process only (CONTEXT_GOVERNOR_COUNT_WORKERS=0)"
 RESUMED = "Governor, a resumed session (counts in a SQLite store, empty memo)"
 #: Issue 15's goal for both sizes.
 FIRST_CALL_VS_DUMPS = 5.0
 #: Contender rows that are not the Governor's total: what its time is made of.
-BREAKDOWN = (TOKENIZE_ALL, THREADS, PROCESSES, REST)
+BREAKDOWN = (TOKENIZE_ALL, THREADS, PROCESSES, REST, WARM, ALONE)
 
 
 @dataclass(slots=True)
@@ -204,6 +211,25 @@ def _resumed(
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _pooled(
+    factory: Callable[[Replay, int], Callable[[list[Message]], Any]],
+    cold: Replay,
+    window: int,
+    row: str,
+) -> int:
+    """ns of a fresh Governor on ``cold`` with the counting workers started beforehand
+    (``WARM``), or with none (``ALONE``)."""
+    fn = factory(cold, window)
+    if row == ALONE:
+        count_pool.set_workers(0)
+        try:
+            return _timed(lambda: fn(cold.messages))[0]
+        finally:
+            count_pool.set_workers(None)
+    count_pool.prepare(_counter(cold.model))
+    return _timed(lambda: fn(cold.messages))[0]
+
+
 def _yardsticks(history: Replay, result: FirstCall) -> None:
     """json.dumps of ``history``'s body, and its exact counting: serial, 2 threads, 2
     processes (the parallel counts are checked against the serial ones)."""
@@ -240,11 +266,17 @@ def measure(
         for offset, (label, factory) in enumerate(make.items()):
             cold = long_history(size, variant=200 + 100 * offset + r)
             fn = factory(cold, window)
+            if label == GOVERNOR:
+                count_pool.close()  # the call starts its workers, as in a fresh process
             ns, _ = _timed(lambda fn=fn, cold=cold: fn(cold.messages))  # type: ignore[misc]
             times.setdefault(label, []).append(ns)
             if label == GOVERNOR:
                 times.setdefault(REST, []).append(_with_counts_known(factory, cold, window))
                 times.setdefault(RESUMED, []).append(_resumed(factory, cold, window))
+                for row, variant in ((WARM, 700), (ALONE, 800)):
+                    other = long_history(size, variant=variant + r)
+                    times.setdefault(row, []).append(_pooled(factory, other, window, row))
+                    del other
             del cold, fn
         _yardsticks(history, result)
         if extra is not None:
@@ -285,9 +317,16 @@ def target_rows(results: Sequence[FirstCall]) -> list[tuple[str, str, str, bool]
     out = []
     for result in results:
         governor = result.ratio(GOVERNOR)
+        pool = ""
+        if WARM in result.times and ALONE in result.times:
+            pool = (
+                f"with {count_pool.workers()} counting worker process(es) already running: "
+                f"{ratio(result.ratio(WARM))}, with none: {ratio(result.ratio(ALONE))}; "
+            )
         measured = (
             f"{ratio(governor)} ({ms(result.median(GOVERNOR))} vs {ms(result.median(DUMPS))}); "
-            f"exact tokens of every message alone: {ratio(result.ratio(TOKENIZE_ALL))}, "
+            + pool
+            + f"exact tokens of every message alone: {ratio(result.ratio(TOKENIZE_ALL))}, "
             f"over 2 processes: {ratio(result.ratio(PROCESSES))}; "
             f"the Governor with every count known: {ratio(result.ratio(REST))}"
         )
@@ -327,13 +366,19 @@ def why(results: Sequence[FirstCall]) -> str:
         f"(UTF-8 bytes, an upper bound, are several times the count: {ratios}). Counting "
         "every message exactly is then the floor, and alone it costs more than the goal on "
         "one core. rs-bpe, the fastest exact counter we ship, holds the GIL while it "
-        "counts (its batch functions run on one core too), so threads cannot help; two "
-        "processes can at best halve it, and only when the second core is free (the rows "
-        "above are what they gave in this run). Everything else the Governor does (input "
-        "checks and repairs, the replay, pairing, copies, the memo's digests) is the row "
-        "with every count known. What meeting the goal would take: a counter several times "
-        "faster than rs-bpe, or counting spread over free cores, and that rest at about "
-        "1× json.dumps. A long history in a fresh process is, in practice, a resumed "
+        "counts (its batch functions run on one core too), so threads cannot help; "
+        "processes can, and the Governor uses them: a call with over "
+        f"{count_pool.MIN_CHARS / 1e6:.0f} million characters left to count hands chunks of "
+        "them to counting worker processes (one fewer than the cores; "
+        "`CONTEXT_GOVERNOR_COUNT_WORKERS`), which it starts on first need and keeps. On "
+        "two cores that can at best halve the counting, and only when the second core is "
+        "free; the main process also builds each text and its digest, and a worker that "
+        "is starting counts nothing (the rows above are what they gave in this run). "
+        "Everything else the Governor does (input checks and repairs, the replay, "
+        "pairing, copies, the memo's digests) is the row with every count known. What "
+        "meeting the goal would take on two cores: a counter several times faster than "
+        "rs-bpe, or that rest at about 1× json.dumps and the counting spread perfectly. "
+        "A long history in a fresh process is, in practice, a resumed "
         "session (an agent or proxy restarted, another replica): with a count store "
         "(`count_store=`, `--count-store`) its counts, made before, are read back instead "
         "of made again; the resumed-session row is that first call, its store filled by "

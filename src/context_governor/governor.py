@@ -74,6 +74,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .count_pool import precount as _precount
 from .count_store import NOTE as _STORE_NOTE
 from .count_store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
@@ -370,6 +371,7 @@ class Governor:
             loaded = self._store.read(self.settings.counter, messages[same:], self.settings.tools)
             if loaded is not None:
                 known.update(loaded.known)
+        _precount(self.settings.counter, messages[same:], known)
         counter = _KnownCounts(self.settings.counter, known, self._tools_count)
         result, ctx = run(messages, self.settings, counter)
         tokens = [counter.message_tokens(m) for m in messages]
@@ -491,6 +493,7 @@ class Governor:
         def work() -> _Exact:
             loaded = None if store is None else store.read(settings.counter, frozen, settings.tools)
             known = {} if loaded is None else loaded.known
+            _precount(settings.counter, frozen, known)
             counter = _KnownCounts(settings.counter, known, self._tools_count)
             result, ctx = run(frozen, settings, counter)
             if loaded is not None:

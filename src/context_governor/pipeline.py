@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from .count_pool import precount
 from .count_store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools, unserializable_path
@@ -363,13 +364,16 @@ def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter
 
     An exact counter is wrapped to count each message object once per call (the stages
     ask many times), seeded with the counts the store has for ``messages`` (then only
-    what is new is tokenized). Other counters are the settings' own. The wire-format
+    what is new is tokenized) and, on a big history, with counts made over worker
+    processes (count_pool.py). Other counters are the settings' own. The wire-format
     edges wrap the result with what they carry (formats/request.py)."""
     counter = s.counter
     if not isinstance(counter, ExactCounter):
         return counter, None
     loaded = None if s.count_store is None else s.count_store.read(counter, messages, s.tools)
-    return KnownCounts(counter, {} if loaded is None else loaded.known), loaded
+    known = {} if loaded is None else loaded.known
+    precount(counter, messages, known)  # a big history: spread over other cores
+    return KnownCounts(counter, known), loaded
 
 
 def store_counts(s: Settings, counter: TokenCounter, loaded: Loaded | None, report: Report) -> None:

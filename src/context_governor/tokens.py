@@ -697,6 +697,20 @@ class ExactCounter:
             return None
         return rules_fingerprint(self.name)
 
+    def shared_encoding(self) -> tuple[str, Callable[[str], int]] | None:
+        """(name, count) when this counter counts exactly with the process's shared
+        encoding ``counting_encoding(name)``, as ``count``: then another process that
+        builds that encoding counts every text as this counter does (count_pool.py).
+        None for a ``count`` hook, the chars/4 estimate or an encoding given by hand.
+        Builds the encoding."""
+        encoding = self._enc
+        if encoding is None or self._custom is not None or self._count != self._count_exact:
+            return None
+        for name, shared in list(_COUNTING.items()):
+            if shared is encoding:
+                return name, self._count
+        return None
+
     def memo(self, key: bytes) -> int | None:
         """The memoised count of the text whose digest (``digest``) is ``key``, or None."""
         return self._cache.get(key)

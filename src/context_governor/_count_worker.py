@@ -1,0 +1,56 @@
+"""A counting worker process (count_pool.py starts it): exact token counts over a pipe.
+
+Run as ``python -m context_governor._count_worker ENCODING``. It builds the encoding the
+parent counts with (``tokens.counting_encoding``), then answers frames until its input
+ends: each frame is an 8-byte little-endian length and a ``marshal``-ed list of texts,
+each answer the same framing around the list of their counts (``tokens.bounded_tokens``
+with the encoding, as ``ExactCounter`` counts). The parent's first frame is a probe it
+checks the answer to. It exits with 3 when the encoding cannot be built, and at the end
+of its input (the parent closed the pipe, or died).
+
+Kept out of the package's imports: only the child process loads it.
+"""
+
+from __future__ import annotations
+
+import marshal
+import sys
+from typing import BinaryIO
+
+from context_governor.tokens import bounded_tokens, count_ordinary, counting_encoding
+
+LENGTH = 8
+
+
+def read_frame(stream: BinaryIO) -> bytes | None:
+    """One frame's payload, or None at the end of the stream."""
+    head = stream.read(LENGTH)
+    if len(head) < LENGTH:
+        return None
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+def write_frame(stream: BinaryIO, data: bytes) -> None:
+    stream.write(len(data).to_bytes(LENGTH, "little"))
+    stream.write(data)
+    stream.flush()
+
+
+def main(argv: list[str]) -> int:
+    encoding = counting_encoding(argv[0]) if argv else None
+    if encoding is None:
+        return 3
+    count = count_ordinary(encoding)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        frame = read_frame(stdin)
+        if frame is None:
+            return 0
+        texts = marshal.loads(frame)
+        write_frame(stdout, marshal.dumps([bounded_tokens(count, text) for text in texts]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

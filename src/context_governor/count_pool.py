@@ -1,0 +1,454 @@
+"""Exact counting spread over the machine's other cores, for first calls on big histories.
+
+A first call on a history nobody counted before tokenizes every message, and exact
+counting is most of that call's time: rs-bpe holds the GIL while it counts, so threads
+cannot share the work, and on 10,000 messages (19 MB of JSON) counting alone takes
+several times what ``json.dumps`` of the history does. ``precount`` splits the texts a
+call has not counted yet into chunks that this thread and worker processes take from
+the two ends of one queue, and hands the counts to the call (and to the counter's memo)
+before its pipeline runs. Decisions cannot change: each worker counts with the very
+encoding and rules this process counts with (``tokens.bounded_tokens`` over
+``tokens.counting_encoding``), and a worker is used only after it gave this process's
+counts for a probe set of texts (code, CJK, emoji, lone surrogates, special-token text,
+a run long enough to be bounded).
+
+When it applies: the call's counter is an exact counter on a shared encoding (not a
+``count_tokens`` hook, nor the chars/4 estimate), the texts not yet counted add up to
+``MIN_CHARS`` characters or more, and workers are allowed (``workers``: one fewer than
+the cores this process may run on, at most ``MAX_WORKERS``; ``CONTEXT_GOVERNOR_COUNT_WORKERS``
+or ``set_workers`` overrides it, 0 turns it off). Below that size one core counts
+faster than a worker starts.
+
+Workers are plain child processes (``python -m context_governor._count_worker``; no
+``multiprocessing``, so a user's script is never imported again in a child), started
+on the first call that needs them, by the thread that feeds them: the calling thread
+starts counting at once and never waits for a start. They stay up for later calls,
+count nothing between them, and end when this process ends (their input closes). A
+worker that fails or answers wrongly is dropped; any chunk it did not return is counted
+here. Nothing here can fail a call: on any error the call counts as it would without.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import marshal
+import os
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from queue import SimpleQueue
+
+from .messages import Message
+from .tokens import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, digest, seed_message_payload
+
+#: The environment variable that sets the number of worker processes (0: off).
+WORKERS_ENV = "CONTEXT_GOVERNOR_COUNT_WORKERS"
+#: The most workers used by default, whatever the cores.
+MAX_WORKERS = 4
+#: Characters of uncounted text below which a call counts alone (at ~25 MB/s per core,
+#: about 0.15 s of counting; a worker takes about as long to start).
+MIN_CHARS = 4_000_000
+#: Characters per chunk: small enough that the last chunks in flight end soon after
+#: this thread's, large enough that the pipe's round trips are a small share.
+CHUNK_CHARS = 512 * 1024
+#: Seconds this thread waits for a chunk a worker is counting once it ran out of its
+#: own; then it counts that chunk itself (the counts are the same).
+WAIT_IN_FLIGHT = 5.0
+#: Chunks a worker holds at once: the next one waits in its pipe while it counts.
+IN_FLIGHT = 3
+#: Texts a worker must count as this process does before it is used.
+PROBES: tuple[str, ...] = (
+    "Hello, world! naïve café 日本語のテキスト 🙂 def f(x):\n    return x**2  # 12345\r\n",
+    "\t<|endoftext|> Ünïcödé's DON'T   \n\n<|endofprompt|><|fim_prefix|>",
+    "lone \ud800 surrogate and a pair \ud83d\ude42 end",
+    '{"path": "src/a.py", "lines": [1, 2, 3], "ok": true}' * 40,
+    "a" * 1500 + " tail " + " " * 1200 + "x",
+    "",
+)
+
+_LENGTH = 8
+_override: list[int | None] = [None]
+
+
+def set_workers(n: int | None) -> None:
+    """Use ``n`` worker processes from now on (0: count in this process only); None goes
+    back to the environment variable or the default."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise ValueError(f"workers must be a non-negative integer or None, got {n!r}")
+    _override[0] = n
+
+
+def workers() -> int:
+    """How many worker processes a big first call may use (see the module docstring)."""
+    if _override[0] is not None:
+        return _override[0]
+    value = os.environ.get(WORKERS_ENV, "").strip()
+    if value:
+        try:
+            return max(0, int(value))
+        except ValueError:
+            return 0  # an unreadable setting turns it off rather than failing a call
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(cores - 1, MAX_WORKERS))
+
+
+def rough_chars(messages: Sequence[Message], known: dict[int, tuple[Message, int]]) -> int:
+    """The characters of the string contents and call arguments of ``messages`` not in
+    ``known``: a cheap lower estimate of what is left to count (no payload is built)."""
+    total = 0
+    for message in messages:
+        if id(message) in known or type(message) is not dict:
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            total += len(content)
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                function = call.get("function") if isinstance(call, dict) else None
+                arguments = function.get("arguments") if isinstance(function, dict) else None
+                if isinstance(arguments, str):
+                    total += len(arguments)
+    return total
+
+
+def precount(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    known: dict[int, tuple[Message, int]],
+    min_chars: int | None = None,
+) -> int:
+    """Count the messages of a big call not in ``known`` over worker processes and add
+    their counts to ``known`` (by message identity, as ``tokens.KnownCounts`` takes
+    them) and to the counter's memo, when what is left is ``min_chars`` (default
+    ``MIN_CHARS``) or more. Returns how many texts workers counted (0 when it did not
+    apply, or no worker could be used: the call then counts as it would have)."""
+    n = workers()
+    if n <= 0 or not isinstance(counter, ExactCounter):
+        return 0
+    try:
+        if rough_chars(messages, known) < (MIN_CHARS if min_chars is None else min_chars):
+            return 0
+        spec = counter.shared_encoding()
+        if spec is None:
+            return 0
+        name, count = spec
+        wanted: dict[bytes, tuple[str, list[Message]]] = {}
+        for message in messages:
+            if id(message) in known:
+                continue
+            try:
+                payload = seed_message_payload(message)
+            except Exception:  # e.g. nested too deeply: the run reports it
+                continue
+            if not payload:
+                continue
+            key = digest(payload)
+            cached = counter.memo(key)
+            if cached is not None:
+                known[id(message)] = (message, max(4, cached + PER_MESSAGE_OVERHEAD))
+            elif key in wanted:
+                wanted[key][1].append(message)
+            else:
+                wanted[key] = (payload, [message])
+        texts = [payload for payload, _ in wanted.values()]
+        counts, by_workers = count_texts(name, count, texts, n)
+    except Exception:  # never fail a call: it counts what is left itself
+        return 0
+    counter.remember(zip(wanted, counts, strict=True))
+    for (_, same), made in zip(wanted.values(), counts, strict=True):
+        total = max(4, made + PER_MESSAGE_OVERHEAD)
+        for message in same:
+            known[id(message)] = (message, total)
+    return by_workers
+
+
+def count_texts(
+    name: str, count: Callable[[str], int], texts: Sequence[str], n: int
+) -> tuple[list[int], int]:
+    """``[count(t) for t in texts]``, with up to ``n`` workers counting with encoding
+    ``name`` taking chunks from the front while this thread takes them from the back;
+    also how many texts the workers counted."""
+    chunks = _chunks(texts)
+    if len(chunks) < 2:
+        return [count(t) for t in texts], 0
+    taken = [w for w in (_pool.acquire(name) for _ in range(n)) if w is not None]
+    if not taken:
+        return [count(t) for t in texts], 0
+    queue: deque[int] = deque(range(len(chunks)))
+    results: dict[int, list[int]] = {}
+    in_flight: dict[int, threading.Event] = {}
+    for worker in taken:
+        threading.Thread(
+            target=_feed,
+            args=(worker, count, chunks, queue, results, in_flight),
+            name="context-governor-count-feed",
+            daemon=True,
+        ).start()
+    mine = 0
+    while True:
+        try:
+            i = queue.pop()
+        except IndexError:
+            break
+        results[i] = [count(t) for t in chunks[i]]
+        mine += len(chunks[i])
+    for i, done in list(in_flight.items()):
+        if i not in results:
+            done.wait(WAIT_IN_FLIGHT)
+    out: list[int] = []
+    for i, chunk in enumerate(chunks):
+        got = results.get(i)
+        if got is None:  # a worker failed or is slow: count it here
+            got = [count(t) for t in chunk]
+            mine += len(chunk)
+        out.extend(got)
+    return out, len(texts) - mine
+
+
+def _chunks(texts: Sequence[str]) -> list[list[str]]:
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for text in texts:
+        current.append(text)
+        size += len(text)
+        if size >= CHUNK_CHARS:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _feed(
+    worker: _Worker,
+    count: Callable[[str], int],
+    chunks: list[list[str]],
+    queue: deque[int],
+    results: dict[int, list[int]],
+    in_flight: dict[int, threading.Event],
+) -> None:
+    """Start ``worker`` if need be, then keep ``IN_FLIGHT`` chunks from the front of
+    ``queue`` in its pipe until none is left, its answers read by a second thread (so
+    the worker never waits for this process to take its turn at the GIL). A failure
+    drops the worker; the caller counts whatever it did not return."""
+    if not worker.ready(count):
+        _pool.release(worker)
+        return
+    slots = threading.Semaphore(IN_FLIGHT)
+    order: SimpleQueue[int | None] = SimpleQueue()
+
+    def read() -> None:
+        try:
+            while (i := order.get()) is not None:
+                try:
+                    counts = worker.answer()
+                except Exception:
+                    worker.kill()
+                    return
+                finally:
+                    in_flight[i].set()
+                    slots.release()
+                if len(counts) == len(chunks[i]):
+                    results[i] = counts
+        finally:
+            for done in list(in_flight.values()):
+                done.set()  # nothing more comes from this worker
+            _pool.release(worker)
+
+    threading.Thread(target=read, name="context-governor-count-read", daemon=True).start()
+    try:
+        while not worker.dead:
+            slots.acquire()
+            try:
+                i = queue.popleft()
+            except IndexError:
+                return
+            in_flight[i] = threading.Event()
+            order.put(i)
+            try:
+                worker.send(chunks[i])
+            except Exception:
+                worker.kill()
+                return
+    finally:
+        order.put(None)
+
+
+class _Worker:
+    """One worker process, started on first use (``ready``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.dead = False
+
+    def ready(self, count: Callable[[str], int]) -> bool:
+        """Whether the worker can be used: started now if it was not, and checked to count
+        the probes as ``count`` does. False (and dropped for good) otherwise."""
+        if self.dead:
+            return False
+        if self.proc is not None:
+            return True
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "context_governor._count_worker", self.name],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_child_env(),
+            )
+            if self.count(list(PROBES)) == [count(t) for t in PROBES]:
+                return True
+        except Exception:  # cannot start, or died: counted here
+            pass
+        self.kill()
+        return False
+
+    def count(self, texts: list[str]) -> list[int]:
+        """The counts of ``texts`` (one round trip)."""
+        self.send(texts)
+        return self.answer()
+
+    def send(self, texts: list[str]) -> None:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        data = marshal.dumps(texts)
+        proc.stdin.write(len(data).to_bytes(_LENGTH, "little") + data)
+        proc.stdin.flush()
+
+    def answer(self) -> list[int]:
+        """The counts of the oldest chunk sent and not answered yet."""
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        head = proc.stdout.read(_LENGTH)
+        if len(head) < _LENGTH:
+            raise EOFError("the counting worker ended")
+        size = int.from_bytes(head, "little")
+        body = proc.stdout.read(size)
+        if len(body) < size:
+            raise EOFError("the counting worker ended")
+        counts = marshal.loads(body)
+        if not isinstance(counts, list) or not all(
+            type(c) is int and c >= 0 for c in counts
+        ):
+            raise ValueError("the counting worker answered something else than counts")
+        return counts
+
+    def kill(self) -> None:
+        self.dead = True
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=1)
+
+    def close(self) -> None:
+        proc = self.proc
+        if proc is None or self.dead:
+            return
+        self.dead = True
+        with contextlib.suppress(Exception):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=1)
+        except Exception:
+            self.kill()
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with this package's directory first on the child's path (the
+    package may have been put on ``sys.path`` by hand rather than installed)."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parent.parent)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = here if not path else here + os.pathsep + path
+    return env
+
+
+class _Pool:
+    """The process's workers, per encoding; each used by one call at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[_Worker]] = {}
+        self._all: list[_Worker] = []
+        self._busy = 0
+
+    def acquire(self, name: str) -> _Worker | None:
+        """An idle worker for ``name`` (made, not started, if there are fewer than
+        ``workers()`` in all), or None."""
+        with self._lock:
+            idle = self._idle.setdefault(name, [])
+            while idle:
+                worker = idle.pop()
+                if not worker.dead:
+                    self._busy += 1
+                    return worker
+            live = [w for w in self._all if not w.dead and w.name == name]
+            if len(live) >= workers():
+                return None
+            worker = _Worker(name)
+            self._all = [w for w in self._all if not w.dead] + [worker]
+            self._busy += 1
+            return worker
+
+    def release(self, worker: _Worker) -> None:
+        with self._lock:
+            self._busy -= 1
+            if not worker.dead:
+                self._idle.setdefault(worker.name, []).append(worker)
+
+    def started(self) -> int:
+        """How many live workers have a process (tests and benchmarks read it)."""
+        with self._lock:
+            return sum(1 for w in self._all if w.proc is not None and not w.dead)
+
+    def close(self) -> None:
+        """End every worker (at exit; tests)."""
+        with self._lock:
+            every, self._all, self._idle = self._all, [], {}
+        for worker in every:
+            worker.close()
+
+
+_pool = _Pool()
+atexit.register(_pool.close)
+
+
+def prepare(counter: TokenCounter) -> int:
+    """Start the worker processes ``counter``'s big calls would use now, not during the
+    first such call (a server that expects long histories calls it at start-up); how
+    many are ready. Builds the counter's encoding; 0 when workers would not be used."""
+    if not isinstance(counter, ExactCounter):
+        return 0
+    spec = counter.shared_encoding()
+    if spec is None:
+        return 0
+    name, count = spec
+    taken = [w for w in (_pool.acquire(name) for _ in range(workers())) if w is not None]
+    try:
+        return sum(1 for worker in taken if worker.ready(count))
+    finally:
+        for worker in taken:
+            _pool.release(worker)
+
+
+def started() -> int:
+    """How many worker processes are up in this process."""
+    return _pool.started()
+
+
+def close() -> None:
+    """End every worker process now (the next big call starts new ones)."""
+    _pool.close()

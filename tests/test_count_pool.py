@@ -1,0 +1,204 @@
+"""Counting over worker processes (count_pool.py): the same counts, the same results.
+
+The workers are real child processes counting with the encoding they build
+themselves; every test compares with this process's own counter (itself checked
+against tiktoken in test_fast_counter.py). The size threshold is lowered so that
+small inputs go through the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from levels import examples
+
+from bench.counters import corpus
+from bench.sessions import coding_session
+from context_governor import Governor, count_pool, govern
+from context_governor.tokens import ExactCounter, counting_encoding, custom_counter, exact_counter
+
+Message = dict[str, Any]
+#: texts of the varied corpus per test (CG_TEST_LEVEL=full: more)
+N_TEXTS = examples(full=3_000, fast=800)
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """One worker, used by any call with a history over 2,000 characters; every worker
+    ended afterwards."""
+    count_pool.set_workers(1)
+    monkeypatch.setattr(count_pool, "MIN_CHARS", 2_000)
+    monkeypatch.setattr(count_pool, "CHUNK_CHARS", 4_000)
+    yield
+    count_pool.set_workers(None)
+    count_pool.close()
+
+
+def fresh(name: str) -> ExactCounter:
+    """A counter on the process's shared encoding with an empty memo of its own."""
+    return ExactCounter(counting_encoding(name))
+
+
+def history(seed: int, n: int = 240) -> list[Message]:
+    """A tool-using history whose texts are the varied corpus (surrogates, CJK, runs...)."""
+    rng = random.Random(seed)
+    texts = corpus(300, seed=seed)
+    out: list[Message] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": rng.choice(texts)},
+    ]
+    for i in range((n - 2) // 3):
+        call = {
+            "id": f"c{seed}_{i}",
+            "type": "function",
+            "function": {"name": "read", "arguments": json.dumps({"q": rng.choice(texts)[:300]})},
+        }
+        out.append({"role": "assistant", "content": rng.choice(["", None, "ok"]), "tool_calls": [call]})
+        out.append({"role": "tool", "tool_call_id": call["id"], "content": rng.choice(texts)})
+        out.append({"role": "user", "content": rng.choice(texts)[:2000]})
+    return out
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_workers_count_every_text_as_this_process_does(pool: None, name: str) -> None:
+    texts = corpus(N_TEXTS)
+    assert any("\ud800" <= ch <= "\udfff" for t in texts for ch in t), "corpus has surrogates"
+    counter = fresh(name)
+    spec = counter.shared_encoding()
+    assert spec is not None
+    assert count_pool.prepare(counter) == 1
+    counted, by_workers = count_pool.count_texts(spec[0], spec[1], texts, 1)
+    assert by_workers > 0, "the worker counted nothing: the test did not test it"
+    assert counted == [spec[1](t) for t in texts]
+
+
+def test_a_call_over_the_threshold_gets_every_message_count_from_the_pool(pool: None) -> None:
+    messages = history(1)
+    counter = fresh("o200k_base")
+    assert count_pool.prepare(counter) == 1
+    known: dict[int, tuple[Message, int]] = {}
+    by_workers = count_pool.precount(counter, messages, known)
+    assert by_workers > 0
+    assert count_pool.started() == 1
+    check = fresh("o200k_base")
+    assert [known[id(m)][1] for m in messages] == [check.message_tokens(m) for m in messages]
+    # the memo has them too: the next call tokenizes nothing
+    assert all(counter.message_tokens(m) == known[id(m)][1] for m in messages)
+
+
+def test_govern_and_the_governor_give_the_same_results_with_workers(pool: None) -> None:
+    messages = coding_session(steps=80).messages
+    settings: dict[str, Any] = {"profile": "openai", "model": "gpt-4o", "context_window": 16_000}
+    with_pool_govern = govern(messages, **settings)
+    with_pool_governor = Governor(**settings).govern(messages)
+    assert count_pool.started() == 1, "the calls went through the worker"
+    count_pool.set_workers(0)
+    alone = govern(messages, **settings)
+    assert with_pool_govern.messages == alone.messages
+    assert with_pool_governor.messages == alone.messages
+    assert with_pool_govern.report.tokens_before == alone.report.tokens_before
+    assert with_pool_governor.report.tokens_after == alone.report.tokens_after
+    assert with_pool_governor.report.actions == alone.report.actions
+
+
+def test_a_worker_that_counts_otherwise_is_never_used(pool: None) -> None:
+    spec = fresh("o200k_base").shared_encoding()
+    assert spec is not None
+
+    def off_by_one(text: str) -> int:
+        return spec[1](text) + 1
+
+    wrong = count_pool._Worker(spec[0])
+    assert not wrong.ready(off_by_one), "its probe answers differ from this process's"
+    assert wrong.dead and wrong.proc is not None and wrong.proc.poll() is not None
+    right = count_pool._Worker(spec[0])
+    try:
+        assert right.ready(spec[1])
+    finally:
+        right.close()
+    texts = corpus(200)
+    counted, by_workers = count_pool.count_texts(spec[0], off_by_one, texts, 1)
+    assert by_workers == 0
+    assert counted == [off_by_one(t) for t in texts]
+
+
+def test_a_worker_that_dies_mid_call_costs_nothing_but_time(
+    pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = fresh("o200k_base")
+    spec = counter.shared_encoding()
+    assert spec is not None
+    assert count_pool.prepare(counter) == 1
+    texts = corpus(N_TEXTS)
+    answers = 0
+    real = count_pool._Worker.answer
+
+    def dies_after_one(self: count_pool._Worker) -> list[int]:
+        nonlocal answers
+        answers += 1
+        if answers > 2:  # the probe, one chunk, then the process is gone
+            assert self.proc is not None
+            self.proc.kill()
+        return real(self)
+
+    monkeypatch.setattr(count_pool._Worker, "answer", dies_after_one)
+    counted, _ = count_pool.count_texts(spec[0], spec[1], texts, 1)
+    assert answers > 2, "the worker was not used"
+    assert counted == [spec[1](t) for t in texts]
+    assert count_pool.started() == 0, "the dead worker is dropped"
+
+
+def test_small_calls_and_hooks_start_no_worker(pool: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(count_pool, "MIN_CHARS", 10_000_000)
+    messages = history(2)
+    assert count_pool.precount(fresh("o200k_base"), messages, {}) == 0
+    monkeypatch.setattr(count_pool, "MIN_CHARS", 2_000)
+    hook = custom_counter(lambda text: len(text) // 3, name="hook")
+    assert count_pool.precount(hook, messages, {}) == 0
+    estimate = ExactCounter(None)
+    assert count_pool.precount(estimate, messages, {}) == 0
+    assert count_pool.started() == 0
+
+
+def test_messages_already_known_are_not_counted_again(pool: None) -> None:
+    messages = history(3)
+    counter = exact_counter("gpt-4o")
+    known = {id(m): (m, 7) for m in messages}
+    assert count_pool.precount(counter, messages, known) == 0
+    assert all(count == 7 for _, count in known.values())
+
+
+def test_the_number_of_workers_comes_from_the_setting_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    count_pool.set_workers(None)
+    monkeypatch.setenv(count_pool.WORKERS_ENV, "0")
+    assert count_pool.workers() == 0
+    monkeypatch.setenv(count_pool.WORKERS_ENV, "3")
+    assert count_pool.workers() == 3
+    monkeypatch.setenv(count_pool.WORKERS_ENV, "lots")
+    assert count_pool.workers() == 0, "an unreadable setting turns it off"
+    monkeypatch.delenv(count_pool.WORKERS_ENV)
+    assert 0 <= count_pool.workers() <= count_pool.MAX_WORKERS
+    count_pool.set_workers(2)
+    try:
+        assert count_pool.workers() == 2
+    finally:
+        count_pool.set_workers(None)
+    with pytest.raises(ValueError, match="non-negative"):
+        count_pool.set_workers(-1)
+
+
+def test_closing_the_pool_ends_the_worker_processes(pool: None) -> None:
+    spec = fresh("o200k_base").shared_encoding()
+    assert spec is not None
+    count_pool.count_texts(spec[0], spec[1], corpus(N_TEXTS), 1)
+    procs = [w.proc for w in count_pool._pool._all if w.proc is not None]
+    assert procs
+    count_pool.close()
+    assert all(p.poll() is not None for p in procs)
+    assert count_pool.started() == 0
