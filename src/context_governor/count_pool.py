@@ -140,6 +140,10 @@ def precount(
         if spec is None:
             return 0
         name, count = spec
+        job = _Job(name, count, n)  # workers start while the texts are built
+    except Exception:  # never fail a call: it counts what is left itself
+        return 0
+    try:
         wanted: dict[bytes, tuple[str, list[Message]]] = {}
         for message in messages:
             if id(message) in known:
@@ -158,9 +162,9 @@ def precount(
                 wanted[key][1].append(message)
             else:
                 wanted[key] = (payload, [message])
-        texts = [payload for payload, _ in wanted.values()]
-        counts, by_workers = count_texts(name, count, texts, n)
+        counts, by_workers = job.run([payload for payload, _ in wanted.values()])
     except Exception:  # never fail a call: it counts what is left itself
+        job.cancel()
         return 0
     counter.remember(zip(wanted, counts, strict=True))
     for (_, same), made in zip(wanted.values(), counts, strict=True):
@@ -176,41 +180,60 @@ def count_texts(
     """``[count(t) for t in texts]``, with up to ``n`` workers counting with encoding
     ``name`` taking chunks from the front while this thread takes them from the back;
     also how many texts the workers counted."""
-    chunks = _chunks(texts)
-    if len(chunks) < 2:
-        return [count(t) for t in texts], 0
-    taken = [w for w in (_pool.acquire(name) for _ in range(n)) if w is not None]
-    if not taken:
-        return [count(t) for t in texts], 0
-    queue: deque[int] = deque(range(len(chunks)))
-    results: dict[int, list[int]] = {}
-    in_flight: dict[int, threading.Event] = {}
-    for worker in taken:
-        threading.Thread(
-            target=_feed,
-            args=(worker, count, chunks, queue, results, in_flight),
-            name="context-governor-count-feed",
-            daemon=True,
-        ).start()
-    mine = 0
-    while True:
-        try:
-            i = queue.pop()
-        except IndexError:
-            break
-        results[i] = [count(t) for t in chunks[i]]
-        mine += len(chunks[i])
-    for i, done in list(in_flight.items()):
-        if i not in results:
-            done.wait(WAIT_IN_FLIGHT)
-    out: list[int] = []
-    for i, chunk in enumerate(chunks):
-        got = results.get(i)
-        if got is None:  # a worker failed or is slow: count it here
-            got = [count(t) for t in chunk]
-            mine += len(chunk)
-        out.extend(got)
-    return out, len(texts) - mine
+    return _Job(name, count, n).run(texts)
+
+
+class _Job:
+    """One call's counting: its workers are taken (and started, by their feeders) when it
+    is made, and fed once ``run`` has the texts, so that a start overlaps the caller's
+    work in between (building each text and its digest)."""
+
+    def __init__(self, name: str, count: Callable[[str], int], n: int) -> None:
+        self.count = count
+        self.chunks: list[list[str]] = []
+        self.queue: deque[int] = deque()
+        self.results: dict[int, list[int]] = {}
+        self.in_flight: dict[int, threading.Event] = {}
+        self.go = threading.Event()
+        self.workers = [w for w in (_pool.acquire(name) for _ in range(n)) if w is not None]
+        for worker in self.workers:
+            threading.Thread(
+                target=_feed, args=(worker, self), name="context-governor-count-feed", daemon=True
+            ).start()
+
+    def cancel(self) -> None:
+        """Let the workers go without work (the call needs none)."""
+        self.go.set()
+
+    def run(self, texts: Sequence[str]) -> tuple[list[int], int]:
+        """The counts of ``texts`` and how many of them workers counted."""
+        chunks = _chunks(texts)
+        if len(chunks) < 2 or not self.workers:
+            self.cancel()
+            return [self.count(t) for t in texts], 0
+        self.chunks = chunks
+        self.queue.extend(range(len(chunks)))
+        self.go.set()
+        count, results = self.count, self.results
+        mine = 0
+        while True:
+            try:
+                i = self.queue.pop()
+            except IndexError:
+                break
+            results[i] = [count(t) for t in chunks[i]]
+            mine += len(chunks[i])
+        for i, done in list(self.in_flight.items()):
+            if i not in results:
+                done.wait(WAIT_IN_FLIGHT)
+        out: list[int] = []
+        for i, chunk in enumerate(chunks):
+            got = results.get(i)
+            if got is None:  # a worker failed or is slow: count it here
+                got = [count(t) for t in chunk]
+                mine += len(chunk)
+            out.extend(got)
+        return out, len(texts) - mine
 
 
 def _chunks(texts: Sequence[str]) -> list[list[str]]:
@@ -228,21 +251,17 @@ def _chunks(texts: Sequence[str]) -> list[list[str]]:
     return chunks
 
 
-def _feed(
-    worker: _Worker,
-    count: Callable[[str], int],
-    chunks: list[list[str]],
-    queue: deque[int],
-    results: dict[int, list[int]],
-    in_flight: dict[int, threading.Event],
-) -> None:
-    """Start ``worker`` if need be, then keep ``IN_FLIGHT`` chunks from the front of
-    ``queue`` in its pipe until none is left, its answers read by a second thread (so
-    the worker never waits for this process to take its turn at the GIL). A failure
-    drops the worker; the caller counts whatever it did not return."""
-    if not worker.ready(count):
+def _feed(worker: _Worker, job: _Job) -> None:
+    """Start ``worker`` if need be, wait for ``job``'s texts, then keep ``IN_FLIGHT``
+    chunks from the front of its queue in the worker's pipe until none is left, the
+    answers read by a second thread (so the worker never waits for this process to
+    take its turn at the GIL). A failure drops the worker; the job counts whatever it
+    did not return."""
+    if not worker.ready(job.count):
         _pool.release(worker)
         return
+    job.go.wait()
+    chunks, queue, in_flight = job.chunks, job.queue, job.in_flight
     slots = threading.Semaphore(IN_FLIGHT)
     order: SimpleQueue[int | None] = SimpleQueue()
 
@@ -258,7 +277,7 @@ def _feed(
                     in_flight[i].set()
                     slots.release()
                 if len(counts) == len(chunks[i]):
-                    results[i] = counts
+                    job.results[i] = counts
         finally:
             for done in list(in_flight.values()):
                 done.set()  # nothing more comes from this worker
