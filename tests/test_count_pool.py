@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -36,6 +37,17 @@ def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     count_pool.set_workers(None)
     count_pool.close()
+
+
+def slowed(count: Callable[[str], int]) -> Callable[[str], int]:
+    """``count``, made slow in this process, so that the worker surely gets chunks
+    whatever the scheduling (the counts stay the same)."""
+
+    def slow(text: str) -> int:
+        time.sleep(0.0005)
+        return count(text)
+
+    return slow
 
 
 def fresh(name: str) -> ExactCounter:
@@ -71,15 +83,20 @@ def test_workers_count_every_text_as_this_process_does(pool: None, name: str) ->
     spec = counter.shared_encoding()
     assert spec is not None
     assert count_pool.prepare(counter) == 1
-    counted, by_workers = count_pool.count_texts(spec[0], spec[1], texts, 1)
+    counted, by_workers = count_pool.count_texts(spec[0], slowed(spec[1]), texts, 1)
     assert by_workers > 0, "the worker counted nothing: the test did not test it"
     assert counted == [spec[1](t) for t in texts]
 
 
-def test_a_call_over_the_threshold_gets_every_message_count_from_the_pool(pool: None) -> None:
+def test_a_call_over_the_threshold_gets_every_message_count_from_the_pool(
+    pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     messages = history(1)
     counter = fresh("o200k_base")
     assert count_pool.prepare(counter) == 1
+    spec = counter.shared_encoding()
+    assert spec is not None
+    monkeypatch.setattr(counter, "shared_encoding", lambda: (spec[0], slowed(spec[1])))
     known: dict[int, tuple[Message, int]] = {}
     by_workers = count_pool.precount(counter, messages, known)
     assert by_workers > 0
@@ -146,7 +163,7 @@ def test_a_worker_that_dies_mid_call_costs_nothing_but_time(
         return real(self)
 
     monkeypatch.setattr(count_pool._Worker, "answer", dies_after_one)
-    counted, _ = count_pool.count_texts(spec[0], spec[1], texts, 1)
+    counted, _ = count_pool.count_texts(spec[0], slowed(spec[1]), texts, 1)
     assert answers > 2, "the worker was not used"
     assert counted == [spec[1](t) for t in texts]
     assert count_pool.started() == 0, "the dead worker is dropped"
