@@ -9,6 +9,7 @@ small inputs go through the workers.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -219,3 +220,24 @@ def test_closing_the_pool_ends_the_worker_processes(pool: None) -> None:
     count_pool.close()
     assert all(p.poll() is not None for p in procs)
     assert count_pool.started() == 0
+
+
+def test_a_forked_child_never_uses_the_parents_workers(pool: None) -> None:
+    counter = fresh("o200k_base")
+    assert count_pool.prepare(counter) == 1
+    parent_worker = count_pool._pool._all[0]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it sees, then leave without cleanup
+        try:
+            seen = count_pool.started(), len(count_pool._pool._all)
+            os.write(write, json.dumps(seen).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        seen = json.loads(source.read())
+    os.waitpid(pid, 0)
+    assert seen == [0, 0], "the child must start workers of its own"
+    assert parent_worker.proc is not None and parent_worker.proc.poll() is None
+    assert count_pool.started() == 1, "the parent keeps its worker"

@@ -433,7 +433,25 @@ class _Pool:
 
 
 _pool = _Pool()
-atexit.register(_pool.close)
+
+
+def _at_exit() -> None:
+    """End this process's workers (a forked child's pool holds none: see _after_fork)."""
+    _pool.close()
+
+
+def _after_fork() -> None:
+    """In a forked child: forget the parent's workers without touching them. Their pipes
+    are the parent's too; a child writing to them would mix its frames with the
+    parent's and could read the parent's answers. The child starts its own if it needs
+    them."""
+    global _pool
+    _pool = _Pool()
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def prepare(counter: TokenCounter) -> int:
