@@ -21,7 +21,7 @@ from levels import examples
 from test_governor_step import _step
 from transcripts import cases
 
-from context_governor import Governor, govern
+from context_governor import Governor, govern, govern_request
 from context_governor import governor as governor_module
 from context_governor.errors import InputError
 from context_governor.profiles import PROFILES
@@ -95,6 +95,32 @@ def test_developer_messages_are_governed_as_system_messages(
     assert {a.index for a in edge} == {i for i in changed if id(developers[i]) not in kept}
     if got.messages == developers:
         assert got.messages is developers  # an unchanged history is the input list itself
+
+
+@settings(
+    max_examples=examples(full=200, fast=40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(case=cases(quirks=True), profile=st.sampled_from(PROFILE_NAMES), seed=st.integers(0, 99))
+def test_a_chat_completions_body_gets_governs_answer(
+    case: dict[str, Any], profile: str, seed: int
+) -> None:
+    """govern_request's Chat Completions edge went around the developer edge: DeepSeek
+    got role developer (a 400 there) behind an inserted user message."""
+    developers, _ = _as_developers(case["messages"], random.Random(seed))
+    kwargs = _kwargs(case, profile)
+    body = {"model": kwargs["model"], "messages": developers, "tools": kwargs["tools"]}
+    if kwargs["tools"] is None:
+        del body["tools"]
+    # the body edge takes a trailing assistant message for a prefill
+    prefill = bool(developers) and developers[-1].get("role") == "assistant"
+    plain = govern(developers, prefill=prefill, **kwargs)
+    got = govern_request(
+        body, api="openai", profile=profile, context_window=kwargs["context_window"]
+    )
+    assert got.body["messages"] == plain.messages
+    assert got.report.actions == plain.report.actions
 
 
 def test_openai_keeps_the_role_and_others_report_the_system_message() -> None:

@@ -230,6 +230,13 @@ def govern(
         count_store=count_store,
     )
     check_messages(messages)
+    return run_checked(messages, settings)
+
+
+def run_checked(messages: list[Message], settings: Settings) -> GovernResult:
+    """Govern checked ``messages`` as govern() does, the edge for developer messages
+    included (roles.py): every caller that holds a checked message list and resolved
+    settings (govern(), govern_request's Chat Completions edge) goes through here."""
     if first_developer(messages) is not None:
         return with_developers(messages, settings, lambda decoded: run(decoded, settings)[0])
     return run(messages, settings)[0]

@@ -19,7 +19,7 @@ from ..count_store import CountLink, CountStore, count_link
 from ..errors import ConfigError, InputError
 from ..inputs import check_messages
 from ..messages import Message
-from ..pipeline import call_counter, resolve_settings, run, store_counts
+from ..pipeline import call_counter, resolve_settings, run, run_checked, store_counts
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile
 from ..providers import resolve
@@ -130,7 +130,7 @@ def _govern_chat(body: Any, profile: str | Profile, model: str | None, **kw: Any
         prefill=bool(messages) and messages[-1].get("role") == "assistant",
         **kw,
     )
-    result, _ = run(messages, settings)
+    result = run_checked(messages, settings)
     out = body if result.messages is messages else {**body, "messages": result.messages}
     return RequestResult(out, result.report, result.messages)
 
