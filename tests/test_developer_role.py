@@ -148,12 +148,21 @@ def test_a_developer_message_a_repair_changes_goes_out_as_a_reported_system_mess
     assert history[0]["content"] == "Be brief \ud800."  # the input is never modified
 
 
-@pytest.mark.parametrize("role", ["function", "Developer", "dev"])
+@pytest.mark.parametrize("role", ["Developer", "dev"])
 def test_other_unknown_roles_are_still_refused(role: str) -> None:
-    with pytest.raises(InputError, match="unknown role") as refused:
+    with pytest.raises(InputError, match="unknown role"):
         govern([{"role": role, "content": "x"}], profile="openai")
-    # the deprecated function-calling form is named, with what to send instead
-    assert ("tool_calls" in str(refused.value)) == (role == "function")
+
+
+def test_the_function_role_is_named_where_it_cannot_be_governed() -> None:
+    """validate_request of a body of another API, say: check_messages alone refuses it,
+    naming OpenAI's deprecated form and what to send instead (govern() takes it for
+    OpenAI: tests/test_legacy_functions.py)."""
+    from context_governor.inputs import check_messages
+
+    with pytest.raises(InputError, match="unknown role") as refused:
+        check_messages([{"role": "function", "content": "x"}])
+    assert "tool_calls" in str(refused.value)
 
 
 @settings(

@@ -148,10 +148,21 @@ class TestStructure:
         err = input_error([u(), a(), message], "messages[2].role", profile=profile)
         assert "missing" in str(err)
 
-    @pytest.mark.parametrize("role", ["function", "bot", "", "User", 5, ["user"], {"r": 1}])
+    @pytest.mark.parametrize("role", ["bot", "", "User", 5, ["user"], {"r": 1}])
     def test_unknown_role(self, profile: str, role: Any) -> None:
         err = input_error([{"role": role, "content": "x"}], "messages[0].role", profile=profile)
         assert "unknown role" in str(err)
+
+    def test_the_deprecated_function_role(self, profile: str) -> None:
+        """OpenAI still takes its deprecated function calling (legacy.py); elsewhere it
+        is refused, naming what to send instead."""
+        messages = [u(), {"role": "function", "name": "f", "content": "x"}]
+        if profile in ("openai", "nanobot"):
+            result = govern(messages, profile=profile)  # a result with no call: removed
+            assert any("answers no earlier tool call" in a.detail for a in result.report.actions)
+            return
+        err = input_error(messages, "messages[1]", profile=profile)
+        assert "deprecated function calling" in str(err) and "tool_calls" in str(err)
 
     def test_unknown_role_lists_the_roles_taken(self, profile: str) -> None:
         err = input_error([{"role": "bot", "content": "x"}, u()], "messages[0].role", profile=profile)

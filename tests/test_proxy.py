@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import socket
 import subprocess
@@ -30,6 +31,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from test_legacy_functions import FUNCTIONS, legacy_session, no_tool_form_left
 
 from context_governor import ConfigError, validate
 from context_governor.cli import main
@@ -524,3 +526,25 @@ def test_cli_serves_a_governing_proxy(upstream: FakeUpstream) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_the_proxy_governs_a_legacy_body_instead_of_refusing_it(
+    upstream: FakeUpstream, start_proxy: StartProxy
+) -> None:
+    """A client of OpenAI's deprecated function calling (``functions``, role function):
+    the body is governed to the window in its own form (legacy.py), not refused."""
+    window = 40_000  # the newest result (up to ~16k tokens) fits: no oversized turn
+    url = start_proxy(model_windows={MODEL: window})
+    history = legacy_session(random.Random(9), 40)
+    upstream.context_window = window
+    upstream.push(Reply.text("Fixed."))
+    body = {"model": MODEL, "messages": history, "functions": FUNCTIONS, "max_tokens": 500}
+    response = httpx.post(f"{url}/chat/completions", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    sent = upstream.requests[0]["messages"]
+    assert len(sent) < len(history)
+    assert no_tool_form_left(sent)
+    assert upstream.requests[0]["functions"] == FUNCTIONS
+    assert int(response.headers["x-context-governor-tokens-after"]) <= int(
+        response.headers["x-context-governor-budget"]
+    )

@@ -86,7 +86,7 @@ from .policies import CompactionPolicy
 from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
-from .roles import Developers, first_developer
+from .roles import Developers, first_edge
 from .stages.base import Context
 from .stages.compact import Replay, output_replay
 from .tokens import (
@@ -318,13 +318,13 @@ class Governor:
         if (
             state is not None
             and type(messages) is list
-            and first_developer(messages, len(state.history)) is None
+            and first_edge(messages, len(state.history)) is None
         ):
             fast = self._extend(state, messages)  # it checks the old part is unchanged
             if fast is not None:
                 return fast
-        check_messages(messages)
-        if first_developer(messages) is not None:
+        check_messages(messages, legacy=True)
+        if first_edge(messages) is not None:
             # From now on the stages get system-role copies of developer messages.
             self.reset()
             self._developers = Developers()

@@ -45,8 +45,11 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def check_messages(messages: Any) -> list[Message]:
-    """Raise InputError at the first problem that no repair can fix; return the list."""
+def check_messages(messages: Any, *, legacy: bool = False) -> list[Message]:
+    """Raise InputError at the first problem that no repair can fix; return the list.
+
+    ``legacy`` lets role ``function`` (OpenAI's deprecated function calling) through, for
+    callers that hand the history to the edge that rewrites it (legacy.py)."""
     if isinstance(messages, dict) and "messages" in messages:
         raise InputError(
             "messages",
@@ -64,8 +67,10 @@ def check_messages(messages: Any) -> list[Message]:
         role = message.get("role")
         if role is None:
             raise InputError(f"{where}.role", "missing")
-        if not isinstance(role, str) or role not in INPUT_ROLES:
-            legacy = (
+        if not isinstance(role, str) or (
+            role not in INPUT_ROLES and not (legacy and role == "function")
+        ):
+            hint = (
                 "; role 'function' is OpenAI's deprecated function-calling form: send the "
                 "call as the assistant's tool_calls and its result as role 'tool'"
                 if role == "function"
@@ -74,7 +79,7 @@ def check_messages(messages: Any) -> list[Message]:
             raise InputError(
                 f"{where}.role",
                 f"unknown role {brief(role)}; expected system, developer, user, assistant "
-                f"or tool{legacy}",
+                f"or tool{hint}",
             )
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):

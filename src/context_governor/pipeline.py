@@ -10,13 +10,14 @@ from .count_pool import precount
 from .count_store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools, unserializable_path
+from .legacy import first_legacy, refusal
 from .messages import Message
 from .policies import CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
 from .report import Action, Report
-from .roles import Developers, first_developer, with_entries
+from .roles import Developers, first_edge, with_entries
 from .stages import Context, Stage
 from .stages.compact import Replay, would_compact
 from .stages.snip import SAFETY_BUFFER
@@ -229,7 +230,7 @@ def govern(
         count_tokens=count_tokens,
         count_store=count_store,
     )
-    check_messages(messages)
+    check_messages(messages, legacy=True)
     return run_checked(messages, settings)
 
 
@@ -237,7 +238,7 @@ def run_checked(messages: list[Message], settings: Settings) -> GovernResult:
     """Govern checked ``messages`` as govern() does, the edge for developer messages
     included (roles.py): every caller that holds a checked message list and resolved
     settings (govern(), govern_request's Chat Completions edge) goes through here."""
-    if first_developer(messages) is not None:
+    if first_edge(messages) is not None:
         return with_developers(messages, settings, lambda decoded: run(decoded, settings)[0])
     return run(messages, settings)[0]
 
@@ -255,6 +256,9 @@ def with_developers(
     result from the inner one, the list to send and the edge's report entries (a
     Governor's results may make their report later; by default it is made now)."""
     developers = Developers() if developers is None else developers
+    legacy = first_legacy(messages)
+    if legacy is not None and not s.policy.legacy_functions:
+        raise refusal(legacy, s.provider.name)
     decoded, positions = developers.decode(messages)
     result = govern_decoded(decoded)
     accepted = s.profile.provider is None or s.policy.developer_role

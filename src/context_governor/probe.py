@@ -118,6 +118,7 @@ _KNOWN_POLICY = frozenset(
         "part_types",
         "single_tool_call",
         "developer_role",  # read by the edge (roles.py): the stages never see that role
+        "legacy_functions",  # the same (legacy.py)
     }
 )
 #: False when Policy has a field plain_window does not know (then nothing is plain).

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from .legacy import Legacy, first_legacy, is_legacy
 from .messages import Message
 from .report import Action, Report
 
@@ -41,14 +42,27 @@ def first_developer(messages: Sequence[Message], start: int = 0) -> int | None:
     return None
 
 
+def first_edge(messages: Sequence[Message], start: int = 0) -> int | None:
+    """The index of the first message at or after ``start`` that the edge rewrites for
+    the stages: role developer, or OpenAI's deprecated function calling (legacy.py)."""
+    for i in range(start, len(messages)):
+        message = messages[i]
+        if type(message) is dict and (message.get("role") == DEVELOPER or is_legacy(message)):
+            return i
+    return None
+
+
 class Developers:
-    """The system-role copies of a conversation's developer messages.
+    """The system-role copies of a conversation's developer messages, and the tool-call
+    form copies of its deprecated function calls (legacy.py).
 
     A copy is made once per message object and kept (with its original, so that the
     original's id cannot be reused while the entry lives): a Governor then sees the
     same copy on every call, and its identity checks hold."""
 
     def __init__(self) -> None:
+        #: the deprecated function calls' copies, once one was seen
+        self.legacy: Legacy | None = None
         #: id(original) -> (original, copy)
         self._copies: dict[int, tuple[Message, Message]] = {}
         #: id(copy) -> original
@@ -68,6 +82,10 @@ class Developers:
             start = first_developer(out, start + 1)
         if len(self._copies) > 2 * len(positions) + 8:
             self._keep([messages[i] for i in positions])
+        if self.legacy is None and first_legacy(out) is not None:
+            self.legacy = Legacy()
+        if self.legacy is not None:
+            out = self.legacy.decode(out)
         return out, positions
 
     def _copy(self, original: Message) -> Message:
@@ -102,11 +120,13 @@ class Developers:
         is sent as its original; a copy a stage changed goes out as a system message
         (reported). Elsewhere each developer message is sent as a system message
         (reported)."""
+        if sent is decoded and accepted:  # nothing changed: the input list itself
+            return inputs, []
+        if self.legacy is not None:
+            sent = self.legacy.encode(sent)
         if not accepted:
             why = f"{provider} has no developer role"
             return sent, [_entry(i, why) for i in positions]
-        if sent is decoded:  # nothing changed: the input list itself
-            return inputs, []
         out = [self._originals.get(id(m), m) for m in sent]
         # A copy missing from the output was changed by a stage: the stages treat it as
         # a system message, and none removes those. Developer messages come first in a

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ..count_store import CountLink, CountStore, count_link
 from ..errors import ConfigError, InputError
 from ..inputs import check_messages
+from ..legacy import rules_view, tools_of
 from ..messages import Message
 from ..pipeline import call_counter, resolve_settings, run, run_checked, store_counts
 from ..policies import CompactionPolicy
@@ -109,7 +110,7 @@ def _check_api(api: Any) -> str:
 def _chat_settings(body: Any) -> tuple[list[Message], Any, Any, Any]:
     if not isinstance(body, dict):
         raise InputError("body", f"expected a request object, got {type(body).__name__}")
-    messages = check_messages(body.get("messages"))
+    messages = check_messages(body.get("messages"), legacy=True)
     output = body.get("max_completion_tokens", body.get("max_tokens"))
     if output is not None and (
         isinstance(output, bool) or not isinstance(output, int) or output < 0
@@ -117,7 +118,7 @@ def _chat_settings(body: Any) -> tuple[list[Message], Any, Any, Any]:
         raise InputError(
             "max_completion_tokens", f"expected a non-negative integer, got {output!r}"
         )
-    return messages, body.get("tools"), body.get("model"), output
+    return messages, tools_of(body), body.get("model"), output
 
 
 def _govern_chat(body: Any, profile: str | Profile, model: str | None, **kw: Any) -> RequestResult:
@@ -398,7 +399,8 @@ def validate_request(
     if checked == "openai":
         messages, _, body_model, _ = _chat_settings(body)
         entry, target = resolve(provider or "openai", model or body_model)
-        return list(find_violations(entry.rules, messages, target))
+        seen = rules_view(messages, entry.policy(target).legacy_functions, entry.name)
+        return list(find_violations(entry.rules, seen, target))
     if checked == "responses":
         from .responses_request import validate_responses  # it imports this module
 

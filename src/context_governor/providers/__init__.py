@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..inputs import check_messages, check_tools
+from ..legacy import rules_view
 from ..messages import Message
 from . import (
     anthropic,
@@ -164,8 +165,9 @@ def validate(
     checked = check_tools(tools)
     has_tools = None if checked is None else bool(checked)
     entry, target = resolve(provider, model, has_tools=has_tools)
-    check_messages(messages)
-    return list(find_violations(entry.rules, messages, target))
+    check_messages(messages, legacy=True)
+    seen = rules_view(messages, entry.policy(target).legacy_functions, entry.name)
+    return list(find_violations(entry.rules, seen, target))
 
 
 __all__ = [

@@ -114,4 +114,6 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ("OA-9", "lists what OpenAI accepts; nothing to check"),
 )
 
-POLICY = Policy(id_style="openai", empty="openai", names="pattern", developer_role=True)
+POLICY = Policy(
+    id_style="openai", empty="openai", names="pattern", developer_role=True, legacy_functions=True
+)

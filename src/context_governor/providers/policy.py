@@ -58,3 +58,6 @@ class Policy:
     #: the API takes messages of role developer (OpenAI); elsewhere they are sent as
     #: system messages (roles.py)
     developer_role: bool = False
+    #: the API takes the deprecated function calling (``function_call``, role function;
+    #: OpenAI); elsewhere such a history is refused (legacy.py)
+    legacy_functions: bool = False

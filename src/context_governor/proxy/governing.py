@@ -21,6 +21,7 @@ from ..formats import govern_request
 from ..formats.anthropic_count import scaled_estimate
 from ..formats.reserve import clamp as reserve_clamp
 from ..formats.reserve import record as record_clamp
+from ..legacy import tools_of
 from ..pipeline import govern
 from ..report import Report
 from ..tokens import warm_up
@@ -180,7 +181,7 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
     try:
         result = govern(
             data["messages"],
-            tools=data.get("tools"),
+            tools=tools_of(data),
             profile=config.profile or CHAT.default_profile,
             model=model,
             context_window=window,
