@@ -70,7 +70,7 @@ def tool_form(messages: list[Message]) -> tuple[list[Message], dict[str, str]]:
     waiting: str | None = None
     for i, m in enumerate(messages):
         if m["role"] == "assistant" and "function_call" in m:
-            call_id = f"{PREFIX}{i}"
+            call_id = f"{PREFIX}{i:08d}"
             names[call_id] = m["function_call"]["name"]
             rest = {k: v for k, v in m.items() if k != "function_call"}
             out.append({**rest, "tool_calls": [
@@ -78,7 +78,7 @@ def tool_form(messages: list[Message]) -> tuple[list[Message], dict[str, str]]:
             ]})
             waiting = call_id
         elif m["role"] == "function":
-            call_id = waiting if waiting is not None else f"{PREFIX}{i}-result"
+            call_id = waiting if waiting is not None else f"{PREFIX}{i:08d}-result"
             names[call_id] = m["name"]
             waiting = None
             out.append({"role": "tool", "tool_call_id": call_id, "content": m["content"]})
@@ -224,3 +224,22 @@ def test_a_body_counts_its_functions_as_tools() -> None:
         {"model": MODEL, "messages": history, "functions": FUNCTIONS}, api="openai"
     )
     assert declared.report.tokens_before > bare.report.tokens_before
+
+
+@settings(
+    max_examples=examples(full=100, fast=20),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    seed=st.integers(0, 10_000),
+    steps=st.integers(1, 60),
+    window=st.sampled_from([6_000, 16_000, 40_000]),
+)
+def test_governing_a_legacy_output_again_changes_nothing(
+    seed: int, steps: int, window: int
+) -> None:
+    legacy = legacy_session(random.Random(seed), steps)
+    kwargs: dict[str, Any] = {"profile": "openai", "model": MODEL, "context_window": window}
+    once = govern(legacy, **kwargs).messages
+    assert govern(once, **kwargs).messages == once

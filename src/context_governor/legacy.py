@@ -8,7 +8,7 @@ teach every stage and rule a second way to call tools, this edge hands the pipel
 same history in tool-call form and, on the way out, puts the caller's own messages back:
 
 * an assistant message with a ``function_call`` (and no ``tool_calls``) becomes a copy
-  with one tool call, its id made from the message's place (``cg-function-call-7``);
+  with one tool call, its id made from the message's place (``cg-function-call-00000007``);
 * a ``function`` message becomes a ``tool`` result of the newest call before it that no
   result answered yet (the form pairs them by order); one with no such call gets an id
   of its own, so the stages treat it as any result without a call (reported, removed);
@@ -35,6 +35,13 @@ FUNCTION = "function"
 LEGACY_FORM = "OpenAI's deprecated function calling (function_call, role 'function')"
 #: The ids of the calls this edge makes (a legacy call has none).
 PREFIX = "cg-function-call-"
+
+
+def call_id(index: int) -> str:
+    """The id of the call made for the legacy call at ``index``: fixed-width digits, so
+    that its token count does not depend on the place (the BPE encodings cut digits in
+    threes), and governing an output again counts what the first run counted."""
+    return f"{PREFIX}{index:08d}"
 
 
 def is_legacy(message: Any) -> bool:
@@ -84,12 +91,12 @@ class Legacy:
                 continue
             role = message.get("role")
             if role == FUNCTION:
-                call_id = waiting.pop() if waiting else f"{PREFIX}{i}-result"
-                out[i] = self._copy(message, call_id, live)
+                made = waiting.pop() if waiting else call_id(i) + "-result"
+                out[i] = self._copy(message, made, live)
             elif is_legacy(message):
-                call_id = f"{PREFIX}{i}"
-                out[i] = self._copy(message, call_id, live)
-                waiting = [call_id]
+                made = call_id(i)
+                out[i] = self._copy(message, made, live)
+                waiting = [made]
             elif role in ("user", "assistant", "system", "developer"):
                 waiting = []  # a call is answered right after it, or not at all
         if len(self._copies) > 2 * len(live) + 8:
