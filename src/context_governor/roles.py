@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .legacy import Legacy, first_legacy, is_legacy
+from .legacy import FUNCTION, Legacy, first_legacy, is_legacy
 from .messages import Message
 from .report import Action, Report
 
@@ -47,8 +47,12 @@ def first_edge(messages: Sequence[Message], start: int = 0) -> int | None:
     the stages: role developer, or OpenAI's deprecated function calling (legacy.py)."""
     for i in range(start, len(messages)):
         message = messages[i]
-        if type(message) is dict and (message.get("role") == DEVELOPER or is_legacy(message)):
-            return i
+        if type(message) is dict:
+            role = message.get("role")
+            if role in (DEVELOPER, FUNCTION):
+                return i
+            if role == "assistant" and "function_call" in message and is_legacy(message):
+                return i  # the common case never calls is_legacy: every call counts here
     return None
 
 
