@@ -37,6 +37,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,8 +56,8 @@ MIN_CHARS = 4_000_000
 #: Characters per chunk: small enough that the last chunks in flight end soon after
 #: this thread's, large enough that the pipe's round trips are a small share.
 CHUNK_CHARS = 512 * 1024
-#: Seconds this thread waits for a chunk a worker is counting once it ran out of its
-#: own; then it counts that chunk itself (the counts are the same).
+#: Seconds this thread waits for the chunks workers are counting once it ran out of its
+#: own; then it counts what is still out itself (the counts are the same).
 WAIT_IN_FLIGHT = 5.0
 #: Chunks a worker holds at once: the next one waits in its pipe while it counts.
 IN_FLIGHT = 3
@@ -214,9 +215,10 @@ class _Job:
                 break
             results[i] = [count(t) for t in chunks[i]]
             mine += len(chunks[i])
+        deadline = time.monotonic() + WAIT_IN_FLIGHT
         for i, done in list(self.in_flight.items()):
             if i not in results:
-                done.wait(WAIT_IN_FLIGHT)
+                done.wait(max(0.0, deadline - time.monotonic()))
         out: list[int] = []
         for i, chunk in enumerate(chunks):
             got = results.get(i)
