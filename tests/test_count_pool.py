@@ -241,3 +241,26 @@ def test_a_forked_child_never_uses_the_parents_workers(pool: None) -> None:
     assert seen == [0, 0], "the child must start workers of its own"
     assert parent_worker.proc is not None and parent_worker.proc.poll() is None
     assert count_pool.started() == 1, "the parent keeps its worker"
+
+
+def test_a_slow_worker_is_not_waited_for_long(
+    pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = fresh("o200k_base")
+    spec = counter.shared_encoding()
+    assert spec is not None
+    assert count_pool.prepare(counter) == 1
+    real = count_pool._Worker.answer
+
+    def hangs(self: count_pool._Worker) -> list[int]:
+        time.sleep(3)
+        return real(self)
+
+    monkeypatch.setattr(count_pool._Worker, "answer", hangs)
+    monkeypatch.setattr(count_pool, "WAIT_IN_FLIGHT", 0.2)
+    texts = corpus(300)
+    started = time.monotonic()
+    counted, by_workers = count_pool.count_texts(spec[0], spec[1], texts, 1)
+    assert time.monotonic() - started < 2.5, "it waited for the worker"
+    assert by_workers == 0
+    assert counted == [spec[1](t) for t in texts]
