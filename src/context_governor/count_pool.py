@@ -257,6 +257,8 @@ def _feed(worker: _Worker, job: _Job) -> None:
     chunks, queue, in_flight = job.chunks, job.queue, job.in_flight
     slots = threading.Semaphore(IN_FLIGHT)
     order: SimpleQueue[int | None] = SimpleQueue()
+    lock = threading.Lock()
+    closed = [False]  # set by the reader when it ends: no chunk is sent after that
 
     def read() -> None:
         try:
@@ -266,14 +268,16 @@ def _feed(worker: _Worker, job: _Job) -> None:
                 except Exception:
                     worker.kill()
                     return
-                finally:
-                    in_flight[i].set()
-                    slots.release()
                 if len(counts) == len(chunks[i]):
                     job.results[i] = counts
+                in_flight[i].set()
+                slots.release()
         finally:
-            for done in list(in_flight.values()):
-                done.set()  # nothing more comes from this worker
+            with lock:
+                closed[0] = True
+                for done in list(in_flight.values()):
+                    done.set()  # nothing more comes from this worker
+            slots.release(IN_FLIGHT)  # a writer waiting for a slot sees it ended
             _pool.release(worker)
 
     threading.Thread(target=read, name="context-governor-count-read", daemon=True).start()
@@ -284,8 +288,11 @@ def _feed(worker: _Worker, job: _Job) -> None:
                 i = queue.popleft()
             except IndexError:
                 return
-            in_flight[i] = threading.Event()
-            order.put(i)
+            with lock:
+                if closed[0]:
+                    return  # the caller counts chunk i: it has no result
+                in_flight[i] = threading.Event()
+                order.put(i)
             try:
                 worker.send(chunks[i])
             except Exception:
