@@ -13,6 +13,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -264,3 +265,21 @@ def test_a_slow_worker_is_not_waited_for_long(
     assert time.monotonic() - started < 2.5, "it waited for the worker"
     assert by_workers == 0
     assert counted == [spec[1](t) for t in texts]
+
+
+def test_the_cli_option_sets_the_workers_of_this_process_and_its_children(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from click.testing import CliRunner
+
+    from context_governor.cli import main
+
+    example = str(Path(__file__).resolve().parents[1] / "examples" / "coding-session.json")
+    monkeypatch.setenv(count_pool.WORKERS_ENV, "3")  # restored after the test
+    runner = CliRunner()
+    done = runner.invoke(main, ["govern", example, "--count-workers", "0"])
+    assert done.exit_code in (0, 1), done.output
+    assert os.environ[count_pool.WORKERS_ENV] == "0" and count_pool.workers() == 0
+    bad = runner.invoke(main, ["govern", example, "--count-workers", "-1"])
+    assert bad.exit_code == 2 and "--count-workers" in bad.output
+    assert "CONTEXT_GOVERNOR_COUNT_WORKERS" in runner.invoke(main, ["proxy", "--help"]).output

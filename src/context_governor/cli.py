@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any, BinaryIO
 import click
 from click.core import ParameterSource
 
-from . import __version__
+from . import __version__, count_pool
 from .cli_io import Body, dumps, read_bodies
 from .errors import ContextGovernorError
 from .pipeline import GovernResult, govern
@@ -42,6 +43,30 @@ Exit status:
   1  a body is over budget or still breaks a rule (output printed anyway;
      the report's notes say why)
   2  bad input or usage (a one-line error on stderr)"""
+
+
+def _apply_count_workers(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    """Put ``--count-workers`` in the environment: count_pool reads it there, and so do
+    the processes this one starts (the proxy's workers)."""
+    if value is not None:
+        os.environ[count_pool.WORKERS_ENV] = str(value)
+
+
+#: ``--count-workers`` of the commands that may govern a long history (govern, run, proxy).
+count_workers_option = click.option(
+    "--count-workers",
+    type=click.IntRange(min=0),
+    default=None,
+    envvar=count_pool.WORKERS_ENV,
+    show_envvar=True,
+    expose_value=False,
+    callback=_apply_count_workers,
+    metavar="N",
+    help="Processes that count a long history's tokens alongside this one (used when over "
+    f"{count_pool.MIN_CHARS // 1_000_000} million characters are not counted yet; started "
+    "on first need, then kept). Default: one fewer than the cores, at most "
+    f"{count_pool.MAX_WORKERS}; 0 counts in this process only.",
+)
 
 
 def profile_option(
@@ -213,6 +238,7 @@ def main() -> None:
     default=None,
     help="Write the full report(s) as JSON to this file.",
 )
+@count_workers_option
 @click.option("-v", "--verbose", is_flag=True, help="List every action, not a summary.")
 def govern_command(
     file: str,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from click.core import ParameterSource
 
-from .cli import EXIT_BAD_INPUT, main, profile_option
+from .cli import EXIT_BAD_INPUT, count_workers_option, main, profile_option
 from .cli_io import dumps
 from .cli_summary import RUN, summary_options
 from .errors import ContextGovernorError
@@ -332,6 +332,7 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
     "hitting; 'seed' is Nanobot's microcompact + snip on every call.",
 )
 @summary_options(RUN)
+@count_workers_option
 @click.option(
     "--count-store",
     default=None,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from .cli import EXIT_BAD_INPUT, main, profile_option
+from .cli import EXIT_BAD_INPUT, count_workers_option, main, profile_option
 from .cli_summary import PROXY, summary_options
 from .errors import ContextGovernorError
 from .profiles import PROFILES
@@ -160,6 +160,7 @@ def _bind(host: str, port: int) -> socket.socket:
     "and scale the offline estimate by it (one extra request there, none elsewhere).",
 )
 @summary_options(PROXY)
+@count_workers_option
 @click.option(
     "--count-store",
     default=None,
