@@ -57,6 +57,15 @@ def fresh(name: str) -> ExactCounter:
     return ExactCounter(counting_encoding(name))
 
 
+def prepared(name: str = "o200k_base") -> tuple[str, Callable[[str], int]]:
+    """(encoding name, count) of a fresh counter whose worker is started and checked."""
+    counter = fresh(name)
+    spec = counter.shared_encoding()
+    assert spec is not None
+    assert count_pool.prepare(counter) == 1
+    return spec
+
+
 def history(seed: int, n: int = 240) -> list[Message]:
     """A tool-using history whose texts are the varied corpus (surrogates, CJK, runs...)."""
     rng = random.Random(seed)
@@ -81,10 +90,7 @@ def history(seed: int, n: int = 240) -> list[Message]:
 def test_workers_count_every_text_as_this_process_does(pool: None, name: str) -> None:
     texts = corpus(N_TEXTS)
     assert any("\ud800" <= ch <= "\udfff" for t in texts for ch in t), "corpus has surrogates"
-    counter = fresh(name)
-    spec = counter.shared_encoding()
-    assert spec is not None
-    assert count_pool.prepare(counter) == 1
+    spec = prepared(name)
     counted, by_workers = count_pool.count_texts(spec[0], slowed(spec[1]), texts, 1)
     assert by_workers > 0, "the worker counted nothing: the test did not test it"
     assert counted == [spec[1](t) for t in texts]
@@ -148,10 +154,7 @@ def test_a_worker_that_counts_otherwise_is_never_used(pool: None) -> None:
 def test_a_worker_that_dies_mid_call_costs_nothing_but_time(
     pool: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counter = fresh("o200k_base")
-    spec = counter.shared_encoding()
-    assert spec is not None
-    assert count_pool.prepare(counter) == 1
+    spec = prepared()
     texts = corpus(N_TEXTS)
     answers = 0
     real = count_pool._Worker.answer
@@ -247,10 +250,7 @@ def test_a_forked_child_never_uses_the_parents_workers(pool: None) -> None:
 def test_a_slow_worker_is_not_waited_for_long(
     pool: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counter = fresh("o200k_base")
-    spec = counter.shared_encoding()
-    assert spec is not None
-    assert count_pool.prepare(counter) == 1
+    spec = prepared()
     real = count_pool._Worker.answer
 
     def hangs(self: count_pool._Worker) -> list[int]:

@@ -44,7 +44,7 @@ from pathlib import Path
 from queue import SimpleQueue
 
 from .messages import Message
-from .tokens import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, digest, seed_message_payload
+from .tokens import FAST_PROBE, PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, uncounted
 
 #: The environment variable that sets the number of worker processes (0: off).
 WORKERS_ENV = "CONTEXT_GOVERNOR_COUNT_WORKERS"
@@ -63,8 +63,8 @@ WAIT_IN_FLIGHT = 5.0
 IN_FLIGHT = 3
 #: Texts a worker must count as this process does before it is used.
 PROBES: tuple[str, ...] = (
-    "Hello, world! naïve café 日本語のテキスト 🙂 def f(x):\n    return x**2  # 12345\r\n",
-    "\t<|endoftext|> Ünïcödé's DON'T   \n\n<|endofprompt|><|fim_prefix|>",
+    FAST_PROBE,  # code, CJK, emoji, accents, CR LF, a contraction, special-token text
+    "<|endofprompt|><|fim_prefix|>",
     "lone \ud800 surrogate and a pair \ud83d\ude42 end",
     '{"path": "src/a.py", "lines": [1, 2, 3], "ok": true}' * 40,
     "a" * 1500 + " tail " + " " * 1200 + "x",
@@ -136,24 +136,7 @@ def precount(
     except Exception:  # never fail a call: it counts what is left itself
         return 0
     try:
-        wanted: dict[bytes, tuple[str, list[Message]]] = {}
-        for message in messages:
-            if id(message) in known:
-                continue
-            try:
-                payload = seed_message_payload(message)
-            except Exception:  # e.g. nested too deeply: the run reports it
-                continue
-            if not payload:
-                continue
-            key = digest(payload)
-            cached = counter.memo(key)
-            if cached is not None:
-                known[id(message)] = (message, max(4, cached + PER_MESSAGE_OVERHEAD))
-            elif key in wanted:
-                wanted[key][1].append(message)
-            else:
-                wanted[key] = (payload, [message])
+        wanted = uncounted(counter, messages, known)
         counts, by_workers = job.run([payload for payload, _ in wanted.values()])
     except Exception:  # never fail a call: it counts what is left itself
         job.cancel()
@@ -402,7 +385,6 @@ class _Pool:
         self._lock = threading.Lock()
         self._idle: dict[str, list[_Worker]] = {}
         self._all: list[_Worker] = []
-        self._busy = 0
 
     def acquire(self, name: str) -> _Worker | None:
         """An idle worker for ``name`` (made, not started, if there are fewer than
@@ -412,19 +394,16 @@ class _Pool:
             while idle:
                 worker = idle.pop()
                 if not worker.dead:
-                    self._busy += 1
                     return worker
             live = [w for w in self._all if not w.dead and w.name == name]
             if len(live) >= workers():
                 return None
             worker = _Worker(name)
             self._all = [w for w in self._all if not w.dead] + [worker]
-            self._busy += 1
             return worker
 
     def release(self, worker: _Worker) -> None:
         with self._lock:
-            self._busy -= 1
             if not worker.dead:
                 self._idle.setdefault(worker.name, []).append(worker)
 

@@ -47,6 +47,7 @@ from .tokens import (
     digest,
     in_background,
     seed_message_payload,
+    uncounted,
 )
 
 #: Key prefix in shared stores (Redis): names what the entries are.
@@ -261,23 +262,7 @@ class CountLink:
             return None
         loaded = Loaded(rules)
         known = loaded.known
-        memo = counter.memo
-        wanted: dict[bytes, list[Message]] = {}
-        for message in messages:
-            try:
-                payload = seed_message_payload(message)
-            except Exception:  # e.g. nested too deeply: the run reports it
-                continue
-            if not payload:
-                continue  # counted without tokenizing
-            key = digest(payload)
-            count = memo(key)
-            if count is not None:
-                known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
-            elif key in wanted:
-                wanted[key].append(message)
-            else:
-                wanted[key] = [message]
+        wanted = {key: same for key, (_, same) in uncounted(counter, messages, known).items()}
         if tools:
             with contextlib.suppress(Exception):  # the run reports tools it cannot dump
                 key = digest(_dumps(tools))

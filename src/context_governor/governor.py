@@ -366,12 +366,13 @@ class Governor:
                 known[id(new)] = (new, state.tokens[i])
                 same = i + 1
         loaded = None
+        unseen = messages[same:]
         if self._store is not None:
             # before the tools' count: the store may have it too
-            loaded = self._store.read(self.settings.counter, messages[same:], self.settings.tools)
+            loaded = self._store.read(self.settings.counter, unseen, self.settings.tools)
             if loaded is not None:
                 known.update(loaded.known)
-        _precount(self.settings.counter, messages[same:], known)
+        _precount(self.settings.counter, unseen, known)
         counter = _KnownCounts(self.settings.counter, known, self._tools_count)
         result, ctx = run(messages, self.settings, counter)
         tokens = [counter.message_tokens(m) for m in messages]

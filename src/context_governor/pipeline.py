@@ -256,9 +256,10 @@ def with_developers(
     result from the inner one, the list to send and the edge's report entries (a
     Governor's results may make their report later; by default it is made now)."""
     developers = Developers() if developers is None else developers
-    legacy = first_legacy(messages)
-    if legacy is not None and not s.policy.legacy_functions:
-        raise refusal(legacy, s.provider.name)
+    if not s.policy.legacy_functions:  # where the form is taken, the edge finds it alone
+        legacy = first_legacy(messages)
+        if legacy is not None:
+            raise refusal(legacy, s.provider.name)
     decoded, positions = developers.decode(messages)
     result = govern_decoded(decoded)
     accepted = s.profile.provider is None or s.policy.developer_role

@@ -750,6 +750,37 @@ class ExactCounter:
         return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
 
 
+def uncounted(
+    counter: ExactCounter,
+    messages: Iterable[Message],
+    known: dict[int, tuple[Message, int]],
+) -> dict[bytes, tuple[str, list[Message]]]:
+    """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks,
+    by digest: each text and the messages counted as it. The memo's counts go into
+    ``known`` (by message identity, as KnownCounts takes them) on the way. What a count
+    store asks for and what worker processes count (count_store.py, count_pool.py)."""
+    wanted: dict[bytes, tuple[str, list[Message]]] = {}
+    memo = counter.memo
+    for message in messages:
+        if id(message) in known:
+            continue
+        try:
+            payload = seed_message_payload(message)
+        except Exception:  # e.g. nested too deeply: the run reports it
+            continue
+        if not payload:
+            continue  # counted without tokenizing
+        key = digest(payload)
+        count = memo(key)
+        if count is not None:
+            known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+        elif key in wanted:
+            wanted[key][1].append(message)
+        else:
+            wanted[key] = (payload, [message])
+    return wanted
+
+
 def digest(text: str) -> bytes:
     """The 128-bit blake2b digest a text's count is memoised (and stored) under: the
     same in every process."""
