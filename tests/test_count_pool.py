@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from levels import examples
 
 from bench.counters import corpus
@@ -283,3 +285,31 @@ def test_the_cli_option_sets_the_workers_of_this_process_and_its_children(
     bad = runner.invoke(main, ["govern", example, "--count-workers", "-1"])
     assert bad.exit_code == 2 and "--count-workers" in bad.output
     assert "CONTEXT_GOVERNOR_COUNT_WORKERS" in runner.invoke(main, ["proxy", "--help"]).output
+
+
+_PROPERTY_WORKER: list[count_pool._Worker] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _end_the_property_worker() -> Iterator[None]:
+    yield
+    for worker in _PROPERTY_WORKER:
+        worker.close()
+
+
+@settings(max_examples=examples(full=300, fast=60), deadline=None)
+@given(
+    texts=st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=()), max_size=3000), max_size=20
+    )
+)
+def test_a_worker_counts_any_text_as_this_process_does(texts: list[str]) -> None:
+    """Any text (lone surrogates, special-token text and runs included): the counts a
+    worker process answers are this process's."""
+    spec = fresh("o200k_base").shared_encoding()
+    assert spec is not None
+    if not _PROPERTY_WORKER or _PROPERTY_WORKER[0].dead:
+        worker = count_pool._Worker(spec[0])
+        assert worker.ready(spec[1])
+        _PROPERTY_WORKER[:] = [worker]
+    assert _PROPERTY_WORKER[0].count(texts) == [spec[1](t) for t in texts]
