@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,15 +44,42 @@ def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     count_pool.close()
 
 
-def slowed(count: Callable[[str], int]) -> Callable[[str], int]:
-    """``count``, made slow in this process, so that the worker surely gets chunks
-    whatever the scheduling (the counts stay the same)."""
+#: The longest a test's own counting waits for a worker's answer before going on (a
+#: worker that cannot answer in that time fails the test's "worker used" assertion
+#: instead of hanging it).
+GATE_SECONDS = 120.0
 
-    def slow(text: str) -> int:
-        time.sleep(0.0005)
-        return count(text)
 
-    return slow
+@pytest.fixture
+def answered(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[str], int]], Callable[[str], int]]:
+    """``gate(count)``: ``count``, made to wait (once) until a worker has answered a chunk
+    of the call that uses it, so that the worker surely counts something in that call
+    whatever the scheduling: a test never depends on which of two processes is faster.
+    The counts stay the same."""
+    real = count_pool._Worker.answer
+    pending: list[threading.Event] = []
+
+    def answer(self: count_pool._Worker) -> list[int]:
+        try:
+            return real(self)
+        finally:
+            for event in pending:
+                event.set()
+
+    monkeypatch.setattr(count_pool._Worker, "answer", answer)
+
+    def gate(count: Callable[[str], int]) -> Callable[[str], int]:
+        event = threading.Event()
+        pending.append(event)
+
+        def gated(text: str) -> int:
+            if not event.is_set():
+                event.wait(GATE_SECONDS)
+            return count(text)
+
+        return gated
+
+    return gate
 
 
 def fresh(name: str) -> ExactCounter:
@@ -89,24 +117,28 @@ def history(seed: int, n: int = 240) -> list[Message]:
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
-def test_workers_count_every_text_as_this_process_does(pool: None, name: str) -> None:
+def test_workers_count_every_text_as_this_process_does(
+    pool: None, answered: Callable[[Callable[[str], int]], Callable[[str], int]], name: str
+) -> None:
     texts = corpus(N_TEXTS)
     assert any("\ud800" <= ch <= "\udfff" for t in texts for ch in t), "corpus has surrogates"
     spec = prepared(name)
-    counted, by_workers = count_pool.count_texts(spec[0], slowed(spec[1]), texts, 1)
+    counted, by_workers = count_pool.count_texts(spec[0], answered(spec[1]), texts, 1)
     assert by_workers > 0, "the worker counted nothing: the test did not test it"
     assert counted == [spec[1](t) for t in texts]
 
 
 def test_a_call_over_the_threshold_gets_every_message_count_from_the_pool(
-    pool: None, monkeypatch: pytest.MonkeyPatch
+    pool: None,
+    monkeypatch: pytest.MonkeyPatch,
+    answered: Callable[[Callable[[str], int]], Callable[[str], int]],
 ) -> None:
     messages = history(1)
     counter = fresh("o200k_base")
     assert count_pool.prepare(counter) == 1
     spec = counter.shared_encoding()
     assert spec is not None
-    monkeypatch.setattr(counter, "shared_encoding", lambda: (spec[0], slowed(spec[1])))
+    monkeypatch.setattr(counter, "shared_encoding", lambda: (spec[0], answered(spec[1])))
     known: dict[int, tuple[Message, int]] = {}
     by_workers = count_pool.precount(counter, messages, known)
     assert by_workers > 0
@@ -117,19 +149,45 @@ def test_a_call_over_the_threshold_gets_every_message_count_from_the_pool(
     assert all(counter.message_tokens(m) == known[id(m)][1] for m in messages)
 
 
-def test_govern_and_the_governor_give_the_same_results_with_workers(pool: None) -> None:
-    messages = coding_session(steps=80).messages
+def test_govern_and_the_governor_give_the_same_results_with_workers(
+    pool: None,
+    monkeypatch: pytest.MonkeyPatch,
+    answered: Callable[[Callable[[str], int]], Callable[[str], int]],
+) -> None:
+    # two sessions: the counts are memoized per text, so the second call on one history
+    # would have nothing left for a worker
+    for_govern = coding_session(steps=80, seed=11).messages
+    for_governor = coding_session(steps=80, seed=12).messages
     settings: dict[str, Any] = {"profile": "openai", "model": "gpt-4o", "context_window": 16_000}
-    with_pool_govern = govern(messages, **settings)
-    with_pool_governor = Governor(**settings).govern(messages)
-    assert count_pool.started() == 1, "the calls went through the worker"
+    assert count_pool.prepare(fresh("o200k_base")) == 1
+    shared = ExactCounter.shared_encoding
+
+    def gated(self: ExactCounter) -> tuple[str, Callable[[str], int]] | None:
+        spec = shared(self)
+        return None if spec is None else (spec[0], answered(spec[1]))
+
+    monkeypatch.setattr(ExactCounter, "shared_encoding", gated)
+    used: list[int] = []  # texts the workers counted, per call that spread its counting
+    run = count_pool._Job.run
+
+    def recorded(job: count_pool._Job, texts: Any) -> tuple[list[int], int]:
+        counted = run(job, texts)
+        used.append(counted[1])
+        return counted
+
+    monkeypatch.setattr(count_pool._Job, "run", recorded)
+    with_pool_govern = govern(for_govern, **settings)
+    assert used and used[-1] > 0, f"govern(): workers counted {used}"
+    with_pool_governor = Governor(**settings).govern(for_governor)
+    assert len(used) >= 2 and used[-1] > 0, f"Governor: workers counted {used}"
+    assert count_pool.started() == 1
     count_pool.set_workers(0)
-    alone = govern(messages, **settings)
-    assert with_pool_govern.messages == alone.messages
-    assert with_pool_governor.messages == alone.messages
-    assert with_pool_govern.report.tokens_before == alone.report.tokens_before
-    assert with_pool_governor.report.tokens_after == alone.report.tokens_after
-    assert with_pool_governor.report.actions == alone.report.actions
+    for with_pool, messages in ((with_pool_govern, for_govern), (with_pool_governor, for_governor)):
+        alone = govern(messages, **settings)
+        assert with_pool.messages == alone.messages
+        assert with_pool.report.tokens_before == alone.report.tokens_before
+        assert with_pool.report.tokens_after == alone.report.tokens_after
+        assert with_pool.report.actions == alone.report.actions
 
 
 def test_a_worker_that_counts_otherwise_is_never_used(pool: None) -> None:
@@ -160,17 +218,22 @@ def test_a_worker_that_dies_mid_call_costs_nothing_but_time(
     texts = corpus(N_TEXTS)
     answers = 0
     real = count_pool._Worker.answer
+    killed = threading.Event()
 
     def dies_after_one(self: count_pool._Worker) -> list[int]:
         nonlocal answers
         answers += 1
-        if answers > 2:  # the probe, one chunk, then the process is gone
-            assert self.proc is not None
-            self.proc.kill()
+        if answers > 2:  # two chunks answered, then the process is gone
+            self.kill()
+            killed.set()
         return real(self)
 
+    def after_the_kill(text: str) -> int:  # the worker surely gets its chunks first
+        killed.wait(GATE_SECONDS)
+        return spec[1](text)
+
     monkeypatch.setattr(count_pool._Worker, "answer", dies_after_one)
-    counted, _ = count_pool.count_texts(spec[0], slowed(spec[1]), texts, 1)
+    counted, _ = count_pool.count_texts(spec[0], after_the_kill, texts, 1)
     assert answers > 2, "the worker was not used"
     assert counted == [spec[1](t) for t in texts]
     assert count_pool.started() == 0, "the dead worker is dropped"
@@ -218,8 +281,7 @@ def test_the_number_of_workers_comes_from_the_setting_then_the_environment(
 
 
 def test_closing_the_pool_ends_the_worker_processes(pool: None) -> None:
-    spec = fresh("o200k_base").shared_encoding()
-    assert spec is not None
+    spec = prepared()
     count_pool.count_texts(spec[0], spec[1], corpus(N_TEXTS), 1)
     procs = [w.proc for w in count_pool._pool._all if w.proc is not None]
     assert procs
