@@ -231,12 +231,13 @@ def test_long_history_is_governed_to_the_window(upstream: FakeUpstream, start_pr
     assert pairing_problems(sent) == []
 
 
-def test_a_reserve_the_window_cannot_give_is_clamped_not_forwarded(
+def test_a_reserve_the_window_cannot_give_is_fitted_not_forwarded(
     upstream: FakeUpstream, start_proxy: StartProxy
 ) -> None:
     """A client asking max_tokens 128000 of an 8000-token target (coding agents do) gets
-    the reserve the window can give, in the body sent, and a governed history; old main
-    forwarded it as is, with a negative budget that disabled governance."""
+    a governed history whose budget keeps the answer's floor, and, in the body sent,
+    the reserve the window leaves after that history; old main forwarded it as is, with
+    a negative budget that disabled governance."""
     window = 8000
     url = start_proxy(model_windows={MODEL: window})
     history = _long_history(30)
@@ -246,11 +247,12 @@ def test_a_reserve_the_window_cannot_give_is_clamped_not_forwarded(
     response = _post(url, body)
     assert response.status_code == 200, response.text
     sent = upstream.requests[0]
-    limit = (window - 1024) // 2
-    assert sent["max_tokens"] == sent["max_completion_tokens"] == limit
+    floor = 1024  # the smaller of what was asked and an eighth of the window (at least 1,024)
     budget = int(response.headers["x-context-governor-budget"])
-    assert budget == window - limit - 1024 > 0
-    assert int(response.headers["x-context-governor-tokens-after"]) <= budget
+    assert budget == window - floor - 1024 > 0
+    after = int(response.headers["x-context-governor-tokens-after"])
+    assert after <= budget
+    assert sent["max_tokens"] == sent["max_completion_tokens"] == window - 1024 - after
     assert len(sent["messages"]) < len(history)
 
 

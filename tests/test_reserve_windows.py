@@ -1,8 +1,10 @@
-"""The output reserve clamp, model windows as overridable data, and the Claude estimate.
+"""The output reserve, model windows as overridable data, and the Claude estimate.
 
-govern_request on a body whose max_tokens the target's window cannot give: the body
-sent asks for what fits (and a thinking budget below it), governance keeps a
-positive budget, and the report says what it did, for every API.
+govern_request on a body whose max_tokens the target's window cannot give beside the
+prompt: the prompt's budget keeps a floor for the answer (the smaller of what was
+asked and an eighth of the window), the body sent asks for what the window leaves
+after the governed prompt (and a thinking budget below the floor), and the report says
+what it did, for every API.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import ConfigError, govern_request, validate_request
-from context_governor.formats.reserve import max_reserve
+from context_governor.formats.reserve import floor, max_reserve
+from context_governor.stages.snip import SAFETY_BUFFER
 from context_governor.tokens import claude_estimate, load_encoding
 from context_governor.windows import known_window, load_windows, window_table
 
@@ -40,18 +43,22 @@ def _messages_body(max_tokens: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_a_reserve_the_window_cannot_give_is_clamped_and_reported() -> None:
-    """On main the body went out with max_tokens 128000 for a 64k window and a negative
-    budget (nothing governed)."""
+def test_a_reserve_the_window_cannot_give_is_fitted_and_reported() -> None:
+    """Once the body went out with max_tokens 128000 for a 64k window and a negative
+    budget (nothing governed); then it was clamped to half the window, which starved
+    the prompt. Now the prompt's budget keeps an eighth of the window for the answer,
+    and the answer gets what the governed prompt leaves."""
     body = _messages_body(128_000)
     result = govern_request(body, context_window=64_000)
-    assert result.body["max_tokens"] == max_reserve(64_000) == (64_000 - 1024) // 2
-    assert body["max_tokens"] == 128_000  # the input is not modified
     report = result.report
-    assert report.budget is not None and report.budget > 0 and report.within_budget
-    assert report.max_output == result.body["max_tokens"]
+    assert report.max_output == floor(64_000, 128_000) == 8_000
+    assert report.budget == 64_000 - SAFETY_BUFFER - 8_000
+    assert result.body["max_tokens"] == 64_000 - SAFETY_BUFFER - report.tokens_after
+    assert body["max_tokens"] == 128_000  # the input is not modified
+    assert report.within_budget
     assert [a.stage for a in report.actions[:1]] == ["reserve"]
-    assert any("max_tokens 128,000 -> 31,488" in n for n in report.notes)
+    given = result.body["max_tokens"]
+    assert any(f"max_tokens 128,000 -> {given:,}" in n for n in report.notes)
 
 
 def test_a_reserve_that_fits_is_left_alone() -> None:
@@ -66,7 +73,7 @@ def test_the_thinking_budget_stays_below_max_tokens() -> None:
     out = govern_request(body, context_window=64_000).body
     budget = out["thinking"]["budget_tokens"]
     assert 1024 <= budget < out["max_tokens"]
-    assert budget == 100_000 * out["max_tokens"] // 128_000
+    assert budget == floor(64_000, 128_000) - 1  # the same on every request of the session
     assert validate_request(out) == []
 
 
@@ -74,7 +81,8 @@ def test_a_window_too_small_for_thinking_disables_it() -> None:
     body = _messages_body(8_000, thinking={"type": "enabled", "budget_tokens": 4_000})
     result = govern_request(body, context_window=3_000)
     assert result.body["thinking"] == {"type": "disabled"}
-    assert result.body["max_tokens"] == 988
+    assert floor(3_000, 8_000) == max_reserve(3_000) == 988
+    assert result.body["max_tokens"] == 3_000 - SAFETY_BUFFER - result.report.tokens_after
     assert any("thinking disabled" in a.detail for a in result.report.actions)
 
 
@@ -87,14 +95,18 @@ def test_a_window_too_small_for_thinking_disables_it() -> None:
 def test_governed_output_always_leaves_room_for_the_prompt(
     body: dict[str, Any], window: int, asked: int
 ) -> None:
-    """Whatever the client asks, the body sent asks for at most half the window, keeps a
-    legal thinking budget, validates, and governance had a positive budget."""
+    """Whatever the client asks, the body sent asks for at most that, and no more than
+    the window leaves after the prompt when the prompt met its budget; it keeps a legal
+    thinking budget, validates, and governance had a positive budget."""
     thinking = {"type": "enabled", "budget_tokens": min(asked - 1, max(1024, asked // 2))}
     body = {**body, "max_tokens": asked, "thinking": thinking}
     result = govern_request(body, context_window=window)
     out = result.body
-    assert out["max_tokens"] <= max(asked if asked <= max_reserve(window) else 0,
-                                    max_reserve(window))  # fmt: skip
+    assert out["max_tokens"] <= asked
+    if result.report.within_budget:
+        assert result.report.tokens_after + out["max_tokens"] <= window - SAFETY_BUFFER or (
+            out["max_tokens"] == asked <= floor(window, asked)
+        )
     assert result.report.budget is not None and result.report.budget > 0
     if out["thinking"].get("type") == "enabled":
         assert 1024 <= out["thinking"]["budget_tokens"] < out["max_tokens"]
@@ -114,9 +126,11 @@ def test_governed_output_always_leaves_room_for_the_prompt(
 )  # fmt: skip
 def test_openai_side_reserves_are_clamped_too(field: str, api: str, body: dict[str, Any]) -> None:
     """gpt-4o's window is 128,000: an output reserve of 100,000 left a 26,976-token prompt
-    budget on main, sent as asked; now it is clamped to half the window."""
+    budget once, sent as asked; now the prompt keeps its budget and the answer what the
+    window leaves after it."""
     result = govern_request(body, api=api, context_window=32_000)  # type: ignore[arg-type]
-    assert result.body[field] == max_reserve(32_000)
+    assert result.report.budget == 32_000 - SAFETY_BUFFER - 4_000
+    assert result.body[field] == 32_000 - SAFETY_BUFFER - result.report.tokens_after
     assert result.report.budget is not None and result.report.budget > 0
     assert any(a.stage == "reserve" for a in result.report.actions)
 

@@ -298,7 +298,9 @@ def govern_request(
     ``windows``: a table of model windows (``windows.window_table(...)``) used instead
     of the built-in one when ``context_window`` is not given. An output reserve
     (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) the window
-    cannot give is clamped in the body sent, and reported (formats/reserve.py).
+    cannot give beside the prompt is fitted: the prompt's budget keeps a floor for the
+    answer, and the body sent asks for what the window leaves after the governed prompt,
+    up to what was asked; reported (formats/reserve.py).
     Messages bodies are counted with the Claude estimate (tokens.claude_estimate)
     unless ``count_tokens`` is given.
 
@@ -312,8 +314,8 @@ def govern_request(
     from_table = None
     if context_window is None and windows is not None:
         from_table = known_window(name, window_table(windows))
-    clamp = reserve.clamp(body, checked, _usable(context_window, from_table, name))
-    sent = {**body, **clamp.updates} if clamp is not None else body
+    planned = reserve.plan(body, checked, _usable(context_window, from_table, name))
+    sent = {**body, **planned.before()} if planned is not None else body
     result = _dispatch(
         checked,
         sent,
@@ -328,9 +330,22 @@ def govern_request(
     )
     if from_table is not None:
         result.report.window_source = "model"
-    if clamp is not None:
-        reserve.record(result.report, clamp)
-    return result
+    if planned is None:
+        return result
+    return _with_reserve(body, sent, result, planned)
+
+
+def _with_reserve(
+    body: dict[str, Any], sent: dict[str, Any], result: RequestResult, planned: reserve.Reserve
+) -> RequestResult:
+    """``result`` (governed from ``sent``, whose reserve was the floor) with the reserve
+    the window leaves after its prompt, reported; the input body itself when that is
+    what the client asked and governance changed nothing else."""
+    found = planned.after(result.report.tokens_after)
+    reserve.record(result.report, found)
+    if result.body is sent and not found.details:
+        return replace(result, body=body)
+    return replace(result, body={**result.body, **found.updates})
 
 
 def _usable(given: Any, from_table: int | None, model: str | None) -> int | None:

@@ -1,21 +1,31 @@
-"""The output reserve of a request body, clamped to what the target's window can give.
+"""The output reserve of a request body: a floor for the prompt's budget, then what the
+window leaves after the governed prompt.
 
-Clients ask for more output than a smaller target has room for (one coding agent
-sends ``max_tokens: 128000`` on every request). The target rejects a request whose
-prompt plus ``max_tokens`` exceeds its window, and a reserve at least as large as
-the window leaves governance a negative budget. So, when the window is known:
+Clients ask for more output than a smaller target has room for (Claude Code sends
+``max_tokens: 128000``, opencode 32,000, on every request). The target refuses a
+request whose prompt plus ``max_tokens`` exceeds its window, and a reserve as large
+as the window leaves governance no budget. Halving the window for the answer (what
+this module did before) starved the prompt: at 40k a Claude Code session got 19,488
+tokens of prompt for answers that rarely pass a few thousand. So, when the window is
+known and the body asks for more than the floor:
 
-* the reserve may take at most half of what the window leaves after the safety
-  buffer, ``(window - SAFETY_BUFFER) // 2``; the prompt keeps the other half. A
-  request that asks for more gets exactly that, in the body it sends, and the
-  report says so. The figure depends on the window alone, so it is the same on
-  every request of a session (cache-stable: nothing else in the body moves);
+* the prompt's budget keeps a **floor** for the answer: the smaller of what the client
+  asked and an eighth of the window (at least 1,024 tokens, at most half the window
+  after the safety buffer); the budget is ``window - SAFETY_BUFFER - floor``. It
+  depends on the window and the request's own reserve alone, so it is the same on
+  every request of a session (cache-stable);
+* the body sent asks for what the window leaves after the **governed** prompt and the
+  safety buffer, up to what the client asked (never below the floor): a short prompt
+  keeps the client's full reserve, a long one gets what is left, and
+  prompt + reserve stays inside the window whenever the prompt met its budget;
 * Anthropic's ``thinking.budget_tokens`` must stay below ``max_tokens`` (and at
-  least 1,024): a budget the clamp would pass is scaled by the same ratio as
-  ``max_tokens``, and raised to 1,024 if that falls below; if not even that fits,
-  thinking is disabled for the request (reported).
+  least 1,024): a budget at or above the floor is lowered to ``floor - 1``, a figure
+  that does not move between requests (a changed thinking budget invalidates the
+  provider's cached messages); if the floor leaves no room for 1,024, thinking is
+  turned off for the request. Each change is reported.
 
-A request within the limit is left as it is.
+A request that asks for no more than the floor is left as it is (its reserve is the
+budget's, as before).
 """
 
 from __future__ import annotations
@@ -36,6 +46,91 @@ RESERVE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The answer's floor is at most this fraction of the window (one eighth): answers
+#: of agents are short next to their prompts; the client's own reserve is used above
+#: it whenever the prompt leaves room.
+FLOOR_DIVISOR = 8
+#: ... and at least this many tokens (or what the client asked, if less).
+MIN_FLOOR = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """The output reserve of one request body, as planned before governance."""
+
+    #: the reserve fields present in the body (a Chat Completions client may send both)
+    names: tuple[str, ...]
+    #: what the client asked for (the first field's value)
+    asked: int
+    #: the reserve the prompt's budget keeps (see floor())
+    floor: int
+    window: int
+    #: the thinking setting to send (None: unchanged), and what to report of it
+    thinking: dict[str, Any] | None = None
+    thinking_detail: str = ""
+
+    def before(self) -> dict[str, Any]:
+        """What to change in the body before governance: the floor as its reserve (the
+        pipeline's budget is the window less it), and the thinking setting."""
+        updates: dict[str, Any] = {name: self.floor for name in self.names}
+        if self.thinking is not None:
+            updates["thinking"] = self.thinking
+        return updates
+
+    def given(self, prompt_tokens: int) -> int:
+        """The reserve to send after a governed prompt of ``prompt_tokens``: what the
+        window leaves after it and the safety buffer, up to what was asked, never below
+        the floor (a prompt over its budget is reported as such; the floor is what its
+        budget promised)."""
+        room = self.window - SAFETY_BUFFER - prompt_tokens
+        return min(self.asked, max(room, self.floor))
+
+    def after(self, prompt_tokens: int) -> Clamp:
+        """The fields to send and the report's words, for a governed prompt of
+        ``prompt_tokens``."""
+        given = self.given(prompt_tokens)
+        updates: dict[str, Any] = {name: given for name in self.names}
+        details: list[str] = []
+        if given != self.asked:
+            details.extend(
+                f"{name} {self.asked:,} -> {given:,}: what the {self.window:,}-token window "
+                f"leaves after the governed prompt ({prompt_tokens:,} tokens) and the "
+                f"{SAFETY_BUFFER:,}-token safety buffer (the prompt's budget kept "
+                f"{self.floor:,} for the answer: the smaller of what was asked and an "
+                f"eighth of the window)"
+                for name in self.names
+            )
+        if self.thinking is not None:
+            updates["thinking"] = self.thinking
+            details.append(self.thinking_detail)
+        return Clamp(updates, tuple(details))
+
+
+def floor(window: int, asked: int) -> int:
+    """The answer's floor for a ``window`` when the client asks for ``asked``: the
+    smaller of ``asked`` and an eighth of the window (at least ``MIN_FLOOR``, at most
+    half the window after the safety buffer)."""
+    share = max(MIN_FLOOR, window // FLOOR_DIVISOR)
+    return max(1, min(asked, share, max_reserve(window)))
+
+
+def plan(body: Any, api: str, window: int | None) -> Reserve | None:
+    """The reserve of ``body`` (a body of ``api``) for ``window``; None if governance
+    leaves it alone: no window, no readable reserve field, or one within the floor."""
+    if window is None or not isinstance(body, dict) or max_reserve(window) < 1:
+        return None
+    names = tuple(f for f in RESERVE_FIELDS.get(api, ()) if body.get(f) is not None)
+    values = [body[f] for f in names]
+    if not names or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        return None  # unreadable values are the edge's to report
+    asked = values[0]
+    kept = floor(window, asked)
+    if asked <= kept:
+        return None
+    thinking, detail = _thinking(body, kept) if api == "anthropic" else (None, "")
+    return Reserve(names, asked, kept, window, thinking, detail)
+
+
 @dataclass(frozen=True, slots=True)
 class Clamp:
     """The fields to change in the body, and what to tell the report."""
@@ -49,59 +144,31 @@ def max_reserve(window: int) -> int:
     return (window - SAFETY_BUFFER) // 2
 
 
-def _field(body: dict[str, Any], api: str) -> str | None:
-    return next((f for f in RESERVE_FIELDS.get(api, ()) if body.get(f) is not None), None)
-
-
-def _thinking(body: dict[str, Any], asked: int, given: int) -> tuple[dict[str, Any] | None, str]:
-    """The thinking setting to send with ``max_tokens=given`` (None: unchanged)."""
+def _thinking(body: dict[str, Any], floor_: int) -> tuple[dict[str, Any] | None, str]:
+    """The thinking setting to send when ``max_tokens`` is at least ``floor_`` (None:
+    unchanged): a budget at or above the floor lowered to ``floor_ - 1``, or thinking off
+    where that is under Anthropic's smallest budget."""
     thinking = body.get("thinking")
     if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
         return None, ""
     budget = thinking.get("budget_tokens")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < given:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < floor_:
         return None, ""
-    if given <= MIN_THINKING_BUDGET:
+    if floor_ - 1 < MIN_THINKING_BUDGET:
         return {"type": "disabled"}, (
-            f"thinking disabled: max_tokens {given:,} leaves no room for the smallest "
-            f"thinking budget ({MIN_THINKING_BUDGET:,})"
+            f"thinking disabled: the answer's floor ({floor_:,} tokens) leaves no room for "
+            f"the smallest thinking budget ({MIN_THINKING_BUDGET:,})"
         )
-    scaled = max(MIN_THINKING_BUDGET, min(given - 1, budget * given // asked))
-    return {**thinking, "budget_tokens": scaled}, (
-        f"thinking.budget_tokens {budget:,} -> {scaled:,} (it must stay below max_tokens)"
+    lowered = floor_ - 1
+    return {**thinking, "budget_tokens": lowered}, (
+        f"thinking.budget_tokens {budget:,} -> {lowered:,} (it must stay below max_tokens, "
+        f"which is at least the answer's floor of {floor_:,}; the same on every request)"
     )
 
 
-def clamp(body: Any, api: str, window: int | None) -> Clamp | None:
-    """What to change in ``body`` so that its output reserve fits ``window``; None if
-    nothing (no window, no reserve in the body, or a reserve that fits)."""
-    if window is None or not isinstance(body, dict):
-        return None
-    names = [f for f in RESERVE_FIELDS.get(api, ()) if body.get(f) is not None]
-    if not names:
-        return None
-    limit = max_reserve(window)
-    updates: dict[str, Any] = {}
-    details: list[str] = []
-    for name in names:  # every reserve field present: a client may send both spellings
-        asked = body[name]
-        if isinstance(asked, bool) or not isinstance(asked, int) or asked <= limit or limit < 1:
-            continue  # unreadable values are the edge's to report
-        updates[name] = limit
-        details.append(
-            f"{name} {asked:,} -> {limit:,}: the target's window ({window:,}) cannot give "
-            f"more than half of itself after the {SAFETY_BUFFER:,}-token safety buffer and "
-            "keep room for the prompt"
-        )
-        if api == "anthropic":
-            thinking, detail = _thinking(body, asked, limit)
-            if thinking is not None:
-                updates["thinking"] = thinking
-                details.append(detail)
-    return Clamp(updates, tuple(details)) if updates else None
-
-
 def record(report: Report, found: Clamp) -> None:
-    """Say in ``report`` what the clamp changed (request-level actions, first)."""
+    """Say in ``report`` what the reserve changed (request-level actions, first)."""
+    if not found.details:
+        return
     report.actions[0:0] = [Action("reserve", "repair", -1, d) for d in found.details]
-    report.notes.append("output reserve clamped: " + "; ".join(found.details))
+    report.notes.append("output reserve: " + "; ".join(found.details))

@@ -18,9 +18,8 @@ from typing import Any
 
 from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request
+from ..formats import reserve as reserves
 from ..formats.anthropic_count import scaled_estimate
-from ..formats.reserve import clamp as reserve_clamp
-from ..formats.reserve import record as record_clamp
 from ..legacy import tools_of
 from ..pipeline import govern
 from ..report import Report
@@ -173,10 +172,11 @@ def _govern_native(
 def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
     model = _model(data)
     window = config.window_for(model)
-    # A reserve the window cannot give is clamped in the body sent (as govern_request does).
-    clamped = reserve_clamp(data, "openai", window if window is not None else known_window(model))
-    if clamped is not None:
-        data = {**data, **clamped.updates}
+    # The prompt's budget keeps the answer's floor, and the body sent asks for what the
+    # window leaves after the governed prompt (formats/reserve.py; as govern_request does).
+    planned = reserves.plan(data, "openai", window if window is not None else known_window(model))
+    if planned is not None:
+        data = {**data, **planned.before()}
     reserve, reserve_field = _reserve(data)
     try:
         result = govern(
@@ -196,7 +196,9 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
         if reserve_field is not None and text.startswith("max_output"):
             raise BadRequest(text.replace("max_output", reserve_field, 1), reserve_field) from None
         raise BadRequest(text) from None
-    if clamped is not None:
-        record_clamp(result.report, clamped)
     governed = {**data, "messages": result.messages}
+    if planned is not None:
+        found = planned.after(result.report.tokens_after)
+        reserves.record(result.report, found)
+        governed.update(found.updates)
     return Governed(encode(governed), result.report, model, data.get("stream") is True)

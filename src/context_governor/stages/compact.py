@@ -46,6 +46,7 @@ from .microcompact import microcompact
 from .offload import offload as _offload
 from .single_call import keep_from, sent_view
 from .snip import snip
+from .squeeze import overflow_note, squeeze
 from .summary import SUMMARY_SLACK, summary_note, summary_room
 
 STAGE = "compact"
@@ -63,10 +64,14 @@ def clear_stage(messages: list[Message], ctx: Context) -> list[Message]:
 
 
 def fit_stage(messages: list[Message], ctx: Context) -> list[Message]:
-    """Where the seed snips: the cache policy compacts first, then snip is the safety net."""
-    if _policy(ctx).kind == "cache":
-        messages = compact(messages, ctx)
-    return snip(messages, ctx)
+    """Where the seed snips: the cache policy compacts first; a request still over its
+    budget is squeezed (results of the newest turn cleared, then truncated), then snip
+    is the safety net, and what keeps it over after all that is named."""
+    if _policy(ctx).kind != "cache":
+        return snip(messages, ctx)
+    messages = snip(squeeze(compact(messages, ctx), ctx), ctx)
+    overflow_note(messages, ctx)
+    return messages
 
 
 def _chars(content: Any) -> int:
