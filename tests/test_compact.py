@@ -197,7 +197,7 @@ def test_emptied_arguments_are_reported_at_the_callers_indices() -> None:
     oldest turns; the report named positions of that output (here tool results of the
     caller's list, ~200 messages before the calls meant) instead of the caller's."""
     history = _session(150)[-1]
-    policy = CompactionPolicy(clear_arguments=True)
+    policy = CompactionPolicy(clear_arguments=True, mask_first=False)  # so that it cuts
     result = govern(history, context_window=ROOMY, max_output=1000, compaction=policy)
     actions = result.report.actions
     assert any(a.kind == "drop" for a in actions)  # the output is shifted against the input

@@ -46,9 +46,12 @@ def _cut(result: Any) -> bool:
     return any(a.stage == "compact" and a.kind == "drop" for a in result.report.actions)
 
 
-def _compacted_at(result: Any, seen: int) -> bool:
+def _compacted_at(result: Any, seen: int, kind: str | None = None) -> bool:
+    """Whether a compaction (one of ``kind`` of action: "drop" for a cut) happened at one
+    of the requests past the ``seen`` messages of the previous call."""
     return any(
         a.stage == "compact"
+        and (kind is None or a.kind == kind)
         and "at message " in a.detail
         and int(a.detail.rsplit("at message ", 1)[1][:-1]) > seen
         for a in result.report.actions
@@ -74,13 +77,14 @@ def test_one_summary_per_cut_and_requests_only_append_between_compactions(seed: 
         assert validate(result.messages, provider="openai") == []
         assert not any(a.kind == "fallback" for a in result.report.actions)
         now = _compacted_at(result, seen)
+        cut_now = _compacted_at(result, seen, "drop")  # a compaction may only clear results
         seen = len(history)
         compactions += now
         if _cut(result):
             # every request past a cut carries exactly one summary, and no plain note
             assert summary_count(result.messages) == 1
             assert PLAIN_NOTE not in json.dumps(result.messages)
-            cut_compactions += now
+            cut_compactions += cut_now
         else:
             assert summary_count(result.messages) == 0
         if previous is not None and not _is_prefix(previous, result.messages):
@@ -268,8 +272,8 @@ def test_the_summarizer_never_sees_more_than_its_budget() -> None:
         _session(100)[-1],
         context_window=64_000,
         max_output=1000,
-        compaction=CompactionPolicy(
-            target_tokens=4000, summary=Summaries(summarizer, input_tokens=2000)
+        compaction=CompactionPolicy(  # cutting, not masking: the summary is of a cut
+            target_tokens=4000, summary=Summaries(summarizer, input_tokens=2000), mask_first=False
         ),
     )
     assert summary_count(result.messages) == 1

@@ -65,6 +65,11 @@ ADAPTIVE_BAND_CALLS = 50
 #: of the newest ``keep_recent`` results (1 would compact at almost every step).
 VERBATIM_ROOM = 0.5
 
+#: Under ``mask_first``: when the masked trail no longer fits under the trigger, the
+#: calls' worth of its growth (at least ``min_savings``) a cut leaves below the trigger,
+#: so that cuts, which re-send the whole kept request uncached, stay rare.
+MASK_ROOM_CALLS = 20
+
 #: Under ``verbatim_floor``: the least share of the newest results' turns the results
 #: themselves must take for the floor to apply (a chat's take about a tenth).
 FLOOR_RESULTS = 0.25
@@ -150,6 +155,10 @@ class CompactionPolicy:
     #: Where cached reads are dear, raise a request's trigger so that a compaction keeps
     #: the turns of the newest ``keep_recent`` results (see ``floor``).
     verbatim_floor: bool = True
+    #: Mask before cutting: a compaction keeps the whole trail (every turn, old results
+    #: cleared) when that fits under the trigger less room for growth, and cuts only
+    #: what does not (see ``masked_goal``). Off: the goal is the target's alone.
+    mask_first: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "cache"):
@@ -181,6 +190,8 @@ class CompactionPolicy:
                 )
             if self.kind != "cache":
                 raise ConfigError("summary needs the cache policy (kind='cache')")
+        if not isinstance(self.mask_first, bool):
+            raise ConfigError(f"mask_first must be True or False, got {self.mask_first!r}")
         if not isinstance(self.verbatim_floor, bool):
             raise ConfigError(f"verbatim_floor must be True or False, got {self.verbatim_floor!r}")
         if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
@@ -224,6 +235,25 @@ class CompactionPolicy:
             room = min(target + int((trigger - target) * VERBATIM_ROOM), trigger - self.min_savings)
             ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
+
+    def masked_goal(self, goal: int, trigger: int, masked: int, trail_growth: float) -> int:
+        """The goal of one compaction under ``mask_first``, from ``goal`` (the target's)
+        and ``masked``, the request with every clearable old result cleared and nothing
+        cut.
+
+        When the masked request fits under the trigger less ``min_savings``, that is the
+        goal: old results are cleared, no turn is cut (a clearing compaction breaks the
+        cache only from the first result it clears, near the end). Otherwise turns must
+        go, and the goal leaves ``MASK_ROOM_CALLS`` calls of the masked trail's growth
+        (``trail_growth`` per call) under the trigger, so that the next cut is as far
+        away. Never under ``goal``. What the model still sees of its own work is the
+        product: observation masking keeps the trail, cutting loses it."""
+        if not self.mask_first:
+            return goal
+        if masked <= trigger - self.min_savings:
+            return max(goal, masked)
+        room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
+        return max(goal, trigger - room)
 
     def floor(self, budget: int, span: int, results: int) -> tuple[int, int] | None:
         """Under ``verbatim_floor``: (trigger, goal) for a request whose newest

@@ -10,8 +10,9 @@ tokens of prompt for answers that rarely pass a few thousand. So, when the windo
 known and the body asks for more than the floor:
 
 * the prompt's budget keeps a **floor** for the answer: the smaller of what the client
-  asked and an eighth of the window (at least 1,024 tokens, at most half the window
-  after the safety buffer); the budget is ``window - SAFETY_BUFFER - floor``. It
+  asked and an eighth of the window (at least 1,024 tokens, or 1,025 with thinking on
+  so that the smallest thinking budget fits; at most half the window after the safety
+  buffer); the budget is ``window - SAFETY_BUFFER - floor``. It
   depends on the window and the request's own reserve alone, so it is the same on
   every request of a session (cache-stable);
 * the body sent asks for what the window leaves after the **governed** prompt and the
@@ -106,12 +107,20 @@ class Reserve:
         return Clamp(updates, tuple(details))
 
 
-def floor(window: int, asked: int) -> int:
+def floor(window: int, asked: int, thinking: bool = False) -> int:
     """The answer's floor for a ``window`` when the client asks for ``asked``: the
-    smaller of ``asked`` and an eighth of the window (at least ``MIN_FLOOR``, at most
-    half the window after the safety buffer)."""
+    smaller of ``asked`` and an eighth of the window (at least ``MIN_FLOOR``, and room
+    for the smallest thinking budget when ``thinking`` is on; at most half the window
+    after the safety buffer)."""
     share = max(MIN_FLOOR, window // FLOOR_DIVISOR)
+    if thinking:
+        share = max(share, MIN_THINKING_BUDGET + 1)
     return max(1, min(asked, share, max_reserve(window)))
+
+
+def _thinking_on(body: dict[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") == "enabled"
 
 
 def plan(body: Any, api: str, window: int | None) -> Reserve | None:
@@ -124,7 +133,7 @@ def plan(body: Any, api: str, window: int | None) -> Reserve | None:
     if not names or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         return None  # unreadable values are the edge's to report
     asked = values[0]
-    kept = floor(window, asked)
+    kept = floor(window, asked, api == "anthropic" and _thinking_on(body))
     if asked <= kept:
         return None
     thinking, detail = _thinking(body, kept) if api == "anthropic" else (None, "")

@@ -130,6 +130,8 @@ class Plan:
     #: every cut in order, with the user message it pinned: (cut, pinned). A summary
     #: of the newest cut folds in the summary of the one before (stages/summary.py).
     cuts: list[tuple[int, int | None]] = field(default_factory=list)
+    #: the request (message index) of the compaction that made each entry of ``cuts``
+    cut_at: list[int] = field(default_factory=list)
 
     def kept(self, index: int, message: Message) -> bool:
         return (
@@ -567,6 +569,9 @@ class Replay:
                 return False
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
+        if policy.mask_first:
+            masked = self.clear_candidates(-1)[1]
+            goal = policy.masked_goal(goal, trigger, masked, masked / max(1, self.calls))
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -591,6 +596,7 @@ class Replay:
                 self.plan.cuts[-1] = (cut, self.plan.pinned)  # one cut for one request
             else:
                 self.plan.cuts.append((cut, self.plan.pinned))
+                self.plan.cut_at.append(j)
                 self._cut_at = j
             self.plan.note = note
             self.note_total = self._note_tokens(note)
@@ -996,11 +1002,18 @@ def _last_user_before(messages: list[Message], end: int) -> int:
 
 
 def _when(plan: Plan, index: int) -> int:
-    """The compaction whose cut removed ``index``: the first one cutting past it (the
-    compactions are in increasing order: a binary search, as every cut message asks, and
-    a scan made a 100,000-message first call spend ~3 s here)."""
-    at = bisect.bisect_right(plan.compactions, index)
-    return plan.compactions[at] if at < len(plan.compactions) else plan.compactions[-1]
+    """The compaction whose cut removed ``index``: the first cut past it that does not
+    keep it as its pin (cuts only move forward: a binary search, as every cut message
+    asks, and a scan made a 100,000-message first call spend ~3 s here). A compaction
+    that only cleared results cuts nothing, so the first compaction after a message
+    is not always the one that cut it."""
+    cuts = plan.cuts
+    k = bisect.bisect_right(cuts, index, key=lambda entry: entry[0])
+    while k < len(cuts) and cuts[k][1] == index:
+        k += 1  # pinned by that cut: removed by a later one
+    if k < len(cuts):
+        return plan.cut_at[k]
+    return plan.cut_at[-1] if plan.cut_at else plan.compactions[-1]
 
 
 def _cleared(message: Message, policy: CompactionPolicy, ctx: Context) -> Message:
