@@ -290,7 +290,7 @@ def create_app(config: ProxyConfig) -> Starlette:
                     redact=redact,
                     extra=[*governed_headers(governed), *learned],
                     framing=route.framing,
-                    watch=StreamWatch(route.api, array=route.google and route.streams),
+                    watch=StreamWatch(route.api),
                     on_end=lambda watch: observe(final, route.api, watch),
                 )
             except httpx.HTTPError as exc:

@@ -205,6 +205,8 @@ class RelayedStream(Response):
         self.raw_headers = []
         self._response = response
         found = framing(response.headers.get("content-type", ""))
+        if watch is not None:  # pieces are events, or (Gemini without alt=sse) array elements
+            watch.array = found is not None and not isinstance(found, EventFraming)
         self._framing: Framing | None = (
             WatchedFraming(found, watch) if found is not None and watch is not None else found
         )
