@@ -54,7 +54,7 @@ from ..messages import Message
 from ..pipeline import GovernResult
 from ..profiles import PROFILES
 from ..report import Report
-from ..windows import known_window
+from ..windows import default_window
 
 if TYPE_CHECKING:
     from ._langchain_agent import GovernorMiddleware
@@ -344,7 +344,7 @@ def target_of(chat_model: Any) -> Target:
         if isinstance(found, int) and not isinstance(found, bool) and found > 0:
             window = found
     if window is None:
-        window = known_window(model)
+        window = default_window(model)[0]
     output = params.get("ls_max_tokens")
     max_output = output if isinstance(output, int) and not isinstance(output, bool) else None
     return Target(profile, model, window, max_output)

@@ -44,7 +44,7 @@ from ..profiles import Profile
 from ..providers import validate
 from ..report import Report
 from ..tokens import TokenCounter
-from ..windows import known_window
+from ..windows import default_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
 from ._report_log import log_report
@@ -174,7 +174,7 @@ class Governance(HookSettings):
         tokens, which are counted against the window (the Governor gets what is left)."""
         profile = self.profile or profile_for(target.provider, target.model)
         model = self.model or bare_model(target.model)
-        window = self.context_window or known_window(model)
+        window = self.context_window or default_window(model)[0]
         instructions = 0
         if target.instructions:
             counter = self._counter(profile, model)

@@ -28,7 +28,7 @@ from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
 from ..tokens import TokenCounter, claude_counter
-from ..windows import known_window, window_table
+from ..windows import default_window, known_window, window_table
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
@@ -350,11 +350,11 @@ def _with_reserve(
 
 def _usable(given: Any, from_table: int | None, model: str | None) -> int | None:
     """The window the output reserve is checked against: the given one if it is usable
-    (a bad one is the pipeline's to report), else the table's."""
+    (a bad one is the pipeline's to report), else the table's, else the family's."""
     if given is not None:
         ok = isinstance(given, int) and not isinstance(given, bool) and given > 0
         return given if ok else None
-    return from_table if from_table is not None else known_window(model)
+    return from_table if from_table is not None else default_window(model)[0]
 
 
 def _dispatch(

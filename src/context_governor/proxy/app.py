@@ -49,9 +49,14 @@ from .config import CONFIG_ENV, ProxyConfig
 from .count_tokens import calibrated, upstream_counter
 from .executor import Governance
 from .governing import BadRequest, Governed
+from .learning import Hints, Learner
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
+from .refusals import Refusal, refusal_of
+from .summaries import count_store_for
 from .upstream import Upstream, describe, relay
+from .usage import usage_of
+from .watch import StreamWatch
 
 log = logging.getLogger("context_governor.proxy")
 
@@ -99,6 +104,7 @@ def report_headers(report: Report) -> list[tuple[str, str]]:
 def governed_headers(governed: Governed) -> list[tuple[str, str]]:
     """The report's headers, and what the request left ungoverned server-side, if anything."""
     headers = report_headers(governed.report)
+    headers.append((f"{HEADER_PREFIX}window-source", governed.report.window_source))
     if governed.ungoverned:
         headers.append((f"{HEADER_PREFIX}ungoverned", header_value(governed.ungoverned)))
     return headers
@@ -118,6 +124,12 @@ def summary(governed: Governed) -> str:
     if governed.ungoverned:
         line += f" not governed (server-side): {header_value(governed.ungoverned)}"
     return line
+
+
+def betas_of(request: Request) -> tuple[str, ...]:
+    """The request's ``anthropic-beta`` values (comma-separated, possibly repeated)."""
+    values = request.headers.getlist("anthropic-beta")
+    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
 
 
 def _unreachable(exc: httpx.HTTPError, redact: Redactor, route: ApiRoute = CHAT) -> Response:
@@ -162,6 +174,38 @@ def create_app(config: ProxyConfig) -> Starlette:
     governance = Governance(config)
     redact = upstream.redact
     not_governed = NotGovernedLog()
+    learner = Learner(count_store_for(config))
+
+    async def govern_learned(
+        raw: bytes, route: ApiRoute, model: str | None, betas: tuple[str, ...]
+    ) -> Governed:
+        """Govern with what was learned of the model (learning.py): the process's
+        knowledge first, then, when the count store is due to be read again for the
+        model, governed again if the store knew better."""
+        governed = await governance.govern(
+            raw, route.api, model=model, hints=Hints(learner.snapshot(), betas)
+        )
+        if learner.due(governed.model) and await run_in_threadpool(
+            learner.refresh, governed.model or ""
+        ):
+            governed = await governance.govern(
+                raw, route.api, model=model, hints=Hints(learner.snapshot(), betas)
+            )
+        return governed
+
+    def observe(governed: Governed, api: str, found: Any) -> None:
+        """The upstream's usage of what we sent, against our count of it."""
+        usage = usage_of(api, found) if not isinstance(found, StreamWatch) else found.usage
+        if usage is not None and governed.model:
+            learner.observe(governed.model, usage.input_tokens, governed.report.tokens_after)
+
+    async def refused(response: httpx.Response) -> Refusal | None:
+        """The window an error answer states (refusals.py), or None. The body is read
+        here (an error is relayed whole anyway; httpx keeps it for the relay)."""
+        if response.status_code < 400:
+            return None
+        await response.aread()
+        return refusal_of(response.content)
 
     def keyed(
         route: ApiRoute, request: Request, content_type: str | None = None
@@ -196,9 +240,10 @@ def create_app(config: ProxyConfig) -> Starlette:
                     message = f"path not allowed: {exc}"
                     return error_response(400, message, "invalid_request_error", route=route)
             where = f"POST /{version}/{path}"
+            betas = betas_of(request) if route.anthropic else ()
             try:
                 raw = await read_body(request, config.max_body_bytes)
-                governed = await governance.govern(raw, route.api, model=model)
+                governed = await govern_learned(raw, route, model, betas)
             except TooLarge as exc:
                 log.info("%s 413 %s", where, exc.message)
                 return too_large(exc, route)
@@ -216,25 +261,44 @@ def create_app(config: ProxyConfig) -> Starlette:
                         governed,
                         config,
                         upstream_counter(upstream, headers),
-                        lambda ratio: governance.govern(raw, route.api, ratio, model=model),
+                        lambda ratio: governance.govern(
+                            raw, route.api, ratio, model=model,
+                            hints=Hints(learner.snapshot(), betas),
+                        ),
                     )
                 except BadRequest as exc:  # cannot happen: the same body governed once
                     return error_response(
                         400, exc.message, "invalid_request_error", exc.param, route=route
                     )
+            learned: list[tuple[str, str]] = []
             try:
                 response = await upstream.send("POST", path, query, headers, governed.body)
+                refusal = await refused(response) if governed.model else None
+                if refusal is not None and governed.model:
+                    again = await relearned(raw, route, model, betas, governed, refusal, where)
+                    if again is not None:
+                        await response.aclose()
+                        governed = again
+                        learned = [(f"{HEADER_PREFIX}window-learned", str(refusal.limit))]
+                        response = await upstream.send(
+                            "POST", path, query, headers, governed.body
+                        )
+                final = governed
                 relayed = await relay(
                     response,
                     stream=governed.stream,
                     redact=redact,
-                    extra=governed_headers(governed),
+                    extra=[*governed_headers(governed), *learned],
                     framing=route.framing,
+                    watch=StreamWatch(route.api),
+                    on_end=lambda watch: observe(final, route.api, watch),
                 )
             except httpx.HTTPError as exc:
                 what = describe(exc, redact)
                 log.warning("%s %s → upstream: %s", where, summary(governed), what)
                 return _unreachable(exc, redact, route)
+            if relayed.status_code < 400 and not governed.stream:
+                observe(governed, route.api, bytes(relayed.body))
             elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
             log.info(
                 "%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed
@@ -242,6 +306,46 @@ def create_app(config: ProxyConfig) -> Starlette:
             return relayed
 
         return handle
+
+    async def relearned(
+        raw: bytes,
+        route: ApiRoute,
+        model: str | None,
+        betas: tuple[str, ...],
+        governed: Governed,
+        refusal: Refusal,
+        where: str,
+    ) -> Governed | None:
+        """The refused request governed again with what the refusal taught (its window,
+        and the ratio of its count to ours), or None when that changes nothing (then
+        the refusal is relayed as it came)."""
+        assert governed.model is not None
+        learner.learn_window(governed.model, refusal.limit)
+        if refusal.prompt_tokens is not None:
+            learner.observe(governed.model, refusal.prompt_tokens, governed.report.tokens_after)
+        try:
+            again = await governance.govern(
+                raw, route.api, model=model, hints=Hints(learner.snapshot(), betas)
+            )
+        except BadRequest:  # cannot happen: the same body was governed once
+            return None
+        if route.google:
+            again = replace(again, stream=route.streams)
+        if again.body == governed.body:
+            log.warning(
+                "%s the upstream refused with a window of %d for %s; governing again "
+                "changed nothing, so its answer is relayed",
+                where, refusal.limit, governed.model,
+            )  # fmt: skip
+            return None
+        log.warning(
+            "%s the upstream refused: window-learned=%d for %s (its count %s, ours %d); "
+            "governed again to %d tokens and retried",
+            where, refusal.limit, governed.model,
+            refusal.prompt_tokens if refusal.prompt_tokens is not None else "not said",
+            governed.report.tokens_after, again.report.tokens_after,
+        )  # fmt: skip
+        return again
 
     def passthrough_under(version: str) -> Callable[[Request], Awaitable[Response]]:
         """The handler of every other path under ``/<version>/``."""

@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from .apis import CHAT
 from .config import ProxyConfig
 from .governing import Governed, govern_body, preload
+from .learning import Hints
 
 _worker_config: ProxyConfig | None = None
 
@@ -37,10 +38,10 @@ def _init_worker(config_json: str) -> None:
 
 
 def _govern_in_worker(
-    raw: bytes, api: str, ratio: float | None, model: str | None = None
+    raw: bytes, api: str, ratio: float | None, model: str | None = None, hints: Hints | None = None
 ) -> Governed:
     assert _worker_config is not None, "the worker was started without its config"
-    return govern_body(raw, _worker_config, api, ratio, model)
+    return govern_body(raw, _worker_config, api, ratio, model, hints)
 
 
 def _ready() -> bool:
@@ -78,13 +79,18 @@ class Governance:
         api: str = CHAT.api,
         ratio: float | None = None,
         model: str | None = None,
+        hints: Hints | None = None,
     ) -> Governed:
         """``raw``, a body of ``api`` (apis.py), governed off the event loop (``ratio``,
-        ``model``: see governing.govern_body)."""
+        ``model``, ``hints``: see governing.govern_body)."""
         if self._pool is None:
-            return await run_in_threadpool(govern_body, raw, self._config, api, ratio, model)
+            return await run_in_threadpool(
+                govern_body, raw, self._config, api, ratio, model, hints
+            )
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, _govern_in_worker, raw, api, ratio, model)
+        return await loop.run_in_executor(
+            self._pool, _govern_in_worker, raw, api, ratio, model, hints
+        )
 
     def close(self) -> None:
         if self._pool is not None:

@@ -24,9 +24,9 @@ from ..legacy import tools_of
 from ..pipeline import govern
 from ..report import Report
 from ..tokens import warm_up
-from ..windows import known_window
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
+from .learning import Hints, Window, request_window
 from .summaries import compaction_for, count_store_for
 
 
@@ -109,12 +109,14 @@ def govern_body(
     api: str = CHAT.api,
     ratio: float | None = None,
     model: str | None = None,
+    hints: Hints | None = None,
 ) -> Governed:
     """Parse, govern and re-serialize ``raw`` (a body of ``api``, see apis.py);
     BadRequest says what the client got wrong. ``ratio`` (Messages only) scales the
     Claude estimate, as calibrated by the upstream's count_tokens (count_tokens.py).
     ``model`` is the target named by the path (Gemini's ``models/{model}:...``),
-    which wins over the body's.
+    which wins over the body's. ``hints``: what was learned from the upstream and the
+    request's ``anthropic-beta`` values (learning.request_window).
 
     A body nested deeper than Python's recursion limit (in the parser, governance
     or the serializer) is a client error, not a crash.
@@ -127,8 +129,8 @@ def govern_body(
         if route.required is not None and route.required not in data:
             raise BadRequest(f"'{route.required}' is a required property", route.required)
         if route is CHAT:
-            return _govern_chat(data, config)
-        return _govern_native(data, config, route, ratio, model)
+            return _govern_chat(data, config, hints)
+        return _govern_native(data, config, route, ratio, model, hints)
     except RecursionError:
         raise BadRequest("request body is nested too deeply") from None
 
@@ -143,19 +145,21 @@ def _govern_native(
     route: ApiRoute,
     ratio: float | None = None,
     path_model: str | None = None,
+    hints: Hints | None = None,
 ) -> Governed:
     """A Messages, Responses or Gemini body, governed in its own format by
     govern_request: the reserve is the body's own (``max_tokens``/``max_output_tokens``/
     ``generationConfig.maxOutputTokens``), the target's rules are the configured
     profile's, else the API's own provider's."""
     model = path_model or _model(data)
+    window = request_window(config.window_for(model), model, hints)
     try:
         result = govern_request(
             data,
             api=route.api,
             profile=config.profile or route.default_profile,
             model=model,
-            context_window=config.window_for(model),
+            context_window=window.governed,
             compaction=compaction_for(config),
             count_tokens=None if ratio is None else scaled_estimate(ratio),
             count_store=count_store_for(config),
@@ -164,17 +168,27 @@ def _govern_native(
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
     except ContextGovernorError as exc:
         raise BadRequest(str(exc)) from None
+    _say_window(result.report, window)
     return Governed(
         encode(result.body), result.report, model, data.get("stream") is True, result.ungoverned
     )
 
 
-def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
+def _say_window(report: Report, window: Window) -> None:
+    """Where the window came from, in the report (it was passed as given)."""
+    if window.governed is not None:
+        report.window_source = window.source
+    if window.note:
+        report.notes.append(window.note)
+
+
+def _govern_chat(data: dict[str, Any], config: ProxyConfig, hints: Hints | None = None) -> Governed:
     model = _model(data)
-    window = config.window_for(model)
+    found = request_window(config.window_for(model), model, hints)
+    window = found.governed
     # The prompt's budget keeps the answer's floor, and the body sent asks for what the
     # window leaves after the governed prompt (formats/reserve.py; as govern_request does).
-    planned = reserves.plan(data, "openai", window if window is not None else known_window(model))
+    planned = reserves.plan(data, "openai", window)
     if planned is not None:
         data = {**data, **planned.before()}
     reserve, reserve_field = _reserve(data)
@@ -196,9 +210,10 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig) -> Governed:
         if reserve_field is not None and text.startswith("max_output"):
             raise BadRequest(text.replace("max_output", reserve_field, 1), reserve_field) from None
         raise BadRequest(text) from None
+    _say_window(result.report, found)
     governed = {**data, "messages": result.messages}
     if planned is not None:
-        found = planned.after(result.report.tokens_after)
-        reserves.record(result.report, found)
-        governed.update(found.updates)
+        fitted = planned.after(result.report.tokens_after)
+        reserves.record(result.report, fitted)
+        governed.update(fitted.updates)
     return Governed(encode(governed), result.report, model, data.get("stream") is True)

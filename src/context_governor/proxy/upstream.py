@@ -27,6 +27,7 @@ from .config import ProxyConfig
 from .paths import BadPath
 from .redact import Redactor
 from .sse import EventFraming, Framing, error_event, is_event_stream
+from .watch import OnEnd, StreamWatch, WatchedFraming
 
 log = logging.getLogger("context_governor.proxy")
 
@@ -184,7 +185,11 @@ class RelayedStream(Response):
     - Any other body that breaks off is not completed: the connection is
       dropped, so the client sees a truncated transfer, not a short file.
     - If the client goes away, the upstream response is closed at once instead
-      of being read to its end.
+      of being read to its end (and logged; a client that leaves once the answer is
+      complete is not "going away mid-stream").
+    - With a ``watch`` (watch.py), a stream that ends without its API's terminal event
+      is ended as one that broke off, and ``on_end`` gets the watch when it is over
+      (the usage it saw).
     """
 
     def __init__(
@@ -192,13 +197,24 @@ class RelayedStream(Response):
         response: httpx.Response,
         redact: Redactor,
         framing: Callable[[str], Framing | None] = sse_framing,
+        watch: StreamWatch | None = None,
+        on_end: OnEnd | None = None,
     ) -> None:
         self.status_code = response.status_code
         self.background = None
         self.raw_headers = []
         self._response = response
-        self._framing = framing(response.headers.get("content-type", ""))
+        found = framing(response.headers.get("content-type", ""))
+        if watch is not None:  # pieces are events, or (Gemini without alt=sse) array elements
+            watch.array = found is not None and not isinstance(found, EventFraming)
+        self._framing: Framing | None = (
+            WatchedFraming(found, watch) if found is not None and watch is not None else found
+        )
         self._redact = redact
+        self._watch = watch
+        self._on_end = on_end
+        #: the answer is all sent: a disconnect from now on is the client's normal leave
+        self._complete = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -207,17 +223,24 @@ class RelayedStream(Response):
                 async def watch() -> None:
                     while (await receive())["type"] != "http.disconnect":
                         pass
-                    log.info("client went away mid-stream; closing the upstream response")
+                    if not self._complete:  # the server says so after a complete answer too
+                        log.info("client went away mid-stream; closing the upstream response")
                     group.cancel_scope.cancel()
 
                 group.start_soon(watch)
                 await self._stream(send)
                 group.cancel_scope.cancel()
         except OSError:  # the client's socket broke while we were sending
-            log.info("client went away mid-stream; closing the upstream response")
+            if not self._complete:
+                log.info("client went away mid-stream; closing the upstream response")
         finally:
             with anyio.CancelScope(shield=True):
                 await self._response.aclose()
+            if self._on_end is not None and self._watch is not None:
+                try:
+                    self._on_end(self._watch)
+                except Exception:  # what is learned from a stream never fails it
+                    log.exception("reading the stream's usage failed")
 
     async def _stream(self, send: Send) -> None:
         start = {"type": "http.response.start", "status": self.status_code}
@@ -242,10 +265,34 @@ class RelayedStream(Response):
             if ending:
                 await send({"type": "http.response.body", "body": ending, "more_body": True})
         else:
-            rest = framing.flush() if framing else b""
+            rest = self._unfinished() if framing else b""
+            if rest is None:
+                rest = framing.flush() if framing else b""
             if rest:
                 await send({"type": "http.response.body", "body": rest, "more_body": True})
+        self._complete = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _unfinished(self) -> bytes | None:
+        """The ending of a stream that closed without its API's terminal event (the
+        watch saw none): the API's error event, the unfinished piece dropped; None
+        when it ended properly (or nothing watches it)."""
+        framing, watch = self._framing, self._watch
+        if framing is None or watch is None or watch.finished:
+            return None
+        held = framing.held
+        message = (
+            "the upstream ended the stream without its final event; the answer is incomplete"
+        )
+        ending = framing.broken(message)
+        if ending is None:
+            return None
+        log.warning(
+            "upstream stream ended without its final event (%d unfinished bytes dropped); "
+            "ended with an error event",
+            held,
+        )
+        return ending
 
 
 async def relay(
@@ -255,18 +302,21 @@ async def relay(
     redact: Redactor,
     extra: Iterable[tuple[str, str]] = (),
     framing: Callable[[str], Framing | None] = sse_framing,
+    watch: StreamWatch | None = None,
+    on_end: OnEnd | None = None,
 ) -> Response:
     """The upstream's answer as ours: status, headers and body unchanged.
 
     Streamed (server-sent events, downloads) when asked and successful; otherwise
     read whole, so an error body arrives as one JSON document. ``framing`` gives
     the framing of a streamed answer by its content type (None: relayed raw), which
-    relays it in whole pieces and ends it in the API's own shape if it breaks off.
+    relays it in whole pieces and ends it in the API's own shape if it breaks off;
+    ``watch`` and ``on_end``: see RelayedStream.
     """
     headers = _relayed_headers(response, extra)
     relayed: Response
     if stream and response.status_code < 400:
-        relayed = RelayedStream(response, redact, framing)
+        relayed = RelayedStream(response, redact, framing, watch, on_end)
     else:
         try:
             content = await response.aread()
