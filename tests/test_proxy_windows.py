@@ -106,7 +106,8 @@ def test_the_library_governs_an_unknown_claude_at_its_familys_window() -> None:
     body = {"model": "claude-opus-5-5", "max_tokens": 300_000, "messages": messages}
     result = govern_request(body, api="anthropic")
     assert result.report.window_source == "family"
-    assert result.body["max_tokens"] == (200_000 - 1024) // 2  # the reserve is checked too
+    # the reserve is fitted too: what the window leaves after the prompt
+    assert result.body["max_tokens"] == 200_000 - 1024 - result.report.tokens_after
 
 
 # ----------------------------------------------------------------------------- refusals
