@@ -380,7 +380,7 @@ def test_no_refused_request_ever_reaches_the_upstream(
         if place == "?key":
             query = f"?key={key[0]}"
         else:
-            headers[place] = f"Bearer {key[0]}" if place == "authorization" else key[0]
+            headers[place] = f"Bearer {key[0]}".strip() if place == "authorization" else key[0]
     page_ok = origin[1] if origin[0] is not None else site[1]
     expected = (421 if not host[1] else 403 if not page_ok else 401 if not key[1]
                 else 415 if governed and not content_type[1] else 200)  # fmt: skip
