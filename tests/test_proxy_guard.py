@@ -117,6 +117,20 @@ def test_the_issues_cross_site_simple_post_is_refused_and_reaches_nothing(
     assert upstream.request_headers[-1]["authorization"] == f"Bearer {FIXED}"
 
 
+def test_a_refusal_is_logged_on_one_line_whatever_the_path(
+    upstream: FakeUpstream, served: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    url = served().url
+    path = "/v1beta/models/m%0d%0aFORGED%20LINE:generateContent"
+    refused = httpx.post(f"{url}{path}", content=b"{}", headers={"content-type": "text/plain"})
+    assert refused.status_code == 415 and refused.json()["error"]["status"] == "INVALID_ARGUMENT"
+    lines = [r.getMessage() for r in caplog.records if r.name == "context_governor.proxy"]
+    assert lines == [f"POST {path} 415 (not forwarded): {path} takes a JSON body: send "
+                     "Content-Type: application/json (got 'text/plain')"]  # fmt: skip
+    assert upstream.targets == []
+
+
 def test_preflights_are_answered_for_allowed_origins_only(upstream: FakeUpstream, served: Any) -> None:
     url = served(api_key=FIXED, allow_origins=[PAGE + "/"]).url
     asked = {

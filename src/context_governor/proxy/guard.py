@@ -175,7 +175,7 @@ class Guard:
         ):
             refusal = Refusal(
                 415, "invalid_request_error", "unsupported_media_type",
-                f"{path} takes a JSON body: send Content-Type: application/json "
+                f"{_target(scope)} takes a JSON body: send Content-Type: application/json "
                 f"(got {shown(headers.get('content-type') or 'none')})",
             )  # fmt: skip
         if refusal is None and not health:
@@ -228,8 +228,8 @@ class Guard:
             return None, scope, Refusal(
                 401, "authentication_error", "invalid_api_key",
                 f"{said}: this proxy needs one of its client keys, sent as the API key "
-                f"(Authorization: Bearer, x-api-key, x-goog-api-key or ?key=) or in "
-                f"{CLIENT_KEY_HEADER}",
+                "(Authorization: Bearer, x-api-key, x-goog-api-key or the key query "
+                f"parameter) or in {CLIENT_KEY_HEADER}",
             )  # fmt: skip
         kept = [
             (raw_name, raw_value)
@@ -274,18 +274,25 @@ class Guard:
     async def _refuse(
         self, refusal: Refusal, name: str | None, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        path = scope["path"]
         who = f"client={name} " if name is not None else ""
         log.info(
             "%s%s %s %d (not forwarded): %s",
-            who, scope["method"], path, refusal.status, refusal.message,
+            who, scope["method"], _target(scope), refusal.status, refusal.message,
         )  # fmt: skip
-        route = error_shape(path)
+        route = error_shape(scope["path"])
         body = route.error_body(refusal.message, refusal.kind, None, refusal.code, refusal.status)
         response = JSONResponse(body, status_code=refusal.status)
         if refusal.status == 429:
             response.headers["retry-after"] = str(RETRY_AFTER)
         await response(scope, receive, send)
+
+
+def _target(scope: Scope) -> str:
+    """The path as sent (still percent-encoded, so a decoded newline cannot break a log
+    line), cut at 200 characters."""
+    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8", "replace")
+    text = raw.decode("latin-1")
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _is_preflight(method: str, headers: Headers) -> bool:
