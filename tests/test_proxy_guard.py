@@ -230,7 +230,7 @@ def native(native_server: FakeNative) -> Iterator[FakeNative]:
     assert not native_server.rejections, native_server.rejections
 
 
-def test_the_anthropic_sdk_with_client_keys(native: FakeNative, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_anthropic_sdk_and_the_responses_api_with_client_keys(native: FakeNative, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     served = Served(create_app(ProxyConfig(upstream=native.base_url, api_key=FIXED, client_keys=KEYS)))
     try:
@@ -244,12 +244,20 @@ def test_the_anthropic_sdk_with_client_keys(native: FakeNative, caplog: pytest.L
         body: Any = raised.value.body
         assert body["type"] == "error" and body["error"]["type"] == "authentication_error"
         assert body["error"]["message"].startswith("a wrong client key")
+        missing = httpx.post(f"{served.url}/v1/messages", json={}, headers={"anthropic-version": "2023-06-01"})
+        assert missing.status_code == 401 and missing.json()["error"]["type"] == "authentication_error"
         page = httpx.post(f"{served.url}/v1/messages", json={}, headers={"x-api-key": ALICE, "origin": "http://evil.example"})
         assert page.status_code == 403 and page.json()["error"]["type"] == "permission_error"
+        # the Responses API through the openai SDK, on the same proxy
+        native.push(NativeReply.answer("hi from gpt"))
+        assert _openai(served.url, BOB).responses.create(model="gpt-5-mini", input="hi").output_text == "hi from gpt"
+        with pytest.raises(openai.AuthenticationError):
+            _openai(served.url, WRONG).responses.create(model="gpt-5-mini", input="hi")
     finally:
         served.stop()
-    assert native.targets == ["/v1/messages"]
+    assert native.targets == ["/v1/messages", "/v1/responses"]
     assert native.request_headers[0]["x-api-key"] == FIXED
+    assert native.request_headers[1]["authorization"] == f"Bearer {FIXED}"
     _never_seen(json.dumps(native.request_headers) + caplog.text)
 
 
@@ -280,6 +288,9 @@ def test_the_google_genai_sdk_with_client_keys(gemini: FakeGemini, caplog: pytes
         assert httpx.post(f"{path}?key={ALICE}&alt=json", json=body).status_code == 200
         refused = httpx.post(f"{path}?key={WRONG}", json=body)
         assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"
+        missing = httpx.post(path, json=body)
+        assert missing.json()["error"] == {"code": 401, "status": "UNAUTHENTICATED", "message": missing.json()["error"]["message"]}
+        assert missing.json()["error"]["message"].startswith("no client key")
     finally:
         served.stop()
     assert len(gemini.paths) == 2
