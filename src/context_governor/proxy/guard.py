@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .access import (
     CLIENT_KEY_HEADER,
     KEY_HEADERS,
+    QUERY_KEY,
     bearer,
     digest,
     host_allowed,
@@ -215,7 +216,7 @@ class Guard:
             for name, value in headers.items()
             if name in KEY_HEADERS
         ]
-        presented += [("?key", value) for value in query_keys(query)]
+        presented += [(QUERY_KEY, value) for value in query_keys(query)]
         name: str | None = None
         keys: set[str] = set()
         for _, value in presented:
