@@ -47,6 +47,8 @@ import httpx
 MODEL = "gpt-4o-mini"
 MARKER = re.compile(r"mk-[0-9a-f]{12}")
 FAULTS = ("500", "429", "cut", "hang", "bad")
+#: The proxy's --max-in-flight in the test: above any wave it sends.
+MAX_IN_FLIGHT = 10_000
 #: The proxy's read timeout in the test: shorter than the upstream's "hang" fault.
 READ_TIMEOUT = 2.0
 COLD_TARGET_MB = 300
@@ -323,6 +325,10 @@ def proxy_args(upstream: str, extra: Sequence[str]) -> Callable[[int], list[str]
             str(port),
             "--read-timeout",
             str(READ_TIMEOUT),
+            # the wave is many clients' load, not one runaway: the default in-flight
+            # limit (256) would answer half of it with the proxy's own 429
+            "--max-in-flight",
+            str(MAX_IN_FLIGHT),
             *extra,
         ]
 

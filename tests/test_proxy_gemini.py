@@ -225,7 +225,9 @@ def test_errors_are_in_googles_shape_and_the_sdk_raises_them(fake: FakeGemini, p
     url = proxy(max_body_bytes=50_000)
     path = f"{url}/v1beta/models/{MODEL}:generateContent"
     assert "not valid JSON" in _google_error(
-        httpx.post(path, content=b"{nope"), 400, "INVALID_ARGUMENT"
+        httpx.post(path, content=b"{nope", headers={"content-type": "application/json"}),
+        400,
+        "INVALID_ARGUMENT",
     )
     missing = _google_error(httpx.post(path, json={"model": MODEL}), 400, "INVALID_ARGUMENT")
     assert "'contents' is a required property" in missing

@@ -413,7 +413,8 @@ def test_bad_messages_bodies_get_a_400_in_anthropic_shape(
     native: FakeNative, start: ProxyStarter, body: bytes, where: str
 ) -> None:
     url = start()
-    response = httpx.post(f"{url}/v1/messages", content=body, timeout=10)
+    headers = {"content-type": "application/json"}  # without it: a 415 (guard.py)
+    response = httpx.post(f"{url}/v1/messages", content=body, headers=headers, timeout=10)
     assert response.status_code == 400
     error = response.json()
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"

@@ -31,6 +31,8 @@ from context_governor.proxy.body import TooLarge, read_limited
 from context_governor.proxy.redact import RedactingFilter, Redactor, redact_url
 
 KEY = "sk-fixed-0123456789"
+#: governed routes take JSON only (guard.py): a body without a type is a browser's
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -222,7 +224,7 @@ def test_body_over_the_limit_gets_413_and_is_not_forwarded(upstream: FakeUpstrea
     big = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "x" * 2_000_000}]}).encode()
     for response in (
         _post(url, big),  # Content-Length declared: refused before reading
-        httpx.post(f"{url}/chat/completions", content=iter([big[:40_000], big[40_000:]]), timeout=10),  # chunked
+        httpx.post(f"{url}/chat/completions", content=iter([big[:40_000], big[40_000:]]), timeout=10, headers=JSON),  # chunked
         httpx.post(f"{url}/embeddings", content=big, timeout=10),  # pass-through routes too
     ):
         assert response.status_code == 413, response.text

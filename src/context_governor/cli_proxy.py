@@ -42,6 +42,18 @@ def _model_windows(pairs: tuple[str, ...]) -> dict[str, int]:
     return windows
 
 
+def _key_file_lines(path: str | None) -> list[str]:
+    """The lines of ``--client-keys-file`` (access.client_keys skips blanks and comments)."""
+    if path is None:
+        return []
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"cannot read --client-keys-file {path}: {exc}")
+        raise  # unreachable
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """The listening socket, or exit 2 naming the address (taken, not ours, ...)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -177,6 +189,59 @@ def _bind(host: str, port: int) -> socket.socket:
     metavar="SECONDS",
     help="Drop stored counts older than this (default: keep them).",
 )
+@click.option(
+    "--client-key",
+    "client_key_entries",
+    multiple=True,
+    envvar="CONTEXT_GOVERNOR_CLIENT_KEYS",
+    metavar="[NAME:]KEY",
+    help="A key clients must present (repeatable; env CONTEXT_GOVERNOR_CLIENT_KEYS, "
+    "space-separated), where their SDK sends its API key or in "
+    "x-context-governor-client-key; NAME shows in the log, never the key.",
+)
+@click.option(
+    "--client-keys-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A file of client keys, one [NAME:]KEY a line (# comments); keeps them out of "
+    "the process list.",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web page origin allowed to call the proxy (repeatable), e.g. "
+    "http://localhost:3000; any other page's request gets a 403.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name served besides loopback ones (repeatable; '*' for any), e.g. the "
+    "name a load balancer forwards.",
+)
+@click.option(
+    "--max-in-flight",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Requests in flight per server process; more get a 429 with Retry-After.",
+)
+@click.option(
+    "--max-in-flight-per-client",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Requests in flight per client key per server process; more get a 429.",
+)
+@click.option(
+    "--allow-open-relay",
+    is_flag=True,
+    help="Start on a non-loopback --host with --api-key but no --client-key: anyone who "
+    "can reach the port spends the key (refused without this flag).",
+)
 def proxy_command(
     upstream: str,
     host: str,
@@ -201,6 +266,13 @@ def proxy_command(
     summary_retention: float | None,
     count_store: str | None,
     count_retention: float | None,
+    client_key_entries: tuple[str, ...],
+    client_keys_file: str | None,
+    allow_origins: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
+    max_in_flight: int,
+    max_in_flight_per_client: int,
+    allow_open_relay: bool,
 ) -> None:
     """Serve a proxy that governs every chat-completions, messages, responses and
     Gemini generateContent request.
@@ -216,8 +288,12 @@ def proxy_command(
     identical requests. For Gemini, --upstream ends with the API version
     (https://generativelanguage.googleapis.com/v1beta).
 
-    Credentials in --upstream (user:password@, key=/token= parameters) and
-    --api-key are never printed or logged.
+    Credentials in --upstream (user:password@, key=/token= parameters),
+    --api-key and client keys are never printed or logged.
+
+    Web pages are refused (unless --allow-origin), so are Host names other than
+    loopback ones (unless --allow-host); on a non-loopback --host with --api-key,
+    clients must present a --client-key (docs/proxy.md, "Security").
 
     \b
     Example:
@@ -228,6 +304,7 @@ def proxy_command(
         import uvicorn
 
         from .proxy import ProxyConfig, create_app
+        from .proxy.access import client_keys, open_relay_refusal
     except ImportError as exc:
         _fail(
             f"the proxy needs starlette and uvicorn ({exc}): pip install 'context-governor[proxy]'"
@@ -239,6 +316,7 @@ def proxy_command(
     explicit = given & {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
     chosen = profile if explicit else None
     try:
+        keys = client_keys([*client_key_entries, *_key_file_lines(client_keys_file)])
         config = ProxyConfig(
             upstream=upstream,
             api_key=api_key,
@@ -260,10 +338,20 @@ def proxy_command(
             summary_retention=summary_retention,
             count_store=count_store,
             count_retention=count_retention,
+            client_keys=keys,
+            allow_origins=allow_origins,
+            allow_hosts=allow_hosts,
+            max_in_flight=max_in_flight,
+            max_in_flight_per_client=max_in_flight_per_client,
         )
     except ContextGovernorError as exc:
         _fail(str(exc))
         raise  # unreachable
+    refusal = open_relay_refusal(host, config.api_key is not None, bool(config.client_keys))
+    if refusal is not None:
+        if not allow_open_relay:
+            _fail(refusal)
+        click.echo(f"warning: open relay on {host}: anyone who reaches it spends the key", err=True)
     sock = _bind(host, port)
     _log_redacted(config.redactor())
     click.echo(

@@ -38,6 +38,10 @@ _ANTHROPIC_KINDS = {
     "invalid_request_error": "invalid_request_error",
     "request_too_large": "request_too_large",
     "upstream_error": "api_error",
+    # the proxy's own refusals (guard.py), named as Anthropic names them
+    "authentication_error": "authentication_error",
+    "permission_error": "permission_error",
+    "rate_limit_error": "rate_limit_error",
 }
 
 
@@ -49,9 +53,13 @@ def anthropic_error(message: str, kind: str) -> dict[str, Any]:
 
 #: Google's canonical status names for the HTTP statuses the proxy answers with itself
 #: (google.rpc.Code's HTTP mapping). A body over the limit is INVALID_ARGUMENT, as
-#: Gemini's own "Request payload size exceeds the limit" error is.
-_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 502: "UNAVAILABLE",
-                  503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}  # fmt: skip
+#: Gemini's own "Request payload size exceeds the limit" error is; so is a body that is
+#: not JSON (415); a Host not served (421, which the mapping does not name) is refused
+#: as PERMISSION_DENIED, as a page's origin is (403).
+_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                  413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 421: "PERMISSION_DENIED",
+                  429: "RESOURCE_EXHAUSTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
+                  504: "DEADLINE_EXCEEDED"}  # fmt: skip
 
 
 def google_error(message: str, status: int) -> dict[str, Any]:

@@ -7,7 +7,9 @@ Every request is governed on its own, from its body and the config alone: no
 conversation state is kept, so any number of replicas behind a load balancer
 forward the same bytes for the same request (see governing.py).
 
-What a client can send is bounded before any work is done: the body's size
+Who may call is checked first, before routing (guard.py: Host, web pages, client
+keys, a JSON content type, requests in flight). What a client can send is bounded
+before any work is done: the body's size
 (body.py, a 413), the path it may reach upstream (paths.py, a 400), and the
 JSON it may contain (governing.py, a 400); every refusal is in the API's own
 error shape (Anthropic's under /v1/messages, Google's for Gemini, OpenAI's elsewhere)
@@ -27,6 +29,7 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -49,6 +52,7 @@ from .config import CONFIG_ENV, ProxyConfig
 from .count_tokens import calibrated, upstream_counter
 from .executor import Governance
 from .governing import BadRequest, Governed
+from .guard import Guard
 from .learning import Hints, Learner
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
@@ -414,6 +418,7 @@ def create_app(config: ProxyConfig) -> Starlette:
             ),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(Guard, config=config)],  # who may call: before any body is read
     )
 
 

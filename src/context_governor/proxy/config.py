@@ -17,6 +17,13 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 from ..profiles import PROFILES
 from ..stores import parse_url
+from .access import (
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_IN_FLIGHT_PER_CLIENT,
+    check_client_keys,
+    normalize_host,
+    normalize_origin,
+)
 from .redact import Redactor, redact_url, url_secrets
 
 COMPACTIONS = ("cache", "seed")
@@ -75,6 +82,11 @@ class ProxyConfig:
     as they do ``api_key``. Bodies over ``max_body_bytes`` get a 413. Governance
     runs in a thread (``govern_in="thread"``) or in a pool of ``govern_processes``
     worker processes (``"process"``), never on the event loop.
+
+    Who may call it (guard.py): no web page unless its origin is in ``allow_origins``,
+    loopback Host names (and ``allow_hosts``), and, when ``client_keys`` are given,
+    only clients presenting one; at most ``max_in_flight_per_client`` requests in
+    flight per client key and ``max_in_flight`` in all.
     """
 
     upstream: str
@@ -108,6 +120,15 @@ class ProxyConfig:
     count_store: str | None = None
     #: seconds a stored count is kept (None: as long as the store keeps it)
     count_retention: float | None = None
+    #: who may use the proxy (access.py, guard.py, docs/proxy.md#security): the web
+    #: origins whose pages may call it, the Host names served besides loopback ones,
+    #: the client keys by name (none: no key asked), and the requests in flight allowed
+    #: per client key and in all, in each server process
+    allow_origins: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = ()
+    client_keys: Mapping[str, str] = field(default_factory=dict)
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    max_in_flight_per_client: int = DEFAULT_MAX_IN_FLIGHT_PER_CLIENT
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -145,6 +166,7 @@ class ProxyConfig:
             )
         self._check_summaries()
         self._check_count_store()
+        self._check_access()
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
 
@@ -175,6 +197,24 @@ class ProxyConfig:
         _seconds("summary_timeout", self.summary_timeout)
         if self.summary_retention is not None:
             _seconds("summary_retention", self.summary_retention)
+
+    def _check_access(self) -> None:
+        """Normalized once (access.py), so the guard compares plain strings; lists
+        (the JSON a worker process reads) become tuples."""
+        checks = (("allow_origins", normalize_origin), ("allow_hosts", normalize_host))
+        for name, normalize in checks:
+            values = getattr(self, name)
+            if isinstance(values, str) or not isinstance(values, list | tuple):
+                raise ConfigError(f"{name} must be a list of strings, got {values!r}")
+            if not all(isinstance(v, str) for v in values):
+                raise ConfigError(f"{name} must be a list of strings")
+            object.__setattr__(self, name, tuple(dict.fromkeys(normalize(v) for v in values)))
+        if not isinstance(self.client_keys, Mapping):
+            raise ConfigError("client_keys must map names to keys")
+        check_client_keys(self.client_keys)
+        object.__setattr__(self, "client_keys", MappingProxyType(dict(self.client_keys)))
+        _positive("max_in_flight", self.max_in_flight)
+        _positive("max_in_flight_per_client", self.max_in_flight_per_client)
 
     def _check_count_store(self) -> None:
         if self.count_store is None:
@@ -219,6 +259,7 @@ class ProxyConfig:
                     for secret in url_secrets(url)
                 ),
                 self.api_key,
+                *self.client_keys.values(),
             ]
         )
 
@@ -235,12 +276,15 @@ class ProxyConfig:
         value = getattr(self, name)
         if name in ("summary_store", "summary_base_url", "count_store") and value is not None:
             return redact_url(value)
+        if name == "client_keys":  # the names only, never a key
+            return {key_name: "***" for key_name in value}
         return dict(value) if name == "model_windows" else value
 
     def to_json(self) -> str:
         """Every field, for a worker process to rebuild the same config (from_json)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["model_windows"] = dict(self.model_windows)
+        data["client_keys"] = dict(self.client_keys)
         return json.dumps(data)
 
     @classmethod
