@@ -69,6 +69,14 @@ VERBATIM_ROOM = 0.5
 #: calls' worth of its growth (at least ``min_savings``) a cut leaves below the trigger,
 #: so that cuts, which re-send the whole kept request uncached, stay rare.
 MASK_ROOM_CALLS = 20
+#: Under ``mask_first``: the least share of the trigger a compaction that only clears
+#: results must save (at least ``min_savings``). Each such compaction re-sends the
+#: newest turns uncached from the first result it clears; clearing in bigger chunks,
+#: less often, keeps more of the cache (and the results stay verbatim meanwhile).
+CLEAR_CHUNK_SHARE = 0.1
+#: Under ``mask_first``: judge whether the masked trail fits against the fixed trigger
+#: rather than the price-lowered one (the trail rules over the cost at dear reads).
+MASK_FIXED_TRIGGER = True
 
 #: Under ``verbatim_floor``: the least share of the newest results' turns the results
 #: themselves must take for the floor to apply (a chat's take about a tenth).
@@ -254,6 +262,20 @@ class CompactionPolicy:
             return max(goal, masked)
         room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
         return max(goal, trigger - room)
+
+    def clear_chunk(self, trigger: int) -> int:
+        """The least a compaction that only clears results must save under
+        ``mask_first`` (``CLEAR_CHUNK_SHARE`` of the trigger, at least ``min_savings``)."""
+        if not self.mask_first:
+            return self.min_savings
+        return max(self.min_savings, int(CLEAR_CHUNK_SHARE * trigger))
+
+    def mask_trigger(self, budget: int, trigger: int) -> int:
+        """The trigger the masked trail is judged against: the fixed one where the price
+        rule lowered it (``MASK_FIXED_TRIGGER``), else ``trigger``."""
+        if self.mask_first and MASK_FIXED_TRIGGER:
+            return max(trigger, self.fixed_thresholds(budget)[0])
+        return trigger
 
     def floor(self, budget: int, span: int, results: int) -> tuple[int, int] | None:
         """Under ``verbatim_floor``: (trigger, goal) for a request whose newest

@@ -571,7 +571,9 @@ class Replay:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
-            goal = policy.masked_goal(goal, trigger, masked, masked / max(1, self.calls))
+            goal = policy.masked_goal(
+                goal, policy.mask_trigger(budget, trigger), masked, masked / max(1, self.calls)
+            )
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -585,6 +587,13 @@ class Replay:
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
             return False  # not worth a cache rewrite, and the request fits anyway
+        if (
+            cut == self.plan.cut
+            and self.total - after < policy.clear_chunk(trigger)
+            and self.total <= budget
+            and not forced
+        ):
+            return False  # clearing only: wait for a bigger chunk (fewer cache rewrites)
         if not chosen and cut == self.plan.cut:
             return False
         again = self.compacted_now()  # a further compaction of this request: one of it
