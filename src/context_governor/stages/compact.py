@@ -571,9 +571,8 @@ class Replay:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
-            goal = policy.masked_goal(
-                goal, policy.mask_trigger(budget, trigger), masked, masked / max(1, self.calls)
-            )
+            trail = max(0, masked - self._recent_results()) / max(1, self.calls)
+            goal = policy.masked_goal(goal, policy.mask_trigger(budget, trigger), masked, trail)
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
