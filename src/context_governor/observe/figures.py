@@ -14,7 +14,8 @@ How actions are classed (``effect``):
   "cleared", ``microcompact``'s "stubbed");
 - ``truncated``: a result shortened (``cap``, ``tool_budget``, ``squeeze``'s
   "truncated");
-- ``inserted``: a message added (a cut note or summary, a backfilled result);
+- ``inserted``: a message added (a cut note or summary, a backfilled result), or a
+  note or summary folded into a user message;
 - ``repaired``: everything else (orphans dropped, alternation, provider repairs).
 """
 
@@ -50,6 +51,8 @@ def effect(action: Action) -> Effect:
             return "truncated"
         if "cleared" in detail or "stubbed" in detail:
             return "cleared"
+        if " on the cut " in detail:  # a cut note or summary folded into a user message
+            return "inserted"
     return "repaired"
 
 

@@ -92,8 +92,11 @@ def _source(
             if tcid is not None and c.get("tool_call_id") == tcid:
                 return k
             continue
-        if calls and set(calls) & set(_calls(c)):
-            return k
+        theirs_calls = _calls(c)
+        if calls or theirs_calls:  # a tool call is known by its id, not its text
+            if set(calls) & set(theirs_calls):
+                return k
+            continue
         theirs = texts[k]
         if theirs == text or (theirs and theirs in text) or (text and text in theirs):
             return k
