@@ -19,6 +19,14 @@ SESSION = "5b0c53c2-5d8a-4d55-9bb4-6f1c1a2b3c4d"
 TASK = "Refactor the handlers module and keep the tests green."
 
 
+#: a new user message every TURN steps (the cache policy clears old turns' results)
+TURN = 6
+
+
+def turn_text(step: int) -> str:
+    return f"Good. Now part {step // TURN + 1}: the next module."
+
+
 def result_text(step: int, size: int = 1600) -> str:
     lines = [f"def handler_{step}_{i}(v): return v * {step + i}  # line {i}" for i in range(size // 48)]
     return "\n".join(lines)
@@ -30,6 +38,8 @@ def body(api: str, steps: int, system: str = "You are a careful coding agent.", 
     if api == "openai":
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
         for s in range(steps):
+            if s and s % TURN == 0:
+                messages.append({"role": "user", "content": turn_text(s)})
             messages.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{s}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{s}.py"})}}]})
             messages.append({"role": "tool", "tool_call_id": f"call_{s}", "content": result_text(s)})
         data: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": 400}
@@ -41,12 +51,16 @@ def body(api: str, steps: int, system: str = "You are a careful coding agent.", 
         for s in range(steps):
             turns.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{s:04d}", "name": "read_file", "input": {"path": f"src/m{s}.py"}}]})
             turns.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{s:04d}", "content": result_text(s)}]})
+            if (s + 1) % TURN == 0 and s + 1 < steps:
+                turns[-1]["content"].append({"type": "text", "text": turn_text(s + 1)})
         data = {"model": model, "max_tokens": 400, "system": system, "messages": turns,
                 "metadata": {"user_id": f"user_abc123_account_ffff_session_{SESSION}"}, "stream": stream}
         return "/v1/messages", data
     if api == "responses":
         items: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
         for s in range(steps):
+            if s and s % TURN == 0:
+                items.append({"role": "user", "content": turn_text(s)})
             items.append({"type": "function_call", "call_id": f"call_{s}", "name": "read_file", "arguments": json.dumps({"path": f"src/m{s}.py"})})
             items.append({"type": "function_call_output", "call_id": f"call_{s}", "output": result_text(s)})
         return "/v1/responses", {"model": model, "instructions": system, "input": items, "max_output_tokens": 400, "stream": stream}
@@ -54,6 +68,8 @@ def body(api: str, steps: int, system: str = "You are a careful coding agent.", 
     for s in range(steps):
         contents.append({"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": f"src/m{s}.py"}}}]})
         contents.append({"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"content": result_text(s)}}}]})
+        if (s + 1) % TURN == 0 and s + 1 < steps:
+            contents[-1]["parts"].append({"text": turn_text(s + 1)})
     action = "streamGenerateContent" if stream else "generateContent"
     return f"/v1beta/models/{model}:{action}", {"systemInstruction": {"parts": [{"text": system}]}, "contents": contents, "generationConfig": {"maxOutputTokens": 400}}
 

@@ -60,7 +60,7 @@ function card(label, value, id, raw) {
 
 function show(...nodes) {
   const app = document.getElementById("app");
-  app.replaceChildren(...nodes);
+  app.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
 }
 
 function crumbs(...items) {
