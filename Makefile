@@ -53,7 +53,19 @@ redis-server:
 	echo "warning: redis-server could not be installed; tests/test_summary_redis.py will fail" \
 	     "(install redis-server or valkey-server, or set CG_ALLOW_NO_REDIS=1 to skip it)"
 
-test: $(BENCH_STAMP) $(REF_STAMP) redis-server
+# The page's browser tests (tests/test_observe_browser.py) drive a real headless chromium:
+# install Debian's when none is there, as redis-server above. Never fails the build:
+# without it those tests fail saying how to get it.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	{ command -v apt-get >/dev/null 2>&1 && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
+	echo "warning: chromium could not be installed; tests/test_observe_browser.py will fail" \
+	     "(install chromium, or set CG_CHROMIUM to a Chrome/Chromium binary)"
+
+test: $(BENCH_STAMP) $(REF_STAMP) redis-server chromium
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest

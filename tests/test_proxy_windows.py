@@ -139,9 +139,9 @@ def test_bodies_that_are_not_refusals_give_none() -> None:
 def test_usage_in_each_apis_shapes() -> None:
     anthropic = {"usage": {"input_tokens": 10, "cache_read_input_tokens": 100,
                            "cache_creation_input_tokens": 5, "output_tokens": 7}}  # fmt: skip
-    assert usage_of("anthropic", anthropic) == Usage(115, 7)
+    assert usage_of("anthropic", anthropic) == Usage(115, 7, 100, 5)
     start = {"type": "message_start", "message": anthropic}
-    assert usage_of("anthropic", json.dumps(start).encode()) == Usage(115, 7)
+    assert usage_of("anthropic", json.dumps(start).encode()) == Usage(115, 7, 100, 5)
     assert usage_of("anthropic", {"type": "message_delta", "usage": {"output_tokens": 3}}) is None
     assert usage_of("openai", {"usage": {"prompt_tokens": 42, "completion_tokens": 2}}) == Usage(42, 2)
     assert usage_of("openai", {"choices": [], "usage": None}) is None

@@ -173,6 +173,21 @@ def _govern_body(body: Body, options: dict[str, Any]) -> GovernResult:
         raise  # unreachable
 
 
+def _write_html(path: str, file: str, bodies: list[Body], results: list[GovernResult]) -> None:
+    """The offline page of these requests (observe/page.py), one file."""
+    from .observe.page import offline_data, offline_page
+
+    requests = [
+        ({"messages": b.data["messages"]}, {"messages": r.messages}, r.report)
+        for b, r in zip(bodies, results, strict=True)
+    ]
+    name = "stdin" if file == "-" else Path(file).name
+    try:
+        Path(path).write_text(offline_page(offline_data(requests, name=name)), encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{path}: {exc.strerror or exc}")
+
+
 def _output_body(body: Body, result: GovernResult) -> Any:
     return result.messages if body.bare else {**body.data, "messages": result.messages}
 
@@ -238,6 +253,14 @@ def main() -> None:
     default=None,
     help="Write the full report(s) as JSON to this file.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write a self-contained page of the requests: sizes before and after, each "
+    "request's report, and what was sent beside what the model gets, changes marked.",
+)
 @count_workers_option
 @click.option("-v", "--verbose", is_flag=True, help="List every action, not a summary.")
 def govern_command(
@@ -251,6 +274,7 @@ def govern_command(
     as_json: bool,
     report_path: str | None,
     verbose: bool,
+    html_path: str | None = None,
 ) -> None:
     """Govern a chat-completions request read from FILE (or stdin).
 
@@ -283,6 +307,9 @@ def govern_command(
             Path(report_path).write_text(dumps(payload, indent=1) + "\n", encoding="utf-8")
         except OSError as exc:
             _fail(f"{report_path}: {exc.strerror or exc}")
+
+    if html_path is not None:
+        _write_html(html_path, file, bodies, results)
 
     if as_json:
         jsonl = bodies[0].line is not None

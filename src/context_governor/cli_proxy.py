@@ -242,6 +242,34 @@ def _bind(host: str, port: int) -> socket.socket:
     help="Start on a non-loopback --host with --api-key but no --client-key: anyone who "
     "can reach the port spends the key (refused without this flag).",
 )
+@click.option(
+    "--ui-content",
+    is_flag=True,
+    help="Show message content on /ui (what the client sent, what the model received); "
+    "kept in memory only, at most --ui-content-mb, oldest dropped first.",
+)
+@click.option(
+    "--ui-content-mb",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Memory for --ui-content, in MiB.",
+)
+@click.option(
+    "--ui-token",
+    envvar="CONTEXT_GOVERNOR_UI_TOKEN",
+    default=None,
+    help="Serve /ui to whoever presents this token (Authorization: Bearer, or ?token=) "
+    "instead of to loopback clients only; at least 16 characters "
+    "(env CONTEXT_GOVERNOR_UI_TOKEN).",
+)
+@click.option(
+    "--otlp-endpoint",
+    default=None,
+    metavar="URL",
+    help="Export a span per request over OTLP/HTTP to this collector (needs the otel "
+    "extra); default: OTEL_EXPORTER_OTLP_ENDPOINT if set, else no spans.",
+)
 def proxy_command(
     upstream: str,
     host: str,
@@ -273,6 +301,10 @@ def proxy_command(
     max_in_flight: int,
     max_in_flight_per_client: int,
     allow_open_relay: bool,
+    ui_content: bool,
+    ui_content_mb: int,
+    ui_token: str | None,
+    otlp_endpoint: str | None,
 ) -> None:
     """Serve a proxy that governs every chat-completions, messages, responses and
     Gemini generateContent request.
@@ -343,6 +375,10 @@ def proxy_command(
             allow_hosts=allow_hosts,
             max_in_flight=max_in_flight,
             max_in_flight_per_client=max_in_flight_per_client,
+            ui_content=ui_content,
+            ui_content_bytes=ui_content_mb * 1024 * 1024,
+            ui_token=ui_token,
+            otlp_endpoint=otlp_endpoint,
         )
     except ContextGovernorError as exc:
         _fail(str(exc))
@@ -363,6 +399,17 @@ def proxy_command(
         _serve(uvicorn, config, create_app, sock, workers)
     finally:
         sock.close()
+
+
+def _metrics_dir() -> None:
+    """Several workers: prometheus-client's multiprocess mode, in a fresh directory
+    (unless $PROMETHEUS_MULTIPROC_DIR names one), set before any worker starts."""
+    import tempfile
+
+    from .proxy.metrics import MULTIPROC_ENV
+
+    if not os.environ.get(MULTIPROC_ENV):
+        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="context-governor-metrics-")
 
 
 def _log_redacted(redact: Redactor) -> None:
@@ -390,6 +437,7 @@ def _serve(
     from .proxy.config import CONFIG_ENV
 
     os.environ[CONFIG_ENV] = config.to_json()
+    _metrics_dir()
     uv_config = uvicorn.Config(
         "context_governor.proxy.app:app_from_env",
         factory=True,

@@ -54,12 +54,16 @@ from .executor import Governance
 from .governing import BadRequest, Governed
 from .guard import Guard
 from .learning import Hints, Learner
+from .metrics import Metrics, available
+from .observer import Observation, Observer
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
 from .refusals import Refusal, refusal_of
 from .summaries import count_store_for
-from .upstream import Upstream, describe, relay
-from .usage import usage_of
+from .tracing import Tracer, otlp_provider
+from .ui import routes as observing_routes
+from .upstream import RelayedStream, Upstream, describe, relay
+from .usage import Usage, usage_of
 from .watch import StreamWatch
 
 log = logging.getLogger("context_governor.proxy")
@@ -167,11 +171,26 @@ class NotGovernedLog:
         )
 
 
-def create_app(config: ProxyConfig) -> Starlette:
+def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Observer:
+    """What watches the requests (observer.py): metrics when prometheus-client is there,
+    spans when a tracer provider is given or OTLP is configured (tracing.py)."""
+    owned = tracer_provider is None
+    provider = otlp_provider(config.otlp_endpoint) if owned else tracer_provider
+    return Observer(
+        Metrics() if available() else None,
+        Tracer(provider, owned=owned),
+        keep_content=config.ui_content,
+        content_bytes=config.ui_content_bytes,
+    )
+
+
+def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> Starlette:
     """The proxy for ``config``; serve it with any ASGI server (the CLI uses uvicorn).
 
     The configured models' encodings are loaded during the ASGI lifespan start-up,
     so a server that runs it (uvicorn does) accepts no request before they are ready.
+    ``tracer_provider``: an OpenTelemetry tracer provider to put the request spans in
+    (default: OTLP when configured, else none).
     """
     mask_logged_query_secrets()  # a client's ?key= never reaches a log line
     upstream = Upstream(config)
@@ -179,6 +198,7 @@ def create_app(config: ProxyConfig) -> Starlette:
     redact = upstream.redact
     not_governed = NotGovernedLog()
     learner = Learner(count_store_for(config))
+    observer = observer_for(config, tracer_provider)
 
     async def govern_learned(
         raw: bytes, route: ApiRoute, model: str | None, betas: tuple[str, ...]
@@ -197,11 +217,19 @@ def create_app(config: ProxyConfig) -> Starlette:
             )
         return governed
 
-    def observe(governed: Governed, api: str, found: Any) -> None:
+    def observe(governed: Governed, api: str, found: Any) -> Usage | None:
         """The upstream's usage of what we sent, against our count of it."""
         usage = usage_of(api, found) if not isinstance(found, StreamWatch) else found.usage
         if usage is not None and governed.model:
             learner.observe(governed.model, usage.input_tokens, governed.report.tokens_after)
+        return usage
+
+    def ended(
+        seen: Observation, governed: Governed, api: str, watch: StreamWatch, status: int
+    ) -> None:
+        """A relayed stream is over: learn from its usage, and file it (observer.py)."""
+        usage = observe(governed, api, watch)
+        seen.finish(status, usage, complete=watch.finished, governed=governed)
 
     async def refused(response: httpx.Response) -> Refusal | None:
         """The window an error answer states (refusals.py), or None. The body is read
@@ -234,6 +262,7 @@ def create_app(config: ProxyConfig) -> Starlette:
 
         async def handle(request: Request) -> Response:
             started = time.perf_counter()
+            seen = observer.begin(route.api, request.headers)
             path, model = route.path, request.path_params.get("model")
             if model is not None:  # Gemini's path names the model: forwarded as spelled, checked
                 raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
@@ -247,12 +276,15 @@ def create_app(config: ProxyConfig) -> Starlette:
             betas = betas_of(request) if route.anthropic else ()
             try:
                 raw = await read_body(request, config.max_body_bytes)
+                governing = time.perf_counter()
                 governed = await govern_learned(raw, route, model, betas)
             except TooLarge as exc:
                 log.info("%s 413 %s", where, exc.message)
+                seen.refused(413)
                 return too_large(exc, route)
             except BadRequest as exc:
                 log.info("%s 400 %s", where, exc.message)
+                seen.refused(400)
                 return error_response(
                     400, exc.message, "invalid_request_error", exc.param, route=route
                 )
@@ -274,8 +306,10 @@ def create_app(config: ProxyConfig) -> Starlette:
                     return error_response(
                         400, exc.message, "invalid_request_error", exc.param, route=route
                     )
+            seen.governed(governed, raw, time.perf_counter() - governing)
             learned: list[tuple[str, str]] = []
             try:
+                seen.sending()
                 response = await upstream.send("POST", path, query, headers, governed.body)
                 refusal = await refused(response) if governed.model else None
                 if refusal is not None and governed.model:
@@ -295,14 +329,19 @@ def create_app(config: ProxyConfig) -> Starlette:
                     extra=[*governed_headers(governed), *learned],
                     framing=route.framing,
                     watch=StreamWatch(route.api),
-                    on_end=lambda watch: observe(final, route.api, watch),
+                    on_end=lambda watch: ended(seen, final, route.api, watch, response.status_code),
                 )
             except httpx.HTTPError as exc:
                 what = describe(exc, redact)
                 log.warning("%s %s → upstream: %s", where, summary(governed), what)
-                return _unreachable(exc, redact, route)
-            if relayed.status_code < 400 and not governed.stream:
-                observe(governed, route.api, bytes(relayed.body))
+                failed = _unreachable(exc, redact, route)
+                seen.finish(failed.status_code, outcome="unreachable", governed=governed)
+                return failed
+            if not isinstance(relayed, RelayedStream):
+                usage = None
+                if relayed.status_code < 400:
+                    usage = observe(governed, route.api, bytes(relayed.body))
+                seen.finish(relayed.status_code, usage, governed=governed)
             elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
             log.info(
                 "%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed
@@ -324,7 +363,8 @@ def create_app(config: ProxyConfig) -> Starlette:
         and the ratio of its count to ours), or None when that changes nothing (then
         the refusal is relayed as it came)."""
         assert governed.model is not None
-        learner.learn_window(governed.model, refusal.limit)
+        if learner.learn_window(governed.model, refusal.limit):
+            observer.window_learned(governed.model)
         if refusal.prompt_tokens is not None:
             learner.observe(governed.model, refusal.prompt_tokens, governed.report.tokens_after)
         try:
@@ -368,6 +408,7 @@ def create_app(config: ProxyConfig) -> Starlette:
             path = forward_path(raw_path, f"/{version}/")
             route = route_for_path(path, version)
             not_governed(request.method, path, version)
+            observer.passthrough(route.api)
             body = await read_body(request, config.max_body_bytes)
             headers, query = keyed(route, request)
             response = await upstream.send(request.method, path, query, headers, body)
@@ -403,10 +444,12 @@ def create_app(config: ProxyConfig) -> Starlette:
         finally:
             governance.close()
             await upstream.aclose()
+            observer.tracer.shutdown()
 
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
+            *observing_routes(observer, config.ui_token),
             *(
                 Route(f"/{v}/{r.path}", governed_route(r, v), methods=["POST"])
                 for r in ROUTES

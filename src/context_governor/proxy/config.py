@@ -129,6 +129,13 @@ class ProxyConfig:
     client_keys: Mapping[str, str] = field(default_factory=dict)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_in_flight_per_client: int = DEFAULT_MAX_IN_FLIGHT_PER_CLIENT
+    #: /ui shows message content (kept in memory, at most ui_content_bytes; observer.py)
+    ui_content: bool = False
+    ui_content_bytes: int = 64 * 1024 * 1024
+    #: /ui served to whoever presents this token (else to loopback clients only)
+    ui_token: str | None = None
+    #: where spans go over OTLP/HTTP (else OTEL_EXPORTER_OTLP_*; none: no spans)
+    otlp_endpoint: str | None = None
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -167,6 +174,7 @@ class ProxyConfig:
         self._check_summaries()
         self._check_count_store()
         self._check_access()
+        self._check_observing()
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
 
@@ -232,6 +240,20 @@ class ProxyConfig:
         if self.count_retention is not None:
             _seconds("count_retention", self.count_retention)
 
+    def _check_observing(self) -> None:
+        if not isinstance(self.ui_content, bool):
+            raise ConfigError(f"ui_content must be true or false, got {self.ui_content!r}")
+        _positive("ui_content_bytes", self.ui_content_bytes)
+        if self.ui_token is not None and (
+            not isinstance(self.ui_token, str) or len(self.ui_token) < 16
+        ):
+            raise ConfigError("ui_token must be a string of at least 16 characters")
+        if self.otlp_endpoint is not None and urlsplit(str(self.otlp_endpoint)).scheme not in (
+            "http",
+            "https",
+        ):
+            raise ConfigError("otlp_endpoint must be an http(s) URL")
+
     def window_for(self, model: str | None) -> int | None:
         """The context window of ``model`` (see the class docstring for the lookup)."""
         if model is not None:
@@ -260,21 +282,29 @@ class ProxyConfig:
                 ),
                 self.api_key,
                 *self.client_keys.values(),
+                self.ui_token,
+                *(url_secrets(self.otlp_endpoint) if self.otlp_endpoint else ()),
             ]
         )
 
     def __repr__(self) -> str:
         shown = ", ".join(
-            f"{f.name}={self._shown(f.name)!r}" for f in fields(self) if f.name != "api_key"
+            f"{f.name}={self._shown(f.name)!r}"
+            for f in fields(self)
+            if f.name not in ("api_key", "ui_token")
         )
         key = "None" if self.api_key is None else "'***'"
-        return f"ProxyConfig({shown}, api_key={key})"
+        token = "None" if self.ui_token is None else "'***'"
+        return f"ProxyConfig({shown}, api_key={key}, ui_token={token})"
 
     def _shown(self, name: str) -> object:
         if name == "upstream":
             return self.shown_upstream
         value = getattr(self, name)
-        if name in ("summary_store", "summary_base_url", "count_store") and value is not None:
+        if (
+            name in ("summary_store", "summary_base_url", "count_store", "otlp_endpoint")
+            and value is not None
+        ):
             return redact_url(value)
         if name == "client_keys":  # the names only, never a key
             return {key_name: "***" for key_name in value}

@@ -26,6 +26,7 @@ from ..report import Report
 from ..tokens import warm_up
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
+from .conversation import from_body
 from .learning import Hints, Window, request_window
 from .summaries import compaction_for, count_store_for
 
@@ -51,6 +52,8 @@ class Governed:
     #: what the request continues server-side, which governance could not see
     #: (Responses: ``previous_response_id=...``, ``conversation=...``); empty if none
     ungoverned: tuple[str, ...] = ()
+    #: the conversation the body names or its fixed parts' digest (conversation.py)
+    conversation: str | None = None
 
 
 def _reserve(data: dict[str, Any]) -> tuple[Any, str | None]:
@@ -170,7 +173,12 @@ def _govern_native(
         raise BadRequest(str(exc)) from None
     _say_window(result.report, window)
     return Governed(
-        encode(result.body), result.report, model, data.get("stream") is True, result.ungoverned
+        encode(result.body),
+        result.report,
+        model,
+        data.get("stream") is True,
+        result.ungoverned,
+        from_body(route.api, data, model),
     )
 
 
@@ -216,4 +224,6 @@ def _govern_chat(data: dict[str, Any], config: ProxyConfig, hints: Hints | None 
         fitted = planned.after(result.report.tokens_after)
         reserves.record(result.report, fitted)
         governed.update(fitted.updates)
-    return Governed(encode(governed), result.report, model, data.get("stream") is True)
+    conversation = from_body(CHAT.api, data, model)
+    stream = data.get("stream") is True
+    return Governed(encode(governed), result.report, model, stream, (), conversation)

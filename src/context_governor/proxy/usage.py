@@ -8,13 +8,17 @@ offline we can only estimate (the Claude estimate, an o200k count for a Qwen mod
 - Messages: ``usage.input_tokens`` plus ``cache_read_input_tokens`` and
   ``cache_creation_input_tokens`` (cached tokens are in the prompt too, not in
   ``input_tokens``); streamed, in ``message_start``'s message (and ``message_delta``
-  when it carries ``input_tokens``);
+  when it carries ``input_tokens``); the cache read and written are those two;
 - Chat Completions: ``usage.prompt_tokens`` (streamed: the last chunk, when the client
-  asked for ``stream_options.include_usage``);
+  asked for ``stream_options.include_usage``); read from the cache:
+  ``prompt_tokens_details.cached_tokens``;
 - Responses: ``usage.input_tokens`` of the response (streamed: ``response.completed``,
-  ``response.incomplete``, ``response.failed``);
+  ``response.incomplete``, ``response.failed``); read: ``input_tokens_details.cached_tokens``;
 - Gemini: ``usageMetadata.promptTokenCount`` (cached content included; streamed, every
-  element carries the running figure).
+  element carries the running figure); read: ``cachedContentTokenCount``.
+
+Only Anthropic bills a cache write; the others cache automatically, so their
+``cache_write_tokens`` is 0.
 
 Pure and small, on purpose: the proxy's calibration (learning.py) uses it, and so can
 anything else that wants the upstream's figures (metrics). :func:`events` splits the
@@ -37,10 +41,19 @@ _USAGE_MARKS = (b'"input_tokens"', b'"prompt_tokens"', b'"promptTokenCount"')
 @dataclass(frozen=True, slots=True)
 class Usage:
     """What the upstream counted: ``input_tokens`` is the whole prompt (cached parts
-    included), ``output_tokens`` the answer (None when not said yet)."""
+    included), ``output_tokens`` the answer (None when not said yet); of the prompt,
+    ``cache_read_tokens`` were read from the provider's prompt cache and
+    ``cache_write_tokens`` written to it (the provider's own figures, the ones it bills)."""
 
     input_tokens: int
     output_tokens: int | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def uncached_tokens(self) -> int:
+        """The prompt's tokens billed at the plain input price."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
 
 def _int(value: Any) -> int | None:
@@ -57,6 +70,12 @@ def _sum(usage: Any, *names: str) -> int | None:
     return first + sum(_int(usage.get(name)) or 0 for name in names[1:])
 
 
+def _detail(usage: dict[str, Any], details: str, name: str) -> int:
+    """``usage[details][name]`` as a count (0 when absent or not a count)."""
+    found = usage.get(details)
+    return (_int(found.get(name)) or 0) if isinstance(found, dict) else 0
+
+
 def _anthropic(data: dict[str, Any]) -> Usage | None:
     message = data.get("message") if data.get("type") == "message_start" else data
     usage = message.get("usage") if isinstance(message, dict) else None
@@ -64,7 +83,12 @@ def _anthropic(data: dict[str, Any]) -> Usage | None:
     if total is None:
         return None
     assert isinstance(usage, dict)
-    return Usage(total, _int(usage.get("output_tokens")))
+    return Usage(
+        total,
+        _int(usage.get("output_tokens")),
+        _int(usage.get("cache_read_input_tokens")) or 0,
+        _int(usage.get("cache_creation_input_tokens")) or 0,
+    )
 
 
 def _chat(data: dict[str, Any]) -> Usage | None:
@@ -73,7 +97,8 @@ def _chat(data: dict[str, Any]) -> Usage | None:
     if total is None:
         return None
     assert isinstance(usage, dict)
-    return Usage(total, _int(usage.get("completion_tokens")))
+    read = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    return Usage(total, _int(usage.get("completion_tokens")), min(read, total))
 
 
 _RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
@@ -86,7 +111,8 @@ def _responses(data: dict[str, Any]) -> Usage | None:
     if total is None:
         return None
     assert isinstance(usage, dict)
-    return Usage(total, _int(usage.get("output_tokens")))
+    read = _detail(usage, "input_tokens_details", "cached_tokens")
+    return Usage(total, _int(usage.get("output_tokens")), min(read, total))
 
 
 def _gemini(data: dict[str, Any]) -> Usage | None:
@@ -95,7 +121,19 @@ def _gemini(data: dict[str, Any]) -> Usage | None:
     if total is None:
         return None
     assert isinstance(usage, dict)
-    return Usage(total, _int(usage.get("candidatesTokenCount")))
+    read = _int(usage.get("cachedContentTokenCount")) or 0
+    return Usage(total, _int(usage.get("candidatesTokenCount")), min(read, total))
+
+
+def output_of(data: bytes) -> int | None:
+    """The answer's token count in an event that carries only that (Messages'
+    ``message_delta``: ``{"usage": {"output_tokens": N}}``), else None."""
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    usage = parsed.get("usage") if isinstance(parsed, dict) else None
+    return _int(usage.get("output_tokens")) if isinstance(usage, dict) else None
 
 
 _READERS = {"anthropic": _anthropic, "openai": _chat, "responses": _responses, "gemini": _gemini}

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from .sse import Framing
-from .usage import Usage, events, may_carry_usage, usage_of
+from .usage import Usage, events, may_carry_usage, output_of, usage_of
 
 _RESPONSE_ENDS = frozenset(
     {"response.completed", "response.incomplete", "response.failed", "error"}
@@ -95,6 +96,11 @@ class StreamWatch:
                 name is None and b"message_stop" in data and _type(data) == "message_stop"
             ):
                 self.finished = True
+            elif name == "message_delta" and self.usage is not None and not may_carry_usage(data):
+                # the answer's final count comes apart from the input's (message_start)
+                out = output_of(data) if b'"output_tokens"' in data else None
+                if out is not None:
+                    self.usage = replace(self.usage, output_tokens=out)
         elif api == "responses":
             if name in _RESPONSE_ENDS or (
                 name is None and b"response." in data and _type(data) in _RESPONSE_ENDS

@@ -1,0 +1,136 @@
+"""The proxy's own pages: ``GET /metrics`` (Prometheus) and the page at ``/ui``.
+
+/ui shows what governance did to each request, and, with ``--ui-content``, the
+messages themselves: sensitive. So it is served to loopback clients only, unless a
+token is set (``--ui-token``): then to anyone presenting it (``Authorization: Bearer``,
+or ``?token=`` on the first page load, which the page keeps in the tab's session
+storage), compared in constant time. /metrics carries no content and no
+conversation ids (metrics.py bounds its labels), so it is open like the proxy itself.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import asdict
+from ipaddress import ip_address
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..observe.page import FILES, asset
+from ..observe.views import request_view
+from .metrics import CONTENT_TYPE
+from .observer import Observer
+
+NO_CONTENT = (
+    "Message content is not kept: start the proxy with --ui-content to see what the "
+    "client sent and what the model received (kept in memory, bounded)."
+)
+GONE = "This request's content is no longer kept (the oldest content is dropped first)."
+
+
+def _loopback(request: Request) -> bool:
+    host = request.client.host if request.client else ""
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return host in ("localhost", "testclient")
+
+
+def allowed(request: Request, token: str | None) -> bool:
+    """Whether ``request`` may see the page: from loopback when no token is set, else
+    with the token (constant-time comparison)."""
+    if token is None:
+        return _loopback(request)
+    given = request.headers.get("authorization", "")
+    if given.lower().startswith("bearer "):
+        given = given[7:].strip()
+    else:
+        given = request.query_params.get("token", "")
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def _refused(token: str | None) -> Response:
+    why = (
+        "the page needs its token (--ui-token): Authorization: Bearer TOKEN, or ?token="
+        if token is not None
+        else "the page is served to loopback clients only; set --ui-token to serve it remotely"
+    )
+    return JSONResponse({"error": {"message": why, "type": "forbidden"}}, status_code=403)
+
+
+def request_detail(observer: Observer, seq: int) -> dict[str, Any] | None:
+    """A request's record for the page, its two views made now (blocking: off the loop)."""
+    record = observer.journal.record(seq)
+    if record is None:
+        return None
+    content = record.content
+    view = request_view(record.api, content[0], content[1]) if content is not None else None
+    note = None if view is not None else (GONE if observer.keep_content else NO_CONTENT)
+    return {
+        "seq": record.seq, "conversation": record.conversation, "index": record.index,
+        "api": record.api, "model": record.model, "status": record.status,
+        "outcome": record.outcome, "report": record.report,
+        "usage": None if record.usage is None else asdict(record.usage),
+        "view": view, "content_note": note,
+    }  # fmt: skip
+
+
+def routes(observer: Observer, token: str | None) -> list[BaseRoute]:
+    """/metrics and /ui's routes."""
+
+    def guarded(handler: Any) -> Any:
+        async def guard(request: Request) -> Response:
+            if not allowed(request, token):
+                return _refused(token)
+            response: Response = await handler(request)
+            response.headers["cache-control"] = "no-store"
+            response.headers["x-content-type-options"] = "nosniff"
+            return response
+
+        return guard
+
+    async def metrics(request: Request) -> Response:
+        if observer.metrics is None:
+            message = "metrics need prometheus-client: pip install 'context-governor[proxy]'"
+            return JSONResponse({"error": {"message": message}}, status_code=503)
+        body = await run_in_threadpool(observer.metrics.exposition)
+        return Response(body, media_type=CONTENT_TYPE)
+
+    async def page(request: Request) -> Response:
+        name = request.path_params.get("name") or "index.html"
+        if name not in FILES:
+            return JSONResponse({"error": {"message": "not found"}}, status_code=404)
+        return Response(asset(name), media_type=FILES[name])
+
+    async def conversations(request: Request) -> Response:
+        return JSONResponse(observer.journal.conversations())
+
+    async def conversation(request: Request) -> Response:
+        found = observer.journal.detail(request.path_params["cid"])
+        if found is None:
+            return JSONResponse({"error": {"message": "no such conversation"}}, status_code=404)
+        return JSONResponse(found)
+
+    async def one_request(request: Request) -> Response:
+        found = await run_in_threadpool(request_detail, observer, request.path_params["seq"])
+        if found is None:
+            return JSONResponse({"error": {"message": "no such request"}}, status_code=404)
+        return JSONResponse(found)
+
+    async def to_page(request: Request) -> Response:
+        query = request.url.query  # a ?token= goes along
+        return RedirectResponse("/ui/" + (f"?{query}" if query else ""), status_code=307)
+
+    return [
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/ui", guarded(to_page), methods=["GET"]),
+        Route("/ui/", guarded(page), methods=["GET"]),
+        Route("/ui/api/conversations", guarded(conversations), methods=["GET"]),
+        Route("/ui/api/conversations/{cid:path}", guarded(conversation), methods=["GET"]),
+        Route("/ui/api/requests/{seq:int}", guarded(one_request), methods=["GET"]),
+        Route("/ui/{name}", guarded(page), methods=["GET"]),
+    ]
