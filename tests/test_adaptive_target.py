@@ -158,7 +158,7 @@ def test_dear_reads_keep_the_newest_results_in_half_the_room(
     newest results away (coding at 32k under gpt-4o's prices kept 11.5 of them, the seed
     policy 12.2). Now the goal keeps their span up to VERBATIM_ROOM of the room: never
     past it, never over the trigger, never deeper than before."""
-    policy = CompactionPolicy(cache_price=price)
+    policy = CompactionPolicy(mask_first=False, cache_price=price)
     assert policy.dear_reads()
     trigger, target = policy.thresholds(budget)
     goal = policy.adaptive_goal(trigger, target, span, growth)
@@ -183,8 +183,8 @@ def test_cheap_or_unknown_reads_keep_the_goal_as_it_was(
     """At reads of 0.1x (or an unknown model) the trigger is not moved and the share is
     judged: the verbatim room does not apply there, nor with an explicit trigger."""
     for policy in (
-        CompactionPolicy(cache_price=price),
-        CompactionPolicy(cache_price=OPENAI_4O, trigger_tokens=90_000),
+        CompactionPolicy(mask_first=False, cache_price=price),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger_tokens=90_000),
     ):
         assert not policy.dear_reads()
         trigger, target = policy.thresholds(budget)
@@ -198,7 +198,7 @@ def test_gpt4o_at_32k_keeps_the_newest_results_the_fixed_target_cut() -> None:
     15,680 and the target 10,752; with 12,000 tokens of recent span and 1,200 tokens of
     growth per call the goal was the target (cutting into the newest results) and is now
     the span."""
-    policy = CompactionPolicy(cache_price=OPENAI_4O)
+    policy = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O)
     trigger, target = policy.thresholds(26_880)
     assert (trigger, target) == (15_680, 10_752)
     assert policy.adaptive_goal(trigger, target, 12_000, 1_200.0) == 12_000

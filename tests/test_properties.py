@@ -312,7 +312,7 @@ def test_idempotent_on_the_coding_shape_under_dear_reads() -> None:
     replay = coding_session(90)
     settings_: dict[str, Any] = {
         "model": replay.model, "tools": replay.tools, "context_window": 32_000,
-        "max_output": MAX_OUTPUT, "compaction": CompactionPolicy(cache_price=OPENAI_4O),
+        "max_output": MAX_OUTPUT, "compaction": CompactionPolicy(mask_first=False, cache_price=OPENAI_4O),
     }  # fmt: skip
     history = [m for step in replay.steps[:61] for m in step]
     first = govern(history, **settings_)
@@ -338,7 +338,7 @@ def test_idempotent_where_clearing_inside_the_span_leaves_the_floor_short() -> N
     replay = next(shape for shape in SHAPES if shape.key == "bursts").make(44)
     settings_: dict[str, Any] = {
         "model": replay.model, "tools": replay.tools, "context_window": 32_000,
-        "max_output": MAX_OUTPUT, "compaction": CompactionPolicy(cache_price=OPENAI_4O),
+        "max_output": MAX_OUTPUT, "compaction": CompactionPolicy(mask_first=False, cache_price=OPENAI_4O),
     }  # fmt: skip
     history = [m for step in replay.steps for m in step]
     first = govern(history, **settings_)

@@ -87,9 +87,9 @@ def _is_prefix(short: list[Message], long: list[Message]) -> bool:
 
 def test_the_floor_is_on_by_default_and_checked() -> None:
     assert CompactionPolicy().verbatim_floor is True
-    off = CompactionPolicy(cache_price=OPENAI_4O, verbatim_floor=False)
+    off = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, verbatim_floor=False)
     assert off.floor(BUDGET, 15_000, 15_000) is None
-    assert CompactionPolicy(cache_price=OPENAI_4O).floor(BUDGET, 15_000, 15_000) is not None
+    assert CompactionPolicy(mask_first=False, cache_price=OPENAI_4O).floor(BUDGET, 15_000, 15_000) is not None
     with pytest.raises(ConfigError, match="verbatim_floor"):
         CompactionPolicy(verbatim_floor="yes")  # type: ignore[arg-type]
 
@@ -108,7 +108,7 @@ def test_the_floor_keeps_the_span_between_the_price_set_and_the_fixed_trigger(
     exactly where the span is over the target, fits under the fixed trigger less
     min_savings, is at least FLOOR_RESULTS results (not a chat's prose), and the
     raised trigger leaves that much room."""
-    policy = CompactionPolicy(cache_price=price)
+    policy = CompactionPolicy(mask_first=False, cache_price=price)
     results = int(span * share)
     trigger, target = policy.thresholds(budget)
     fixed = policy.fixed_thresholds(budget)[0]
@@ -133,10 +133,10 @@ def test_the_floor_leaves_cheap_or_unknown_reads_and_explicit_triggers_alone(
 ) -> None:
     for policy in (
         CompactionPolicy(verbatim_floor=True),
-        CompactionPolicy(cache_price=OPENAI_5, verbatim_floor=True),
-        CompactionPolicy(cache_price=ANTHROPIC, verbatim_floor=True),
-        CompactionPolicy(cache_price=OPENAI_4O, trigger_tokens=90_000, verbatim_floor=True),
-        CompactionPolicy(cache_price=OPENAI_4O, adaptive_target=False, verbatim_floor=True),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_5, verbatim_floor=True),
+        CompactionPolicy(mask_first=False, cache_price=ANTHROPIC, verbatim_floor=True),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger_tokens=90_000, verbatim_floor=True),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, adaptive_target=False, verbatim_floor=True),
     ):
         assert policy.floor(budget, span, span) is None
 
@@ -147,8 +147,8 @@ def test_dear_reads_keep_the_newest_results_the_price_set_trigger_cut() -> None:
     into them; with the floor each request keeps them (as the seed policy does), and
     costs stay bounded: the request never passes the fixed trigger."""
     steps = _agent(160)
-    plain = CompactionPolicy(cache_price=OPENAI_4O, verbatim_floor=False)  # main's default
-    floored = CompactionPolicy(cache_price=OPENAI_4O)
+    plain = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, verbatim_floor=False)  # main's default
+    floored = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O)
     assert plain.thresholds(BUDGET) == (17_485, 11_990)
 
     def newest(policy: CompactionPolicy) -> tuple[list[int], int]:
@@ -182,7 +182,7 @@ def test_dear_reads_keep_the_newest_results_the_price_set_trigger_cut() -> None:
 def test_floored_requests_only_append_between_compactions_and_match_a_fresh_process(
     seed: int, high: int, price: CachePrice
 ) -> None:
-    policy = CompactionPolicy(cache_price=price)
+    policy = CompactionPolicy(mask_first=False, cache_price=price)
     steps = _agent(90, seed=seed, high=high)
     gov = Governor(context_window=WINDOW, max_output=MAX_OUTPUT, compaction=policy)
     previous: list[Message] | None = None

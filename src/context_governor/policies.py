@@ -69,14 +69,12 @@ VERBATIM_ROOM = 0.5
 #: calls' worth of its growth (at least ``min_savings``) a cut leaves below the trigger,
 #: so that cuts, which re-send the whole kept request uncached, stay rare.
 MASK_ROOM_CALLS = 20
-#: Under ``mask_first``: the least share of the trigger a compaction that only clears
-#: results must save (at least ``min_savings``). Each such compaction re-sends the
-#: newest turns uncached from the first result it clears; clearing in bigger chunks,
-#: less often, keeps more of the cache (and the results stay verbatim meanwhile).
+#: Under ``mask_first``: the room a compaction that only clears results leaves below
+#: the trigger, as a share of it (at least ``min_savings``). Each such compaction
+#: re-sends the newest turns uncached from the first result it clears; clearing in
+#: chunks this big, rarely, keeps the rest of the cache (the results stay verbatim
+#: meanwhile). A masked history that leaves less room is cut instead.
 CLEAR_CHUNK_SHARE = 0.1
-#: Under ``mask_first``: judge whether the masked trail fits against the fixed trigger
-#: rather than the price-lowered one (the trail rules over the cost at dear reads).
-MASK_FIXED_TRIGGER = True
 
 #: Under ``verbatim_floor``: the least share of the newest results' turns the results
 #: themselves must take for the floor to apply (a chat's take about a tenth).
@@ -249,33 +247,25 @@ class CompactionPolicy:
         and ``masked``, the request with every clearable old result cleared and nothing
         cut.
 
-        When the masked request fits under the trigger less ``min_savings``, that is the
+        When the masked request fits under the trigger less ``clear_chunk``, that is the
         goal: old results are cleared, no turn is cut (a clearing compaction breaks the
-        cache only from the first result it clears, near the end). Otherwise turns must
+        cache only from the first result it clears, near the end, and the chunk of room
+        keeps such compactions rare). Otherwise turns must
         go, and the goal leaves ``MASK_ROOM_CALLS`` calls of the masked trail's growth
         (``trail_growth`` per call) under the trigger, so that the next cut is as far
         away. Never under ``goal``. What the model still sees of its own work is the
         product: observation masking keeps the trail, cutting loses it."""
         if not self.mask_first:
             return goal
-        if masked <= trigger - self.min_savings:
+        if masked <= trigger - self.clear_chunk(trigger):
             return max(goal, masked)
         room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
         return max(goal, trigger - room)
 
     def clear_chunk(self, trigger: int) -> int:
-        """The least a compaction that only clears results must save under
-        ``mask_first`` (``CLEAR_CHUNK_SHARE`` of the trigger, at least ``min_savings``)."""
-        if not self.mask_first:
-            return self.min_savings
+        """The room below ``trigger`` a clearing-only compaction must leave under
+        ``mask_first`` (``CLEAR_CHUNK_SHARE`` of it, at least ``min_savings``)."""
         return max(self.min_savings, int(CLEAR_CHUNK_SHARE * trigger))
-
-    def mask_trigger(self, budget: int, trigger: int) -> int:
-        """The trigger the masked trail is judged against: the fixed one where the price
-        rule lowered it (``MASK_FIXED_TRIGGER``), else ``trigger``."""
-        if self.mask_first and MASK_FIXED_TRIGGER:
-            return max(trigger, self.fixed_thresholds(budget)[0])
-        return trigger
 
     def floor(self, budget: int, span: int, results: int) -> tuple[int, int] | None:
         """Under ``verbatim_floor``: (trigger, goal) for a request whose newest

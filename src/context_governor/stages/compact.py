@@ -572,7 +572,7 @@ class Replay:
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
             trail = max(0, masked - self._recent_results()) / max(1, self.calls)
-            goal = policy.masked_goal(goal, policy.mask_trigger(budget, trigger), masked, trail)
+            goal = policy.masked_goal(goal, trigger, masked, trail)
         chosen, total = self.clear_candidates(goal)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
@@ -586,13 +586,6 @@ class Replay:
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
             return False  # not worth a cache rewrite, and the request fits anyway
-        if (
-            cut == self.plan.cut
-            and self.total - after < policy.clear_chunk(trigger)
-            and self.total <= budget
-            and not forced
-        ):
-            return False  # clearing only: wait for a bigger chunk (fewer cache rewrites)
         if not chosen and cut == self.plan.cut:
             return False
         again = self.compacted_now()  # a further compaction of this request: one of it
