@@ -269,7 +269,7 @@ def test_the_page_refuses_other_hosts_without_a_token(fake: FakeCache) -> None:
 
 def test_rejected_and_passthrough_requests_are_counted(proxy: Any) -> None:
     root = proxy("openai")
-    assert httpx.post(f"{root}/v1/chat/completions", content=b"{nope").status_code == 400
+    assert httpx.post(f"{root}/v1/chat/completions", content=b"{nope", headers={"content-type": "application/json"}).status_code == 400
     httpx.get(f"{root}/v1/models")
     assert metric(root, "context_governor_requests_total", outcome="rejected") == 1
     assert metric(root, "context_governor_ungoverned_total", reason="passthrough") == 1

@@ -29,7 +29,7 @@ STEPS = examples(300, 40)
 @pytest.fixture(scope="module")
 def session() -> Iterator[tuple[str, FakeCache]]:
     fake = FakeCache().start()
-    served = Served(create_app(ProxyConfig(upstream=fake.base_url, context_window=16_000, ui_content=True, ui_content_bytes=256 * 1024 * 1024)))
+    served = Served(create_app(ProxyConfig(upstream=fake.base_url, context_window=12_000, ui_content=True, ui_content_bytes=256 * 1024 * 1024)))
     run(served.url, "openai", STEPS)
     yield served.url, fake
     served.stop()

@@ -75,6 +75,11 @@ MASK_ROOM_CALLS = 20
 #: chunks this big, rarely, keeps the rest of the cache (the results stay verbatim
 #: meanwhile). A masked history that leaves less room is cut instead.
 CLEAR_CHUNK_SHARE = 0.1
+#: Under ``mask_first``: when the masked trail does not fit, the newest results kept
+#: verbatim may go down to this many before any turn is cut (``keep_recent`` is a
+#: preference; the agent's trail is the product). SWE-agent keeps the last five
+#: observations.
+MASK_MIN_RECENT = 5
 
 #: Under ``verbatim_floor``: the least share of the newest results' turns the results
 #: themselves must take for the floor to apply (a chat's take about a tenth).

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
-from ..policies import CACHE, OFFLOAD_PLACEHOLDER, CompactionPolicy
+from ..policies import CACHE, MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
 from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
@@ -441,9 +441,10 @@ class Replay:
             and _chars(m.get("content")) >= self.policy.min_chars
         )
 
-    def clear_candidates(self, goal: int) -> tuple[list[int], int]:
-        """Oldest clearable results outside the kept recent ones, until ``goal`` is met."""
-        eligible = len(self.results) - self.policy.keep_recent
+    def clear_candidates(self, goal: int, keep: int | None = None) -> tuple[list[int], int]:
+        """Oldest clearable results outside the ``keep`` (default ``keep_recent``) newest,
+        until ``goal`` is met."""
+        eligible = len(self.results) - (self.policy.keep_recent if keep is None else keep)
         chosen: list[int] = []
         total = self.total
         k = self.clear_ptr
@@ -569,11 +570,14 @@ class Replay:
                 return False
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
+        keep = policy.keep_recent
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
             trail = max(0, masked - self._recent_results()) / max(1, self.calls)
             goal = policy.masked_goal(goal, trigger, masked, trail)
-        chosen, total = self.clear_candidates(goal)
+            if floor is None and masked > trigger - policy.clear_chunk(trigger):
+                keep = min(keep, MASK_MIN_RECENT)  # mask the newest results before cutting
+        chosen, total = self.clear_candidates(goal, keep)
         cleared_now = set(self.plan.cleared) | set(chosen)
         cut, after = self.plan.cut, total
         if total > goal:
