@@ -323,41 +323,61 @@ def _langchain(meter: Meter) -> Config:
     return Config("LangChain trim_messages", make)
 
 
+class LitellmCounts:
+    """Memoized per-message counts for LiteLLM's counter (see ``litellm_memo``). Kept
+    across the steps of one replay: a message's key is its string values by identity
+    (trim_messages deep-copies the history, which copies no string) and its other
+    values by JSON; the strings are held, so no identity is reused while it lives."""
+
+    def __init__(self, original: Callable[..., int]) -> None:
+        self.original = original
+        self.base = original(model="gpt-4o", messages=[])
+        self.counts: dict[tuple[Any, ...], tuple[int, list[str]]] = {}
+        #: id -> (message, its content, count): the same object within one trim
+        self.seen: dict[int, tuple[Message, Any, int]] = {}
+
+    def one(self, m: Message, model: str) -> int:
+        same = self.seen.get(id(m))
+        if same is not None and same[0] is m and same[1] is m.get("content"):
+            return same[2]
+        parts: list[tuple[str, Any]] = []
+        held: list[str] = []
+        for k, v in m.items():
+            if isinstance(v, str):
+                parts.append((k, id(v)))
+                held.append(v)
+            else:
+                parts.append((k, json.dumps(v, sort_keys=True, default=str)))
+        key = tuple(sorted(parts))
+        hit = self.counts.get(key)
+        if hit is None:
+            hit = self.counts[key] = (self.original(model=model, messages=[m]) - self.base, held)
+        self.seen[id(m)] = (m, m.get("content"), hit[0])
+        return hit[0]
+
+    def __call__(self, model: str = "", messages: Any = None, **kwargs: Any) -> int:
+        if messages is None or kwargs or model != "gpt-4o":
+            return int(self.original(model=model, messages=messages, **kwargs))
+        return int(self.base + sum(self.one(m, model) for m in messages))
+
+
 @contextmanager
-def litellm_memo() -> Iterator[None]:
+def litellm_memo(counts: LitellmCounts | None = None) -> Iterator[LitellmCounts]:
     """LiteLLM's trim_messages recounts the messages it has kept after each one it adds
     (quadratic: half a minute a step on a 300-step history). Its count of a list is a
     constant plus each message's own count, so the same counts come from a memo per
-    message; this swaps its counter for that while the block runs."""
+    message; this swaps its counter for ``counts`` (a new one by default) while the
+    block runs."""
     import litellm.utils as lu
 
     original = lu.token_counter
-    base = original(model="gpt-4o", messages=[])
-    by_text: dict[str, int] = {}
-    by_id: dict[int, tuple[Message, Any, int]] = {}
-
-    def one(m: Message, model: str) -> int:
-        hit = by_id.get(id(m))
-        if hit is not None and hit[0] is m and hit[1] is m.get("content"):
-            return hit[2]
-        key = json.dumps(m, sort_keys=True, default=str)
-        count = by_text.get(key)
-        if count is None:
-            count = by_text[key] = original(model=model, messages=[m]) - base
-        by_id[id(m)] = (m, m.get("content"), count)
-        return count
-
-    def counter(model: str = "", messages: Any = None, **kwargs: Any) -> int:
-        if messages is None or kwargs or model != "gpt-4o":
-            return int(original(model=model, messages=messages, **kwargs))
-        return base + sum(one(m, model) for m in messages)
-
-    setattr(lu, "token_counter", counter)  # noqa: B010 (a module attribute swapped for a while)
+    memo = counts or LitellmCounts(original)
+    setattr(lu, "token_counter", memo)  # noqa: B010 (a module attribute swapped for a while)
     try:
-        yield
+        yield memo
     finally:
         setattr(lu, "token_counter", original)  # noqa: B010
-        by_id.clear()
+        memo.seen.clear()  # the trim's copies: their ids are free again
 
 
 def _litellm(replay: Replay, window: int) -> StepFn:
@@ -367,12 +387,14 @@ def _litellm(replay: Replay, window: int) -> StepFn:
     silenced here): that is what its users get, so it is measured as it is."""
     import logging
 
+    import litellm.utils as lu
     from litellm.utils import trim_messages
 
     logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
+    counts = LitellmCounts(lu.token_counter)
 
     def step(history: list[Message]) -> Outcome:
-        with litellm_memo():
+        with litellm_memo(counts):
             out = trim_messages(history, model="gpt-4o", max_tokens=_budget(window))
         return Outcome(list(out))
 
