@@ -23,7 +23,10 @@ and we look at the request it would send:
 * **recent history kept verbatim**: how many of the newest tool results of the
   history appear in the request unmodified (counted from the newest back, up to
   the first one that does not), and the share of the last N messages of the
-  history that appear in the request unmodified.
+  history that appear in the request unmodified;
+* **fidelity** (bench/fidelity.py): the share of the history's assistant messages and
+  user prompts the request carries unchanged, of its tool results verbatim, masked
+  (a placeholder for the same call) or gone, and the step each was first lost.
 
 A configuration is one line in ``CONFIGS``: a label, the provider its requests are
 validated for, and a factory of per-step functions.
@@ -42,6 +45,7 @@ from context_governor import CompactionPolicy, Governor
 from context_governor.providers import validate
 from context_governor.tokens import ExactCounter, exact_counter
 
+from .fidelity import Fidelity, StepFidelity, fidelity_of, step_fidelity
 from .pricing import FLAT, CachePricing
 from .sessions import Message, Replay
 
@@ -188,6 +192,7 @@ class StepMetrics:
     violations: int
     recent_tool_results: int
     recent_share: dict[int, float]
+    fidelity: StepFidelity | None = None
 
 
 @dataclass(slots=True)
@@ -196,6 +201,10 @@ class Run:
     window: int
     budget: int
     steps: list[StepMetrics] = field(default_factory=list)
+
+    def fidelity(self) -> Fidelity:
+        """What of the history reached the model over the whole run (bench/fidelity.py)."""
+        return fidelity_of([s.fidelity for s in self.steps])
 
     def cost(self, pricing: CachePricing, mark: int | None = None) -> float:
         """Input cost of steps 1..mark (all) under ``pricing``, in uncached-token units."""
@@ -265,6 +274,7 @@ def measure(config: Config, replay: Replay, window: int, meter: Meter | None = N
                 violations=len(validate(outcome.messages, provider=config.provider)),
                 recent_tool_results=recent_tool_results_kept(history_texts, roles, sent),
                 recent_share={n: recent_share_kept(history_texts, sent, n) for n in RECENT_WINDOWS},
+                fidelity=step_fidelity(history, history_texts, outcome.messages, texts),
             )
         )
         previous = texts

@@ -30,6 +30,7 @@ from . import (
     first_call,
     messages_request,
     proxy_cost,
+    recall,
     responses_request,
     shapes,
     summaries,
@@ -753,6 +754,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections.append(summaries.section(summaries.run(steps, (128_000, 32_000)), steps))
     progress("session shapes: the cache policy's targets per shape and provider pricing")
     sections.append(shapes.render(shapes.run(steps)))
+    progress("recall of planted facts: ours, the seed policy, LangChain, LiteLLM, clear_tool_uses")
+    sections.append(
+        recall.render(recall.run(steps), recall.planted_counts(recall.recall_shapes(), steps))
+    )
     progress("exact token counters: exactness, speed, cold start")
     texts, cold_runs = (500, 1) if args.quick else (20_000, 5)
     sections.append(

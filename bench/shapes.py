@@ -41,6 +41,7 @@ from context_governor.stages.snip import SAFETY_BUFFER
 
 from .anthropic_cache import write_section
 from .cache import MAX_OUTPUT, Config, Meter, Run, governor, measure
+from .fidelity import Fidelity, step_label
 from .pricing import (
     ANTHROPIC,
     FLAT,
@@ -621,8 +622,51 @@ def render(results: Sequence[ShapeRun]) -> str:
         reasons += [f"- {where}: {why}." for why in failed]
     lines += ["", "Misses, with the measured reason:" if reasons else "No target missed.", ""]
     lines += reasons
+    lines += ["", *fidelity_table(results)]
     lines += ["", *pricing_table((FLAT, *PRICES.values()))]
     return "\n".join(lines) + "\n"
+
+
+def _share(f: Fidelity, kind: str) -> str:
+    return f"{f.share(kind):.2f} ({f.last(kind):.2f})"
+
+
+def _fidelity_row(label: str, window: int, policy: str, f: Fidelity, mark: str = "") -> str:
+    lost = " / ".join(step_label(f.first_lost(k)) for k in ("own", "user", "verbatim", "gone"))
+    return (
+        f"| {label} | {window:,} | {policy} | {_share(f, 'own')}{mark} | {_share(f, 'user')} | "
+        f"{f.share('verbatim'):.2f} / {f.share('masked'):.2f} / {f.share('gone'):.2f} | {lost} |"
+    )
+
+
+def fidelity_table(results: Sequence[ShapeRun]) -> list[str]:
+    """What of the history reaches the model (bench/fidelity.py), per shape, window and
+    price class, the seed policy first; ✗ marks our agent's-own-messages share below the
+    seed policy's (issue 26's target)."""
+    lines = [
+        "Fidelity: what of the history reaches the model (bench/fidelity.py), as the mean "
+        "over the steps of each share and, in brackets, its value at the last step. The "
+        "agent's own messages (assistant text and tool calls) and user prompts are kept when "
+        "the request carries them unchanged (a prompt also when its text is whole inside "
+        "another user message); a tool result is verbatim, masked (a placeholder for the same "
+        "call) or gone. *First lost* is the step whose request first lacked an agent message, "
+        "a user prompt, a verbatim result, a result altogether (never: not in this run). "
+        "✗ marks our agent's-own-messages share below the seed policy's (target: ≥).",
+        "",
+        "| shape | window | policy | agent's own messages kept | user prompts kept | "
+        "tool results verbatim / masked / gone | first lost: agent / prompt / verbatim "
+        "result / result |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    done: set[tuple[str, int]] = set()
+    for r in results:
+        if (r.shape.key, r.window) not in done:
+            done.add((r.shape.key, r.window))
+            lines.append(_fidelity_row(r.shape.label, r.window, "seed policy", r.seed.fidelity()))
+        ours, seed = r.ours.fidelity(), r.seed.fidelity()
+        mark = " ✗" if ours.share("own") < seed.share("own") else ""
+        lines.append(_fidelity_row(r.shape.label, r.window, r.prices.label, ours, mark))
+    return lines
 
 
 def pricing_table(pricings: Sequence[CachePricing]) -> list[str]:

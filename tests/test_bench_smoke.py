@@ -296,7 +296,10 @@ def test_session_shapes_quick_run_renders_its_own_section(tmp_path: Path) -> Non
         assert sizes == sorted(sizes, reverse=True)
     section = shapes.render(results)
     assert section.startswith(shapes.HEADING + "\n")
-    assert section.count("| 32,000 |") == len(results)
+    # a row per run in the targets table, and in the fidelity table a row per run plus
+    # the seed policy's once per shape
+    assert section.count("| 32,000 |") == 2 * len(results) + len(shapes.SHAPES)
+    assert section.count("| 32,000 | seed policy |") == len(shapes.SHAPES)
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# B\n\n## A\n\nkeep\n\n## Session shapes\n\nSTALE\n\n## Method\n\nm\n")
     write_section(doc, section)
