@@ -36,7 +36,8 @@ if __name__ == "__main__":  # a child process: govern the histories in argv[1] w
     with open(sys.argv[1]) as job:
         histories, store_url, window, use_governor = json.load(job)
     policy = CompactionPolicy(
-        summary=Summaries(refusing_summary, store=open_store(store_url), name="scripted_summary")
+        summary=Summaries(refusing_summary, store=open_store(store_url), name="scripted_summary"),
+        mask_first=False,
     )
     gov = Governor(context_window=window, max_output=1000, compaction=policy)
     out = []

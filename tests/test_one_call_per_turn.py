@@ -144,7 +144,7 @@ def test_a_summary_fallback_names_the_callers_message_at_the_cut() -> None:
         raise RuntimeError("no model")
 
     history = _old_parallel_call_history()
-    policy = CompactionPolicy(summary=Summaries(no_summary))
+    policy = CompactionPolicy(summary=Summaries(no_summary), mask_first=False)  # it cuts
     report = govern(history, profile="vllm", model="llama-3.3-70b", context_window=9000,
                     max_output=1000, compaction=policy).report  # fmt: skip
     (fallback,) = [a for a in report.actions if a.stage == "summary"]
@@ -162,7 +162,7 @@ def test_the_summary_counts_the_callers_messages_it_stands_for() -> None:
     from context_governor.summary import Summaries
 
     history = _old_parallel_call_history()
-    policy = CompactionPolicy(summary=Summaries(lambda messages: "they read files"))
+    policy = CompactionPolicy(summary=Summaries(lambda messages: "they read files"), mask_first=False)
     result = govern(history, profile="vllm", model="llama-3.3-70b", context_window=9000,
                     max_output=1000, compaction=policy)  # fmt: skip
     drops = [a.index for a in result.report.actions if a.stage == "compact" and a.kind == "drop"]

@@ -39,7 +39,8 @@ PLAIN_NOTE = "to fit the context window.]"  # the end of the plain cut note
 
 def _policy(summarizer: Any = scripted_summary, **kwargs: Any) -> CompactionPolicy:
     kwargs.setdefault("name", "scripted_summary")
-    return CompactionPolicy(summary=Summaries(summarizer, **kwargs))
+    # summaries are of cuts: the policy that cuts rather than masks first
+    return CompactionPolicy(summary=Summaries(summarizer, **kwargs), mask_first=False)
 
 
 def _cut(result: Any) -> bool:
@@ -134,7 +135,8 @@ def test_a_fresh_process_with_the_same_store_sends_byte_identical_requests(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'summaries.db'}"
     policy = CompactionPolicy(
-        summary=Summaries(scripted_summary, store=open_store(url), name="scripted_summary")
+        summary=Summaries(scripted_summary, store=open_store(url), name="scripted_summary"),
+        mask_first=False,
     )
     histories = _session(100)[::9]
     gov = Governor(context_window=WINDOW, max_output=1000, compaction=policy)
@@ -462,7 +464,7 @@ def test_a_summarizer_that_never_returns_does_not_keep_the_process_alive(tmp_pat
         "from context_governor.summary import Summaries\n"
         "def hang(messages):\n"
         "    threading.Event().wait()\n"
-        "policy = CompactionPolicy(summary=Summaries(hang, timeout=0.3))\n"
+        "policy = CompactionPolicy(summary=Summaries(hang, timeout=0.3), mask_first=False)\n"
         "r = govern(_session(60)[-1], context_window=WINDOW, max_output=1000, compaction=policy)\n"
         "print(any('no answer within' in n for n in r.report.notes))\n"
     )
@@ -529,7 +531,8 @@ def test_a_fact_that_was_cut_is_answered_with_summaries_and_not_without() -> Non
         marker = "FINDING: the service listens on port "
         return text.split(marker, 1)[1][:5] if marker in text else "I do not know"
 
-    plain = govern(history, context_window=WINDOW, max_output=1000)
+    cutting = CompactionPolicy(mask_first=False)  # the plain note where it cuts
+    plain = govern(history, context_window=WINDOW, max_output=1000, compaction=cutting)
     assert _cut(plain) and "48213" not in json.dumps(plain.messages)
     summarized = govern(
         history, context_window=WINDOW, max_output=1000, compaction=_policy(extractive)

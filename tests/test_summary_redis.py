@@ -37,7 +37,8 @@ def test_first_writer_wins_and_retention_expires(redis_url: str) -> None:
 def test_replicas_sharing_redis_send_identical_requests(redis_url: str) -> None:
     histories = _session(100)[::9]
     writer = CompactionPolicy(
-        summary=Summaries(scripted_summary, store=open_store(redis_url), name="redis-replay")
+        summary=Summaries(scripted_summary, store=open_store(redis_url), name="redis-replay"),
+        mask_first=False,
     )
     gov = Governor(context_window=WINDOW, max_output=1000, compaction=writer)
     first = [gov.govern(h).messages for h in histories]
@@ -48,7 +49,8 @@ def test_replicas_sharing_redis_send_identical_requests(redis_url: str) -> None:
 
     # another replica: its own store client, a summarizer that must not be needed
     replica = CompactionPolicy(
-        summary=Summaries(refuse, store=open_store(redis_url), name="redis-replay")
+        summary=Summaries(refuse, store=open_store(redis_url), name="redis-replay"),
+        mask_first=False,
     )
     for history, expected in zip(histories, first, strict=True):
         out = govern(history, context_window=WINDOW, max_output=1000, compaction=replica)
