@@ -120,9 +120,11 @@ class CompactionPolicy:
 
     ``trigger`` and ``target`` are shares of the budget (context window - max output -
     safety buffer); ``min_savings`` is in tokens; ``min_chars`` is a tool result's size
-    below which it is never cleared; ``keep_recent`` tool results are always kept
-    verbatim; results of ``exclude_tools`` are never cleared; ``clear_arguments`` also
-    empties the arguments of the calls whose results were cleared; ``offload_dir``
+    below which it is never cleared; ``keep_recent`` tool results are kept verbatim
+    (a preference: under ``mask_first`` they go down to ``MASK_MIN_RECENT`` before a
+    turn is cut, and a request over its budget is squeezed, stages/squeeze.py);
+    results of ``exclude_tools`` are never cleared; ``clear_arguments`` also empties
+    the arguments of the calls whose results were cleared; ``offload_dir``
     keeps each cleared output in a file there, named after its call. ``cut_note`` is
     the note put where older history was cut ({messages}, {turns} and {user_messages}
     are what was removed); None leaves the model untold. ``summary`` (a
