@@ -1,0 +1,105 @@
+"""The real agent CLIs behind ``context-governor proxy``, as a new user runs them.
+
+Claude Code, Codex, Gemini CLI and opencode (pinned npm releases, installed by
+``make agent-clis`` into ``.cache/agent-clis``) each read a workspace of 16 files of
+~14 KB, one tool call per file, through a real proxy subprocess in front of
+tests/cli_upstream.py: a scripted upstream in the CLI's own API that checks every
+request as the provider would (rules, signatures and encrypted reasoning byte for
+byte, and the window with an independent count). The session outgrows a 40,000-token
+window about five times over.
+
+Each test asserts that the CLI finishes (exit 0, the final text in its output), that
+no request broke a provider rule, that no request was over the window, and that
+nothing but localhost was called; once with ``--context-window 40000``, once with no
+window flag for a model name the window table does not know (the window is then a
+family default until the upstream's refusal, in the provider's own words, says what
+it is). A failure quotes the offending requests and the proxy's report lines.
+
+They run at CG_TEST_LEVEL=full only (make test-full, CI): about a minute in all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agent_clis import CLIS, OutsideCalls, ProxyProcess, run_cli
+from cli_upstream import FINAL_TEXT, PROMPT, CliUpstream, make_workspace
+from levels import FULL
+
+pytestmark = pytest.mark.skipif(
+    not FULL, reason="the real agent CLIs run at CG_TEST_LEVEL=full (make test-full, CI)"
+)
+
+WINDOW = 40_000
+#: What each CLI calls on the upstream in this session, through the proxy (docs/proxy.md,
+#: "Agent CLIs"); a new release that calls more fails here, so the docs stay true.
+ENDPOINTS = {
+    "claude": {"POST /v1/messages"},
+    "codex": {"POST /v1/responses"},
+    "gemini": {"POST /v1beta/models/{model}:streamGenerateContent"},
+    "opencode": {"POST /v1/chat/completions"},
+}
+
+
+@pytest.fixture
+def outside() -> Iterator[OutsideCalls]:
+    recorder = OutsideCalls()
+    yield recorder
+    recorder.stop()
+
+
+def _kind(path: str, model: str) -> str:
+    return path.replace(model, "{model}")
+
+
+def _explain(upstream: CliUpstream, proxy: ProxyProcess, limit: int = 60) -> str:
+    """The requests the upstream judged, and the proxy's own lines, for a failure message."""
+    seen = [
+        f"  #{i} {s.method} {s.path} prompt={s.prompt_tokens} reserve={s.reserve}"
+        f"{' OVER' if s.over else ''}{' INVALID: ' + '; '.join(s.problems)[:300] if s.problems else ''}"
+        for i, s in enumerate(upstream.log)
+    ]
+    lines = proxy.request_lines() or proxy.lines
+    return (
+        f"window {upstream.window} (independent count: tests/cli_upstream.py)\n"
+        + "upstream saw:\n" + "\n".join(seen[:limit])
+        + "\nproxy said:\n" + "\n".join("  " + line[:400] for line in lines[-limit:])
+    )
+
+
+@pytest.mark.parametrize("window_flag", [True, False], ids=["context-window-40000", "no-window-flag"])
+@pytest.mark.parametrize("name", list(CLIS))
+def test_cli_session_stays_valid_and_inside_the_window(
+    name: str, window_flag: bool, tmp_path: Path, outside: OutsideCalls
+) -> None:
+    cli = CLIS[name]
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    make_workspace(workspace)
+    upstream = CliUpstream(WINDOW, workspace).start()
+    flags = [*cli.proxy_flags, *(["--context-window", str(WINDOW)] if window_flag else [])]
+    proxy = ProxyProcess(upstream.root_url + cli.upstream_suffix, *flags)
+    try:
+        done = run_cli(cli, home=tmp_path / "home", workspace=workspace, root=proxy.root,
+                       model=cli.model, prompt=PROMPT, outside=outside)  # fmt: skip
+    finally:
+        proxy.stop()
+        upstream.stop()
+    story = _explain(upstream, proxy)
+    assert outside.attempts == [], f"{name} tried to reach beyond localhost: {outside.attempts}"
+    assert not upstream.invalid, f"{len(upstream.invalid)} invalid requests\n{story}"
+    over = upstream.over_window
+    if window_flag:
+        assert not over, f"{len(over)} of {len(upstream.log)} requests over the window\n{story}"
+    else:
+        # The provider refuses the first request over its window in its own words; the
+        # proxy learns the window from it, so at most that one request is ever over.
+        assert len(over) <= 1, f"{len(over)} requests over the window after the refusal\n{story}"
+    assert done.returncode == 0, f"{name} exited {done.returncode}\n{done.stderr[-3000:]}\n{story}"
+    assert FINAL_TEXT in done.stdout, f"{name} did not finish: {done.stdout[-3000:]}\n{story}"
+    assert upstream.finished()
+    kinds = {f"{s.method} {_kind(s.path, cli.model)}" for s in upstream.log}
+    assert kinds <= ENDPOINTS[name], f"{name} called endpoints the docs do not list: {kinds}"
+    assert len(upstream.governed_requests) >= 17, story  # 16 reads and the answer
