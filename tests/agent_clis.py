@@ -284,7 +284,14 @@ def run_cli(
         "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
         **extra,
     }  # fmt: skip
-    return subprocess.run(
-        argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(
+        argv, cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL, text=True, start_new_session=True,
     )  # fmt: skip
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # a CLI stuck retrying: the test says so with its story
+        os.killpg(process.pid, 9)
+        out, err = process.communicate()
+        err += f"\n[the test stopped {cli.name} after {timeout:.0f} s]"
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)

@@ -20,6 +20,7 @@ They run at CG_TEST_LEVEL=full only (make test-full, CI): about a minute in all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,8 +51,10 @@ def outside() -> Iterator[OutsideCalls]:
     recorder.stop()
 
 
-def _kind(path: str, model: str) -> str:
-    return path.replace(model, "{model}")
+def _kind(path: str) -> str:
+    """A path with its model named generically (Gemini CLI may swap the model it was
+    given for another of the family: asked for gemini-3.5-flash it calls gemini-3.8-flash)."""
+    return re.sub(r"/models/[^/:]+:", "/models/{model}:", path)
 
 
 def _explain(upstream: CliUpstream, proxy: ProxyProcess, limit: int = 60) -> str:
@@ -97,9 +100,9 @@ def test_cli_session_stays_valid_and_inside_the_window(
         # The provider refuses the first request over its window in its own words; the
         # proxy learns the window from it, so at most that one request is ever over.
         assert len(over) <= 1, f"{len(over)} requests over the window after the refusal\n{story}"
-    assert done.returncode == 0, f"{name} exited {done.returncode}\n{done.stderr[-3000:]}\n{story}"
-    assert FINAL_TEXT in done.stdout, f"{name} did not finish: {done.stdout[-3000:]}\n{story}"
+    assert done.returncode == 0, f"{name} exited {done.returncode}\n{done.stderr[-1200:]}\n{story}"
+    assert FINAL_TEXT in done.stdout, f"{name} did not finish: {done.stdout[-1200:]}\n{story}"
     assert upstream.finished()
-    kinds = {f"{s.method} {_kind(s.path, cli.model)}" for s in upstream.log}
+    kinds = {f"{s.method} {_kind(s.path)}" for s in upstream.log}
     assert kinds <= ENDPOINTS[name], f"{name} called endpoints the docs do not list: {kinds}"
     assert len(upstream.governed_requests) >= 17, story  # 16 reads and the answer

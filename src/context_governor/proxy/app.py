@@ -51,6 +51,15 @@ from .executor import Governance
 from .governing import BadRequest, Governed
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
+from .side import (
+    LACKS_ENDPOINT,
+    SIDE_HEADER,
+    SIDE_ROUTES,
+    SideRoute,
+    govern_side,
+    local_answer,
+    sendable,
+)
 from .upstream import Upstream, describe, relay
 
 log = logging.getLogger("context_governor.proxy")
@@ -283,6 +292,43 @@ def create_app(config: ProxyConfig) -> Starlette:
         log.info("%s /%s/%s → %d (passed through)", request.method, version, path, status)
         return relayed
 
+    def side_route(side: SideRoute) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of a side endpoint (side.py): the governed body goes to the
+        upstream's endpoint; where the upstream has none, the proxy answers itself."""
+        route = route_for_path(side.path)
+
+        async def handle(request: Request) -> Response:
+            where = f"POST /v1/{side.path}"
+            try:
+                raw = await read_body(request, config.max_body_bytes)
+                governed = await govern_side(side, raw, governance.govern)
+            except TooLarge as exc:
+                return too_large(exc, route)
+            except BadRequest as exc:
+                log.info("%s 400 %s", where, exc.message)
+                return error_response(
+                    400, exc.message, "invalid_request_error", exc.param, route=route
+                )
+            headers, query = keyed(route, request, "application/json")
+            extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
+            body = sendable(side, governed)
+            try:
+                response = await upstream.send("POST", side.path, query, headers, body)
+                if response.status_code not in LACKS_ENDPOINT:
+                    relayed = await relay(response, stream=False, redact=redact, extra=extra)
+                    log.info("%s %s → %d (upstream)", where, summary(governed), relayed.status_code)
+                    return relayed
+                await response.aclose()
+            except httpx.HTTPError as exc:
+                log.warning("%s → upstream: %s", where, describe(exc, redact))
+                return _unreachable(exc, redact, route)
+            status = response.status_code
+            log.info("%s %s → answered here (upstream: %d)", where, summary(governed), status)
+            local = [*governed_headers(governed), (SIDE_HEADER, "local")]
+            return JSONResponse(local_answer(side, governed), headers=dict(local))
+
+        return handle
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -304,6 +350,7 @@ def create_app(config: ProxyConfig) -> Starlette:
                 for r in ROUTES
                 for v in r.versions
             ),
+            *(Route(f"/v1/{s.path}", side_route(s), methods=["POST"]) for s in SIDE_ROUTES),
             *(
                 Route(f"/{v}/{{path:path}}", passthrough_under(v), methods=_METHODS)
                 for v in VERSIONS
