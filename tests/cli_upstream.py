@@ -69,6 +69,8 @@ PROMPT = (
     "time, with your file reading tool, then tell me whether they are consistent."
 )
 _MARK = re.compile(r"FILE f(\d\d) BEGIN")
+#: What this server's summaries say (a CLI that compacts its session keeps them).
+_SUMMARY = re.compile(r"files read so far: up to f(\d\d)")
 #: Keys whose string values are not prompt text (ids, signatures, settings).
 _NOT_TEXT = frozenset(
     {"id", "call_id", "tool_use_id", "signature", "encrypted_content", "thoughtSignature",
@@ -279,19 +281,24 @@ class CliUpstream(ThreadedServer):
     # ------------------------------------------------------------------ the script
 
     def step(self, api: str, body: dict[str, Any], tool_texts: list[str]) -> tuple[str, Any]:
-        """("call", (tool name, arguments)) for the next file, ("final", text), or
-        ("side", text) for a request that offers no read tool."""
+        """("call", (tool name, arguments)) for the next file, ("final", text),
+        ("summary", text) when the CLI asks for a summary of the session (its own
+        compaction), or ("side", text) for a request that offers no read tool.
+
+        The next file follows the highest one the request shows read: in a tool
+        result, or in a summary this server wrote (so a session the CLI compacted
+        itself goes on where it was, as with a real model)."""
+        done = max((int(n) for text in tool_texts for n in _MARK.findall(text)), default=0)
+        done = max([done, *(int(n) for n in _SUMMARY.findall(json.dumps(body)))])
+        if _asks_for_summary(api, body):
+            return "summary", f"Summary: files read so far: up to f{done:02d}. Task: {PROMPT}"
         tool = read_tool(api, body)
         if tool is None:
             return "side", "OK."
-        last = 0
-        for text in tool_texts[-1:]:
-            numbers = [int(n) for n in _MARK.findall(text)]
-            last = max(numbers, default=0)
-        if last >= FILES:
+        if done >= FILES:
             return "final", FINAL_TEXT
         name, make_args = tool
-        return "call", (name, make_args(self.workspace / f"f{last + 1:02d}.txt"))
+        return "call", (name, make_args(self.workspace / f"f{done + 1:02d}.txt"))
 
     def _refusal(self, seen: Seen, api: str) -> str | None:
         if seen.problems:
@@ -505,6 +512,31 @@ class CliUpstream(ThreadedServer):
             return JSONResponse({"object": "list", "data": []})
         return JSONResponse({"error": {"message": f"no such endpoint: {path}", "code": 404}},
                             status_code=404)  # fmt: skip
+
+
+def _last_user_text(api: str, body: dict[str, Any]) -> str:
+    """The text the request's last user turn says (its tool results left out): where a
+    CLI asks for a summary of the session (Claude Code adds it after the tool results)."""
+    turns = body.get("input") if api == "responses" else body.get("contents") if api == "gemini" else body.get("messages")
+    if isinstance(turns, str):
+        return turns
+    for turn in reversed(turns if isinstance(turns, list) else []):
+        if not isinstance(turn, dict) or turn.get("role") != "user":
+            continue
+        content = turn.get("parts") if api == "gemini" else turn.get("content")
+        if isinstance(content, str):
+            return content
+        return " ".join(
+            b["text"] for b in content or []
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )  # fmt: skip
+    return ""
+
+
+def _asks_for_summary(api: str, body: dict[str, Any]) -> bool:
+    """Whether the CLI asks for a summary of its session (its own compaction turn)."""
+    text = _last_user_text(api, body).lower()
+    return "summar" in text and "f01.txt to f16.txt" not in text
 
 
 def read_tool(api: str, body: dict[str, Any]) -> tuple[str, Any] | None:

@@ -20,6 +20,8 @@ They run at CG_TEST_LEVEL=full only (make test-full, CI): about a minute in all.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +39,8 @@ WINDOW = 40_000
 #: What each CLI calls on the upstream in this session, through the proxy (docs/proxy.md,
 #: "Agent CLIs"); a new release that calls more fails here, so the docs stay true.
 ENDPOINTS = {
-    "claude": {"POST /v1/messages"},
+    # count_tokens: once a request is refused as too long, to plan its own compaction
+    "claude": {"POST /v1/messages", "POST /v1/messages/count_tokens"},
     "codex": {"POST /v1/responses"},
     "gemini": {"POST /v1beta/models/{model}:streamGenerateContent"},
     "opencode": {"POST /v1/chat/completions"},
@@ -91,6 +94,10 @@ def test_cli_session_stays_valid_and_inside_the_window(
         proxy.stop()
         upstream.stop()
     story = _explain(upstream, proxy)
+    if os.environ.get("CG_CLI_DUMP"):  # every request body as the upstream got it, to debug
+        dump = Path(os.environ["CG_CLI_DUMP"]) / f"{name}-{'flag' if window_flag else 'noflag'}.jsonl"
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        dump.write_text("".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies))
     assert outside.attempts == [], f"{name} tried to reach beyond localhost: {outside.attempts}"
     assert not upstream.invalid, f"{len(upstream.invalid)} invalid requests\n{story}"
     over = upstream.over_window
