@@ -195,6 +195,11 @@ class CliUpstream(ThreadedServer):
         #: Gemini thought signature -> the part (as JSON) it was issued on
         self.thought_parts: dict[str, str] = {}
         self._count = 0
+        #: Anthropic: answer every message with this one id (None: a new id each time).
+        #: Some Anthropic-compatible servers do; Claude Code then joins the whole tool
+        #: session into one assistant message (every thinking + text + tool_use group)
+        #: followed by one user message with every tool_result.
+        self.message_id: str | None = None
         routes = [
             Route("/v1/messages", self._anthropic, methods=["POST"]),
             Route("/v1/responses", self._responses, methods=["POST"]),
@@ -339,7 +344,7 @@ class CliUpstream(ThreadedServer):
         else:
             content.append({"type": "text", "text": detail})
         message = {
-            "id": self._next("msg_"), "type": "message", "role": "assistant",
+            "id": self.message_id or self._next("msg_"), "type": "message", "role": "assistant",
             "model": body.get("model"), "content": content,
             "stop_reason": "tool_use" if what == "call" else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": seen.prompt_tokens, "output_tokens": 20,

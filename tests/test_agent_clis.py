@@ -15,6 +15,11 @@ window flag for a model name the window table does not know (the window is then 
 family default until the upstream's refusal, in the provider's own words, says what
 it is). A failure quotes the offending requests and the proxy's report lines.
 
+Claude Code is also run against an upstream that answers every message with one id
+(as the issue's did): it then sends the whole tool session as one assistant message
+(16 thinking + text + tool_use groups) and one user message of tool_results, the
+shape the proxy has to cut inside of.
+
 They run at CG_TEST_LEVEL=full only (make test-full, CI): about a minute in all.
 """
 
@@ -23,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,11 +85,47 @@ def _explain(upstream: CliUpstream, proxy: ProxyProcess, limit: int = 60) -> str
 def test_cli_session_stays_valid_and_inside_the_window(
     name: str, window_flag: bool, tmp_path: Path, outside: OutsideCalls
 ) -> None:
+    _session(name, window_flag, tmp_path, outside)
+
+
+@pytest.mark.parametrize("window_flag", [True, False], ids=["context-window-40000", "no-window-flag"])
+def test_claude_code_whole_session_in_one_assistant_message(
+    window_flag: bool, tmp_path: Path, outside: OutsideCalls
+) -> None:
+    """The shape from the issue: an upstream that answers every message with one id
+    (some Anthropic-compatible servers do) makes Claude Code send the whole tool session
+    as ONE assistant message of thinking + text + tool_use groups, then one user message
+    with every tool_result (and role "system" messages inside ``messages``)."""
+
+    def the_shape(upstream: CliUpstream) -> None:  # checked before the window is
+        shapes = [
+            [m.get("role") for m in body.get("messages", [])]
+            for api, body in upstream.bodies
+            if api == "anthropic" and body.get("tools")
+        ]
+        joined = [roles for roles in shapes if roles.count("assistant") == 1 and "system" in roles]
+        assert len(joined) >= 3, shapes
+
+    _session("claude", window_flag, tmp_path, outside, message_id="msg_one_id", check=the_shape)
+
+
+def _session(
+    name: str,
+    window_flag: bool,
+    tmp_path: Path,
+    outside: OutsideCalls,
+    message_id: str | None = None,
+    check: Callable[[CliUpstream], None] | None = None,
+) -> CliUpstream:
+    """Run CLI ``name`` through a proxy process in front of the scripted upstream and
+    assert everything the module docstring says; the upstream, for more checks."""
     cli = CLIS[name]
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     make_workspace(workspace)
-    upstream = CliUpstream(WINDOW, workspace).start()
+    upstream = CliUpstream(WINDOW, workspace)
+    upstream.message_id = message_id
+    upstream.start()
     flags = [*cli.proxy_flags, *(["--context-window", str(WINDOW)] if window_flag else [])]
     proxy = ProxyProcess(upstream.root_url + cli.upstream_suffix, *flags)
     try:
@@ -95,10 +136,13 @@ def test_cli_session_stays_valid_and_inside_the_window(
         upstream.stop()
     story = _explain(upstream, proxy)
     if os.environ.get("CG_CLI_DUMP"):  # every request body as the upstream got it, to debug
-        dump = Path(os.environ["CG_CLI_DUMP"]) / f"{name}-{'flag' if window_flag else 'noflag'}.jsonl"
+        tag = f"{name}-{'flag' if window_flag else 'noflag'}{'-one-id' if message_id else ''}"
+        dump = Path(os.environ["CG_CLI_DUMP"]) / f"{tag}.jsonl"
         dump.parent.mkdir(parents=True, exist_ok=True)
         dump.write_text("".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies))
     assert outside.attempts == [], f"{name} tried to reach beyond localhost: {outside.attempts}"
+    if check is not None:
+        check(upstream)
     assert not upstream.invalid, f"{len(upstream.invalid)} invalid requests\n{story}"
     over = upstream.over_window
     if window_flag:
@@ -113,3 +157,4 @@ def test_cli_session_stays_valid_and_inside_the_window(
     kinds = {f"{s.method} {_kind(s.path)}" for s in upstream.log}
     assert kinds <= ENDPOINTS[name], f"{name} called endpoints the docs do not list: {kinds}"
     assert len(upstream.governed_requests) >= 17, story  # 16 reads and the answer
+    return upstream
