@@ -181,11 +181,27 @@ def _claude(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[l
 
 
 def _codex(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    return _codex_with(home, root, model, prompt, builtin=False)
+
+
+def _codex_builtin(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    """Codex with its built-in ``openai`` provider pointed at the proxy: it then compacts
+    remotely (a ``compaction_trigger`` item) once the session passes 30,000 tokens."""
+    return _codex_with(home, root, model, prompt, builtin=True)
+
+
+def _codex_with(home: Path, root: str, model: str, prompt: str, *, builtin: bool) -> tuple[list[str], dict[str, str]]:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
+    provider = (
+        f'model_provider = "openai"\nopenai_base_url = "{root}/v1"\n'
+        "model_auto_compact_token_limit = 30000\n"
+        if builtin
+        else 'model_provider = "cg"\n'
+    )
     (codex_home / "config.toml").write_text(
         f'model = "{model}"\n'
-        'model_provider = "cg"\n'
+        + provider +
         'approval_policy = "never"\n'
         'sandbox_mode = "danger-full-access"\n'
         "check_for_update_on_startup = false\n"
@@ -203,7 +219,10 @@ def _codex(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[li
         "\n[features]\nplugins = false\nremote_models = false\n"
     )
     argv = [str(binary("codex")), "exec", "--skip-git-repo-check", "--color", "never", prompt]
-    return argv, {"CODEX_HOME": str(codex_home), "CG_TEST_KEY": TEST_KEY}
+    env = {"CODEX_HOME": str(codex_home), "CG_TEST_KEY": TEST_KEY}
+    if builtin:
+        env["OPENAI_API_KEY"] = TEST_KEY
+    return argv, env
 
 
 def _gemini(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
@@ -252,6 +271,7 @@ def _opencode(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple
 CLIS = {
     "claude": Cli("claude", "anthropic", "/v1", _claude, "claude-opus-5-5", ("--profile", "anthropic")),
     "codex": Cli("codex", "responses", "/v1", _codex, "gpt-7-codex"),
+    "codex-openai-provider": Cli("codex", "responses", "/v1", _codex_builtin, "gpt-7-codex"),
     "gemini": Cli("gemini", "gemini", "/v1beta", _gemini, "gemini-3.5-flash"),
     "opencode": Cli("opencode", "openai", "/v1", _opencode, "gpt-7-mini"),
 }

@@ -47,6 +47,7 @@ ENDPOINTS = {
     # count_tokens: once a request is refused as too long, to plan its own compaction
     "claude": {"POST /v1/messages", "POST /v1/messages/count_tokens"},
     "codex": {"POST /v1/responses"},
+    "codex-openai-provider": {"POST /v1/responses"},
     "gemini": {"POST /v1beta/models/{model}:streamGenerateContent"},
     "opencode": {"POST /v1/chat/completions"},
 }

@@ -122,3 +122,73 @@ def test_responses_compact_is_answered_with_the_governed_input(
         headers={"authorization": "Bearer sk-x"})  # fmt: skip
     assert again.status_code == 200, again.text
     assert not native.rejections
+
+
+TRIGGER = {"type": "compaction_trigger"}
+
+
+def _trigger_body(stream: bool) -> dict[str, Any]:
+    return {"model": "gpt-5-mini", "stream": stream, "store": False,
+            "input": [*_responses_input(24), TRIGGER]}  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_compaction_trigger_the_upstream_ignores_is_answered_here(
+    native: FakeNative, start: ProxyStarter, stream: bool
+) -> None:
+    """Codex's remote compaction against an upstream that does not do it: the proxy
+    mints the compaction item, and puts the history back in its place when it returns."""
+    url = start(context_window=WINDOW)
+    native.push(NativeReply.answer("I do not know what a compaction is."))
+    body = _trigger_body(stream)
+    answer = httpx.post(f"{url}/v1/responses", json=body, headers={"authorization": "Bearer sk-x"})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-context-governor-side"] == "local"
+    if stream:
+        events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
+        assert [e["type"] for e in events] == ["response.created", "response.output_item.added",
+                                               "response.output_item.done", "response.completed"]  # fmt: skip
+        response = events[-1]["response"]
+    else:
+        response = answer.json()
+    [item] = response["output"]
+    assert item["type"] == "compaction" and item["encrypted_content"].startswith("cg-compaction-v1:")
+    assert native.requests[-1]["input"][-1] == TRIGGER  # the upstream was asked first
+    # The client's next request: what it kept, the compaction, a new message. The
+    # upstream gets the governed history instead of the item, each item once.
+    native.push(NativeReply.answer("Going on."))
+    kept = body["input"][0]
+    follow = {"model": "gpt-5-mini", "store": False,
+              "input": [kept, item, {"type": "message", "role": "user", "content": "Go on."}]}  # fmt: skip
+    again = httpx.post(f"{url}/v1/responses", json=follow, headers={"authorization": "Bearer sk-x"})
+    assert again.status_code == 200, again.text
+    sent = native.requests[-1]["input"]
+    assert all(i.get("type") not in ("compaction", "compaction_trigger") for i in sent)
+    assert [json.dumps(i, sort_keys=True) for i in sent].count(json.dumps(kept, sort_keys=True)) <= 1
+    assert any(i.get("type") == "function_call_output" for i in sent)
+    assert sent[-1]["content"] == "Go on."
+    assert not native.rejections
+
+
+def test_a_compaction_the_upstream_gives_is_relayed(native: FakeNative, start: ProxyStarter) -> None:
+    url = start(context_window=WINDOW)
+    theirs = {"id": "resp_1", "object": "response", "status": "completed",
+              "output": [{"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-openai"}]}  # fmt: skip
+    native.push(NativeReply.raw(200, json.dumps(theirs).encode(), "application/json"))
+    answer = httpx.post(f"{url}/v1/responses", json=_trigger_body(False))
+    assert answer.status_code == 200 and answer.json() == theirs
+    assert answer.headers["x-context-governor-side"] == "upstream"
+    # ... and an OpenAI compaction item sent back is forwarded as it is
+    native.push(NativeReply.answer("ok"))
+    follow = {"model": "gpt-5-mini", "input": [theirs["output"][0], {"type": "message", "role": "user", "content": "Go on."}]}
+    assert httpx.post(f"{url}/v1/responses", json=follow).status_code == 200
+    assert native.requests[-1]["input"][0] == theirs["output"][0]
+
+
+def test_an_upstream_error_on_a_trigger_that_is_not_about_it_is_relayed(
+    native: FakeNative, start: ProxyStarter
+) -> None:
+    url = start(context_window=WINDOW)
+    native.push(NativeReply.error(401, "bad key"))
+    answer = httpx.post(f"{url}/v1/responses", json=_trigger_body(False))
+    assert answer.status_code == 401 and answer.json()["error"]["message"] == "bad key"

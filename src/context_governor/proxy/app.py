@@ -35,6 +35,7 @@ from ..errors import ConfigError
 from ..report import Report
 from .apis import (
     CHAT,
+    RESPONSES,
     ROUTES,
     VERSIONS,
     ApiRoute,
@@ -53,11 +54,17 @@ from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
 from .side import (
     LACKS_ENDPOINT,
+    REFUSES_TRIGGER,
     SIDE_HEADER,
     SIDE_ROUTES,
     SideRoute,
+    asks_to_compact,
+    expand_minted,
     govern_side,
+    has_compaction,
     local_answer,
+    minted_compaction,
+    response_events,
     sendable,
 )
 from .upstream import Upstream, describe, relay
@@ -207,6 +214,8 @@ def create_app(config: ProxyConfig) -> Starlette:
             where = f"POST /{version}/{path}"
             try:
                 raw = await read_body(request, config.max_body_bytes)
+                if route.api == "responses":  # a compaction the proxy minted: its history
+                    raw = expand_minted(raw)
                 governed = await governance.govern(raw, route.api, model=model)
             except TooLarge as exc:
                 log.info("%s 413 %s", where, exc.message)
@@ -231,6 +240,8 @@ def create_app(config: ProxyConfig) -> Starlette:
                     return error_response(
                         400, exc.message, "invalid_request_error", exc.param, route=route
                     )
+            if route.api == "responses" and asks_to_compact(governed.body):
+                return await compaction(where, governed, query, headers)
             try:
                 response = await upstream.send("POST", path, query, headers, governed.body)
                 relayed = await relay(
@@ -291,6 +302,36 @@ def create_app(config: ProxyConfig) -> Starlette:
         status = relayed.status_code
         log.info("%s /%s/%s → %d (passed through)", request.method, version, path, status)
         return relayed
+
+    async def compaction(
+        where: str, governed: Governed, query: str, headers: list[tuple[str, str]]
+    ) -> Response:
+        """A Responses request ending in a compaction trigger (side.py): the upstream's
+        compaction when it gives one, else one minted here from the governed history."""
+        try:
+            response = await upstream.send("POST", "responses", query, headers, governed.body)
+            try:
+                answer = await response.aread()
+            finally:
+                await response.aclose()
+        except httpx.HTTPError as exc:
+            log.warning("%s %s → upstream: %s", where, summary(governed), describe(exc, redact))
+            return _unreachable(exc, redact, RESPONSES)
+        status = response.status_code
+        if (status == 200 and has_compaction(answer)) or (
+            status != 200 and status not in REFUSES_TRIGGER
+        ):
+            kind = response.headers.get("content-type", "application/json")
+            extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
+            log.info("%s %s → %d compaction (upstream)", where, summary(governed), status)
+            return Response(answer, status_code=status, media_type=kind, headers=dict(extra))
+        line = summary(governed)
+        log.info("%s %s → compaction answered here (upstream: %d)", where, line, status)
+        minted = minted_compaction(governed)
+        local = dict([*governed_headers(governed), (SIDE_HEADER, "local")])
+        if governed.stream:
+            return Response(response_events(minted), media_type="text/event-stream", headers=local)
+        return JSONResponse(minted, headers=local)
 
     def side_route(side: SideRoute) -> Callable[[Request], Awaitable[Response]]:
         """The handler of a side endpoint (side.py): the governed body goes to the

@@ -19,12 +19,17 @@ Found by running the real CLIs through the proxy (tests/test_agent_clis.py):
   its new input. Nothing opaque is minted: the items are the client's own, cleared
   or cut the way every governed request is.
 
+* a ``POST /v1/responses`` whose input ends with a ``compaction_trigger`` item
+  (Codex 0.171's remote compaction with its built-in ``openai`` provider): see the
+  second half of this module.
+
 Every other path is passed through as before (model listings, batches, files...).
 Each answer carries ``x-context-governor-side``: ``upstream`` or ``local``.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -107,3 +112,130 @@ Govern = Callable[[bytes, str], Awaitable[Governed]]
 async def govern_side(route: SideRoute, raw: bytes, govern: Govern) -> Governed:
     """``raw`` governed as its API's request (BadRequest when it cannot be)."""
     return await govern(governable(route, raw), route.api)
+
+
+# ---------------------------------------------------------------------------- Codex's
+# remote compaction: a /v1/responses request whose input ends with a
+# ``compaction_trigger`` item asks the server for one ``compaction`` item to stand for
+# the history (Codex 0.171 with its built-in ``openai`` provider). An upstream other
+# than OpenAI's answers without one (or refuses the item), and Codex ends the session.
+# The proxy asks the upstream first; where the answer has no compaction item, it mints
+# one: the governed history itself, encoded in ``encrypted_content`` under MINTED.
+# When the client sends that item back, the proxy puts the history in its place before
+# governing (expand_minted), so the upstream never sees an item it does not know.
+# Stateless: any replica reads any minted item.
+
+TRIGGER = "compaction_trigger"
+MINTED = "cg-compaction-v1:"
+#: Upstream statuses that mean "I do not do that": answered here; others are relayed.
+REFUSES_TRIGGER = frozenset({400, 404, 405, 422, 501})
+
+
+def _items(data: Any) -> list[Any]:
+    items = data.get("input") if isinstance(data, dict) else None
+    return items if isinstance(items, list) else []
+
+
+def _loads(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:  # governing refuses it in the API's shape
+        return None
+
+
+def asks_to_compact(body: bytes) -> bool:
+    """Whether a Responses body ends with a compaction trigger (cheap check first)."""
+    if TRIGGER.encode() not in body:
+        return False
+    items = _items(_loads(body))
+    return bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == TRIGGER
+
+
+def has_compaction(answer: bytes) -> bool:
+    """Whether an upstream's answer (JSON or server-sent events) holds a compaction item."""
+    texts = [answer] if answer.lstrip().startswith(b"{") else [
+        line[5:] for line in answer.splitlines() if line.startswith(b"data:")
+    ]  # fmt: skip
+    for text in texts:
+        event = _loads(text)
+        if not isinstance(event, dict):
+            continue
+        inner = event.get("response")
+        response: dict[str, Any] = inner if isinstance(inner, dict) else event
+        outputs = [event.get("item"), *_items({"input": response.get("output")})]
+        if any(isinstance(o, dict) and o.get("type") == "compaction" for o in outputs):
+            return True
+    return False
+
+
+def minted_compaction(governed: Governed) -> dict[str, Any]:
+    """The Responses answer the proxy gives a trigger: one compaction item that
+    carries the governed history (the trigger left out)."""
+    data = json.loads(governed.body)
+    history = [i for i in _items(data) if not (isinstance(i, dict) and i.get("type") == TRIGGER)]
+    packed = json.dumps(history, separators=(",", ":")).encode()
+    sealed = MINTED + base64.b64encode(packed).decode()
+    stamp = int(time.time())
+    item = {"type": "compaction", "id": f"cmp_cg_{stamp}", "encrypted_content": sealed}
+    return {
+        "id": f"resp_cg_{stamp}", "object": "response", "created_at": stamp, "status": "completed",
+        "model": data.get("model"), "output": [item], "error": None, "incomplete_details": None,
+        "usage": {"input_tokens": governed.report.tokens_after, "output_tokens": 0,
+                  "total_tokens": governed.report.tokens_after,
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }  # fmt: skip
+
+
+def response_events(response: dict[str, Any]) -> bytes:
+    """``response`` as the Responses API streams it (created, each item, completed)."""
+    pending = {**response, "status": "in_progress", "output": []}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": pending}]
+    for index, item in enumerate(response["output"]):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return b"".join(
+        f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': n})}\n\n".encode()
+        for n, event in enumerate(events)
+    )
+
+
+def expand_minted(body: bytes) -> bytes:
+    """``body`` with every compaction item the proxy minted replaced by the history it
+    carries (unchanged when there is none: OpenAI's own items are left alone)."""
+    data = _loads(body) if MINTED.encode() in body else None
+    if not isinstance(data, dict) or not _items(data):
+        return body
+    # The client keeps some items beside the compaction (Codex: its instructions and the
+    # user's messages), which the history holds too: those are not repeated (the API
+    # refuses two items with one id).
+    kept = [item for item in _items(data) if _unsealed(item) is None]
+    ids = {i["id"] for i in kept if isinstance(i, dict) and isinstance(i.get("id"), str)}
+    same = {json.dumps(item, sort_keys=True) for item in kept}
+    expanded: list[Any] = []
+    for item in _items(data):
+        history = _unsealed(item)
+        if history is None:
+            expanded.append(item)
+            continue
+        expanded.extend(
+            old for old in history
+            if not (isinstance(old, dict) and old.get("id") in ids)
+            and json.dumps(old, sort_keys=True) not in same
+        )  # fmt: skip
+    return json.dumps({**data, "input": expanded}, separators=(",", ":")).encode()
+
+
+def _unsealed(item: Any) -> list[Any] | None:
+    """The history a compaction item minted by the proxy carries; None for any other item."""
+    if not isinstance(item, dict) or item.get("type") != "compaction":
+        return None
+    sealed = item.get("encrypted_content")
+    if not isinstance(sealed, str) or not sealed.startswith(MINTED):
+        return None
+    try:
+        history = json.loads(base64.b64decode(sealed[len(MINTED) :], validate=True))
+    except ValueError:  # binascii.Error is a ValueError
+        return None
+    return history if isinstance(history, list) else None
