@@ -65,13 +65,35 @@ chromium:
 	echo "warning: chromium could not be installed; tests/test_observe_browser.py will fail" \
 	     "(install chromium, or set CG_CHROMIUM to a Chrome/Chromium binary)"
 
-test: $(BENCH_STAMP) $(REF_STAMP) redis-server chromium
+
+# The real agent CLIs (Claude Code, Codex, Gemini CLI, opencode) that
+# tests/test_agent_clis.py drives through the proxy at the full level: pinned, from
+# npm (each ships its native binary inside the registry: no postinstall download),
+# cached in .cache/agent-clis (gitignored). Needs node >= 20 and npm.
+AGENT_CLIS := .cache/agent-clis
+AGENT_CLIS_PINS := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33
+AGENT_CLIS_STAMP := $(AGENT_CLIS)/.installed-$(shell printf '%s' '$(AGENT_CLIS_PINS)' | cksum | cut -d' ' -f1)
+
+.PHONY: agent-clis
+agent-clis: $(AGENT_CLIS_STAMP)
+
+$(AGENT_CLIS_STAMP):
+	mkdir -p $(AGENT_CLIS)
+	rm -f $(AGENT_CLIS)/.installed-*
+	printf '{"name": "cg-agent-clis", "private": true}\n' > $(AGENT_CLIS)/package.json
+	cd $(AGENT_CLIS) && npm install --no-audit --no-fund --no-save --loglevel=error $(AGENT_CLIS_PINS)
+	touch $@
+
+# CI's level (CG_TEST_LEVEL=full) also drives the real agent CLIs: install them first.
+TEST_DEPS := $(BENCH_STAMP) $(REF_STAMP) redis-server chromium $(if $(filter full,$(CG_TEST_LEVEL)),agent-clis)
+
+test: $(TEST_DEPS)
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m pytest
 
 # CI's level: the long property and differential budgets (CG_TEST_LEVEL=full).
-test-full:
+test-full: agent-clis
 	CG_TEST_LEVEL=full $(MAKE) test
 
 lint: $(STAMP)
@@ -105,4 +127,4 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(REF_VENV) .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) $(REF_VENV) .pytest_cache .mypy_cache .hypothesis .cache/agent-clis

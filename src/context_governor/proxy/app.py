@@ -38,6 +38,7 @@ from ..errors import ConfigError
 from ..report import Report
 from .apis import (
     CHAT,
+    RESPONSES,
     ROUTES,
     VERSIONS,
     ApiRoute,
@@ -59,6 +60,21 @@ from .observer import Observation, Observer
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
 from .refusals import Refusal, refusal_of
+from .side import (
+    LACKS_ENDPOINT,
+    REFUSES_TRIGGER,
+    SIDE_HEADER,
+    SIDE_ROUTES,
+    SideRoute,
+    asks_to_compact,
+    expand_minted,
+    govern_side,
+    has_compaction,
+    local_answer,
+    minted_compaction,
+    response_events,
+    sendable,
+)
 from .summaries import count_store_for
 from .tracing import Tracer, otlp_provider
 from .ui import routes as observing_routes
@@ -276,6 +292,8 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             betas = betas_of(request) if route.anthropic else ()
             try:
                 raw = await read_body(request, config.max_body_bytes)
+                if route.api == "responses":  # a compaction the proxy minted: its history
+                    raw = expand_minted(raw)
                 governing = time.perf_counter()
                 governed = await govern_learned(raw, route, model, betas)
             except TooLarge as exc:
@@ -307,6 +325,8 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                         400, exc.message, "invalid_request_error", exc.param, route=route
                     )
             seen.governed(governed, raw, time.perf_counter() - governing)
+            if route.api == "responses" and asks_to_compact(governed.body):
+                return await compaction(where, governed, query, headers)
             learned: list[tuple[str, str]] = []
             try:
                 seen.sending()
@@ -432,6 +452,73 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         log.info("%s /%s/%s → %d (passed through)", request.method, version, path, status)
         return relayed
 
+    async def compaction(
+        where: str, governed: Governed, query: str, headers: list[tuple[str, str]]
+    ) -> Response:
+        """A Responses request ending in a compaction trigger (side.py): the upstream's
+        compaction when it gives one, else one minted here from the governed history."""
+        try:
+            response = await upstream.send("POST", "responses", query, headers, governed.body)
+            try:
+                answer = await response.aread()
+            finally:
+                await response.aclose()
+        except httpx.HTTPError as exc:
+            log.warning("%s %s → upstream: %s", where, summary(governed), describe(exc, redact))
+            return _unreachable(exc, redact, RESPONSES)
+        status = response.status_code
+        if (status == 200 and has_compaction(answer)) or (
+            status != 200 and status not in REFUSES_TRIGGER
+        ):
+            kind = response.headers.get("content-type", "application/json")
+            extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
+            log.info("%s %s → %d compaction (upstream)", where, summary(governed), status)
+            return Response(answer, status_code=status, media_type=kind, headers=dict(extra))
+        line = summary(governed)
+        log.info("%s %s → compaction answered here (upstream: %d)", where, line, status)
+        minted = minted_compaction(governed)
+        local = dict([*governed_headers(governed), (SIDE_HEADER, "local")])
+        if governed.stream:
+            return Response(response_events(minted), media_type="text/event-stream", headers=local)
+        return JSONResponse(minted, headers=local)
+
+    def side_route(side: SideRoute) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of a side endpoint (side.py): the governed body goes to the
+        upstream's endpoint; where the upstream has none, the proxy answers itself."""
+        route = route_for_path(side.path)
+
+        async def handle(request: Request) -> Response:
+            where = f"POST /v1/{side.path}"
+            try:
+                raw = await read_body(request, config.max_body_bytes)
+                governed = await govern_side(side, raw, governance.govern)
+            except TooLarge as exc:
+                return too_large(exc, route)
+            except BadRequest as exc:
+                log.info("%s 400 %s", where, exc.message)
+                return error_response(
+                    400, exc.message, "invalid_request_error", exc.param, route=route
+                )
+            headers, query = keyed(route, request, "application/json")
+            extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
+            body = sendable(side, governed)
+            try:
+                response = await upstream.send("POST", side.path, query, headers, body)
+                if response.status_code not in LACKS_ENDPOINT:
+                    relayed = await relay(response, stream=False, redact=redact, extra=extra)
+                    log.info("%s %s → %d (upstream)", where, summary(governed), relayed.status_code)
+                    return relayed
+                await response.aclose()
+            except httpx.HTTPError as exc:
+                log.warning("%s → upstream: %s", where, describe(exc, redact))
+                return _unreachable(exc, redact, route)
+            status = response.status_code
+            log.info("%s %s → answered here (upstream: %d)", where, summary(governed), status)
+            local = [*governed_headers(governed), (SIDE_HEADER, "local")]
+            return JSONResponse(local_answer(side, governed), headers=dict(local))
+
+        return handle
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -455,6 +542,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                 for r in ROUTES
                 for v in r.versions
             ),
+            *(Route(f"/v1/{s.path}", side_route(s), methods=["POST"]) for s in SIDE_ROUTES),
             *(
                 Route(f"/{v}/{{path:path}}", passthrough_under(v), methods=_METHODS)
                 for v in VERSIONS
