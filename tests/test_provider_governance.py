@@ -60,6 +60,11 @@ def _max_output(case: dict[str, Any]) -> Any:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+#: A window nothing reaches: ``None`` is no longer "no window" for a model of a known
+#: family (Llama 2, Gemma 2 ... get their family's window: windows.py).
+NO_LIMIT = 10**9
+
+
 def _govern(case: dict[str, Any], provider: str, model: str, prefill: bool, window: Any) -> Any:
     return govern(
         case["messages"],
@@ -136,7 +141,7 @@ def test_answered_calls_survive_when_nothing_is_snipped(
         for c in (m.get("tool_calls") or [])
     ):
         return  # malformed calls are stripped by design (test_inputs covers that)
-    result = _govern(case, provider, model, prefill, None)
+    result = _govern(case, provider, model, prefill, NO_LIMIT)
     wanted = _answered(messages)
     kept = Counter(
         _call_key(c)
@@ -172,12 +177,13 @@ def test_governing_governed_output_changes_nothing(
 ) -> None:
     """govern(govern(x)) == govern(x), and the second pass reports no action. Without a
     budget: a second compaction is the compaction policy's own question (test_compact)."""
-    first = _govern(case, provider, model, prefill, None)
+    first = _govern(case, provider, model, prefill, NO_LIMIT)
     second = govern(
         first.messages,
         tools=case["tools"],
         profile=provider,
         model=model,
+        context_window=NO_LIMIT,
         max_output=_max_output(case),
         prefill=prefill,
     )

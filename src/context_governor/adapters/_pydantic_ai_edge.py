@@ -422,6 +422,10 @@ class Memo:
     built: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = field(
         default_factory=dict
     )
+    #: (id(source message), the changed chat message's fields) -> (source, parts): a
+    #: full run (a compaction that only clears) makes new dicts equal to the last ones
+    #: for the changes it repeats; they give back the same parts too
+    equal: dict[tuple[int, str], tuple[ModelMessage, list[Any]]] = field(default_factory=dict)
 
     def keep_only(self, chats: Sequence[Message], messages: Sequence[ModelMessage]) -> None:
         """Forget what is no longer in play (the memo never outgrows the conversation)."""
@@ -429,6 +433,7 @@ class Memo:
         self.parts = {k: v for k, v in self.parts.items() if k in live}
         sources = {id(m) for m in messages}
         self.built = {k: v for k, v in self.built.items() if k in sources}
+        self.equal = {k: v for k, v in self.equal.items() if k[0] in sources}
 
 
 def _changed_parts(
@@ -437,11 +442,20 @@ def _changed_parts(
     hit = memo.parts.get(id(chat))
     if hit is not None and hit[0] is chat:
         return hit[1]
+    key = None
+    if origin is not None:
+        key = (id(origin.message), repr(sorted((k, v) for k, v in chat.items() if k != CARRY)))
+        equal = memo.equal.get(key)
+        if equal is not None and equal[0] is origin.message:
+            memo.parts[id(chat)] = (chat, equal[1])
+            return equal[1]
     if kind == "response":
         parts = _response_parts(chat, origin)
     else:
         parts = _request_parts(chat, origin, refs)
     memo.parts[id(chat)] = (chat, parts)
+    if key is not None and origin is not None:
+        memo.equal[key] = (origin.message, parts)
     return parts
 
 

@@ -571,21 +571,20 @@ class Replay:
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         keep = policy.keep_recent
+        targeted = goal  # the target's goal, before masking raises it
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
             trail = max(0, masked - self._recent_results()) / max(1, self.calls)
             goal = policy.masked_goal(goal, trigger, masked, trail)
             if floor is None and masked > trigger - policy.clear_chunk(trigger):
                 keep = min(keep, MASK_MIN_RECENT)  # mask the newest results before cutting
-        chosen, total = self.clear_candidates(goal, keep)
-        cleared_now = set(self.plan.cleared) | set(chosen)
-        cut, after = self.plan.cut, total
-        if total > goal:
-            cut, after = self.cut_to(total, goal, cleared_now)
-            if not self._removes_any(cut):
-                cut = self.plan.cut  # past system messages only: a note on nothing removed
-            # results before the cut are gone: clearing them saved nothing
-            chosen = [i for i in chosen if i >= cut]
+        chosen, cut = self._clear_and_cut(goal, keep)
+        if cut != self.plan.cut and goal > targeted and self.m[cut].get("role") != "user":
+            # a cut inside a turn, its user message pinned: once a newer user message
+            # closes that turn it can only go whole, so cut it as deep as the target
+            # would now, not just below the trigger (a shallow cut there is followed by
+            # one that takes the whole turn)
+            chosen, cut = self._clear_and_cut(targeted, keep)
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
@@ -619,6 +618,19 @@ class Replay:
         ):
             self.clear_ptr += 1
         return True
+
+    def _clear_and_cut(self, goal: int, keep: int) -> tuple[list[int], int]:
+        """The results to clear (oldest first, all but the newest ``keep``) and the cut
+        that bring the request to ``goal``: cutting only what clearing cannot reach."""
+        chosen, total = self.clear_candidates(goal, keep)
+        cut = self.plan.cut
+        if total > goal:
+            cut, _ = self.cut_to(total, goal, set(self.plan.cleared) | set(chosen))
+            if not self._removes_any(cut):
+                cut = self.plan.cut  # past system messages only: a note on nothing removed
+            # results before the cut are gone: clearing them saved nothing
+            chosen = [i for i in chosen if i >= cut]
+        return chosen, cut
 
     def _growth(self) -> float:
         """Mean tokens the history gained per model call so far (the prefix's own)."""
