@@ -45,6 +45,6 @@ def test_docs_cite_no_workspace_file() -> None:
     pages = sorted((ROOT / "docs").rglob("*"))
     assert pages
     for page in pages:
-        if page.is_file():
+        if page.is_file() and page.suffix in (".md", ".py", ".json", ".txt", ".html"):
             text = page.read_text(encoding="utf-8")
             assert not [word for word in FOREIGN if word in text], page.name
