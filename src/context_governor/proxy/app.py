@@ -326,7 +326,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                     )
             seen.governed(governed, raw, time.perf_counter() - governing)
             if route.api == "responses" and asks_to_compact(governed.body):
-                return await compaction(where, governed, query, headers)
+                return await compaction(where, governed, query, headers, raw, route, model)
             learned: list[tuple[str, str]] = []
             try:
                 seen.sending()
@@ -453,10 +453,18 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         return relayed
 
     async def compaction(
-        where: str, governed: Governed, query: str, headers: list[tuple[str, str]]
+        where: str,
+        governed: Governed,
+        query: str,
+        headers: list[tuple[str, str]],
+        raw: bytes,
+        route: ApiRoute,
+        model: str | None,
     ) -> Response:
         """A Responses request ending in a compaction trigger (side.py): the upstream's
-        compaction when it gives one, else one minted here from the governed history."""
+        compaction when it gives one, else one minted here from the governed history.
+        A refusal as too long teaches the window (as on the main path) and the history
+        is governed to it before the compaction is minted."""
         try:
             response = await upstream.send("POST", "responses", query, headers, governed.body)
             try:
@@ -474,6 +482,11 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
             log.info("%s %s → %d compaction (upstream)", where, summary(governed), status)
             return Response(answer, status_code=status, media_type=kind, headers=dict(extra))
+        refusal = refusal_of(answer) if status >= 400 and governed.model else None
+        if refusal is not None:
+            again = await relearned(raw, route, model, (), governed, refusal, where)
+            if again is not None:
+                governed = again
         line = summary(governed)
         log.info("%s %s → compaction answered here (upstream: %d)", where, line, status)
         minted = minted_compaction(governed)
