@@ -239,7 +239,9 @@ class Replay:
         #: judge cuts as the replay of the output will (see _join_owner): where the
         #: verbatim floor may apply (dear reads), whose spans a second pass must see as
         #: this one does
-        self.joins = policy.verbatim_floor and policy.adaptive_target and policy.dear_reads()
+        self.joins = policy.mask_first or (
+            policy.verbatim_floor and policy.adaptive_target and policy.dear_reads()
+        )
         #: the user message whose turn joins the task in the output (see _join_owner), and
         #: the index of the next user message, the end of that turn (-1: none yet)
         self.owner: int | None = None
@@ -571,7 +573,6 @@ class Replay:
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
         keep = policy.keep_recent
-        targeted = goal  # the target's goal, before masking raises it
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
             trail = max(0, masked - self._recent_results()) / max(1, self.calls)
@@ -579,12 +580,6 @@ class Replay:
             if floor is None and masked > trigger - policy.clear_chunk(trigger):
                 keep = min(keep, MASK_MIN_RECENT)  # mask the newest results before cutting
         chosen, cut = self._clear_and_cut(goal, keep)
-        if cut != self.plan.cut and goal > targeted and self.m[cut].get("role") != "user":
-            # a cut inside a turn, its user message pinned: once a newer user message
-            # closes that turn it can only go whole, so cut it as deep as the target
-            # would now, not just below the trigger (a shallow cut there is followed by
-            # one that takes the whole turn)
-            chosen, cut = self._clear_and_cut(targeted, keep)
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
