@@ -68,7 +68,7 @@ VERBATIM_ROOM = 0.5
 #: Under ``mask_first``: when the masked trail no longer fits under the trigger, the
 #: calls' worth of its growth (at least ``min_savings``) a cut leaves below the trigger,
 #: so that cuts, which re-send the whole kept request uncached, stay rare.
-MASK_ROOM_CALLS = 20
+MASK_ROOM_CALLS = 10
 #: Under ``mask_first``: the room a compaction that only clears results leaves below
 #: the trigger, as a share of it (at least ``min_savings``). Each such compaction
 #: re-sends the newest turns uncached from the first result it clears; clearing in
