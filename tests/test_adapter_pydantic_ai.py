@@ -228,8 +228,10 @@ def test_history_processors_sync_and_async(factory: Any) -> None:
     result = _agent(FunctionModel(script), ProcessHistory(processor)).run_sync("Fix the bug")
     assert result.output == "The bug is in m3."
     report = processor.governance.last
-    assert report is not None and report.ok and report.changed
-    assert len(result.all_messages()) < 2 + 2 * 15  # pydantic-ai replaced its history
+    assert report is not None and report.ok
+    # governance changed the history at some step (the last one may only append to the
+    # governed history pydantic-ai stored): pydantic-ai replaced its history
+    assert len(result.all_messages()) < 2 + 2 * 15
 
 
 
