@@ -105,7 +105,7 @@ def test_quiet_is_what_fresh_replays_decide(seed: int, price: CachePrice, keep: 
     trigger is held by the floor; and ``extend`` then leaves the replay where a fresh
     replay of the whole history stands (its floor's inputs included)."""
     rng = random.Random(seed)
-    policy = CompactionPolicy(cache_price=price, keep_recent=keep)
+    policy = CompactionPolicy(mask_first=False, cache_price=price, keep_recent=keep)
     messages, tokens = _history(rng, rng.randint(5, 60))
     n = len(messages) - rng.randint(1, min(len(messages) - 3, rng.choice((4, 16, 60))))
     replay = _replay(messages[:n], tokens[:n], policy)
@@ -132,7 +132,7 @@ def test_quiet_holds_requests_over_the_trigger() -> None:
     """Not vacuous: on these histories some appended requests are over the price-set
     trigger and held by the floor, and quiet says so (before this change, any request
     over the trigger made the replay refuse the step)."""
-    policy = CompactionPolicy(cache_price=OPENAI_4O)
+    policy = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O)
     held = 0
     for seed in range(60):
         rng = random.Random(seed)
@@ -217,7 +217,13 @@ def _floor_steps(
     that share of the steps also replaces an old tool result by an edited copy (a full
     run, whose output over the trigger then comes with the replay pipeline._fit made)."""
     rng = random.Random(seed)
-    kwargs: dict[str, Any] = {"context_window": WINDOW, "max_output": MAX_OUTPUT, "model": model}
+    kwargs: dict[str, Any] = {
+        "context_window": WINDOW,
+        "max_output": MAX_OUTPUT,
+        "model": model,
+        # the verbatim floor is the cutting policy's (masking first keeps turns its own way)
+        "compaction": CompactionPolicy(mask_first=False),
+    }
     gov = _Counted(immutable_messages=immutable, **kwargs)
     trigger = gov.gov._trigger
     assert trigger is not None

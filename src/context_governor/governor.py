@@ -663,6 +663,7 @@ class Governor:
         return (
             policy.kind == "cache"
             and policy.verbatim_floor
+            and not policy.mask_first
             and policy.adaptive_target
             and policy.dear_reads()
         )

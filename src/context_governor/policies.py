@@ -294,8 +294,10 @@ class CompactionPolicy:
         depends on its span: the Governor's fast path follows it (``Replay.quiet``
         decides a step between the price-set and the raised trigger on exact counts).
         """
-        if not (self.verbatim_floor and self.adaptive_target and self.dear_reads()):
-            return None
+        if self.mask_first or not (
+            self.verbatim_floor and self.adaptive_target and self.dear_reads()
+        ):
+            return None  # masking first keeps the newest turns its own way
         trigger, target = self.thresholds(budget)
         fixed = self.fixed_thresholds(budget)[0]
         if span <= target or span > fixed - self.min_savings or results < span * FLOOR_RESULTS:

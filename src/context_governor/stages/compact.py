@@ -345,7 +345,7 @@ class Replay:
         floor (``CompactionPolicy.floor``). The plan does not change between these
         requests (none compacts), so the costs of the old part hold throughout."""
         policy = self.policy
-        if not policy.verbatim_floor or self.force_final:
+        if not policy.verbatim_floor or policy.mask_first or self.force_final:
             return False
         n, trigger, head = self.j, self.trigger, self.plan.head
         total, last_user, first_user = self.total, self.last_user, self.first_user
