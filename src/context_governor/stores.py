@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -72,14 +73,35 @@ class SqliteFile:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
+        deadline = time.monotonic() + self.timeout
+        delay = 0.01
+        while True:
+            try:
+                conn = self._open()
+                break
+            except sqlite3.OperationalError as exc:
+                # Switching a new file to WAL while another process does the same is
+                # refused at once ("database is locked"): SQLite's busy handler does not
+                # wait for that. Wait here instead, up to the same timeout.
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if not locked or time.monotonic() >= deadline:
+                    raise ConfigError(f"{self.what} {self.path}: cannot open it ({exc})") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+            except sqlite3.Error as exc:
+                raise ConfigError(f"{self.what} {self.path}: cannot open it ({exc})") from None
+        self._local.conn = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(self.schema)
-        except sqlite3.Error as exc:
-            raise ConfigError(f"{self.what} {self.path}: cannot open it ({exc})") from None
-        self._local.conn = conn
+        except sqlite3.Error:
+            conn.close()
+            raise
         return conn
 
 
