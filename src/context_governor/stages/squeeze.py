@@ -129,13 +129,7 @@ def _clear(out: list[Message], candidates: list[int], ctx: Context) -> list[Mess
 def _cleared(
     message: Message, policy: CompactionPolicy, ctx: Context, placeholder_for: Any
 ) -> tuple[Message, str | None]:
-    if policy.offload_dir is None:
-        return placeholder_for(message, policy), None
-    try:
-        path = _offload(policy.offload_dir, message)
-    except OSError as exc:
-        ctx.notes.append(f"offload to {policy.offload_dir} failed ({exc}); output only cleared")
-        return placeholder_for(message, policy), None
+    path = _offloaded(message, policy, ctx, "cleared")
     return placeholder_for(message, policy, path), path
 
 
@@ -191,13 +185,17 @@ def _truncate(out: list[Message], results: list[int], ctx: Context) -> list[Mess
     return out
 
 
-def _offloaded(message: Message, policy: CompactionPolicy, ctx: Context) -> str | None:
+def _offloaded(
+    message: Message, policy: CompactionPolicy, ctx: Context, done: str = "cut"
+) -> str | None:
+    """Where ``offload_dir`` keeps the whole output (None: no store, or it failed, noted:
+    the output is then only ``done``)."""
     if policy.offload_dir is None:
         return None
     try:
         return _offload(policy.offload_dir, message)
     except OSError as exc:
-        ctx.notes.append(f"offload to {policy.offload_dir} failed ({exc}); output only cut")
+        ctx.notes.append(f"offload to {policy.offload_dir} failed ({exc}); output only {done}")
         return None
 
 
