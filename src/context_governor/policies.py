@@ -69,6 +69,13 @@ VERBATIM_ROOM = 0.5
 #: calls' worth of its growth (at least ``min_savings``) a cut leaves below the trigger,
 #: so that cuts, which re-send the whole kept request uncached, stay rare.
 MASK_ROOM_CALLS = 10
+#: Under ``mask_first``: the room a cut at the ceiling (``cut_ceiling``) leaves when
+#: clearing has nothing left to give (chat: prose turns, rare tools), in calls of the
+#: masked trail's growth. The seed policy's sliding window keeps the trail up to the
+#: budget at every step; ten calls below it kept less of the agent's messages on chat
+#: (0.458 against the seed's 0.460 at 32k), two keep more (0.461) at a cut every few
+#: calls (the seed cuts at every call there).
+CEILING_ROOM_CALLS = 2
 #: Under ``mask_first``: the room a compaction that only clears results leaves below
 #: the trigger, as a share of it (at least ``min_savings``). Each such compaction
 #: re-sends the newest turns uncached from the first result it clears; clearing in
@@ -249,7 +256,15 @@ class CompactionPolicy:
             ceiling = max(ceiling, min(span, room))
         return min(max(span, low), ceiling, trigger)
 
-    def masked_goal(self, goal: int, trigger: int, masked: int, trail_growth: float) -> int:
+    def masked_goal(
+        self,
+        goal: int,
+        trigger: int,
+        masked: int,
+        trail_growth: float,
+        near: bool = False,
+        clearable: int = 0,
+    ) -> int:
         """The goal of one compaction under ``mask_first``, from ``goal`` (the target's)
         and ``masked``, the request with every clearable old result cleared and nothing
         cut.
@@ -257,17 +272,48 @@ class CompactionPolicy:
         When the masked request fits under the trigger less ``clear_chunk``, that is the
         goal: old results are cleared, no turn is cut (a clearing compaction breaks the
         cache only from the first result it clears, near the end, and the chunk of room
-        keeps such compactions rare). Otherwise turns must
-        go, and the goal leaves ``MASK_ROOM_CALLS`` calls of the masked trail's growth
-        (``trail_growth`` per call) under the trigger, so that the next cut is as far
-        away. Never under ``goal``. What the model still sees of its own work is the
-        product: observation masking keeps the trail, cutting loses it."""
+        keeps such compactions rare). Otherwise turns must go, and the goal leaves
+        ``MASK_ROOM_CALLS`` calls of the masked trail's growth (``trail_growth`` per
+        call, at least ``min_savings``) under the trigger, so that the next cut is as far
+        away. ``near``: the trigger is ``cut_ceiling`` (the budget, where the seed
+        policy's sliding window cuts at every step); when clearing has less than
+        ``clear_chunk`` left to give there (``clearable``: what clearing every old result
+        but the newest ``MASK_MIN_RECENT`` would save), the cut is the only tool, and it
+        leaves ``CEILING_ROOM_CALLS`` calls instead (at least an eighth of
+        ``min_savings``, so that a call adding little does not cut again at once): the
+        request then keeps about as much of the trail as the sliding window, at a cut
+        every few calls instead of every call. Never under ``goal``.
+        What the model still sees of its own work is the product: observation masking
+        keeps the trail, cutting loses it."""
         if not self.mask_first:
             return goal
         if masked <= trigger - self.clear_chunk(trigger):
             return max(goal, masked)
         room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
+        if near and clearable < self.clear_chunk(trigger):
+            room = max(self.min_savings // 8, int(CEILING_ROOM_CALLS * trail_growth))
         return max(goal, trigger - room)
+
+    def cut_ceiling(self, budget: int) -> int:
+        """Under ``mask_first``: the request size past which turns are cut, when clearing
+        old results cannot bring the request under the trigger.
+
+        The trigger is set for the cost (100k tokens at most, lower where cached reads are
+        dear); the seed policy cuts the agent's trail only at the budget. What the model
+        still sees of its own work rules over the cost: while the masked trail does not
+        fit under the trigger, requests are cleared (old results, in chunks) but keep
+        their turns up to the budget, and only then are turns cut. An explicit
+        ``trigger`` or ``trigger_tokens`` is a size the user chose: it stays the ceiling.
+        Measured per shape in docs/benchmarks.md (agent's own messages kept)."""
+        fixed = self.fixed_thresholds(budget)[0]
+        if not self.mask_first or not self.default_trigger():
+            return self.thresholds(budget)[0]
+        return max(fixed, budget)
+
+    def default_trigger(self) -> bool:
+        """Whether the trigger is left at its defaults (no explicit ``trigger`` or
+        ``trigger_tokens``)."""
+        return self.trigger == DEFAULT_TRIGGER and self.trigger_tokens == DEFAULT_TRIGGER_TOKENS
 
     def clear_chunk(self, trigger: int) -> int:
         """The room below ``trigger`` a clearing-only compaction must leave under
@@ -329,12 +375,7 @@ class CompactionPolicy:
     def price_applies(self) -> bool:
         """Whether the price-aware rule moves this policy's trigger: on, prices known,
         and the trigger left at its defaults."""
-        return (
-            self.price_aware
-            and self.cache_price is not None
-            and self.trigger == DEFAULT_TRIGGER
-            and self.trigger_tokens == DEFAULT_TRIGGER_TOKENS
-        )
+        return self.price_aware and self.cache_price is not None and self.default_trigger()
 
     def fixed_thresholds(self, budget: int) -> tuple[int, int]:
         """(trigger, target) in tokens for ``budget`` before the price-aware rule."""

@@ -39,7 +39,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
-from ..policies import CACHE, MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
+from ..policies import (
+    CACHE,
+    MASK_MIN_RECENT,
+    OFFLOAD_PLACEHOLDER,
+    CompactionPolicy,
+)
 from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
@@ -572,13 +577,24 @@ class Replay:
                 return False
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
-        keep = policy.keep_recent
+        keep, near = policy.keep_recent, False
         if policy.mask_first:
             masked = self.clear_candidates(-1)[1]
+            if masked > trigger - policy.clear_chunk(trigger):
+                # the masked trail does not fit under the trigger: turns are cut only past
+                # the ceiling (CompactionPolicy.cut_ceiling); below it, old results are
+                # cleared in chunks and every turn stays
+                ceiling = policy.cut_ceiling(budget)
+                if self.total <= ceiling and not forced:
+                    if self.total - masked < policy.clear_chunk(trigger):
+                        return False
+                    goal = masked
+                else:
+                    near, trigger = ceiling > trigger, ceiling
+                    keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
+                    masked = self.clear_candidates(-1, keep)[1]
             trail = max(0, masked - self._recent_results()) / max(1, self.calls)
-            goal = policy.masked_goal(goal, trigger, masked, trail)
-            if floor is None and masked > trigger - policy.clear_chunk(trigger):
-                keep = min(keep, MASK_MIN_RECENT)  # mask the newest results before cutting
+            goal = policy.masked_goal(goal, trigger, masked, trail, near, self.total - masked)
         chosen, cut = self._clear_and_cut(goal, keep)
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
