@@ -34,6 +34,20 @@ from ..runner import AgentRunner, RunHooks, ToolEvent
 from ..runner.types import ModelCall
 from ._project import DEMO_FILES, project_file
 
+__all__ = [
+    "CACHE_STAGES",
+    "DEMO_STAGES",
+    "SEED_STAGES",
+    "STORE_KEEPS",
+    "SYSTEM_PROMPT",
+    "DemoSummary",
+    "Turn",
+    "run_demo",
+    "trim_like_a_store",
+    "turns",
+    "write_project",
+]
+
 SYSTEM_PROMPT = (
     "You are a coding agent working in a Python project. Use the tools to read "
     "and search the code before you answer; answer briefly."
