@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import context_governor
 from context_governor import Governor, InputError, govern, known_window, render_report
 from context_governor.cli import main
+from context_governor.demo._project import PROJECT_FILES
 from context_governor.lint_render import index_note
 from context_governor.policies import get_policy
 from context_governor.providers import Violation
@@ -246,15 +247,29 @@ def test_a_whole_request_body_gets_a_pointed_error() -> None:
         govern({"role": "user"})  # type: ignore[arg-type]
 
 
-def test_the_wheel_ships_py_typed(tmp_path: Path) -> None:
-    assert (ROOT / "src" / "context_governor" / "py.typed").is_file()
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The files of the wheel built from this checkout (built once for the module)."""
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("context_governor-*.whl")
-    assert "context_governor/py.typed" in zipfile.ZipFile(wheel).namelist()
+    (wheel,) = out.glob("context_governor-*.whl")
+    return zipfile.ZipFile(wheel).namelist()
+
+
+def test_the_wheel_ships_py_typed(wheel_names: list[str]) -> None:
+    assert (ROOT / "src" / "context_governor" / "py.typed").is_file()
+    assert "context_governor/py.typed" in wheel_names
+
+
+def test_the_wheel_ships_the_demo_project(wheel_names: list[str]) -> None:
+    """The demo's sample project is package data: every file of it is in the wheel."""
+    shipped = {n for n in wheel_names if n.startswith("context_governor/demo/project/")}
+    expected = {f"context_governor/demo/project/{name}" for name in PROJECT_FILES}
+    assert shipped == expected
 
 
 # --------------------------------------------------------------------------- item 12

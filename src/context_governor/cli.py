@@ -32,6 +32,20 @@ from .profiles import PROFILES
 from .providers import CATALOG
 from .render import render_report
 
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_NOT_OK",
+    "EXIT_VIOLATIONS",
+    "GOVERN_EXIT_HELP",
+    "LINT_HELP",
+    "count_workers_option",
+    "govern_command",
+    "lint_command",
+    "main",
+    "profile_option",
+    "window_note",
+]
+
 EXIT_VIOLATIONS = 1
 #: govern: a governed body is over its budget or still breaks a rule of its provider.
 EXIT_NOT_OK = 1

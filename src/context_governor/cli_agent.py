@@ -35,6 +35,22 @@ if TYPE_CHECKING:
     from .run_render import ProgressPrinter
     from .runner import AgentRunner, RunResult
 
+__all__ = [
+    "APIS",
+    "API_SPECS",
+    "COMPACTIONS",
+    "DEFAULT_SYSTEM",
+    "DEMO_WINDOW",
+    "EXIT_INTERRUPTED",
+    "EXIT_RUN_FAILED",
+    "REASONING_EFFORTS",
+    "ApiSpec",
+    "demo_command",
+    "read_history",
+    "run_command",
+    "write_history",
+]
+
 #: Exit status of a run that did not end with an answer (model error, iteration limit).
 EXIT_RUN_FAILED = 1
 EXIT_INTERRUPTED = 130

@@ -13,6 +13,8 @@ from typing import Any, BinaryIO
 from .errors import InputError
 from .inputs import MAX_DEPTH
 
+__all__ = ["Body", "dumps", "read_bodies"]
+
 
 @dataclass(slots=True)
 class Body:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported wh
     from .proxy.config import ProxyConfig
     from .proxy.redact import Redactor
 
+__all__ = ["proxy_command"]
+
 
 def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)

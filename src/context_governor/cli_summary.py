@@ -17,6 +17,8 @@ from typing import Any
 
 import click
 
+__all__ = ["PROXY", "RUN", "Decorator", "SummaryFlags", "summary_options"]
+
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 _MODEL_HELP = (

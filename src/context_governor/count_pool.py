@@ -46,6 +46,24 @@ from queue import SimpleQueue
 from .messages import Message
 from .tokens import FAST_PROBE, PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, uncounted
 
+__all__ = [
+    "CHUNK_CHARS",
+    "IN_FLIGHT",
+    "MAX_WORKERS",
+    "MIN_CHARS",
+    "PROBES",
+    "WAIT_IN_FLIGHT",
+    "WORKERS_ENV",
+    "close",
+    "count_texts",
+    "precount",
+    "prepare",
+    "rough_chars",
+    "set_workers",
+    "started",
+    "workers",
+]
+
 #: The environment variable that sets the number of worker processes (0: off).
 WORKERS_ENV = "CONTEXT_GOVERNOR_COUNT_WORKERS"
 #: The most workers used by default, whatever the cores.

@@ -50,6 +50,21 @@ from .tokens import (
     uncounted,
 )
 
+__all__ = [
+    "KEY_PREFIX",
+    "NOTE",
+    "RETRY_AFTER",
+    "CountLink",
+    "CountStore",
+    "Loaded",
+    "MemoryCountStore",
+    "RedisCountStore",
+    "SqliteCountStore",
+    "count_link",
+    "flush",
+    "open_count_store",
+]
+
 #: Key prefix in shared stores (Redis): names what the entries are.
 KEY_PREFIX = "context-governor:count:"
 #: Seconds a store that failed is left alone (its reads and writes are skipped).

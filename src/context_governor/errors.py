@@ -1,6 +1,59 @@
-"""One exception hierarchy, so callers can catch everything we raise with one clause."""
+"""One exception hierarchy, so callers can catch everything we raise with one clause.
+
+Every exception class of the package, in one place (module paths are under
+``context_governor``; a name in parentheses is another base, or for the root its
+base; a test checks these drawings against the real classes)::
+
+    ContextGovernorError (Exception)        errors
+    ├── InputError (ValueError)             errors
+    ├── ConfigError (ValueError)            errors
+    ├── ModelError                          llm.errors
+    │   ├── ModelHTTPError                  llm.errors
+    │   ├── ModelConnectionError            llm.errors
+    │   ├── ModelTimeoutError               llm.errors
+    │   └── ModelResponseError              llm.errors
+    ├── ToolDefinitionError (TypeError)     tools.registry
+    └── CountError                          proxy.count_tokens
+
+The others are not ContextGovernorError: each is caught inside the package and
+becomes an answer, a note or a tool result (or, for ToolError, is raised by a tool
+for the model to read)::
+
+    Exception
+    ├── ToolError                           tools.registry
+    ├── SummarizerError                     summary.summarizer
+    ├── Invalid                             tools.schema
+    ├── OutOfTime                           tools.lines
+    ├── TooLarge                            proxy.body
+    ├── BadRequest                          proxy.governing
+    ├── _BadArguments                       tools.registry
+    ├── _Stopped                            tools.files
+    └── _NoBody                             runner.loop
+    OSError
+    └── OffloadRefused                      stages.offload
+    ValueError
+    └── BadPath                             proxy.paths
+    TypeError
+    └── UnsupportedType                     tools.schema
+
+- ToolError: a tool's expected failure; the registry sends ``"Error: " + str(exc)``
+  to the model as the call's result.
+- SummarizerError: the summarizer gave no usable summary; the cut gets its note.
+- Invalid, _BadArguments: a tool call's arguments do not fit its parameters; the
+  model reads what was wrong.
+- OutOfTime, _Stopped: a file tool's deadline passed; its result says so.
+- TooLarge, BadRequest, BadPath: the proxy answers 413, 400 and 400.
+- _NoBody: a native model client could not build a request body; the run stops
+  with ``model_error``.
+- OffloadRefused: the offload store is not safe to write; the output is cleared
+  without naming a file, with a note.
+- UnsupportedType: an annotation with no JSON schema; registration raises
+  ToolDefinitionError from it.
+"""
 
 from __future__ import annotations
+
+__all__ = ["BRIEF_LIMIT", "ConfigError", "ContextGovernorError", "InputError", "brief"]
 
 #: Longest rendering of a user value inside an error message.
 BRIEF_LIMIT = 60

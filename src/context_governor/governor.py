@@ -97,6 +97,8 @@ from .tokens import (
 )
 from .tokens import KnownCounts as _KnownCounts
 
+__all__ = ["Governor"]
+
 #: Stages whose actions move messages around before the cache policy's replay runs:
 #: after any of them, the replay's indices are not the history's.
 _SHIFTING_STAGES = frozenset({"input", "orphans", "backfill", "regroup", "pipeline"})

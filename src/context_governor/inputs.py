@@ -22,6 +22,18 @@ from .errors import InputError, brief
 from .messages import INPUT_ROLES, Message
 from .stages.base import Context
 
+__all__ = [
+    "MAX_CONTAINERS",
+    "MAX_DEPTH",
+    "STAGE",
+    "check_messages",
+    "check_structure",
+    "check_tools",
+    "repair_messages",
+    "structure_problem",
+    "unserializable_path",
+]
+
 STAGE = "input"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -28,6 +28,8 @@ from .roles import with_entries
 from .stages.compact import Replay
 from .tokens import BackgroundCounts, TokenCounter, message_bound, tools_bound
 
+__all__ = ["first_call_cpu_ns"]
+
 #: The dataclass's own storage of GovernResult.report (a slot), which _CountedLater's
 #: property stands in front of.
 _REPORT_SLOT: Any = GovernResult.__dict__["report"]

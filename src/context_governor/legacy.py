@@ -30,6 +30,19 @@ from typing import Any
 from .errors import InputError
 from .messages import Message
 
+__all__ = [
+    "FUNCTION",
+    "LEGACY_FORM",
+    "PREFIX",
+    "Legacy",
+    "call_id",
+    "first_legacy",
+    "is_legacy",
+    "refusal",
+    "rules_view",
+    "tools_of",
+]
+
 FUNCTION = "function"
 #: What an error says the deprecated form is.
 LEGACY_FORM = "OpenAI's deprecated function calling (function_call, role 'function')"

@@ -21,6 +21,20 @@ from .cli_io import Body
 from .errors import InputError
 from .providers import Violation, applicable_rules, resolve, validate
 
+__all__ = [
+    "BodyLint",
+    "index_note",
+    "lint_body",
+    "lint_json",
+    "lint_lines",
+    "lint_summary",
+    "lint_table",
+    "render_rules",
+    "rules_heading",
+    "rules_json",
+    "rules_lines",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class BodyLint:

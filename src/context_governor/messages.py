@@ -9,6 +9,24 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
+__all__ = [
+    "INPUT_ROLES",
+    "ROLES",
+    "FunctionCall",
+    "Joinable",
+    "Message",
+    "Role",
+    "ToolCall",
+    "Tools",
+    "call_name",
+    "declared_calls",
+    "has_tool_calls",
+    "join_fields",
+    "merge_contents",
+    "role_of",
+    "text_parts",
+]
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 #: The roles a history may hold: the stages' four, and OpenAI's ``developer`` (system

@@ -24,6 +24,22 @@ from .stages.snip import SAFETY_BUFFER
 from .tokens import ExactCounter, KnownCounts, TokenCounter, custom_counter
 from .windows import WindowSource, resolve_window
 
+__all__ = [
+    "DEFAULT_MAX_OUTPUT",
+    "MAX_RESNIPS",
+    "MIN_TOOL_RESULT_CHARS",
+    "GovernResult",
+    "Settings",
+    "call_counter",
+    "context",
+    "govern",
+    "resolve_settings",
+    "run",
+    "run_checked",
+    "store_counts",
+    "with_developers",
+]
+
 DEFAULT_MAX_OUTPUT = 4096
 #: Below this, a truncation marker would not fit inside the cap.
 MIN_TOOL_RESULT_CHARS = 100

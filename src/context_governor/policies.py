@@ -35,6 +35,27 @@ from .prices import CachePrice, cache_price
 if TYPE_CHECKING:
     from .summary import Summaries
 
+__all__ = [
+    "ADAPTIVE_BAND_CALLS",
+    "CACHE",
+    "CLEAR_CHUNK_SHARE",
+    "DEFAULT_CUT_NOTE",
+    "DEFAULT_PLACEHOLDER",
+    "DEFAULT_TRIGGER",
+    "DEFAULT_TRIGGER_TOKENS",
+    "FLOOR_RESULTS",
+    "MASK_MIN_RECENT",
+    "MASK_ROOM_CALLS",
+    "OFFLOAD_PLACEHOLDER",
+    "REFERENCE_READ",
+    "SEED",
+    "VERBATIM_ROOM",
+    "CompactionPolicy",
+    "PolicyKind",
+    "get_policy",
+    "price_scale",
+]
+
 PolicyKind = Literal["seed", "cache"]
 
 #: Read as: the call succeeded, its output was removed for space, and here is how to

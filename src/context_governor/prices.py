@@ -26,6 +26,22 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+__all__ = [
+    "ANTHROPIC",
+    "ANTHROPIC_1H",
+    "DEEPSEEK",
+    "GEMINI_25",
+    "GEMINI_25_FLASH",
+    "OPENAI_4O",
+    "OPENAI_5",
+    "OPENAI_41",
+    "PRICES",
+    "PRICES_TAKEN",
+    "CachePrice",
+    "CachingModel",
+    "cache_price",
+]
+
 CachingModel = Literal["breakpoint", "automatic"]
 PRICES_TAKEN = "2026-12-03"
 

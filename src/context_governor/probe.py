@@ -65,6 +65,21 @@ from .stages import (
 )
 from .tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
+__all__ = [
+    "IMPLIED_BY_PLAIN",
+    "PER_MESSAGE_CODE",
+    "Plan",
+    "Resume",
+    "implied_by_plain",
+    "leaves_alone",
+    "per_message",
+    "plain_facts",
+    "plain_window",
+    "plan",
+    "stages_leave_alone",
+    "unwrapped",
+]
+
 #: The stages and Policy fields plain_window was written against. A profile with other
 #: stages, or a Policy with other fields, is never plain: a new repair turns the one-pass
 #: check off (tests/test_probe.py then fails) until plain_window reads it too.

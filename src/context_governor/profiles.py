@@ -30,6 +30,8 @@ from .stages import (
 from .stages.tool_budget import apply_tool_result_budget
 from .tokens import TokenCounter, exact_counter, seed_counter
 
+__all__ = ["NANOBOT", "OPENAI", "PROFILES", "Profile", "get_profile"]
+
 
 @dataclass(frozen=True)
 class Profile:

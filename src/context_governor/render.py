@@ -8,6 +8,16 @@ from collections.abc import Iterator
 from .report import Action, Report
 from .windows import window_phrase
 
+__all__ = [
+    "COMPACTION_LEGEND",
+    "INDEX_LEGEND",
+    "SHIFTING",
+    "SHOW_PER_GROUP",
+    "position",
+    "positions",
+    "render_report",
+]
+
 #: Beyond this many actions of one (stage, kind), the rest are summarised.
 SHOW_PER_GROUP = 8
 #: Kinds that change the positions of the messages after them.

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+__all__ = ["Action", "Kind", "Report"]
+
 Kind = Literal["drop", "insert", "merge", "move", "truncate", "replace", "repair", "fallback"]
 
 

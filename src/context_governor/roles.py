@@ -27,6 +27,8 @@ from .legacy import FUNCTION, Legacy, first_legacy, is_legacy
 from .messages import Message
 from .report import Action, Report
 
+__all__ = ["DEVELOPER", "STAGE", "Developers", "first_developer", "first_edge", "with_entries"]
+
 DEVELOPER = "developer"
 STAGE = "input"
 

@@ -16,6 +16,16 @@ from .render import INDEX_LEGEND, positions
 from .report import Report
 from .runner.types import ModelCall, RunHooks, ToolEvent
 
+__all__ = [
+    "ARGS_CHARS",
+    "ERROR_CHARS",
+    "Echo",
+    "ProgressPrinter",
+    "actions_summary",
+    "step_line",
+    "tool_line",
+]
+
 #: Tool arguments are shown up to this many characters.
 ARGS_CHARS = 60
 #: An error result's first line is shown up to this many characters.

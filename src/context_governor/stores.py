@@ -20,6 +20,16 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
+__all__ = [
+    "SCHEMES",
+    "Kind",
+    "SqliteFile",
+    "check_retention",
+    "expire",
+    "parse_url",
+    "redis_client",
+]
+
 Kind = Literal["sqlite", "redis", "memory"]
 #: URL schemes a store accepts (proxy/config.py checks URLs with it before opening one).
 SCHEMES = ("sqlite", "redis", "rediss", "valkey", "valkeys", "memory")

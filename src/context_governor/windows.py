@@ -32,6 +32,22 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
+__all__ = [
+    "BETA_1M_PREFIX",
+    "BETA_1M_WINDOW",
+    "FAMILY_WINDOWS",
+    "KNOWN_WINDOWS",
+    "WindowSource",
+    "asks_1m",
+    "default_window",
+    "family_window",
+    "known_window",
+    "load_windows",
+    "resolve_window",
+    "window_phrase",
+    "window_table",
+]
+
 #: Where a governed request's context window came from.
 #: "given" (context_window=), "model" (the table), "family" (FAMILY_WINDOWS), "learned"
 #: (the proxy: the upstream's own refusal said it), "none" (nothing is cut).

@@ -42,7 +42,7 @@ from ..policies import CompactionPolicy
 from ..profiles import Profile
 from ..report import Report
 
-__all__ = ["Governed", "generate_content", "generate_content_async", "govern_contents"]
+__all__ = ["Governed", "generate_content", "generate_content_async", "govern_contents", "to_body"]
 
 
 @dataclass(frozen=True, slots=True)

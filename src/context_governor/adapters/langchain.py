@@ -61,11 +61,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GovernorMiddleware",
+    "Target",
     "from_openai",
     "govern_messages",
     "governed",
     "target_of",
     "to_openai",
+    "tool_dicts",
 ]
 
 #: What the runnable accepts: the shapes an LCEL chain hands to a chat model.

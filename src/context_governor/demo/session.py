@@ -32,7 +32,21 @@ from ..report import Report
 from ..run_render import ProgressPrinter
 from ..runner import AgentRunner, RunHooks, ToolEvent
 from ..runner.types import ModelCall
-from ._project import DEMO_FILES, FILES
+from ._project import DEMO_FILES, project_file
+
+__all__ = [
+    "CACHE_STAGES",
+    "DEMO_STAGES",
+    "SEED_STAGES",
+    "STORE_KEEPS",
+    "SYSTEM_PROMPT",
+    "DemoSummary",
+    "Turn",
+    "run_demo",
+    "trim_like_a_store",
+    "turns",
+    "write_project",
+]
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in a Python project. Use the tools to read "
@@ -51,7 +65,7 @@ STORE_KEEPS = 14
 def write_project(root: Path) -> None:
     """Write the sample project under ``root``."""
     for name in DEMO_FILES:
-        text = FILES[name]
+        text = project_file(name)
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -38,6 +38,22 @@ from .base import ModelResponse, Usage
 from .errors import ModelError, ModelResponseError
 from .native_http import NativeHTTPClient
 
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_TOKENS",
+    "FINISH",
+    "MIN_THINKING_BUDGET",
+    "RETRYABLE_ERRORS",
+    "AnthropicClient",
+    "MessageStream",
+    "anthropic_tools",
+    "chat_message",
+    "parse_message",
+    "thinking_setting",
+    "usage_of",
+]
+
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 #: max_tokens when the caller gives none (the Messages API requires one).

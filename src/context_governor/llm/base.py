@@ -14,6 +14,18 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message
 
+__all__ = [
+    "TEXT_PARTS",
+    "ModelClient",
+    "ModelResponse",
+    "NativeModelClient",
+    "TextCallback",
+    "Usage",
+    "assistant_message",
+    "content_text",
+    "normalize_tool_call",
+]
+
 TextCallback = Callable[[str], None]
 """Receives each piece of answer text as it streams in."""
 

@@ -16,6 +16,16 @@ from __future__ import annotations
 
 from ..errors import ContextGovernorError
 
+__all__ = [
+    "RETRYABLE_STATUSES",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "is_retryable_status",
+]
+
 
 class ModelError(ContextGovernorError):
     """A model call failed. ``str(err)`` is one line that says what and where."""

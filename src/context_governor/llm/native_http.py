@@ -25,6 +25,8 @@ from .base import ModelResponse, TextCallback
 from .errors import ModelConnectionError, ModelError
 from .streaming import SSEDecoder
 
+__all__ = ["NativeHTTPClient", "StreamReader"]
+
 
 class StreamReader(Protocol):
     """Rebuilds one answer from the JSON events of a stream."""

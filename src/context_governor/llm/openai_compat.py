@@ -26,6 +26,8 @@ from .base import ModelResponse, TextCallback, Usage, assistant_message
 from .errors import ModelResponseError
 from .streaming import DONE, SSEDecoder, StreamAssembler
 
+__all__ = ["DEFAULT_BASE_URL", "OpenAICompatClient", "parse_completion"]
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 

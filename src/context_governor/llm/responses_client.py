@@ -36,6 +36,20 @@ from .base import ModelResponse, Usage
 from .errors import ModelResponseError
 from .native_http import NativeHTTPClient
 
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "INCLUDE",
+    "ITEMS",
+    "RETRYABLE_CODES",
+    "ResponseStream",
+    "ResponsesClient",
+    "chat_message",
+    "parse_response",
+    "responses_tools",
+    "usage_of",
+    "with_origin",
+]
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Key of a runner assistant message: the output items of the answer it holds, as returned.
 ITEMS = "responses_items"

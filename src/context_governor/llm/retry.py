@@ -15,6 +15,8 @@ from typing import TypeVar
 
 from .errors import ModelError
 
+__all__ = ["NO_RETRY", "RetryCallback", "RetryPolicy", "Sleep", "parse_retry_after", "with_retries"]
+
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 RetryCallback = Callable[[ModelError, int, float], None]

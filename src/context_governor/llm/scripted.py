@@ -25,6 +25,8 @@ from ..tokens import exact_counter
 from .base import ModelResponse, TextCallback, Usage, assistant_message
 from .errors import ModelError
 
+__all__ = ["STREAM_PIECE", "ScriptItem", "ScriptedModel", "ScriptedRequest", "tool_call"]
+
 ScriptItem: TypeAlias = (
     "str | Mapping[str, Any] | ModelResponse | BaseException"
     " | Callable[[list[Message]], ScriptItem]"

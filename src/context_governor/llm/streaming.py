@@ -14,6 +14,8 @@ from typing import Any
 from .base import ModelResponse, Usage, assistant_message
 from .errors import ModelResponseError
 
+__all__ = ["DONE", "SSEDecoder", "StreamAssembler"]
+
 DONE = "[DONE]"
 
 

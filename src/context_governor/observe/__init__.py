@@ -2,3 +2,5 @@
 model's views of a request side by side (views.py), and the page that shows them
 (page.py, with its static files in ui/), served by the proxy at /ui or written
 offline by ``context-governor govern FILE --html OUT.html``."""
+
+__all__: list[str] = []

@@ -27,6 +27,17 @@ from dataclasses import dataclass, field
 
 from ..report import Action, Report
 
+__all__ = [
+    "COMPACTING_STAGES",
+    "CUTTING_STAGES",
+    "EFFECTS",
+    "Effect",
+    "Figures",
+    "effect",
+    "figures",
+    "new_compaction",
+]
+
 Effect = str  # "cut" | "cleared" | "truncated" | "inserted" | "repaired"
 EFFECTS = ("cut", "cleared", "truncated", "inserted", "repaired")
 CUTTING_STAGES = frozenset({"compact", "snip", "squeeze"})

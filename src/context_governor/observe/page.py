@@ -17,6 +17,8 @@ from ..report import Report
 from .figures import figures
 from .views import request_view
 
+__all__ = ["FILES", "asset", "offline_data", "offline_page"]
+
 FILES = {"index.html": "text/html; charset=utf-8",
          "ui.js": "text/javascript; charset=utf-8",
          "ui.css": "text/css; charset=utf-8"}  # fmt: skip

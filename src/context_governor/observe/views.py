@@ -21,6 +21,8 @@ from typing import Any
 
 from ..messages import Message
 
+__all__ = ["LOOKAHEAD", "SHOWN_CHARS", "messages_of", "request_view", "side_by_side", "text_of"]
+
 SHOWN_CHARS = 3000
 #: how far ahead of the last pairing a source is looked for (bounds the work)
 LOOKAHEAD = 400

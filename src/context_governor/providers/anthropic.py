@@ -12,6 +12,8 @@ from .policy import Policy
 from .rules import Rule
 from .target import Target, claude_accepts_prefill, claude_version
 
+__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+
 
 def _prefill_rejected(target: Target) -> bool:
     return not claude_accepts_prefill(target)

@@ -11,6 +11,8 @@ from .policy import Policy
 from .rules import Rule
 from .target import Target, claude_accepts_prefill
 
+__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+
 
 def _no_tools(target: Target) -> bool:
     """The request declares no tools (unknown: not checked, see validate())."""

@@ -10,6 +10,8 @@ from .policy import Policy, ReasoningPolicy
 from .rules import Rule
 from .target import Target, deepseek_thinking
 
+__all__ = ["NOT_CHECKED", "POLICY", "RULES", "policy"]
+
 _FOLLOWED = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to "
     "each 'tool_call_id'. (insufficient tool messages following tool_calls message)"

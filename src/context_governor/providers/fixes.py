@@ -21,6 +21,26 @@ from ..stages.single_call import parallel_blocks, split_message
 from ..stages.snip import FLATTENED_RESULT
 from .policy import IdStyle, Policy
 
+__all__ = [
+    "EMPTY_PLACEHOLDER",
+    "SKIP_SIGNATURE",
+    "STAGE",
+    "allowed_keys",
+    "bridge_user_after_tool",
+    "cache_control",
+    "empty_content",
+    "flatten_tools",
+    "names",
+    "opening",
+    "prefill",
+    "reasoning",
+    "regroup_tool_results",
+    "rekey_ids",
+    "split_parallel_calls",
+    "systems",
+    "thought_signatures",
+]
+
 STAGE = "provider"
 EMPTY_PLACEHOLDER = "(empty)"
 #: The value Gemini accepts in place of a lost thought signature.

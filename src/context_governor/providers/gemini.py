@@ -7,6 +7,8 @@ from .policy import Policy
 from .rules import Rule
 from .target import Target, gemini_accepts_prefill, gemini_needs_thought_signatures
 
+__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+
 
 def _gemini_1_0(target: Target) -> bool:
     """gemini-pro (and gemini-pro-vision), i.e. gemini-1.0-pro: the 2023 API and its texts."""

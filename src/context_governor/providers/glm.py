@@ -7,6 +7,8 @@ from .openai import pairing_rules
 from .policy import Policy
 from .rules import Rule
 
+__all__ = ["E1214", "NOT_CHECKED", "POLICY", "RULES"]
+
 E1214 = "The messages parameter is illegal. Please check the documentation. (1214)"
 
 RULES: tuple[Rule, ...] = (

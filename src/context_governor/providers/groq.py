@@ -7,6 +7,8 @@ from .openai import pairing_rules
 from .policy import Policy
 from .rules import Rule
 
+__all__ = ["ALLOWED", "NOT_CHECKED", "POLICY", "RULES"]
+
 ALLOWED = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 
 RULES: tuple[Rule, ...] = (

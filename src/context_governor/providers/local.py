@@ -11,6 +11,23 @@ from .policy import Policy
 from .rules import Rule
 from .target import TEMPLATE_FAMILIES, Target, template_family
 
+__all__ = [
+    "ALTERNATE",
+    "ALTERNATE_AFTER_SYSTEM",
+    "ALTERNATE_TEXT",
+    "INDEX_FIRST",
+    "NOT_CHECKED",
+    "OLLAMA_NOT_CHECKED",
+    "OLLAMA_POLICY",
+    "OLLAMA_RULES",
+    "ONLY_USER_AND_ASSISTANT",
+    "STRICT",
+    "TEMPLATE_FAMILIES_ONLY",
+    "TEXT_ONLY",
+    "VLLM_RULES",
+    "vllm_policy",
+]
+
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 #: Mistral's templates (v0.1/v0.2 and v0.3) spell the alternation error their own way.
 ALTERNATE_AFTER_SYSTEM = (

@@ -7,6 +7,8 @@ from .openai import pairing_rules
 from .policy import Policy
 from .rules import Rule
 
+__all__ = ["NEXT_ROLES", "NOT_CHECKED", "POLICY", "RULES"]
+
 #: mistral_common's validator: the roles allowed right after a role. 1.4.4's set after
 #: ``tool`` (the hosted API still rejects user after tool); nothing stated after assistant.
 NEXT_ROLES: dict[str, frozenset[str]] = {

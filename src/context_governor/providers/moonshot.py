@@ -8,6 +8,8 @@ from .policy import Policy, ReasoningPolicy
 from .rules import Rule
 from .target import Target, moonshot_thinking
 
+__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+
 
 def _reasoning(target: Target) -> ReasoningPolicy:
     return "require_tool_calls" if moonshot_thinking(target) else "keep"

@@ -6,6 +6,16 @@ from . import checks
 from .policy import Policy
 from .rules import Rule
 
+__all__ = [
+    "DUPLICATE",
+    "MUST_BE_FOLLOWED",
+    "NOT_CHECKED",
+    "ONLY_AFTER_CALLS",
+    "POLICY",
+    "RULES",
+    "pairing_rules",
+]
+
 ONLY_AFTER_CALLS = (
     "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
     "with 'tool_calls'."

@@ -8,6 +8,8 @@ from typing import Literal
 
 from .target import Target
 
+__all__ = ["EmptyPolicy", "IdStyle", "Policy", "ReasoningPolicy", "SystemPolicy", "never"]
+
 IdStyle = Literal["openai", "anthropic", "bedrock", "mistral", "unique"]
 SystemPolicy = Literal["keep", "merge_front", "into_first_user"]
 EmptyPolicy = Literal["openai", "blocks", "required", "template"]

@@ -8,6 +8,8 @@ from .policy import Policy
 from .rules import Rule
 from .target import Target, qwen_thinking
 
+__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+
 _P = "<400> InternalError.Algo.InvalidParameter: "
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from ..messages import Message
 from .target import Target
 
+__all__ = ["Check", "Rule", "Violation", "always", "find_violations"]
+
 Check = Callable[[list[Message]], Iterable[tuple[int, dict[str, Any]]]]
 
 

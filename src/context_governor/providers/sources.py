@@ -10,6 +10,8 @@ provider's own report where one exists, else OpenAI's. Shown by
 
 from __future__ import annotations
 
+__all__ = ["SOURCES"]
+
 _GH = "https://github.com/"
 _NANOBOT = _GH + "HKUDS/nanobot/"
 _MC = _GH + "mistralai/mistral-common/blob/main/src/mistral_common/protocol/instruct/"

@@ -12,6 +12,23 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
+__all__ = [
+    "PROVIDERS",
+    "TEMPLATE_FAMILIES",
+    "Target",
+    "check_provider",
+    "claude_accepts_prefill",
+    "claude_version",
+    "deepseek_thinking",
+    "gemini_accepts_prefill",
+    "gemini_needs_thought_signatures",
+    "gemini_version",
+    "mistral_tokenizer_model",
+    "moonshot_thinking",
+    "qwen_thinking",
+    "template_family",
+]
+
 PROVIDERS = (
     "openai", "anthropic", "gemini", "bedrock", "mistral", "deepseek", "glm", "qwen",
     "moonshot", "groq", "ollama", "vllm",

@@ -25,6 +25,19 @@ from . import checks
 from .checks import Finding
 from .rules import Rule
 
+__all__ = [
+    "CHUNKS",
+    "NEXT_ROLES",
+    "NOT_CHECKED",
+    "RULES",
+    "call_ids",
+    "function_names",
+    "non_text_parts",
+    "null_content_outside_assistant",
+    "served_id",
+    "unknown_part_types",
+]
+
 #: mistral_common 1.13's role order: the roles allowed right after each role.
 NEXT_ROLES: dict[str, frozenset[str]] = {
     "system": frozenset({"user", "assistant", "system"}),

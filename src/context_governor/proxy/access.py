@@ -29,6 +29,33 @@ from urllib.parse import unquote
 
 from ..errors import ConfigError
 
+__all__ = [
+    "CLIENT_KEY_HEADER",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "DEFAULT_MAX_IN_FLIGHT_PER_CLIENT",
+    "KEY_HEADERS",
+    "MIN_CLIENT_KEY_LENGTH",
+    "QUERY_KEY",
+    "bearer",
+    "check_client_keys",
+    "client_keys",
+    "digest",
+    "host_allowed",
+    "host_name",
+    "is_json",
+    "is_loopback",
+    "is_loopback_listen",
+    "matching_name",
+    "normalize_host",
+    "normalize_origin",
+    "open_relay_refusal",
+    "origin_refusal",
+    "parse_client_key",
+    "query_keys",
+    "shown",
+    "without_query_values",
+]
+
 #: Requests in flight per client key, and in all, in each server process (guard.py).
 DEFAULT_MAX_IN_FLIGHT_PER_CLIENT = 64
 DEFAULT_MAX_IN_FLIGHT = 256

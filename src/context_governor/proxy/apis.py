@@ -20,6 +20,29 @@ from ..formats.gemini_stream import ArrayStream
 from ..formats.request import Api
 from .sse import EventFraming, Framing, is_event_stream
 
+__all__ = [
+    "BY_API",
+    "CHAT",
+    "GEMINI",
+    "GEMINI_STREAM",
+    "KEY_HEADERS",
+    "MAX_UNGOVERNED_HEADER",
+    "MESSAGES",
+    "QUERY_KEY",
+    "RESPONSES",
+    "ROUTES",
+    "VERSIONS",
+    "ApiRoute",
+    "anthropic_error",
+    "google_error",
+    "has_query_key",
+    "header_value",
+    "openai_error",
+    "path_kind",
+    "route_for_path",
+    "with_query_key",
+]
+
 #: Longest value of the ``x-context-governor-ungoverned`` header; the rest is cut.
 MAX_UNGOVERNED_HEADER = 1024
 #: Printable ASCII but the separator (",") and the escape ("%"): kept as they are.

@@ -82,6 +82,21 @@ from .upstream import RelayedStream, Upstream, describe, relay
 from .usage import Usage, usage_of
 from .watch import StreamWatch
 
+__all__ = [
+    "HEADER_PREFIX",
+    "NotGovernedLog",
+    "app_from_env",
+    "betas_of",
+    "create_app",
+    "error_response",
+    "governed_headers",
+    "observer_for",
+    "read_body",
+    "report_headers",
+    "summary",
+    "too_large",
+]
+
 log = logging.getLogger("context_governor.proxy")
 
 HEADER_PREFIX = "x-context-governor-"

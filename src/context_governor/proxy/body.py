@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+__all__ = ["TooLarge", "declared_length", "read_limited"]
+
 
 class TooLarge(Exception):
     """The body is larger than the limit; answered with a 413."""

@@ -26,6 +26,18 @@ from .access import (
 )
 from .redact import Redactor, redact_url, url_secrets
 
+__all__ = [
+    "COMPACTIONS",
+    "CONFIG_ENV",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_OUTPUT",
+    "DEFAULT_READ_TIMEOUT",
+    "GOVERN_IN",
+    "ProxyConfig",
+]
+
 COMPACTIONS = ("cache", "seed")
 #: None: a request's model's published window (windows.py), as everywhere else; set
 #: --context-window or a per-model window for models the table does not know.

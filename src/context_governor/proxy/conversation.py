@@ -28,6 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+__all__ = ["MAX_ID", "SESSION_HEADERS", "clean", "digest", "from_body", "from_headers"]
+
 #: headers naming the client's session, most specific first
 SESSION_HEADERS = (
     "x-context-governor-conversation",

@@ -25,6 +25,8 @@ from .governing import Governed
 from .summaries import compaction_for
 from .upstream import Upstream
 
+__all__ = ["COUNT_PATH", "CountError", "calibrated", "upstream_counter"]
+
 #: Below the upstream's base URL, as the proxy's /v1/X goes to upstream/X.
 COUNT_PATH = "messages/count_tokens"
 

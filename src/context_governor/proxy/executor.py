@@ -28,6 +28,8 @@ from .config import ProxyConfig
 from .governing import Governed, govern_body, preload
 from .learning import Hints
 
+__all__ = ["Governance"]
+
 _worker_config: ProxyConfig | None = None
 
 

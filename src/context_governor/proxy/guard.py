@@ -51,6 +51,20 @@ from .access import (
 from .apis import CHAT, ROUTES, VERSIONS, ApiRoute, route_for_path
 from .config import ProxyConfig
 
+__all__ = [
+    "CLIENT",
+    "PREFLIGHT_MAX_AGE",
+    "RETRY_AFTER",
+    "ClientNameFilter",
+    "Guard",
+    "Refusal",
+    "cors_headers",
+    "error_shape",
+    "install_client_name_filter",
+    "is_governed",
+    "preflight_headers",
+]
+
 log = logging.getLogger("context_governor.proxy")
 
 #: The client key's name of the request being served, for its log lines.

@@ -39,6 +39,26 @@ from ..count_store import CountLink
 from ..tokens import in_background
 from ..windows import WindowSource, default_window
 
+__all__ = [
+    "KEY_VERSION",
+    "MAX_RATIO",
+    "MIN_OBSERVED",
+    "MIN_SAMPLE",
+    "RATIO_STEP",
+    "REFRESH_SECONDS",
+    "SMOOTHING",
+    "WRITE_STEP",
+    "Hints",
+    "Known",
+    "Learner",
+    "Window",
+    "applied_ratio",
+    "governed_window",
+    "ratio_key",
+    "request_window",
+    "window_key",
+]
+
 RATIO_STEP = 0.05
 MAX_RATIO = 2.0
 #: below 0.5 an answer is not believed (a count of something else)

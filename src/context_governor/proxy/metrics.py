@@ -25,6 +25,19 @@ from typing import Any
 from ..observe.figures import Figures
 from .usage import Usage
 
+__all__ = [
+    "CONTENT_TYPE",
+    "MAX_MODELS",
+    "MAX_RULES",
+    "MULTIPROC_ENV",
+    "OTHER",
+    "PREFIX",
+    "TIME_BUCKETS",
+    "LabelCap",
+    "Metrics",
+    "available",
+]
+
 PREFIX = "context_governor"
 MAX_MODELS = 50
 MAX_RULES = 100

@@ -36,6 +36,22 @@ from .metrics import Metrics
 from .tracing import Tracer
 from .usage import Usage
 
+__all__ = [
+    "BUST_MIN_TOKENS",
+    "BUST_SHARE",
+    "CONTENT_BYTES",
+    "MAX_CONVERSATIONS",
+    "MAX_REQUESTS",
+    "Conversation",
+    "Journal",
+    "Observation",
+    "Observer",
+    "Record",
+    "cost_units",
+    "outcome_of",
+    "provider_of",
+]
+
 BUST_MIN_TOKENS = 1024
 BUST_SHARE = 0.2
 MAX_CONVERSATIONS = 500

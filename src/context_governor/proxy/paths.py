@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from urllib.parse import quote, quote_from_bytes, unquote
 
+__all__ = ["BadPath", "forward_path", "forward_query"]
+
 #: Characters a path segment may carry unescaped (RFC 3986 pchar, minus '%').
 _SEGMENT_SAFE = "!$&'()*+,;=:@-._~"
 #: Characters a query may carry unescaped: everything printable but '#' and space;

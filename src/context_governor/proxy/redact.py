@@ -17,6 +17,19 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+__all__ = [
+    "MASK",
+    "URL_LOGGERS",
+    "QuerySecretFilter",
+    "RedactingFilter",
+    "Redactor",
+    "is_secret_param",
+    "mask_logged_query_secrets",
+    "mask_query_secrets",
+    "redact_url",
+    "url_secrets",
+]
+
 MASK = "***"
 #: Query parameter names whose values are treated as secrets (matched as substrings,
 #: case-insensitively: ``api_key``, ``X-Amz-Signature``, ``access_token``, ...).

@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["MAX_BODY", "MAX_LIMIT", "MIN_LIMIT", "Refusal", "refusal_in_text", "refusal_of"]
+
 #: Error bodies longer than this are not read for a limit (a refusal is a short JSON).
 MAX_BODY = 64 * 1024
 #: A limit outside this range is not believed (a misread number, or a body of another kind).

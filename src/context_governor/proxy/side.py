@@ -39,6 +39,29 @@ from typing import Any
 from ..formats.anthropic_count import count_body
 from .governing import Governed
 
+__all__ = [
+    "COMPACT",
+    "COUNT_RESERVE",
+    "COUNT_TOKENS",
+    "LACKS_ENDPOINT",
+    "MINTED",
+    "REFUSES_TRIGGER",
+    "SIDE_HEADER",
+    "SIDE_ROUTES",
+    "TRIGGER",
+    "Govern",
+    "SideRoute",
+    "asks_to_compact",
+    "expand_minted",
+    "govern_side",
+    "governable",
+    "has_compaction",
+    "local_answer",
+    "minted_compaction",
+    "response_events",
+    "sendable",
+]
+
 #: Statuses that mean "this server has no such endpoint" (not "your request is bad").
 LACKS_ENDPOINT = frozenset({404, 405, 501})
 SIDE_HEADER = "x-context-governor-side"

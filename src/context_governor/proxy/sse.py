@@ -21,6 +21,16 @@ import json
 from collections.abc import Callable
 from typing import Protocol
 
+__all__ = [
+    "MAX_HELD",
+    "EventFraming",
+    "EventSplitter",
+    "Framing",
+    "complete_events",
+    "error_event",
+    "is_event_stream",
+]
+
 #: The ways an SSE event can end (a blank line, in any of the three line endings).
 _EVENT_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
 #: An "event" longer than this is relayed without waiting for its end, so a stream

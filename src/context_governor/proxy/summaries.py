@@ -19,6 +19,8 @@ from ..count_store import CountLink, open_count_store
 from ..policies import CompactionPolicy
 from .config import ProxyConfig
 
+__all__ = ["compaction_for", "count_store_for"]
+
 _built: dict[str, CompactionPolicy] = {}
 _lock = threading.Lock()
 _links: dict[tuple[str, float | None], CountLink | None] = {}

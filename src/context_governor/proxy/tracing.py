@@ -23,6 +23,8 @@ import logging
 import os
 from typing import Any
 
+__all__ = ["ENDPOINT_ENVS", "OPERATIONS", "PROVIDERS", "Tracer", "otlp_provider"]
+
 log = logging.getLogger("context_governor.proxy")
 
 OPERATIONS = {"gemini": "generate_content"}

@@ -25,6 +25,8 @@ from ..observe.views import request_view
 from .metrics import CONTENT_TYPE
 from .observer import Observer
 
+__all__ = ["GONE", "NO_CONTENT", "allowed", "request_detail", "routes"]
+
 NO_CONTENT = (
     "Message content is not kept: start the proxy with --ui-content to see what the "
     "client sent and what the model received (kept in memory, bounded)."

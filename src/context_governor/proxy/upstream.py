@@ -29,6 +29,8 @@ from .redact import Redactor
 from .sse import EventFraming, Framing, error_event, is_event_stream
 from .watch import OnEnd, StreamWatch, WatchedFraming
 
+__all__ = ["POOL_SHARDS", "RelayedStream", "Upstream", "describe", "relay", "sse_framing"]
+
 log = logging.getLogger("context_governor.proxy")
 
 _HOP_BY_HOP = frozenset(

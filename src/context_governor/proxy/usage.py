@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["Usage", "events", "may_carry_usage", "output_of", "usage_of"]
+
 #: Substrings without which an event cannot carry an input count: most events of a
 #: stream are text deltas (some with ``"usage": null``), and are not parsed at all.
 _USAGE_MARKS = (b'"input_tokens"', b'"prompt_tokens"', b'"promptTokenCount"')

@@ -30,6 +30,8 @@ from typing import Any
 from .sse import Framing
 from .usage import Usage, events, may_carry_usage, output_of, usage_of
 
+__all__ = ["OnEnd", "StreamWatch", "WatchedFraming"]
+
 _RESPONSE_ENDS = frozenset(
     {"response.completed", "response.incomplete", "response.failed", "error"}
 )

@@ -28,6 +28,8 @@ from ..pipeline import GovernResult
 from ..report import Action, Report
 from ..stages import Context
 
+__all__ = ["FALLBACK_STAGE", "govern_native_step", "govern_step"]
+
 FALLBACK_STAGE = "runner"
 
 

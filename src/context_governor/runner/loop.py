@@ -26,6 +26,8 @@ from .governance import govern_native_step, govern_step
 from .tool_calls import ToolBatch, tool_message
 from .types import ModelCall, RunHooks, RunLimits, RunResult, StopReason, ToolEvent, ToolRunner
 
+__all__ = ["AgentRunner", "with_call_ids"]
+
 
 async def _call_hook(hook: Any, value: Any) -> None:
     if hook is None:

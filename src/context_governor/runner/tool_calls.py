@@ -15,6 +15,8 @@ from typing import Any
 from ..messages import Message
 from .types import RunLimits, ToolEvent, ToolRunner
 
+__all__ = ["TIMEOUT_GRACE", "ToolBatch", "call_parts", "clip", "execute", "tool_message"]
+
 #: Extra seconds granted to a registry that enforces the timeout itself, so that
 #: its own (more precise) message wins; the runner's guard only catches one that does not.
 TIMEOUT_GRACE = 0.5

@@ -10,6 +10,18 @@ from ..llm.base import TextCallback, Usage
 from ..messages import Message
 from ..report import Report
 
+__all__ = [
+    "Hook",
+    "ModelCall",
+    "RunHooks",
+    "RunLimits",
+    "RunResult",
+    "StopReason",
+    "ToolEvent",
+    "ToolResultLike",
+    "ToolRunner",
+]
+
 StopReason = Literal["completed", "length", "max_iterations", "model_error"]
 """Why a run ended.
 

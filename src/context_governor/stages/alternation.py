@@ -13,6 +13,15 @@ from collections.abc import Sequence
 from ..messages import Joinable, Message, has_tool_calls, join_fields, merge_contents
 from .base import Context
 
+__all__ = [
+    "BRIDGE_CONTENT",
+    "STAGE",
+    "SYNTHETIC_USER",
+    "enforce_alternation",
+    "enforce_alternation_seed",
+    "is_bridge",
+]
+
 STAGE = "alternation"
 SYNTHETIC_USER = "(conversation continued)"
 #: The assistant message put between tool results and a user message for providers that

@@ -10,6 +10,8 @@ from ..messages import Message, call_name, declared_calls
 from .base import Context
 from .pairing import pair_in
 
+__all__ = ["BACKFILL_CONTENT", "STAGE", "backfill_seed", "backfill_strict"]
+
 STAGE = "backfill"
 BACKFILL_CONTENT = "[Tool result unavailable — call was interrupted or lost]"
 

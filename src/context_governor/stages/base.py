@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ..providers.policy import Policy
     from ..providers.target import Target
 
+__all__ = ["Context", "Stage"]
+
 
 @dataclass(slots=True)
 class Context:

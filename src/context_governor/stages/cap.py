@@ -11,6 +11,8 @@ from typing import Any
 from ..messages import Message
 from .base import Context
 
+__all__ = ["STAGE", "cap_tool_results", "truncate", "truncation_marker"]
+
 STAGE = "cap"
 
 

@@ -54,6 +54,24 @@ from .snip import snip
 from .squeeze import overflow_note, squeeze
 from .summary import SUMMARY_SLACK, summary_note, summary_room
 
+__all__ = [
+    "STAGE",
+    "CutNote",
+    "NoteHow",
+    "Plan",
+    "Replay",
+    "clear_stage",
+    "compact",
+    "fit_stage",
+    "note_text",
+    "noted",
+    "output_replay",
+    "placeholder_for",
+    "plan_replay",
+    "replay_history",
+    "would_compact",
+]
+
 STAGE = "compact"
 
 

@@ -11,6 +11,8 @@ import re
 from ..messages import Message
 from .base import Context
 
+__all__ = ["COMPACTABLE_TOOLS", "KEEP_RECENT", "MIN_CHARS", "STAGE", "microcompact", "summary_for"]
+
 STAGE = "microcompact"
 COMPACTABLE_TOOLS = frozenset(
     {

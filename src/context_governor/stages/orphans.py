@@ -11,6 +11,8 @@ from ..messages import Message, declared_calls
 from .base import Context
 from .pairing import pair_in
 
+__all__ = ["STAGE", "drop_orphans_seed", "drop_orphans_strict"]
+
 STAGE = "orphans"
 
 

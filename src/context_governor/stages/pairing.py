@@ -18,6 +18,8 @@ from typing import Any
 
 from ..messages import Message, call_name, declared_calls
 
+__all__ = ["Pairing", "pair", "pair_in"]
+
 
 @dataclass(slots=True)
 class Pairing:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from ..messages import Message
 
+__all__ = ["SentView", "keep_from", "parallel_blocks", "sent_view", "split_message"]
+
 
 def parallel_blocks(messages: Sequence[Message]) -> dict[int, list[int]]:
     """Each assistant message that splits -> the indices of its results, in call order.

@@ -12,6 +12,16 @@ from collections.abc import Sequence
 from ..messages import Message, declared_calls
 from .base import Context
 
+__all__ = [
+    "FALLBACK_KEEP",
+    "FLATTENED_RESULT",
+    "SAFETY_BUFFER",
+    "STAGE",
+    "flattened_result",
+    "legal_start",
+    "snip",
+]
+
 STAGE = "snip"
 SAFETY_BUFFER = 1024
 FALLBACK_KEEP = 4

@@ -36,6 +36,18 @@ from ..policies import CACHE, CompactionPolicy
 from .base import Context
 from .offload import offload as _offload
 
+__all__ = [
+    "HEAD_SHARE",
+    "MIN_KEPT_CHARS",
+    "OFFLOADED_NOTE",
+    "STAGE",
+    "TRUNCATION_NOTE",
+    "overflow_note",
+    "squeeze",
+    "squeezed",
+    "truncated_text",
+]
+
 STAGE = "squeeze"
 #: A truncated result keeps at least this many characters (its head and tail) while
 #: anything else can still give way; a smaller remainder says nothing useful.

@@ -35,6 +35,18 @@ if TYPE_CHECKING:
     from ..summary.settings import Summaries
     from .compact import CutNote, Plan
 
+__all__ = [
+    "MAX_FAILED",
+    "PREVIOUS_HEAD",
+    "SHORTENED",
+    "STAGE",
+    "SUMMARY_HEAD",
+    "SUMMARY_SLACK",
+    "SUMMARY_TAIL",
+    "summary_note",
+    "summary_room",
+]
+
 STAGE = "summary"
 #: Tokens of slack between the planned room and a summary's count in the request
 #: (the frame and the summary are counted apart when planning).

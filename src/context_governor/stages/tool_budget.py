@@ -29,6 +29,17 @@ from ..messages import Message
 from ..report import Kind
 from .base import Context
 
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "EXEMPT_TOOLS",
+    "STAGE",
+    "TRUNCATED_SUFFIX",
+    "apply_tool_result_budget",
+    "empty_marker",
+    "is_empty_result",
+    "truncate_seed",
+]
+
 STAGE = "tool_budget"
 #: Nanobot's default ``max_tool_result_chars`` (its agent defaults), used when none is given.
 DEFAULT_MAX_CHARS = 16_000

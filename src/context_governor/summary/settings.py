@@ -13,6 +13,8 @@ from ..errors import ConfigError
 from ..messages import Message
 from .store import MemoryStore, SummaryStore
 
+__all__ = ["KEY_VERSION", "Summaries", "public"]
+
 #: Bumped when what a key covers or how a summary is placed changes.
 KEY_VERSION = 1
 

@@ -22,6 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..stores import SqliteFile, check_retention, expire, parse_url, redis_client
 
+__all__ = ["KEY_PREFIX", "MemoryStore", "RedisStore", "SqliteStore", "SummaryStore", "open_store"]
+
 #: Key prefix in shared stores (Redis): names what the entries are.
 KEY_PREFIX = "context-governor:summary:"
 

@@ -26,6 +26,16 @@ from ..messages import Message
 if TYPE_CHECKING:  # llm/ imports httpx: govern() must not pay for it
     from ..llm.base import ModelClient
 
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "SUMMARY_PROMPT",
+    "Summarizer",
+    "SummarizerError",
+    "call_summarizer",
+    "model_summarizer",
+    "transcript",
+]
+
 Summarizer = Callable[[list[Message]], "str | Awaitable[str]"]
 """Messages (the block being cut, led by the previous summary if any) -> summary text."""
 

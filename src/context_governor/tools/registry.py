@@ -388,7 +388,7 @@ class ToolRegistry:
             available = ", ".join(self._tools) or "none"
             return f"Error: unknown tool {name!r}. Available tools: {available}.", True
         try:
-            kwargs = bind_arguments(found, arguments)
+            kwargs = _bind_arguments(found, arguments)
         except _BadArguments as exc:
             return f"Error: {exc}", True
         return await _invoke(found, kwargs, _smallest(timeout, found.timeout, self.timeout))
@@ -429,7 +429,7 @@ class _BadArguments(Exception):
     """The model's arguments cannot be used; the message tells it what to send instead."""
 
 
-def bind_arguments(t: Tool, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+def _bind_arguments(t: Tool, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
     """Decode, validate and coerce the model's arguments into keyword arguments for ``t``.
 
     Every problem is collected, so the model can fix them all in one retry.
@@ -497,7 +497,7 @@ async def _invoke(t: Tool, kwargs: dict[str, Any], timeout: float | None) -> tup
         return f"Error: {exc}", True
     except Exception as exc:
         return f"Error: {t.name} failed: {type(exc).__name__}: {exc}", True
-    return render_result(t.name, result)
+    return _render_result(t.name, result)
 
 
 def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
@@ -533,7 +533,7 @@ def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio
     return future
 
 
-def render_result(name: str, result: Any) -> tuple[str, bool]:
+def _render_result(name: str, result: Any) -> tuple[str, bool]:
     """A tool's return value as (content, is_error): str as is, anything else as JSON."""
     if isinstance(result, ToolOutcome):
         return result.content, result.is_error

@@ -23,7 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-__all__ = ["Invalid", "Shape", "UnsupportedType", "parse_docstring", "shape_of"]
+__all__ = [
+    "Invalid",
+    "Shape",
+    "UnsupportedType",
+    "json_type",
+    "parse_docstring",
+    "shape_of",
+]
 
 #: ``(value, lenient) -> converted value``; raises :class:`Invalid`.
 Converter = Callable[[Any, bool], Any]

@@ -89,15 +89,15 @@ class _Capture:
         return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}"
 
 
-def format_result(exit_code: int, out: _Capture, err: _Capture) -> str:
+def _format_result(exit_code: int, out: _Capture, err: _Capture) -> str:
     """Exit status first (it survives any later truncation of the middle), then the streams."""
     status = f"exit code: {exit_code}"
     if exit_code < 0:
         status += f" (killed by signal {-exit_code})"
-    return f"{status}\n{format_streams(out, err)}"
+    return f"{status}\n{_format_streams(out, err)}"
 
 
-def format_streams(out: _Capture, err: _Capture) -> str:
+def _format_streams(out: _Capture, err: _Capture) -> str:
     """``stdout:``/``stderr:`` sections for the streams that printed anything."""
     parts = [
         f"{label}:\n{capture.text().rstrip(chr(10))}"
@@ -112,7 +112,7 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def marked_pids(marker: bytes, proc: str = _PROC) -> list[int]:
+def _marked_pids(marker: bytes, proc: str = _PROC) -> list[int]:
     """Processes whose environment holds the ``NAME=value`` entry ``marker``.
 
     Only our own processes are readable; zombies show an empty environment (they
@@ -136,11 +136,11 @@ def marked_pids(marker: bytes, proc: str = _PROC) -> list[int]:
     return found
 
 
-def kill_marked(marker: bytes) -> int:
+def _kill_marked(marker: bytes) -> int:
     """SIGKILL every process carrying ``marker``, until none is left; how many were killed."""
     killed = 0
     for _ in range(_KILL_ROUNDS):
-        pids = marked_pids(marker)
+        pids = _marked_pids(marker)
         if not pids:
             break
         for pid in pids:
@@ -182,12 +182,12 @@ async def run_command(command: str, *, cwd: Path, timeout: float, keep_bytes: in
     finally:
         if not finished:  # timed out, cancelled, or failed: leave nothing running
             _kill_group(proc.pid)
-            kill_marked(f"{marker}=1".encode())
+            _kill_marked(f"{marker}=1".encode())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), _REAP_SECONDS)
     if finished and proc.returncode is not None:
-        return format_result(proc.returncode, out, err)
+        return _format_result(proc.returncode, out, err)
     raise ToolError(
         f"command timed out after {timeout:g}s; it and every process it started were killed.\n"
-        + format_streams(out, err)
+        + _format_streams(out, err)
     )
