@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from context_governor.tokens import claude_estimate, load_encoding
+from context_governor.counting import claude_estimate, load_encoding
 
 from .section import section_main
 from .sessions import coding_session

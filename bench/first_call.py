@@ -47,14 +47,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from context_governor import count_pool
-from context_governor.count_store import count_link, flush
-from context_governor.tokens import (
+from context_governor.counting import (
     ExactCounter,
     counting_encoding,
     encoding_for_model,
     seed_message_payload,
 )
+from context_governor.counting import pool as count_pool
+from context_governor.counting.store import count_link, flush
 
 from .fmt import ms, ratio
 from .sessions import Message, Replay, long_history

@@ -24,6 +24,7 @@ from transcripts import random_case
 
 from context_governor import Governor, govern
 from context_governor import governor as governor_module
+from context_governor.counting import KnownCounts
 from context_governor.governor import _ANCHOR
 from context_governor.inputs import repair_messages
 from context_governor.pipeline import Settings, context, resolve_settings, run
@@ -31,7 +32,6 @@ from context_governor.policies import CompactionPolicy
 from context_governor.probe import leaves_alone, plain_facts, plain_window, stages_leave_alone
 from context_governor.providers import PROVIDERS
 from context_governor.providers.rules import find_violations
-from context_governor.tokens import KnownCounts
 
 Message = dict[str, Any]
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from levels import examples
 from test_probe import VARIANTS, _windows
 
+from context_governor.counting import ExactCounter, KnownCounts, message_bound
 from context_governor.pipeline import resolve_settings
 from context_governor.probe import (
     IMPLIED_BY_PLAIN,
@@ -38,7 +39,6 @@ from context_governor.probe import (
 )
 from context_governor.providers import PROVIDERS, checks
 from context_governor.providers.rules import find_violations
-from context_governor.tokens import ExactCounter, KnownCounts, message_bound
 
 Message = dict[str, Any]
 

@@ -30,7 +30,7 @@ from fake_limits import FakeLimits
 from test_proxy import Served
 
 from context_governor import govern
-from context_governor.count_store import MemoryCountStore, flush
+from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
 from context_governor.proxy import ProxyConfig, create_app
 from context_governor.proxy.learning import (
@@ -234,7 +234,7 @@ def test_usage_converges_and_a_learned_window_wins_only_when_smaller() -> None:
 
 
 def test_what_one_learner_stored_another_reads() -> None:
-    from context_governor.count_store import CountLink
+    from context_governor.counting.store import CountLink
 
     link = CountLink(MemoryCountStore())
     first, second = Learner(link), Learner(link, refresh=0.0)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from context_governor import tokens
+from context_governor import counting as tokens
 from context_governor.stages import (
     Context,
     backfill_seed,

@@ -24,8 +24,9 @@ from typing import Any, BinaryIO
 import click
 from click.core import ParameterSource
 
-from . import __version__, count_pool
+from . import __version__
 from .cli_io import Body, dumps, read_bodies
+from .counting import pool as count_pool
 from .errors import ContextGovernorError
 from .pipeline import GovernResult, govern
 from .profiles import PROFILES

@@ -31,7 +31,7 @@ counts (``Replay.quiet``); the output's replay is made on the first step that ne
 
 An appending step does not tokenize its new messages on the critical path when the
 counter is an exact byte-level BPE one: it decides from their UTF-8 size, an upper
-bound on their tokens (tokens.message_bound), whenever that bound keeps the step
+bound on their tokens (counting.message_bound), whenever that bound keeps the step
 under the cache policy's trigger (every count-dependent decision of the pipeline
 acts only above a threshold, so a decision that holds for the bound holds for the
 exact count). The exact counts are computed by a worker thread while the caller
@@ -58,7 +58,7 @@ Governor then forgets its state and counts first calls exactly from then on. A f
 call the bounds cannot decide counts exactly, on the critical path (e.g. a resumed long
 session near or over the trigger).
 
-With a count store (``count_store=``, count_store.py), a first call or a full run first
+With a count store (``count_store=``, counting/store.py), a first call or a full run first
 reads the counts its counter's memo lacks from the store, in one batch (a resumed session
 then tokenizes only what is new), and the counts it had to make are written back off the
 critical path: by the worker thread, or by the first call's own thread; each appending
@@ -74,9 +74,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .count_pool import precount as _precount
-from .count_store import NOTE as _STORE_NOTE
-from .count_store import CountLink, CountStore, Loaded, count_link
+from .counting import (
+    ExactCounter,
+    count_in_background,
+    message_bound,
+    tools_bound,
+)
+from .counting import KnownCounts as _KnownCounts
+from .counting.pool import precount as _precount
+from .counting.store import NOTE as _STORE_NOTE
+from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools
 from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob, _Relabelled
@@ -89,13 +96,6 @@ from .report import Report
 from .roles import Developers, first_edge
 from .stages.base import Context
 from .stages.compact import Replay, output_replay
-from .tokens import (
-    ExactCounter,
-    count_in_background,
-    message_bound,
-    tools_bound,
-)
-from .tokens import KnownCounts as _KnownCounts
 
 __all__ = ["Governor"]
 
@@ -186,7 +186,7 @@ class Governor:
     the messages might edit them.
 
     ``count_store`` (a URL such as ``sqlite:///counts.db`` or ``redis://host:6379/0``, or
-    a store object; see count_store.py) keeps exact token counts between processes: a
+    a store object; see counting/store.py) keeps exact token counts between processes: a
     Governor resuming a long session in a new process reads its history's counts instead
     of tokenizing it again. It never changes an answer; a failing store is reported in
     the report's notes and counted around.
@@ -231,7 +231,7 @@ class Governor:
         check_tools(tools)
         private_tools = None if tools is None else _freeze(tools)
         self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
-        #: where exact counts persist between processes (count_store.py), or None
+        #: where exact counts persist between processes (counting/store.py), or None
         self._store = self.settings.count_store
         #: the tools' count, made on first need when counting them would build the
         #: encoding; now otherwise (a count_tokens hook that fails on them fails here)
@@ -690,7 +690,7 @@ class Governor:
         return out is not None and out.quiet(new, tokens)
 
     def _byte_bounds(self) -> bool:
-        """Whether the counter is one tokens.message_bound bounds (ExactCounter.byte_bounded:
+        """Whether the counter is one counting.message_bound bounds (ExactCounter.byte_bounded:
         known without building the encoding, so a step never builds it to ask)."""
         counter = self.settings.counter
         return isinstance(counter, ExactCounter) and counter.byte_bounded

@@ -5,7 +5,7 @@ counting to another thread, which runs while the caller makes its model call (se
 governor.py's module docstring):
 
 * ``_CountedLater``: an appending step decided on byte bounds; its report is made from
-  the new messages' exact counts (tokens.count_in_background) when first read.
+  the new messages' exact counts (counting.count_in_background) when first read.
 * ``_ExactLater``: a first call decided on byte bounds; its report is the exact run's
   (the pipeline on exact counts, which builds the encoding), made by a thread of its own
   (``_FirstJob``), and checked against the messages already returned.
@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .counting import BackgroundCounts, TokenCounter, message_bound, tools_bound
 from .messages import Message
 from .pipeline import GovernResult
 from .report import Action, Report
 from .roles import with_entries
 from .stages.compact import Replay
-from .tokens import BackgroundCounts, TokenCounter, message_bound, tools_bound
 
 __all__ = ["first_call_cpu_ns"]
 
@@ -114,7 +114,7 @@ class _Relabelled(_LateResult):
 
 
 class _Bounds:
-    """A counter that answers with upper bounds (tokens.message_bound, tools_bound) and
+    """A counter that answers with upper bounds (counting.message_bound, tools_bound) and
     never builds the encoding: what a first call decides on. Its name stands in for the
     real counter's (the report of a run on bounds is never shown)."""
 
@@ -183,7 +183,7 @@ def first_call_cpu_ns() -> int:
 
 class _FirstJob:
     """The exact run of a first call decided on bounds, made by a thread of its own or by
-    the first reader if that thread has not started on it (as tokens.BackgroundCounts)."""
+    the first reader if that thread has not started on it (as counting.BackgroundCounts)."""
 
     def __init__(self, work: Callable[[], _Exact]) -> None:
         self._work: Callable[[], _Exact] | None = work

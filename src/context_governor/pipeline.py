@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .count_pool import precount
-from .count_store import CountLink, CountStore, Loaded, count_link
+from .counting import ExactCounter, KnownCounts, TokenCounter, custom_counter
+from .counting.pool import precount
+from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
 from .inputs import check_messages, check_tools, unserializable_path
 from .legacy import first_legacy, refusal
@@ -21,7 +22,6 @@ from .roles import Developers, first_edge, with_entries
 from .stages import Context, Stage
 from .stages.compact import Replay, would_compact
 from .stages.snip import SAFETY_BUFFER
-from .tokens import ExactCounter, KnownCounts, TokenCounter, custom_counter
 from .windows import WindowSource, resolve_window
 
 __all__ = [
@@ -223,11 +223,11 @@ def govern(
     The nanobot profile always uses the seed's.
 
     ``count_tokens`` is a provider's own counter (``text -> tokens``) to use instead
-    of the offline tiktoken encodings (see tokens.custom_counter).
+    of the offline tiktoken encodings (see counting.custom_counter).
 
     ``count_store`` keeps exact token counts between processes (a URL such as
     ``sqlite:///counts.db`` or ``redis://host:6379/0``, or a store object; see
-    count_store.py): counts it has are not made again, counts it lacks are written
+    counting/store.py): counts it has are not made again, counts it lacks are written
     back off the call's path. It never changes a count; a failing store is reported
     in the notes and counting goes on without it.
 
@@ -308,7 +308,7 @@ class Settings:
     counter: TokenCounter
     #: "given", "model" (the model's known window) or "none"
     window_source: WindowSource = "given"
-    #: where exact counts persist between processes (count_store.py), or None
+    #: where exact counts persist between processes (counting/store.py), or None
     count_store: CountLink | None = None
 
 
@@ -393,7 +393,7 @@ def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter
     An exact counter is wrapped to count each message object once per call (the stages
     ask many times), seeded with the counts the store has for ``messages`` (then only
     what is new is tokenized) and, on a big history, with counts made over worker
-    processes (count_pool.py). Other counters are the settings' own. The wire-format
+    processes (counting/pool.py). Other counters are the settings' own. The wire-format
     edges wrap the result with what they carry (formats/request.py)."""
     counter = s.counter
     if not isinstance(counter, ExactCounter):

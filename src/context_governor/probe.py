@@ -48,6 +48,7 @@ from dataclasses import dataclass, fields
 from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
+from .counting import PER_MESSAGE_OVERHEAD, TokenCounter
 from .inputs import _has_surrogate, repair_messages
 from .messages import Message
 from .pipeline import Settings, context
@@ -63,7 +64,6 @@ from .stages import (
     drop_orphans_strict,
     enforce_alternation,
 )
-from .tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
 __all__ = [
     "IMPLIED_BY_PLAIN",
@@ -457,7 +457,7 @@ def plain_facts(
 ) -> tuple[list[int], list[str]] | None:
     """``plain_window``'s pass, which on a yes also gives, for ``messages[start:]``, an
     upper bound on each message's tokens under an exact byte-level counter (the same as
-    ``tokens.message_bound``: the UTF-8 bytes of the counted text plus the per-message
+    ``counting.message_bound``: the UTF-8 bytes of the counted text plus the per-message
     overhead) and the ids of their tool calls; None when the window is not plain. One
     walk over a Governor's new messages instead of one per question. With ``resume``,
     ``messages[:start]`` are taken to be the start of a plain window at which the walk

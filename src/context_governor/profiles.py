@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
+from .counting import TokenCounter, exact_counter, seed_counter
 from .errors import ConfigError
 from .inputs import repair_messages
 from .providers import CATALOG, PROVIDERS, fixes
@@ -28,7 +29,6 @@ from .stages import (
     snip,
 )
 from .stages.tool_budget import apply_tool_result_budget
-from .tokens import TokenCounter, exact_counter, seed_counter
 
 __all__ = ["NANOBOT", "OPENAI", "PROFILES", "Profile", "get_profile"]
 

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any, Literal
 
-from ..count_store import CountLink, CountStore, count_link
+from ..counting import TokenCounter, claude_counter
+from ..counting.store import CountLink, CountStore, count_link
 from ..errors import ConfigError, InputError
 from ..inputs import check_messages
 from ..legacy import rules_view, tools_of
@@ -27,7 +28,6 @@ from ..providers import resolve
 from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
-from ..tokens import TokenCounter, claude_counter
 from ..windows import default_window, known_window, window_table
 from . import anthropic as an
 from . import anthropic_cache as cache

@@ -127,7 +127,7 @@ class ProxyConfig:
     summary_timeout: float = 60.0
     #: seconds a stored summary is kept (None: as long as the store keeps it)
     summary_retention: float | None = None
-    #: where exact token counts persist between processes and replicas (count_store.py):
+    #: where exact token counts persist between processes and replicas (counting/store.py):
     #: sqlite:///file.db, redis://host:port/db or memory://; None: each process's memo only
     count_store: str | None = None
     #: seconds a stored count is kept (None: as long as the store keeps it)

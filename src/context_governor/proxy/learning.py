@@ -35,8 +35,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..count_store import CountLink
-from ..tokens import in_background
+from ..counting import in_background
+from ..counting.store import CountLink
 from ..windows import WindowSource, default_window
 
 __all__ = [

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..counting import TokenCounter
 from ..messages import Message
 from ..report import Action, Kind
-from ..tokens import TokenCounter
 
 if TYPE_CHECKING:
     from ..policies import CompactionPolicy
