@@ -30,7 +30,7 @@ from context_governor.providers import Violation
 from context_governor.proxy import ProxyConfig, create_app
 from context_governor.render import position
 from context_governor.report import Action, Report
-from context_governor.windows import KNOWN_WINDOWS, resolve_window
+from context_governor.targets.windows import KNOWN_WINDOWS, resolve_window
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "coding-session.json"

@@ -27,12 +27,12 @@ from test_proxy import Served
 
 from context_governor.cli import main
 from context_governor.observe.views import side_by_side
-from context_governor.prices import cache_price
 from context_governor.proxy import ProxyConfig, create_app
 from context_governor.proxy.conversation import from_body, from_headers
 from context_governor.proxy.metrics import OTHER, LabelCap
 from context_governor.proxy.observer import Journal, Record
 from context_governor.proxy.usage import Usage, usage_of
+from context_governor.targets.prices import cache_price
 
 APIS = ["openai", "anthropic", "responses", "gemini"]
 

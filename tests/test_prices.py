@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.errors import ConfigError
 from context_governor.policies import DEFAULT_TRIGGER_TOKENS, price_scale
-from context_governor.prices import (
+from context_governor.providers import validate
+from context_governor.targets.prices import (
     ANTHROPIC,
     ANTHROPIC_1H,
     DEEPSEEK,
@@ -29,7 +30,6 @@ from context_governor.prices import (
     CachePrice,
     cache_price,
 )
-from context_governor.providers import validate
 
 Message = dict[str, Any]
 

@@ -45,7 +45,12 @@ from context_governor.proxy.learning import (
 from context_governor.proxy.refusals import refusal_of
 from context_governor.proxy.usage import Usage, usage_of
 from context_governor.proxy.watch import StreamWatch
-from context_governor.windows import default_window, family_window, known_window, resolve_window
+from context_governor.targets.windows import (
+    default_window,
+    family_window,
+    known_window,
+    resolve_window,
+)
 
 DATA = json.loads((Path(__file__).parent / "data" / "refusals.json").read_text())
 LIMIT = 20_000

@@ -16,7 +16,7 @@ from .profiles import PROFILES, Profile
 from .providers import Violation, validate
 from .render import render_report
 from .report import Action, Report
-from .windows import known_window
+from .targets.windows import known_window
 
 if _TYPE_CHECKING:
     from .llm import OpenAICompatClient, ScriptedModel

@@ -22,7 +22,7 @@ from .roles import Developers, first_edge, with_entries
 from .stages import Context, Stage
 from .stages.compact import Replay, would_compact
 from .stages.snip import SAFETY_BUFFER
-from .windows import WindowSource, resolve_window
+from .targets.windows import WindowSource, resolve_window
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ConfigError, brief
-from .prices import CachePrice, cache_price
+from .targets.prices import CachePrice, cache_price
 
 if TYPE_CHECKING:
     from .summary import Summaries
@@ -237,7 +237,7 @@ class CompactionPolicy:
             raise ConfigError(f"verbatim_floor must be True or False, got {self.verbatim_floor!r}")
         if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
             raise ConfigError(
-                "cache_price must be a context_governor.prices.CachePrice or None, "
+                "cache_price must be a context_governor.targets.prices.CachePrice or None, "
                 f"got {brief(self.cache_price)}"
             )
         if not isinstance(self.exclude_tools, frozenset):

@@ -54,7 +54,6 @@ from .messages import Message
 from .pipeline import Settings, context
 from .providers import checks, fixes
 from .providers.fixes import _ID_RULES, _NAME_OK
-from .providers.policy import Policy
 from .providers.rules import Check
 from .stages import (
     Context,
@@ -64,6 +63,7 @@ from .stages import (
     drop_orphans_strict,
     enforce_alternation,
 )
+from .targets.policy import Policy
 
 __all__ = [
     "IMPLIED_BY_PLAIN",

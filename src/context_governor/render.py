@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .report import Action, Report
-from .windows import window_phrase
+from .targets.windows import window_phrase
 
 __all__ = [
     "COMPACTION_LEGEND",

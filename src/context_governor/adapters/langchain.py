@@ -54,7 +54,7 @@ from ..messages import Message
 from ..pipeline import GovernResult
 from ..profiles import PROFILES
 from ..report import Report
-from ..windows import default_window
+from ..targets.windows import default_window
 
 if TYPE_CHECKING:
     from ._langchain_agent import GovernorMiddleware

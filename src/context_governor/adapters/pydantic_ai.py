@@ -44,7 +44,7 @@ from ..messages import Message
 from ..profiles import Profile
 from ..providers import validate
 from ..report import Report
-from ..windows import default_window
+from ..targets.windows import default_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
 from ._report_log import log_report

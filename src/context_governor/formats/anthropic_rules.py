@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from ..messages import Message
 from ..providers.rules import Rule, Violation, find_violations
-from ..providers.target import Target
 from ..stages.base import Context
+from ..targets.target import Target
 from .anthropic import THINKING_TYPES
 
 ThinkingMode = Literal["off", "enabled", "adaptive"]

@@ -25,10 +25,10 @@ from ..pipeline import call_counter, resolve_settings, run, run_checked, store_c
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile
 from ..providers import resolve
-from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
-from ..windows import default_window, known_window, window_table
+from ..targets.policy import Policy
+from ..targets.windows import default_window, known_window, window_table
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules

@@ -19,7 +19,7 @@ from ..stages.cap import truncate
 from ..stages.pairing import pair_in
 from ..stages.single_call import parallel_blocks, split_message
 from ..stages.snip import FLATTENED_RESULT
-from .policy import IdStyle, Policy
+from ..targets.policy import IdStyle, Policy
 
 __all__ = [
     "EMPTY_PLACEHOLDER",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..observe.figures import Figures, figures, new_compaction
-from ..prices import cache_price
+from ..targets.prices import cache_price
 from .conversation import from_headers
 from .governing import Governed
 from .metrics import Metrics

@@ -12,8 +12,8 @@ from ..report import Action, Kind
 
 if TYPE_CHECKING:
     from ..policies import CompactionPolicy
-    from ..providers.policy import Policy
-    from ..providers.target import Target
+    from ..targets.policy import Policy
+    from ..targets.target import Target
 
 __all__ = ["Context", "Stage"]
 
