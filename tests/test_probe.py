@@ -26,12 +26,12 @@ from context_governor import Governor, govern
 from context_governor import governor as governor_module
 from context_governor.counting import KnownCounts
 from context_governor.governor import _ANCHOR
-from context_governor.inputs import repair_messages
 from context_governor.pipeline import Settings, context, resolve_settings, run
 from context_governor.policies import CompactionPolicy
 from context_governor.probe import leaves_alone, plain_facts, plain_window, stages_leave_alone
 from context_governor.providers import PROVIDERS
 from context_governor.providers.rules import find_violations
+from context_governor.stages.repair import repair_messages
 
 Message = dict[str, Any]
 

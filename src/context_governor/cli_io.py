@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from .errors import InputError
-from .inputs import MAX_DEPTH
+from .messages.inputs import MAX_DEPTH
 
 __all__ = ["Body", "dumps", "read_bodies"]
 

@@ -85,15 +85,15 @@ from .counting.pool import precount as _precount
 from .counting.store import NOTE as _STORE_NOTE
 from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
-from .inputs import check_messages, check_tools
 from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob, _Relabelled
 from .messages import Message
+from .messages.inputs import check_messages, check_tools
+from .messages.roles import Developers, first_edge
 from .pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
 from .policies import CompactionPolicy
 from .probe import Resume, leaves_alone, plain_facts
 from .profiles import Profile
 from .report import Report
-from .roles import Developers, first_edge
 from .stages.base import Context
 from .stages.compact import Replay, output_replay
 

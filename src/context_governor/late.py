@@ -23,9 +23,9 @@ from typing import Any
 
 from .counting import BackgroundCounts, TokenCounter, message_bound, tools_bound
 from .messages import Message
+from .messages.roles import with_entries
 from .pipeline import GovernResult
 from .report import Action, Report
-from .roles import with_entries
 from .stages.compact import Replay
 
 __all__ = ["first_call_cpu_ns"]

@@ -10,15 +10,15 @@ from .counting import ExactCounter, KnownCounts, TokenCounter, custom_counter
 from .counting.pool import precount
 from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
-from .inputs import check_messages, check_tools, unserializable_path
-from .legacy import first_legacy, refusal
 from .messages import Message
+from .messages.inputs import check_messages, check_tools, unserializable_path
+from .messages.legacy import first_legacy, refusal
+from .messages.roles import Developers, first_edge, with_entries
 from .policies import CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
 from .report import Action, Report
-from .roles import Developers, first_edge, with_entries
 from .stages import Context, Stage
 from .stages.compact import Replay, would_compact
 from .stages.snip import SAFETY_BUFFER

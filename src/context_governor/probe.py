@@ -49,8 +49,8 @@ from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
 from .counting import PER_MESSAGE_OVERHEAD, TokenCounter
-from .inputs import _has_surrogate, repair_messages
 from .messages import Message
+from .messages.inputs import has_surrogate
 from .pipeline import Settings, context
 from .providers import checks, fixes
 from .providers.fixes import _ID_RULES, _NAME_OK
@@ -63,6 +63,7 @@ from .stages import (
     drop_orphans_strict,
     enforce_alternation,
 )
+from .stages.repair import repair_messages
 from .targets.policy import Policy
 
 __all__ = [
@@ -400,7 +401,7 @@ def stages_leave_alone(messages: list[Message], s: Settings, ctx: Context, clean
 
 def _text(value: Any) -> TypeGuard[str]:
     """A string the input repair leaves alone (no lone surrogate; ASCII is known in O(1))."""
-    return isinstance(value, str) and (value.isascii() or not _has_surrogate(value))
+    return isinstance(value, str) and (value.isascii() or not has_surrogate(value))
 
 
 def _size(text: str) -> int:

@@ -13,7 +13,6 @@ from functools import lru_cache, partial
 
 from .counting import TokenCounter, exact_counter, seed_counter
 from .errors import ConfigError
-from .inputs import repair_messages
 from .providers import CATALOG, PROVIDERS, fixes
 from .stages import (
     Stage,
@@ -28,6 +27,7 @@ from .stages import (
     microcompact,
     snip,
 )
+from .stages.repair import repair_messages
 from .stages.tool_budget import apply_tool_result_budget
 
 __all__ = ["NANOBOT", "OPENAI", "PROFILES", "Profile", "get_profile"]

@@ -18,9 +18,9 @@ from typing import Any, Literal
 from ..counting import TokenCounter, claude_counter
 from ..counting.store import CountLink, CountStore, count_link
 from ..errors import ConfigError, InputError
-from ..inputs import check_messages
-from ..legacy import rules_view, tools_of
 from ..messages import Message
+from ..messages.inputs import check_messages
+from ..messages.legacy import rules_view, tools_of
 from ..pipeline import call_counter, resolve_settings, run, run_checked, store_counts
 from ..policies import CompactionPolicy
 from ..profiles import Profile, get_profile

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..inputs import check_messages, check_tools
-from ..legacy import rules_view
 from ..messages import Message
+from ..messages.inputs import check_messages, check_tools
+from ..messages.legacy import rules_view
 from ..targets.policy import Policy
 from ..targets.target import PROVIDERS, Target, check_provider
 from . import (

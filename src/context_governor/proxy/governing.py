@@ -21,7 +21,7 @@ from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request
 from ..formats import reserve as reserves
 from ..formats.anthropic_count import scaled_estimate
-from ..legacy import tools_of
+from ..messages.legacy import tools_of
 from ..pipeline import govern
 from ..report import Report
 from .apis import BY_API, CHAT, ApiRoute
