@@ -28,8 +28,7 @@ from context_governor.lint_render import index_note
 from context_governor.policies import get_policy
 from context_governor.providers import Violation
 from context_governor.proxy import ProxyConfig, create_app
-from context_governor.render import position
-from context_governor.report import Action, Report
+from context_governor.report import Action, Report, position
 from context_governor.targets.windows import KNOWN_WINDOWS, resolve_window
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,7 @@ from .pipeline import GovernResult, govern
 from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
-from .render import render_report
-from .report import Action, Report
+from .report import Action, Report, render_report
 from .targets.windows import known_window
 
 if _TYPE_CHECKING:

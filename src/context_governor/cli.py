@@ -31,7 +31,7 @@ from .errors import ContextGovernorError
 from .pipeline import GovernResult, govern
 from .profiles import PROFILES
 from .providers import CATALOG
-from .render import render_report
+from .report import render_report
 
 __all__ = [
     "EXIT_BAD_INPUT",

@@ -12,8 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .render import INDEX_LEGEND, positions
-from .report import Report
+from .report import INDEX_LEGEND, Report, positions
 from .runner.types import ModelCall, RunHooks, ToolEvent
 
 __all__ = [
