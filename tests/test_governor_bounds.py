@@ -31,7 +31,6 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import Governor, govern
-from context_governor import governor as governor_module
 from context_governor.counting import (
     BackgroundCounts,
     ExactCounter,
@@ -39,6 +38,7 @@ from context_governor.counting import (
     exact_counter,
     message_bound,
 )
+from context_governor.governor import governor as governor_module
 from context_governor.pipeline import GovernResult
 from context_governor.policies import CACHE
 

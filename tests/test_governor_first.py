@@ -33,8 +33,9 @@ from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern, profiles
 from context_governor import counting as tokens
-from context_governor import governor as governor_module
 from context_governor.counting import encodings, exact_counter, message_bound
+from context_governor.governor import governor as governor_module
+from context_governor.governor import late
 from context_governor.pipeline import GovernResult
 
 Message = dict[str, Any]
@@ -96,7 +97,7 @@ def _same(a: GovernResult, b: GovernResult) -> None:
 
 
 def _on_bounds(result: GovernResult) -> bool:
-    return isinstance(result, governor_module._ExactLater)
+    return isinstance(result, late.ExactLater)
 
 
 @settings(

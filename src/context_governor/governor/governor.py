@@ -74,28 +74,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .counting import (
+from ..counting import (
     ExactCounter,
     count_in_background,
     message_bound,
     tools_bound,
 )
-from .counting import KnownCounts as _KnownCounts
-from .counting.pool import precount as _precount
-from .counting.store import NOTE as _STORE_NOTE
-from .counting.store import CountLink, CountStore, Loaded, count_link
-from .errors import ConfigError, InputError, brief
-from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob, _Relabelled
-from .messages import Message
-from .messages.inputs import check_messages, check_tools
-from .messages.roles import Developers, first_edge
-from .pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
-from .policies import CompactionPolicy
+from ..counting import KnownCounts as _KnownCounts
+from ..counting.pool import precount as _precount
+from ..counting.store import NOTE as _STORE_NOTE
+from ..counting.store import CountLink, CountStore, Loaded, count_link
+from ..errors import ConfigError, InputError, brief
+from ..messages import Message
+from ..messages.inputs import check_messages, check_tools
+from ..messages.roles import Developers, first_edge
+from ..pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
+from ..policies import CompactionPolicy
+from ..profiles import Profile
+from ..report import Report
+from ..stages.base import Context
+from ..stages.compact import Replay, output_replay
+from .late import MISMATCH, Bounds, CountedLater, Exact, ExactLater, FirstJob, Relabelled
 from .probe import Resume, leaves_alone, plain_facts
-from .profiles import Profile
-from .report import Report
-from .stages.base import Context
-from .stages.compact import Replay, output_replay
 
 __all__ = ["Governor"]
 
@@ -124,7 +124,7 @@ class _Pending:
     """A step accepted on bounds whose exact counts are still being computed."""
 
     history: list[Message]  # that step's history (the replay continues over it)
-    result: _CountedLater
+    result: CountedLater
     sent: list[Message]  # that step's output (the output's replay continues over it)
 
 
@@ -149,7 +149,7 @@ class _State:
     #: then the end of a plain window, and the next walk starts after it
     resume: Resume | None = None
     #: the first call, if it was decided on bounds: tokens, replay and turn are not set yet
-    first: _ExactLater | None = None
+    first: ExactLater | None = None
     #: the cache policy's replay of ``sent`` (what pipeline._fit replays to tell whether
     #: governing the output again would compact it): a step over the trigger that the
     #: verbatim floor holds needs it. Kept from the last full run when that run made one,
@@ -348,7 +348,7 @@ class Governor:
         assert developers is not None
         if type(messages) is not list:
             check_messages(messages)  # raises: the error names the caller's input
-        return with_developers(messages, self.settings, self._govern, developers, _Relabelled)
+        return with_developers(messages, self.settings, self._govern, developers, Relabelled)
 
     def _incremental(self) -> bool:
         """Only additive counters (the exact one) and the cache policy are incremental;
@@ -469,7 +469,7 @@ class Governor:
             return None
         known = {id(m): (m, b) for m, b in zip(messages, bounds, strict=True)}
         try:
-            result, ctx = run(messages, settings, _Bounds(counter, known, (settings.tools, tools)))
+            result, ctx = run(messages, settings, Bounds(counter, known, (settings.tools, tools)))
         except Exception:
             return None  # the exact run raises the right error
         if not _undecided(result.report, ctx.scratch.get("replay"), limit):
@@ -493,7 +493,7 @@ class Governor:
 
         store = self._store
 
-        def work() -> _Exact:
+        def work() -> Exact:
             loaded = None if store is None else store.read(settings.counter, frozen, settings.tools)
             known = {} if loaded is None else loaded.known
             _precount(settings.counter, frozen, known)
@@ -502,15 +502,15 @@ class Governor:
             if loaded is not None:
                 self._stored(loaded, counter, result, later=False)  # this thread is off the path
             found = ctx.scratch.get("replay")
-            return _Exact(
+            return Exact(
                 result=result,
                 tokens=[counter.message_tokens(m) for m in frozen],
                 replay=found if isinstance(found, Replay) else None,
                 same=result.messages == expected,
             )
 
-        job = _FirstJob(work)
-        result = _ExactLater(bounded.messages, job)
+        job = FirstJob(work)
+        result = ExactLater(bounded.messages, job)
         self._state = _State(
             history=history,
             frozen=frozen,
@@ -592,7 +592,7 @@ class Governor:
         if state.out_replay is not None and not state.out_replay.extend(pending.sent, counts):
             state.out_replay = None  # cannot happen either (the output was under the trigger)
 
-    def _settle_first(self, state: _State, first: _ExactLater) -> None:
+    def _settle_first(self, state: _State, first: ExactLater) -> None:
         """Fill in the state a first call decided on bounds left (waiting for its exact
         run if it must). On a mismatch (see the module docstring) the state is dropped."""
         state.first = None
@@ -600,7 +600,7 @@ class Governor:
         try:
             exact = first.exact()
             if not exact.same:
-                error = RuntimeError(_MISMATCH)
+                error = RuntimeError(MISMATCH)
         except Exception as exc:  # the exact run failed where the run on bounds did not
             error = exc
         if error is not None:
@@ -826,7 +826,7 @@ class Governor:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
             # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
-            result = _CountedLater(sent, counts, finish)
+            result = CountedLater(sent, counts, finish)
             state.pending = _Pending(history, result, state.sent)
             if self._store is not None:
                 self._store.write_counts_later(self.settings.counter, frozen, counts.result)
