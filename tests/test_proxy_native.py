@@ -576,8 +576,8 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
     openai's; a --profile given (even the old default, openai) applies to every route."""
     from click.testing import CliRunner
 
-    from context_governor import cli_proxy
     from context_governor.cli import main
+    from context_governor.cli import proxy as cli_proxy
 
     seen: list[Any] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))

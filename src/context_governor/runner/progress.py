@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .report import INDEX_LEGEND, Report, positions
-from .runner.types import ModelCall, RunHooks, ToolEvent
+from ..report import INDEX_LEGEND, Report, positions
+from .types import ModelCall, RunHooks, ToolEvent
 
 __all__ = [
     "ARGS_CHARS",
