@@ -31,8 +31,8 @@ from context_governor.stages import (
     microcompact,
     snip,
 )
-from context_governor.stages.alternation import SYNTHETIC_USER
 from context_governor.stages.backfill import BACKFILL_CONTENT
+from context_governor.stages.inserted import SYNTHETIC_USER
 from context_governor.stages.snip import legal_start
 
 Message = dict[str, Any]

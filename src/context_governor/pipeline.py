@@ -20,7 +20,7 @@ from .providers import resolve
 from .providers.rules import find_violations
 from .report import Action, Report
 from .stages import Context, Stage
-from .stages.compact import Replay, would_compact
+from .stages.compact import would_compact
 from .stages.snip import SAFETY_BUFFER
 from .targets.windows import WindowSource, resolve_window
 
@@ -32,6 +32,7 @@ __all__ = [
     "Settings",
     "call_counter",
     "context",
+    "fit_summary_input",
     "govern",
     "resolve_settings",
     "run",
@@ -154,7 +155,16 @@ def _fit(
         # Governing the output again would compact it (the repairs carry it over the
         # trigger, or past the budget, where the minimum savings no longer hold it back):
         # compact now, so that the output is a fixed point.
-        ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_final=True)
+        ctx = replace(
+            ctx,
+            actions=[],
+            notes=[],
+            replay=None,
+            output_replay=None,
+            pairing=None,
+            disable_thinking=False,
+            compact_final=True,
+        )
         governed_before, governed = _governed(profile, messages, ctx)
         ctx.notes.append(
             f"cache policy: compacted at this request because the provider repairs "
@@ -183,8 +193,8 @@ def _compacts_again(ctx: Context, governed: list[Message], budget: int) -> bool:
     """Whether the cache policy would compact ``governed`` (this pass's output) when it is
     governed again, although this pass did not compact at this request: the replay of the
     output counts the finishing repairs (ids, placeholders, bridges), this pass's did not."""
-    replay = ctx.scratch.get("replay")
-    if not isinstance(replay, Replay) or replay.compacted_now():
+    replay = ctx.replay
+    if replay is None or replay.compacted_now():
         return False  # the cache policy did not run, or compacted at this request already
     return would_compact(governed, ctx, budget)
 
@@ -384,7 +394,29 @@ def context(s: Settings, counter: TokenCounter) -> Context:
         policy=s.policy,
         keep_prefill=s.prefill and s.policy.prefill(s.target),
         compaction=s.compaction,
+        fit_summary_input=fit_summary_input,
     )
+
+
+#: How a summarizer's input is fitted to its budget: nothing is compacted before the
+#: input is over the budget, and then only down to it (the summary covers the rest).
+_SUMMARY_INPUT_POLICY = CompactionPolicy(
+    trigger=1.0, target=1.0, trigger_tokens=None, target_tokens=None, min_savings=0
+)
+
+
+def fit_summary_input(messages: list[Message], tokens: int) -> tuple[list[Message], Report]:
+    """A summarizer's input governed to its own budget of ``tokens`` (a governed call
+    like any other, Chat Completions rules, no output reserve): the fitted messages and
+    that call's report. The summary stage gets it through Context.fit_summary_input."""
+    result = govern(
+        messages,
+        profile="openai",
+        context_window=tokens + SAFETY_BUFFER,
+        max_output=0,
+        compaction=_SUMMARY_INPUT_POLICY,
+    )
+    return result.messages, result.report
 
 
 def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter, Loaded | None]:

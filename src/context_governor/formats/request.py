@@ -200,7 +200,7 @@ def _govern_anthropic(
     result, ctx = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
     updates: dict[str, Any] = {}
-    if ctx.scratch.get("disable_thinking"):
+    if ctx.disable_thinking:
         updates["thinking"] = {"type": "disabled"}
     if rules.tool_breakpoints(decoded.body) > rules.MAX_BREAKPOINTS and decoded.tools:
         updates["tools"] = _tools_within_limit(

@@ -93,7 +93,8 @@ from ..policies import CompactionPolicy
 from ..profiles import Profile
 from ..report import Report
 from ..stages.base import Context
-from ..stages.compact import Replay, output_replay
+from ..stages.compact import output_replay
+from ..stages.replay import Replay
 from .late import MISMATCH, Bounds, CountedLater, Exact, ExactLater, FirstJob, Relabelled
 from .probe import Resume, leaves_alone, plain_facts
 
@@ -380,8 +381,7 @@ class Governor:
         tokens = [counter.message_tokens(m) for m in messages]
         if loaded is not None:
             self._stored(loaded, counter, result)
-        found = ctx.scratch.get("replay")
-        replay = found if isinstance(found, Replay) else None
+        replay = ctx.replay
         sent = list(result.messages)
         turn = self._extendable(messages, result, replay)
         out_replay, out_base = None, None
@@ -412,8 +412,8 @@ class Governor:
         pipeline._fit made it (the output is over the trigger), else the output's
         counts (from the run's counter: no count is made), for ``_output`` to make it
         from if a later step needs it. Steps under the trigger never do."""
-        found = ctx.scratch.get("output_replay")
-        if isinstance(found, Replay) and found.m is result.messages:
+        found = ctx.output_replay
+        if found is not None and found.m is result.messages:
             found.m = sent  # our own copy: the result's list may be the caller's
             return found, None
         try:
@@ -472,7 +472,7 @@ class Governor:
             result, ctx = run(messages, settings, Bounds(counter, known, (settings.tools, tools)))
         except Exception:
             return None  # the exact run raises the right error
-        if not _undecided(result.report, ctx.scratch.get("replay"), limit):
+        if not _undecided(result.report, ctx.replay, limit):
             return None
         return self._start_exact(messages, result)
 
@@ -501,11 +501,10 @@ class Governor:
             result, ctx = run(frozen, settings, counter)
             if loaded is not None:
                 self._stored(loaded, counter, result, later=False)  # this thread is off the path
-            found = ctx.scratch.get("replay")
             return Exact(
                 result=result,
                 tokens=[counter.message_tokens(m) for m in frozen],
-                replay=found if isinstance(found, Replay) else None,
+                replay=ctx.replay,
                 same=result.messages == expected,
             )
 
@@ -842,12 +841,12 @@ class Governor:
         return result
 
 
-def _undecided(report: Report, replay: object, limit: int) -> bool:
+def _undecided(report: Report, replay: Replay | None, limit: int) -> bool:
     """Whether a run on bounds took no count-dependent decision: the request stayed under
     ``limit`` (the trigger, and the budget) before and after the repairs, and the cache
     policy's replay compacted nowhere. Then a run on smaller counts (the exact ones)
     decides the same: every such decision acts only above a threshold."""
-    if not isinstance(replay, Replay):
+    if replay is None:
         return False  # the cache policy did not run: nothing to continue from
     plan = replay.plan
     return (

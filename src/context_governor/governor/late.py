@@ -26,7 +26,7 @@ from ..messages import Message
 from ..messages.roles import with_entries
 from ..pipeline import GovernResult
 from ..report import Action, Report
-from ..stages.compact import Replay
+from ..stages.replay import Replay
 
 __all__ = [
     "MISMATCH",

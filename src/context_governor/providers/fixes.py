@@ -13,9 +13,9 @@ from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind
-from ..stages.alternation import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.base import Context
 from ..stages.cap import truncate
+from ..stages.inserted import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.pairing import pair_in
 from ..stages.single_call import parallel_blocks, split_message
 from ..stages.snip import FLATTENED_RESULT
