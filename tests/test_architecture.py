@@ -218,25 +218,39 @@ def test_no_private_name_crosses_a_module() -> None:
     assert not crossing, "\n".join(crossing)
 
 
+def _module_names(module: str, tree: ast.Module) -> dict[str, str]:
+    """The local names ``module`` binds to the package's modules (``import a.b as c``,
+    ``from a import b``, ``from . import b as c``), with the module each stands for."""
+    package = _package_of(module)
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in MODULES:
+                    bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                if f"{target}.{alias.name}" in MODULES:
+                    bound[alias.asname or alias.name] = f"{target}.{alias.name}"
+    return bound
+
+
 def test_no_private_name_is_read_off_another_module() -> None:
     """``module._name`` where ``module`` is one of the package's modules, imported."""
     found = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        aliases = {}
-        for i in imports_of(module):
-            if i.name is None:
-                aliases[i.target.rpartition(".")[2]] = i.target
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if alias.asname and alias.name in {t.rpartition(".")[2] for t in aliases.values()}:
-                        aliases[alias.asname] = aliases.get(alias.name, alias.name)
+        bound = _module_names(module, tree)
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
-                and node.value.id in aliases
+                and node.value.id in bound
                 and _private(node.attr)
             ):
                 found.append(f"{module} (line {node.lineno}) reads {node.value.id}.{node.attr}")

@@ -32,12 +32,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without langchai
 from ..governor import Governor
 from ..messages import Message
 from ..pipeline import GovernResult
-from ..profiles import PROFILES
 from ..report import Report
 from ..targets.windows import default_window
+from ._model_profile import named_profile
 
 __all__ = [
-    "LANGCHAIN_PROVIDERS",
     "MessagesInput",
     "Target",
     "from_openai",
@@ -50,33 +49,6 @@ __all__ = [
 
 #: What the runnable accepts: the shapes an LCEL chain hands to a chat model.
 MessagesInput = str | Sequence[BaseMessage] | PromptValue | Mapping[str, Any]
-
-#: LangChain's provider names (``ls_provider`` of a chat model) -> our profiles.
-#: A provider not listed here is governed with the ``openai`` rules unless a profile is given.
-LANGCHAIN_PROVIDERS: dict[str, str] = {
-    "openai": "openai",
-    "azure": "openai",
-    "azure_openai": "openai",
-    "anthropic": "anthropic",
-    "google_anthropic_vertex": "anthropic",
-    "google_genai": "gemini",
-    "google_vertexai": "gemini",
-    "gemini": "gemini",
-    "amazon_bedrock": "bedrock",
-    "bedrock": "bedrock",
-    "bedrock_converse": "bedrock",
-    "mistral": "mistral",
-    "mistralai": "mistral",
-    "deepseek": "deepseek",
-    "groq": "groq",
-    "ollama": "ollama",
-    "chat-ollama": "ollama",
-    "vllm": "vllm",
-    "moonshot": "moonshot",
-    "zhipuai": "glm",
-    "tongyi": "qwen",
-    "qwen": "qwen",
-}
 
 #: additional_kwargs that describe the tool calls or reasoning the dict carries itself:
 #: a rewritten message takes them from the governed dict, not from the original.
@@ -298,8 +270,8 @@ class Target:
 def target_of(chat_model: Any) -> Target:
     """The profile, model name, window and output reserve a LangChain chat model implies.
 
-    The provider is the model's ``ls_provider`` (mapped through
-    :data:`LANGCHAIN_PROVIDERS`, ``openai`` when unknown); the window is the model's
+    The provider is the model's ``ls_provider`` (mapped through the adapters' one table,
+    _model_profile.PROVIDER_PROFILES; ``openai`` when unknown); the window is the model's
     ``profile["max_input_tokens"]`` when it has one, else the model's known window.
     """
     for _ in range(8):  # a model with bound arguments (``model.bind_tools(...)``): the model
@@ -314,7 +286,7 @@ def target_of(chat_model: Any) -> Target:
         except Exception:  # a partner model whose tracing params fail: no hints
             params = {}
     provider = str(params.get("ls_provider") or "").lower()
-    profile = LANGCHAIN_PROVIDERS.get(provider, provider if provider in PROFILES else "openai")
+    profile = named_profile(provider)
     name = params.get("ls_model_name")
     model = name if isinstance(name, str) and name else None
     window = None

@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._langchain_core import (
-    LANGCHAIN_PROVIDERS,
     MessagesInput,
     Target,
     from_openai,
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
     from ._langchain_agent import GovernorMiddleware
 
 __all__ = [
-    "LANGCHAIN_PROVIDERS",
     "GovernorMiddleware",
     "MessagesInput",
     "Target",
