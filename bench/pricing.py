@@ -1,4 +1,4 @@
-"""Prompt-cache pricing per provider, for bench/: the library's table (prices.py).
+"""Prompt-cache pricing per provider, for bench/: the library's table (targets/prices.py).
 
 The prices, their date and their source live in ``context_governor.targets.prices`` (the cache
 policy tunes its trigger from them); this module re-exports them under the names bench/

@@ -1,4 +1,4 @@
-"""Counting over worker processes (count_pool.py): the same counts, the same results.
+"""Counting over worker processes (counting/pool.py): the same counts, the same results.
 
 The workers are real child processes counting with the encoding they build
 themselves; every test compares with this process's own counter (itself checked

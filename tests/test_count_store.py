@@ -1,4 +1,4 @@
-"""The count store (count_store.py): exact counts kept between processes.
+"""The count store (counting/store.py): exact counts kept between processes.
 
 What must hold: a store never changes an answer (Governor and govern() with a store give
 what they give without one), a fresh counter with a filled store tokenizes none of the

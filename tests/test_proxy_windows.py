@@ -1,4 +1,4 @@
-"""A window for every model, and the upstream's word over ours (windows.py, proxy/
+"""A window for every model, and the upstream's word over ours (targets/windows.py, proxy/
 learning.py, refusals.py, usage.py, watch.py).
 
 Units: the family rules, the 1M header, every collected refusal text, usage in each

@@ -217,7 +217,7 @@ def govern(
 
     The budget is ``context_window - max_output - 1024`` (the seed's safety
     buffer). ``context_window=None`` means the model's published window when
-    ``model`` is a well-known one (see windows.py), else no window: nothing is cut
+    ``model`` is a well-known one (see targets/windows.py), else no window: nothing is cut
     and ``report.window_source`` is "none" (the nanobot profile reads 0 so too, as
     the seed does). ``messages`` and the dicts in it are never modified.
 
@@ -262,7 +262,7 @@ def govern(
 
 def run_checked(messages: list[Message], settings: Settings) -> GovernResult:
     """Govern checked ``messages`` as govern() does, the edge for developer messages
-    included (roles.py): every caller that holds a checked message list and resolved
+    included (messages/roles.py): every caller that holds a checked message list and resolved
     settings (govern(), govern_request's Chat Completions edge) goes through here."""
     if first_edge(messages) is not None:
         return with_developers(messages, settings, lambda decoded: run(decoded, settings)[0])
@@ -277,7 +277,7 @@ def with_developers(
     relabel: Callable[[GovernResult, list[Message], list[Action]], GovernResult] | None = None,
 ) -> GovernResult:
     """Govern a history that holds developer messages: the stages get system-role copies,
-    and the output sends them as they came where the provider takes the role (roles.py).
+    and the output sends them as they came where the provider takes the role (messages/roles.py).
     ``developers`` keeps the copies across calls (a Governor's); ``relabel`` makes the
     result from the inner one, the list to send and the edge's report entries (a
     Governor's results may make their report later; by default it is made now)."""

@@ -243,7 +243,7 @@ class Governor:
         #: whether a first call may be decided on bounds (off after a mismatch)
         self._first_on_bounds = True
         self._state: _State | None = None
-        #: the developer messages' system-role copies, once one was seen (roles.py)
+        #: the developer messages' system-role copies, once one was seen (messages/roles.py)
         self._developers: Developers | None = None
         self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
         budget = self.settings.budget
@@ -316,7 +316,7 @@ class Governor:
     # -- internals ------------------------------------------------------------------
 
     def _govern(self, messages: list[Message]) -> GovernResult:
-        """govern() for a history that holds no developer message (roles.py)."""
+        """govern() for a history that holds no developer message (messages/roles.py)."""
         state = self._state
         if (
             state is not None

@@ -105,7 +105,7 @@ class CountedLater(LateResult):
 
 
 class Relabelled(LateResult):
-    """A result whose messages the developer-role edge relabelled (roles.py): its report
+    """A result whose messages the developer-role edge relabelled (messages/roles.py): its report
     is the inner result's with the edge's entries, made when first read, since the inner
     report may itself be made later (reading it now would wait for the counts)."""
 

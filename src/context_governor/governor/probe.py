@@ -106,8 +106,8 @@ _KNOWN_POLICY = frozenset(
         "text_only_roles",
         "part_types",
         "single_tool_call",
-        "developer_role",  # read by the edge (roles.py): the stages never see that role
-        "legacy_functions",  # the same (legacy.py)
+        "developer_role",  # read by the edge (messages/roles.py): the stages never see that role
+        "legacy_functions",  # the same (messages/legacy.py)
     }
 )
 #: False when Policy has a field plain_window does not know (then nothing is plain).
