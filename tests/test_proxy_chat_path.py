@@ -33,8 +33,10 @@ from context_governor import (
     govern_request,
     validate_request,
 )
+from context_governor.cli_agent import APIS as CLI_APIS
 from context_governor.formats import APIS
 from context_governor.proxy import ProxyConfig
+from context_governor.proxy.apis import ROUTES
 from context_governor.proxy.governing import BadRequest, encode, govern_body
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,6 +199,8 @@ def test_api_is_required_and_named_once() -> None:
     with pytest.raises(ConfigError, match=r"validate_request\(\) needs api="):
         validate_request(body)
     assert APIS == ("anthropic", "chat", "responses", "gemini")
+    assert {route.api for route in ROUTES} == set(APIS)  # the proxy's routes
+    assert set(CLI_APIS) <= set(APIS)  # context-governor run --api
     with pytest.warns(DeprecationWarning, match=r"api='openai'\) is deprecated: use api='chat'"):
         old = govern_request(body, api="openai", context_window=16_000)
     with warnings.catch_warnings():
