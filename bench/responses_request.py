@@ -107,7 +107,7 @@ def measure(turns: int = 150, repeats: int = 7) -> list[str]:
         return govern_request(body, api="responses", context_window=window)
 
     def plain(window: int) -> RequestResult:
-        return govern_request(chat, api="chat", context_window=window)
+        return govern_request(chat, api="openai", context_window=window)
 
     size = len(body["input"])
     return time_windows(TABLE, size, (272_000, 64_000), native, (plain,), (edge, dumps), repeats)

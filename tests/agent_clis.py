@@ -273,7 +273,7 @@ CLIS = {
     "codex": Cli("codex", "responses", "/v1", _codex, "gpt-7-codex"),
     "codex-openai-provider": Cli("codex", "responses", "/v1", _codex_builtin, "gpt-7-codex"),
     "gemini": Cli("gemini", "gemini", "/v1beta", _gemini, "gemini-3.5-flash"),
-    "opencode": Cli("opencode", "chat", "/v1", _opencode, "gpt-7-mini"),
+    "opencode": Cli("opencode", "openai", "/v1", _opencode, "gpt-7-mini"),
 }
 
 

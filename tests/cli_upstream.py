@@ -82,7 +82,7 @@ _PROMPT_KEYS = {
     "anthropic": ("system", "messages", "tools"),
     "responses": ("instructions", "input", "tools"),
     "gemini": ("systemInstruction", "system_instruction", "contents", "tools"),
-    "chat": ("messages", "tools"),
+    "openai": ("messages", "tools"),
 }
 
 
@@ -117,7 +117,7 @@ def _strings(value: Any) -> Iterable[str]:
 
 def independent_tokens(api: str, body: dict[str, Any]) -> int:
     """The prompt's size by the independent count described in the module docstring."""
-    openai_model = api in ("responses", "chat")
+    openai_model = api in ("responses", "openai")
     encoding = load_encoding("o200k_base" if openai_model else "cl100k_base")
     assert encoding is not None, "the offline encodings are part of the core install"
     total = 0
@@ -408,8 +408,8 @@ class CliUpstream(ThreadedServer):
 
     async def _chat(self, request: Request) -> Response:
         body = await _json(request)
-        seen = self._judge("chat", request.url.path, body, None)
-        refusal = self._refusal(seen, "chat")
+        seen = self._judge("openai", request.url.path, body, None)
+        refusal = self._refusal(seen, "openai")
         if refusal is not None:
             code = "context_length_exceeded" if not seen.problems else None
             error = {"message": refusal, "type": "invalid_request_error", "param": "messages", "code": code}
@@ -419,7 +419,7 @@ class CliUpstream(ThreadedServer):
             for message in body.get("messages") or []
             if isinstance(message, dict) and message.get("role") == "tool"
         ]
-        what, detail = self.step("chat", body, texts)
+        what, detail = self.step("openai", body, texts)
         seen.answer = what
         delta: dict[str, Any] = {"role": "assistant"}
         if what == "call":
@@ -575,7 +575,7 @@ def _tools(api: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
             found.append((tool.get("name", ""), tool.get("input_schema")))
         elif api == "responses":
             found.append((tool.get("name", ""), tool.get("parameters")))
-        elif api == "chat":
+        elif api == "openai":
             function = tool.get("function") or {}
             found.append((function.get("name", ""), function.get("parameters")))
         else:

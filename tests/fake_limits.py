@@ -168,7 +168,7 @@ class FakeLimits:
         count = self.count(body, api, model)
         if api == "gemini":
             reserve = int((body.get("generationConfig") or {}).get("maxOutputTokens") or 0)
-        elif api == "chat":
+        elif api == "openai":
             reserve = int(body.get("max_completion_tokens") or body.get("max_tokens") or self.max_output)
         else:
             reserve = int(body.get(_RESERVE[api]) or 0)
@@ -218,7 +218,7 @@ class FakeLimits:
 
     async def _chat(self, request: Request) -> Response:
         body = json.loads(await request.body())
-        count, refused = self._judge(body, "chat", body.get("model"))
+        count, refused = self._judge(body, "openai", body.get("model"))
         if refused is not None:
             return refused
         usage = {"prompt_tokens": count, "completion_tokens": 1, "total_tokens": count + 1}

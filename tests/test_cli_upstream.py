@@ -129,4 +129,4 @@ def test_the_independent_count_is_not_the_librarys(server: CliUpstream) -> None:
                          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm",
                                                             "signature": "sig_" + "x" * 500}]}]}  # fmt: skip
     assert independent_tokens("anthropic", body) == 4  # ceil((2 + 1) * 1.2)
-    assert independent_tokens("chat", {"messages": [{"role": "user", "content": "hello world"}]}) == 2
+    assert independent_tokens("openai", {"messages": [{"role": "user", "content": "hello world"}]}) == 2

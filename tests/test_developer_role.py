@@ -117,7 +117,7 @@ def test_a_chat_completions_body_gets_governs_answer(
     prefill = bool(developers) and developers[-1].get("role") == "assistant"
     plain = govern(developers, prefill=prefill, **kwargs)
     got = govern_request(
-        body, api="chat", profile=profile, context_window=kwargs["context_window"]
+        body, api="openai", profile=profile, context_window=kwargs["context_window"]
     )
     assert got.body["messages"] == plain.messages
     assert got.report.actions == plain.report.actions

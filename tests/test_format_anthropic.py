@@ -478,15 +478,15 @@ def test_openai_bodies_go_through_the_same_entry_point() -> None:
         "messages": [{"role": "user", "content": "hi"}],
         "temperature": 0.2,
     }
-    assert govern_request(body, api="chat").body is body
+    assert govern_request(body, api="openai").body is body
     broken = {
         **body,
         "messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}, *body["messages"]],
     }
-    assert [v.rule for v in validate_request(broken, api="chat")]
-    result = govern_request(broken, api="chat")
+    assert [v.rule for v in validate_request(broken, api="openai")]
+    result = govern_request(broken, api="openai")
     assert result.body["messages"] == body["messages"] and result.body["temperature"] == 0.2
-    assert validate_request(result.body, api="chat") == []
+    assert validate_request(result.body, api="openai") == []
 
 
 # -- differential: the native path decides what govern() decides -----------------------------

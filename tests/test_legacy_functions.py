@@ -139,7 +139,7 @@ def test_a_legacy_history_is_governed_as_its_tool_call_form(
     assert got.report.actions == want.report.actions
     assert got.report.tokens_after == want.report.tokens_after
     assert no_tool_form_left(got.messages)
-    assert validate_request({"model": MODEL, "messages": got.messages}, api="chat") == []
+    assert validate_request({"model": MODEL, "messages": got.messages}, api="openai") == []
     if want.messages == modern:
         assert got.messages is legacy  # unchanged: the caller's own list
 
@@ -165,7 +165,7 @@ def test_results_a_stage_changes_stay_in_the_old_form() -> None:
     changed = [m for m in result.messages if m["role"] == "function" and m not in history]
     assert long and len(changed) >= len(long) - 1  # a stray result may be gone
     assert all(m["name"] in ("read_file", "search") and len(m["content"]) < 600 for m in changed)
-    assert validate_request({"model": MODEL, "messages": result.messages}, api="chat") == []
+    assert validate_request({"model": MODEL, "messages": result.messages}, api="openai") == []
 
 
 #: the profiles that send to OpenAI's API (nanobot's seed pipeline targets it too)
@@ -219,9 +219,9 @@ def test_the_edge_keeps_a_copy_per_message_and_place() -> None:
 
 def test_a_body_counts_its_functions_as_tools() -> None:
     history = legacy_session(random.Random(2), 4)
-    bare = govern_request({"model": MODEL, "messages": history}, api="chat")
+    bare = govern_request({"model": MODEL, "messages": history}, api="openai")
     declared = govern_request(
-        {"model": MODEL, "messages": history, "functions": FUNCTIONS}, api="chat"
+        {"model": MODEL, "messages": history, "functions": FUNCTIONS}, api="openai"
     )
     assert declared.report.tokens_before > bare.report.tokens_before
 

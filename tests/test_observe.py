@@ -67,7 +67,7 @@ def proxy(fake: FakeCache) -> Iterator[Any]:
 
 def test_usage_reads_each_providers_cache_figures() -> None:
     chat = {"usage": {"prompt_tokens": 2000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1536}}}
-    assert usage_of("chat", chat) == Usage(2000, 5, 1536, 0)
+    assert usage_of("openai", chat) == Usage(2000, 5, 1536, 0)
     responses = {"type": "response.completed", "response": {"usage": {"input_tokens": 900, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 0}}}}
     assert usage_of("responses", responses) == Usage(900, 3, 0, 0)
     gemini = {"usageMetadata": {"promptTokenCount": 5000, "cachedContentTokenCount": 4096, "candidatesTokenCount": 9}}
@@ -77,8 +77,8 @@ def test_usage_reads_each_providers_cache_figures() -> None:
     assert found == Usage(4703, 1, 4000, 700) and found.uncached_tokens == 3
     # a count the provider cannot mean is not believed: cached never exceeds the prompt
     odd = {"usage": {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 99}}}
-    assert usage_of("chat", odd) == Usage(10, None, 10, 0)
-    assert usage_of("chat", {"usage": {"prompt_tokens": 10, "prompt_tokens_details": "x"}}) == Usage(10)
+    assert usage_of("openai", odd) == Usage(10, None, 10, 0)
+    assert usage_of("openai", {"usage": {"prompt_tokens": 10, "prompt_tokens_details": "x"}}) == Usage(10)
 
 
 def test_conversation_ids_are_the_clients_own_else_a_stable_digest() -> None:

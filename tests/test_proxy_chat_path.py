@@ -1,5 +1,5 @@
 """One path for a Chat Completions body: the proxy's chat route sends exactly the bytes
-``govern_request(body, api="chat")`` returns for the same settings, and refuses exactly
+``govern_request(body, api="openai")`` returns for the same settings, and refuses exactly
 what it refuses, with its words.
 
 The bodies are the ones the proxy's chat tests send (their builders, imported: the
@@ -114,7 +114,7 @@ def _library(data: Any, config: ProxyConfig) -> bytes:
     model = data.get("model") if isinstance(data, dict) and isinstance(data.get("model"), str) else None
     result = govern_request(
         data,
-        api="chat",
+        api="openai",
         profile=config.profile,
         model=model,
         context_window=config.window_for(model),
@@ -131,7 +131,7 @@ def test_the_chat_route_sends_what_govern_request_makes(name: str) -> None:
     for label, body in BODIES:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
-            proxied: Any = govern_body(raw, config, "chat").body
+            proxied: Any = govern_body(raw, config, "openai").body
         except BadRequest as exc:
             proxied = ("refused", exc.message)
         try:
@@ -149,35 +149,35 @@ def test_the_bodies_cover_what_the_paths_once_decided_differently() -> None:
     asked), reads a null field as absent, and refuses a model that is not a string."""
     config = ProxyConfig(upstream=UPSTREAM, profile="mistral")
     body = dict(BODIES)["prefill-mistral"]
-    sent = json.loads(govern_body(json.dumps(body).encode(), config, "chat").body)
+    sent = json.loads(govern_body(json.dumps(body).encode(), config, "openai").body)
     assert sent["messages"][-1] == {"role": "assistant", "content": "Sure, ", "prefix": True}
     plain = ProxyConfig(upstream=UPSTREAM)
     big = dict(BODIES)["reserve-over-window"]
-    governed = govern_body(json.dumps(big).encode(), plain, "chat")
+    governed = govern_body(json.dumps(big).encode(), plain, "openai")
     assert json.loads(governed.body)["max_tokens"] < 100_000
     assert any(a.stage == "reserve" for a in governed.report.actions)
-    null = govern_body(json.dumps(dict(BODIES)["null-beside-set"]).encode(), plain, "chat")
+    null = govern_body(json.dumps(dict(BODIES)["null-beside-set"]).encode(), plain, "openai")
     assert null.report.max_output == 300
     with pytest.raises(BadRequest) as refused:
-        govern_body(json.dumps(dict(BODIES)["model-number"]).encode(), plain, "chat")
+        govern_body(json.dumps(dict(BODIES)["model-number"]).encode(), plain, "openai")
     assert refused.value.param == "model"
 
 
 def test_an_unreadable_reserve_is_named_by_its_field_on_both_paths() -> None:
     body = dict(BODIES)["reserve-string"]
     with pytest.raises(InputError) as library:
-        govern_request(body, api="chat")
+        govern_request(body, api="openai")
     assert str(library.value) == "max_tokens must be a non-negative integer, got 'lots'"
     assert library.value.path == "max_tokens"
     with pytest.raises(BadRequest) as proxy:
-        govern_body(json.dumps(body).encode(), ProxyConfig(upstream=UPSTREAM), "chat")
+        govern_body(json.dumps(body).encode(), ProxyConfig(upstream=UPSTREAM), "openai")
     assert (proxy.value.message, proxy.value.param) == (str(library.value), "max_tokens")
 
 
 @pytest.mark.parametrize(
     ("route", "body"),
     [
-        ("chat", {"model": "gpt-4o", "messages": [USER]}),
+        ("openai", {"model": "gpt-4o", "messages": [USER]}),
         ("responses", {"model": "gpt-4o", "input": "hi"}),
         ("gemini", {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
     ],
@@ -194,16 +194,22 @@ def test_max_output_is_the_reserve_of_a_body_that_names_none_on_every_route(
 
 def test_api_is_required_and_named_once() -> None:
     body = {"model": "gpt-4o", "messages": [USER]}
-    with pytest.raises(ConfigError, match=r"needs api=.*'anthropic', 'chat', 'responses', 'gemini'"):
+    with pytest.raises(ConfigError, match=r"needs api=.*'anthropic', 'openai', 'responses', 'gemini'"):
         govern_request(body)
     with pytest.raises(ConfigError, match=r"validate_request\(\) needs api="):
         validate_request(body)
-    assert APIS == ("anthropic", "chat", "responses", "gemini")
+    with pytest.raises(ConfigError, match="unknown api 'chat'"):
+        govern_request(body, api="chat")  # type: ignore[arg-type]
+    assert APIS == ("anthropic", "openai", "responses", "gemini")
     assert {route.api for route in ROUTES} == set(APIS)  # the proxy's routes
     assert set(CLI_APIS) <= set(APIS)  # context-governor run --api
-    with pytest.warns(DeprecationWarning, match=r"api='openai'\) is deprecated: use api='chat'"):
-        old = govern_request(body, api="openai", context_window=16_000)
+
+
+def test_run_reads_its_old_api_name_with_a_warning() -> None:
+    from context_governor.cli_agent import _ApiChoice
+
+    with pytest.warns(DeprecationWarning, match="--api chat is deprecated: use --api openai"):
+        assert _ApiChoice(CLI_APIS).convert("chat", None, None) == "openai"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        new = govern_request(body, api="chat", context_window=16_000)
-    assert encode(old.body) == encode(new.body) and old.report == new.report
+        assert _ApiChoice(CLI_APIS).convert("openai", None, None) == "openai"

@@ -157,7 +157,7 @@ def test_a_chat_session_through_litellm_outgrows_the_window_and_stays_legal(
         history.append({"role": "tool", "tool_call_id": call["id"], "content": tool_result_text(step, 1200)})
     assert len(upstream.requests) == STEPS + 1
     assert all(r.get("stream", False) is stream for r in upstream.requests)
-    assert _over_the_window({"messages": history[:-1]}, "chat", "openai") > WINDOW
+    assert _over_the_window({"messages": history[:-1]}, "openai", "openai") > WINDOW
     assert len(upstream.requests[-1]["messages"]) < len(history) - 1  # old turns were cut
     assert upstream.request_headers[-1]["authorization"] == f"Bearer {KEY}"
 

@@ -143,8 +143,8 @@ def test_usage_in_each_apis_shapes() -> None:
     start = {"type": "message_start", "message": anthropic}
     assert usage_of("anthropic", json.dumps(start).encode()) == Usage(115, 7, 100, 5)
     assert usage_of("anthropic", {"type": "message_delta", "usage": {"output_tokens": 3}}) is None
-    assert usage_of("chat", {"usage": {"prompt_tokens": 42, "completion_tokens": 2}}) == Usage(42, 2)
-    assert usage_of("chat", {"choices": [], "usage": None}) is None
+    assert usage_of("openai", {"usage": {"prompt_tokens": 42, "completion_tokens": 2}}) == Usage(42, 2)
+    assert usage_of("openai", {"choices": [], "usage": None}) is None
     done = {"type": "response.completed", "response": {"usage": {"input_tokens": 9, "output_tokens": 1}}}
     assert usage_of("responses", done) == Usage(9, 1)
     assert usage_of("responses", {"object": "response", "usage": {"input_tokens": 9}}) == Usage(9)
@@ -164,7 +164,7 @@ def _sse(*events: tuple[str | None, Any]) -> bytes:
 
 
 def test_the_watch_knows_each_apis_last_event_and_keeps_the_last_usage() -> None:
-    chat = StreamWatch("chat")
+    chat = StreamWatch("openai")
     chat.see(_sse((None, {"choices": [{"delta": {"content": "response.completed [DONE]"}}]})))
     assert not chat.finished
     chat.see(_sse((None, {"choices": [], "usage": {"prompt_tokens": 5}}), (None, "[DONE]")))

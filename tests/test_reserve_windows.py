@@ -116,10 +116,10 @@ def test_governed_output_always_leaves_room_for_the_prompt(
 @pytest.mark.parametrize(
     ("field", "api", "body"),
     [
-        ("max_completion_tokens", "chat", {"model": "gpt-4o", "max_completion_tokens": 100_000,
-                                           "messages": [{"role": "user", "content": "hi"}]}),
-        ("max_tokens", "chat", {"model": "gpt-4o", "max_tokens": 100_000,
-                                "messages": [{"role": "user", "content": "hi"}]}),
+        ("max_completion_tokens", "openai", {"model": "gpt-4o", "max_completion_tokens": 100_000,
+                                             "messages": [{"role": "user", "content": "hi"}]}),
+        ("max_tokens", "openai", {"model": "gpt-4o", "max_tokens": 100_000,
+                                  "messages": [{"role": "user", "content": "hi"}]}),
         ("max_output_tokens", "responses", {"model": "gpt-4o", "max_output_tokens": 100_000,
                                             "input": "hi"}),
     ],

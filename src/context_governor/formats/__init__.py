@@ -2,9 +2,9 @@
 
 ``govern_request(body, api=...)`` governs a whole request body in its own format
 and returns a body of the same format; ``validate_request`` lists the rules it
-breaks. ``request.py`` is the table from an API's name (``APIS``: "chat",
-"anthropic", "responses", "gemini") to its request module; each API has one edge
-(decode/encode), one rules module and one request module:
+breaks. ``request.py`` is the table from an API's name (``APIS``: "openai" for Chat
+Completions, "anthropic", "responses", "gemini") to its request module; each API has
+one edge (decode/encode), one rules module and one request module:
 
 - Chat Completions: ``chat.py``, the providers' own rules (providers/), ``chat_request.py``;
 - Anthropic Messages: ``anthropic.py``, ``anthropic_rules.py``, ``anthropic_request.py``;

@@ -6,13 +6,12 @@ A leaf of ``formats/``: the request modules (``chat_request.py``,
 it imports none of them, nor ``request.py``, the table that dispatches to them.
 
 The API names are one table (``APIS``), used by the library, the CLI, the proxy and
-the docs alike: "chat" (Chat Completions), "anthropic" (Anthropic Messages),
+the docs alike: "openai" (Chat Completions), "anthropic" (Anthropic Messages),
 "responses" (OpenAI Responses), "gemini" (Google Gen AI ``generateContent``).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,33 +26,22 @@ from ..report import Action, Report
 from ..tokens import TokenCounter
 
 #: A request body's wire format, as ``govern_request(api=...)`` names it.
-Api = Literal["anthropic", "chat", "responses", "gemini"]
-APIS: tuple[Api, ...] = ("anthropic", "chat", "responses", "gemini")
-#: Old spellings, accepted with a DeprecationWarning until the next release.
-DEPRECATED_APIS: dict[str, Api] = {"openai": "chat"}
+Api = Literal["anthropic", "openai", "responses", "gemini"]
+APIS: tuple[Api, ...] = ("anthropic", "openai", "responses", "gemini")
 #: The profile (the target's rules) of a body of each API when none is given.
 DEFAULT_PROFILES: dict[Api, str] = {
-    "anthropic": "anthropic", "chat": "openai", "responses": "openai", "gemini": "gemini",
+    "anthropic": "anthropic", "openai": "openai", "responses": "openai", "gemini": "gemini",
 }  # fmt: skip
 
 
 def check_api(api: Any, caller: str) -> Api:
-    """``api`` as one of APIS: ConfigError when it is missing or unknown; an old spelling
-    (DEPRECATED_APIS) is read as its new name, with a DeprecationWarning."""
+    """``api`` as one of APIS; ConfigError naming them when it is missing or unknown
+    (there is no default: none of the four is more likely than another)."""
     known = ", ".join(repr(name) for name in APIS)
     if api is None:
         raise ConfigError(
             f"{caller}() needs api=, the format of the body: one of {known} (docs/formats.md)"
         )
-    if isinstance(api, str) and api in DEPRECATED_APIS:
-        new = DEPRECATED_APIS[api]
-        warnings.warn(
-            f"{caller}(api={api!r}) is deprecated: use api={new!r} (the old name is "
-            "accepted until the next release)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return new
     if isinstance(api, str) and api in APIS:
         return api
     raise ConfigError(f"unknown api {api!r}; known: {known}")

@@ -20,7 +20,7 @@ from .reserve import RESERVE_FIELDS
 
 #: The output reserve's fields, the current name first (newer clients send both with
 #: the same value, or only it): the first one set is the reserve.
-RESERVE = RESERVE_FIELDS["chat"]
+RESERVE = RESERVE_FIELDS["openai"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""govern_request(api="chat") and validate_request(api="chat"): a Chat Completions body.
+"""govern_request(api="openai") and validate_request(api="openai"): a Chat Completions
+body.
 
 The body's messages go through the pipeline as govern() runs it (the developer-role
 edge included, pipeline.run_checked), with the request's own settings: its

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from ..count_store import CountLink, CountStore, count_link
 from ..policies import CompactionPolicy
@@ -43,14 +43,14 @@ __all__ = ["APIS", "Api", "RequestResult", "govern_request", "validate_request"]
 #: Each API's request function (its module: formats/<api>_request.py).
 GOVERN: dict[Api, Governs] = {
     "anthropic": govern_anthropic,
-    "chat": govern_chat,
+    "openai": govern_chat,
     "responses": govern_responses,
     "gemini": govern_gemini,
 }
 #: Each API's rules check: (body, provider, model) -> violations.
 VALIDATE: dict[Api, Callable[[Any, str | None, str | None], list[Violation]]] = {
     "anthropic": validate_anthropic,
-    "chat": validate_chat,
+    "openai": validate_chat,
     "responses": validate_responses,
     "gemini": validate_gemini,
 }
@@ -59,7 +59,7 @@ VALIDATE: dict[Api, Callable[[Any, str | None, str | None], list[Violation]]] = 
 def govern_request(
     body: dict[str, Any],
     *,
-    api: Api | Literal["openai"] | None = None,
+    api: Api | None = None,
     profile: str | Profile | None = None,
     model: str | None = None,
     context_window: int | None = None,
@@ -73,13 +73,13 @@ def govern_request(
 ) -> RequestResult:
     """Govern a whole request body in its own wire format; return a body of the same format.
 
-    ``api`` (required) is the body's format: "chat" (Chat Completions: ``messages``,
-    ``tools``, ``max_completion_tokens``/``max_tokens``), "anthropic" (Messages API:
-    ``system``, ``messages`` of content blocks, ``tools``, ``max_tokens``,
-    ``thinking``; see anthropic_request.py), "responses" (OpenAI Responses; see
-    responses_request.py) or "gemini" (Google Gen AI ``generateContent``; see
-    gemini_request.py). Without it, ConfigError names the choices; "openai" is the old
-    name of "chat" (accepted, with a DeprecationWarning, until the next release).
+    ``api`` (required; without it, ConfigError names the choices) is the body's
+    format: "openai" (Chat Completions: ``messages``, ``tools``,
+    ``max_completion_tokens``/``max_tokens``; see chat_request.py), "anthropic"
+    (Messages API: ``system``, ``messages`` of content blocks, ``tools``,
+    ``max_tokens``, ``thinking``; see anthropic_request.py), "responses" (OpenAI
+    Responses; see responses_request.py) or "gemini" (Google Gen AI
+    ``generateContent``; see gemini_request.py).
     ``profile`` is the target's rules (default: the format's own provider; e.g.
     ``profile="glm"`` for an Anthropic-style client in front of GLM). ``model``
     overrides the body's. ``max_output`` is the output reserve of a body that names
@@ -158,13 +158,13 @@ def _usable(given: Any, from_table: int | None, model: str | None) -> int | None
 def validate_request(
     body: dict[str, Any],
     *,
-    api: Api | Literal["openai"] | None = None,
+    api: Api | None = None,
     provider: str | None = None,
     model: str | None = None,
 ) -> list[Violation]:
     """Every rule the body breaks, with the provider's error text.
 
-    ``api`` (required) as for govern_request. "chat": the rules of ``provider``
+    ``api`` (required) as for govern_request. "openai": the rules of ``provider``
     (default "openai") for the body's messages. "anthropic": the Messages API's own
     rules, whoever serves it (a compatible provider's Chat Completions rules, such as
     key filters or ``partial`` flags, are about another wire); ``provider`` must be

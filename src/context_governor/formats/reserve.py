@@ -42,7 +42,7 @@ MIN_THINKING_BUDGET = 1024
 #: The body field holding the output reserve, by API (Chat Completions: the first present).
 RESERVE_FIELDS: dict[str, tuple[str, ...]] = {
     "anthropic": ("max_tokens",),
-    "chat": ("max_completion_tokens", "max_tokens"),
+    "openai": ("max_completion_tokens", "max_tokens"),
     "responses": ("max_output_tokens",),
 }
 

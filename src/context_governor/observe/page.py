@@ -46,7 +46,7 @@ def offline_page(data: dict[str, Any]) -> str:
 
 
 def offline_data(
-    requests: list[tuple[Any, Any, Report]], api: str = "chat", name: str = "file"
+    requests: list[tuple[Any, Any, Report]], api: str = "openai", name: str = "file"
 ) -> dict[str, Any]:
     """The page's data for governed requests read from a file: (client body, governed
     body, report) each, in order, as one conversation ``name``. No upstream answered,

@@ -178,7 +178,7 @@ def with_query_key(query: str, key: str) -> str:
     )
 
 
-CHAT = ApiRoute("chat", "chat/completions", "messages")
+CHAT = ApiRoute("openai", "chat/completions", "messages")
 MESSAGES = ApiRoute("anthropic", "messages", "messages")
 RESPONSES = ApiRoute("responses", "responses", None)
 #: The google-genai SDK calls /v1/models/... (its default API version), others /v1beta/.

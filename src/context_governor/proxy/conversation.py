@@ -103,17 +103,11 @@ def _fixed_parts(api: str, data: dict[str, Any]) -> tuple[Any, Any]:
     return system, _first_user(messages)
 
 
-#: The name a digest is made under, where it differs from the API's: Chat Completions
-#: was "openai" when the first ids were made, and ids must not change across versions.
-_DIGEST_NAMES = {"chat": "openai"}
-
-
 def digest(api: str, data: dict[str, Any], model: str | None) -> str:
     """A stable id of what stays fixed for a conversation: model, system, first user
     message (canonical JSON, so key order or spacing does not matter)."""
     system, first = _fixed_parts(api, data)
-    named = _DIGEST_NAMES.get(api, api)
-    text = json.dumps([named, model, system, first], sort_keys=True, separators=(",", ":"))
+    text = json.dumps([api, model, system, first], sort_keys=True, separators=(",", ":"))
     return "d-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 

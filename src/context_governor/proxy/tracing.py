@@ -26,7 +26,7 @@ from typing import Any
 log = logging.getLogger("context_governor.proxy")
 
 OPERATIONS = {"gemini": "generate_content"}
-PROVIDERS = {"anthropic": "anthropic", "chat": "openai", "responses": "openai",
+PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "responses": "openai",
              "gemini": "gcp.gemini"}  # fmt: skip
 ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 

@@ -136,12 +136,12 @@ def output_of(data: bytes) -> int | None:
     return _int(usage.get("output_tokens")) if isinstance(usage, dict) else None
 
 
-_READERS = {"anthropic": _anthropic, "chat": _chat, "responses": _responses, "gemini": _gemini}
+_READERS = {"anthropic": _anthropic, "openai": _chat, "responses": _responses, "gemini": _gemini}
 
 
 def usage_of(api: str, event_or_json: Any) -> Usage | None:
     """The upstream's count in one answer or streamed event of ``api`` (apis.py's
-    names: "anthropic", "chat", "responses", "gemini"), given
+    names: "anthropic", "openai" for Chat Completions, "responses", "gemini"), given
     parsed (a dict) or as bytes/str of JSON; None when it carries none (or is not JSON)."""
     data = event_or_json
     if isinstance(data, bytes | str):

@@ -88,7 +88,7 @@ class StreamWatch:
 
     def _event(self, name: str | None, data: bytes) -> None:
         api = self.api
-        if api == "chat":
+        if api == "openai":
             if data.strip() == b"[DONE]":
                 self.finished = True
         elif api == "anthropic":
