@@ -83,9 +83,10 @@ class ProxyConfig:
     else the longest listed prefix of the model name (``gpt-4o`` covers
     ``gpt-4o-2024-08-06``), else ``context_window``, else (``None``) govern()'s own
     rule: the model's published window when it is well known, else no cut.
-    The answer's reserve is the body's ``max_completion_tokens``/``max_tokens``,
-    else ``max_output`` (chat completions; a Messages body has its ``max_tokens``, a
-    Responses body its ``max_output_tokens`` or the library's default).
+    The answer's reserve is the body's own (Chat Completions'
+    ``max_completion_tokens``/``max_tokens``, Messages' ``max_tokens``, Responses'
+    ``max_output_tokens``, Gemini's ``generationConfig.maxOutputTokens``), else
+    ``max_output``, on every route (govern_request's ``max_output``).
     ``profile`` is the target's rules for every route; None (the default) lets
     each route use its own API's provider (apis.py: anthropic for messages).
 
