@@ -56,7 +56,7 @@ from .governing import BadRequest, Governed
 from .guard import Guard
 from .learning import Hints, Learner
 from .metrics import Metrics, available
-from .observer import Observation, Observer
+from .observer import Journal, Observation, Observer
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
 from .refusals import Refusal, refusal_of
@@ -188,15 +188,23 @@ class NotGovernedLog:
 
 
 def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Observer:
-    """What watches the requests (observer.py): metrics when prometheus-client is there,
-    spans when a tracer provider is given or OTLP is configured (tracing.py)."""
+    """What watches the requests (observer.py): metrics when prometheus-client is there
+    (unless ``metrics`` is off), spans when a tracer provider is given or OTLP is
+    configured (tracing.py), the page's records unless ``ui`` is off."""
     owned = tracer_provider is None
     provider = otlp_provider(config.otlp_endpoint) if owned else tracer_provider
+    journal = Journal(
+        max_conversations=config.ui_conversations,
+        max_requests=config.ui_requests,
+        content_bytes=config.ui_content_bytes,
+        report_bytes=config.ui_report_bytes,
+        keep_records=config.ui,
+    )
     return Observer(
-        Metrics() if available() else None,
+        Metrics() if config.metrics and available() else None,
         Tracer(provider, owned=owned),
         keep_content=config.ui_content,
-        content_bytes=config.ui_content_bytes,
+        journal=journal,
     )
 
 
@@ -549,7 +557,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
-            *observing_routes(observer, config.ui_token),
+            *observing_routes(observer, config.ui_token, metrics=config.metrics, ui=config.ui),
             *(
                 Route(f"/{v}/{r.path}", governed_route(r, v), methods=["POST"])
                 for r in ROUTES
