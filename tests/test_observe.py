@@ -408,6 +408,11 @@ def test_a_request_whose_report_was_forgotten_still_shows_its_figures(proxy: Any
     assert last["report"]["tokens_before"] == last["row"]["tokens_before"] and last["report_note"] is None
     rows = httpx.get(f"{root}/ui/api/conversations").json()
     assert [c["shown"] for c in rows] == [30]  # the records all stay
+    memory = httpx.get(f"{root}/ui/api/memory").json()
+    kept, bounds = memory["kept"], memory["bounds"]
+    assert (kept["conversations"], kept["records"]) == (1, 30) and 0 < kept["reports"] < 30
+    assert 0 < kept["report_bytes"] <= bounds["report_bytes"] == 40_000
+    assert (bounds["conversations"], bounds["records"], kept["contents"]) == (500, 20_000, 0)
 
 
 def test_the_cli_maps_the_observing_options_to_the_config(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -297,6 +297,16 @@ class Journal:
                 "content_bytes": self._content_size,
             }
 
+    def bounds(self) -> dict[str, int]:
+        """What :meth:`sizes` may reach (the options in the module docstring)."""
+        return {
+            "conversations": self._max_conversations,
+            "records": self._max_requests if self.keep_records else 0,
+            "records_per_conversation": self._per_conversation if self.keep_records else 0,
+            "report_bytes": self._report_bytes if self.keep_records else 0,
+            "content_bytes": self._content_bytes if self.keep_records else 0,
+        }
+
     def next_seq(self) -> int:
         with self.lock:
             self._seq += 1

@@ -130,6 +130,12 @@ def routes(
             return JSONResponse({"error": {"message": "no such request"}}, status_code=404)
         return JSONResponse(found)
 
+    async def memory(request: Request) -> Response:
+        """What the page keeps now against its bounds (observer.Journal): for an operator
+        sizing --ui-* and for bench/observe_cost.py."""
+        journal = observer.journal
+        return JSONResponse({"kept": journal.sizes(), "bounds": journal.bounds()})
+
     async def to_page(request: Request) -> Response:
         query = request.url.query  # a ?token= goes along
         return RedirectResponse("/ui/" + (f"?{query}" if query else ""), status_code=307)
@@ -144,6 +150,7 @@ def routes(
             Route("/ui/api/conversations", guarded(conversations), methods=["GET"]),
             Route("/ui/api/conversations/{cid:path}", guarded(conversation), methods=["GET"]),
             Route("/ui/api/requests/{seq:int}", guarded(one_request), methods=["GET"]),
+            Route("/ui/api/memory", guarded(memory), methods=["GET"]),
             Route("/ui/{name}", guarded(page), methods=["GET"]),
         ]
     return found

@@ -1,0 +1,500 @@
+"""What observing costs the proxy: the latency and the memory ``/metrics`` and ``/ui`` add.
+
+    make load                                   # also runs bench.load; a few minutes
+    .venv/bin/python -m bench.observe_cost --quick           # under a minute
+    .venv/bin/python -m bench.observe_cost [--steps N] [--conversations N] [--out FILE]
+
+Real ``context-governor proxy`` processes (uvicorn, as the CLI runs them) in front of one
+scripted upstream in its own process (bench/observe_upstream.py: it answers at once,
+with usage that includes cached tokens, so every part of the observer runs):
+
+- **off**: ``--no-metrics --no-ui``: the observer does nothing past a request's start;
+- **on**: as shipped: ``/metrics`` and the page, their bounds at their defaults;
+- **on, keeping the most**: also ``--ui-content``, and ``--ui-conversations`` as many as
+  the run has conversations: every request's record, report and content kept, as far
+  as the bounds in bytes allow (the page's largest footprint at this traffic).
+
+Every request goes to each proxy and straight to the upstream, one at a time, in an
+order that rotates from one request to the next, so that load from elsewhere on a
+shared machine falls on all of them alike. A request's **proxy-added time** is its
+latency through a proxy less its latency straight to the upstream. Answers are JSON
+(not streamed): the observer files a JSON answer before it is returned, so its work is
+on the request's path (a stream's is filed after its last byte).
+
+1. **Latency on a growing agent session**: the replay's coding session
+   (bench/sessions.py) as Chat Completions bodies, one per model call, governed at a
+   32k window (so compactions, and reports of hundreds of actions: the observer's
+   heaviest requests).
+2. **Memory with many conversations**: ``--conversations`` conversations (10,000), one
+   request each, each with its own first user message (so its own conversation id),
+   ~7 KB of history. The RSS of each proxy process at checkpoints, and what the page
+   keeps (``/ui/api/memory``) against its bounds; the latency of these short requests
+   is the second latency workload. A scrape of ``/metrics`` is timed at the end.
+
+Targets: no measurable change at p50 (the 95% confidence interval of the median of the
+per-request differences on - off contains 0, or lies within ``MARGIN`` of the off
+proxy's p50: an equivalence margin, since with enough requests any cost at all becomes
+"measurable"), and bounded memory (what the page keeps within its bounds; the RSS the
+observer adds as shipped, on - off, no larger at the end than at half way, within
+``FLAT_MB``). Progress goes to stderr; the section is printed and, with ``--out``,
+written into that Markdown file (bench/section.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .load import rss_mb, served
+from .section import write_section
+from .sessions import coding_session
+from .speed import source_info
+
+HEADING = "## Proxy observation overhead"
+MODEL = "gpt-4o"
+WINDOW = 32_000
+#: how much the observer's RSS (on - off) may grow from half way to the end and still
+#: count as flat: allocator noise, not a store that grows with the traffic
+FLAT_MB = 8.0
+#: a change at p50 smaller than this share of the off proxy's p50 counts as none
+MARGIN = 0.01
+HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-observe"}
+
+
+def progress(message: str) -> None:
+    print(f"[observe] {message}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+def session_bodies(steps: int) -> list[bytes]:
+    """The coding session's request bodies, one per model call (step 1 onwards)."""
+    replay = coding_session(steps + 1)
+    bodies = []
+    for n, history in enumerate(replay.histories()):
+        if n == 0:
+            continue  # the opening alone: no model call has answered yet
+        body = {"model": MODEL, "messages": history, "tools": replay.tools, "max_tokens": 1024}
+        bodies.append(json.dumps(body).encode())
+    return bodies
+
+
+def conversation_body(i: int) -> bytes:
+    """Conversation ``i``'s one request: its own first user message, then three tool
+    calls and their results (~7 KB in all)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent. Keep the tests green."},
+        {"role": "user", "content": f"Task {i}: fix the failing test in module_{i}.py."},
+    ]
+    for k in range(3):
+        call_id = f"call_{i}_{k}"
+        args = json.dumps({"path": f"src/module_{i}_{k}.py"})
+        function = {"name": "read_file", "arguments": args}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function", "function": function}]},
+            {"role": "tool", "tool_call_id": call_id, "content": "\n".join(
+                f"def f_{i}_{k}_{n}(x): return x + {n}  # line {n}" for n in range(50))},
+        ]  # fmt: skip
+    messages.append({"role": "user", "content": "Go on."})
+    return json.dumps({"model": MODEL, "messages": messages, "max_tokens": 512}).encode()
+
+
+# ----------------------------------------------------------------------------- servers
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    flags: tuple[str, ...]
+    observing: bool = True
+    #: its bounds bind at this traffic: the RSS it adds must level off (``bounded``)
+    levels_off: bool = False
+
+
+def variants(conversations: int) -> list[Variant]:
+    return [
+        Variant("off (`--no-metrics --no-ui`)", ("--no-metrics", "--no-ui"), observing=False),
+        Variant("on (as shipped)", (), levels_off=True),
+        Variant(
+            f"on, keeping the most (`--ui-content --ui-conversations {conversations}`)",
+            ("--ui-content", "--ui-conversations", str(conversations)),
+        ),
+    ]
+
+
+def proxy_args(upstream: str, flags: Sequence[str]) -> Callable[[int], list[str]]:
+    def args(port: int) -> list[str]:
+        return [
+            "-m", "context_governor", "proxy", "--upstream", upstream, "--port", str(port),
+            "--model-window", f"{MODEL}={WINDOW}", *flags,
+        ]  # fmt: skip
+
+    return args
+
+
+@dataclass
+class Target:
+    """Somewhere the requests go: straight to the upstream, or a proxy (its process)."""
+
+    name: str
+    base: str
+    client: httpx.Client
+    pid: int | None = None
+    variant: Variant | None = None
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    def send(self, workload: str, body: bytes) -> None:
+        """One request, timed to the end of its answer; anything but a 200 stops the run."""
+        started = time.perf_counter()
+        response = self.client.post(f"{self.base}/v1/chat/completions", content=body)
+        elapsed = time.perf_counter() - started
+        if response.status_code != 200:
+            raise RuntimeError(f"{self.name}: {response.status_code} {response.text[:300]}")
+        if self.pid is not None and "x-context-governor-tokens-after" not in response.headers:
+            raise RuntimeError(f"{self.name}: the answer did not come through the proxy")
+        self.times.setdefault(workload, []).append(elapsed)
+
+    def memory(self) -> dict[str, Any] | None:
+        """What the page keeps now against its bounds (None without the page)."""
+        if self.variant is None or not self.variant.observing:
+            return None
+        found: dict[str, Any] = self.client.get(f"{self.base}/ui/api/memory").json()
+        return found
+
+
+def client() -> httpx.Client:
+    """The benchmark's client: one keep-alive connection per server, as an agent's SDK
+    keeps it (the proxy must answer without waiting on the client's delayed ACK: see
+    cli_proxy._bind)."""
+    return httpx.Client(headers=HEADERS, timeout=120)
+
+
+def send_all(targets: Sequence[Target], workload: str, bodies: Sequence[bytes],
+             every: int = 0, checkpoint: Callable[[int], None] | None = None) -> None:
+    """Each body to every target, one request at a time; the order of the targets turns
+    by one from a body to the next. ``checkpoint(n)`` after every ``every`` bodies."""
+    n = len(targets)
+    for i, body in enumerate(bodies):
+        for k in range(n):
+            targets[(i + k) % n].send(workload, body)
+        if every and checkpoint is not None and (i + 1) % every == 0:
+            checkpoint(i + 1)  # fmt: skip
+
+
+def check_switches(target: Target) -> None:
+    """The off proxy really has no /metrics and no /ui; the others have both."""
+    want = 404 if target.variant is not None and not target.variant.observing else 200
+    for path in ("/metrics", "/ui/api/memory"):
+        status = target.client.get(f"{target.base}{path}").status_code
+        if status != want:
+            raise RuntimeError(f"{target.name}: GET {path} answered {status}, not {want}")
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (nearest rank), in ms."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] * 1000
+
+
+def median_ci(diffs: Sequence[float]) -> tuple[float, float, float]:
+    """The median of ``diffs`` (ms) and its 95% confidence interval, distribution-free
+    (order statistics of the binomial: no assumption about the shape of the noise)."""
+    ordered = sorted(diffs)
+    n = len(ordered)
+    k = max(0, math.floor((n - 1.96 * math.sqrt(n)) / 2))
+    return statistics.median(ordered) * 1000, ordered[k] * 1000, ordered[n - 1 - k] * 1000
+
+
+@dataclass
+class Latency:
+    workload: str
+    rows: list[dict[str, Any]]
+
+    @property
+    def unmeasurable(self) -> bool:
+        """No proxy's p50 moved measurably from the off proxy's: the CI of the median
+        difference contains 0, or lies within ``MARGIN`` of off's p50 either way."""
+        margin = MARGIN * self.rows[0]["p50"]
+        return all(
+            r["ci"][0] <= 0 <= r["ci"][1] or (-margin <= r["ci"][0] and r["ci"][1] <= margin)
+            for r in self.rows
+            if r["ci"] is not None
+        )
+
+
+def latency(workload: str, direct: Target, proxies: Sequence[Target]) -> Latency:
+    base = direct.times[workload]
+    added = {
+        p.name: [t - d for t, d in zip(p.times[workload], base, strict=True)] for p in proxies
+    }
+    off = added[proxies[0].name]
+    rows = []
+    for p in proxies:
+        mine = added[p.name]
+        paired = [a - b for a, b in zip(mine, off, strict=True)]
+        ci = median_ci(paired) if p is not proxies[0] else None
+        rows.append({
+            "name": p.name, "n": len(mine), "p50": pct(mine, 0.5), "p90": pct(mine, 0.9),
+            "r50": pct(mine, 0.5) / pct(off, 0.5), "r90": pct(mine, 0.9) / pct(off, 0.9),
+            "ci": None if ci is None else (ci[1], ci[2]), "diff": None if ci is None else ci[0],
+        })  # fmt: skip
+    return Latency(workload, rows)
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Result:
+    steps: int
+    conversations: int
+    session: Latency
+    short: Latency
+    checkpoints: list[int]
+    rss: dict[str, list[float]]
+    peaks: dict[str, float]
+    kept: dict[str, dict[str, Any] | None]
+    scrape: dict[str, tuple[int, float]]
+    levels_off: list[str]
+    load: tuple[float, float]
+    seconds: float
+
+
+def checkpoints_for(conversations: int) -> list[int]:
+    marks = [m for m in (500, 1000, 2500, 5000, 10_000, 20_000) if m < conversations]
+    return sorted({*marks, conversations // 2, conversations})
+
+
+def measure(steps: int, conversations: int) -> Result:
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
+    log = Path(tempfile.mkdtemp(prefix="cg-observe-")) / "servers.log"
+    progress(f"server logs: {log}")
+    plan = variants(conversations)
+    marks = checkpoints_for(conversations)
+    progress(f"the session's {steps} bodies")
+    bodies = session_bodies(steps)
+    with (
+        served(lambda port: ["-m", "bench.observe_upstream", str(port)], log) as (up, _),
+        served(proxy_args(f"{up}/v1", plan[0].flags), log) as (off, off_p),
+        served(proxy_args(f"{up}/v1", plan[1].flags), log) as (on, on_p),
+        served(proxy_args(f"{up}/v1", plan[2].flags), log) as (most, most_p),
+        client() as http,
+    ):
+        direct = Target("direct", up, http)
+        proxies = [
+            Target(v.name, base, http, process.pid, v)
+            for v, (base, process) in zip(
+                plan, [(off, off_p), (on, on_p), (most, most_p)], strict=True
+            )
+        ]
+        targets = [direct, *proxies]
+        for p in proxies:
+            check_switches(p)
+        progress("warm-up: 20 requests to each")
+        send_all(targets, "warm-up", [conversation_body(-1 - i) for i in range(20)])
+        progress(f"latency: the coding session's {len(bodies)} requests through each")
+        send_all(targets, "session", bodies)
+        rss: dict[str, list[float]] = {p.name: [rss_mb(p.pid or 0)] for p in proxies}
+
+        def checkpoint(n: int) -> None:
+            if n not in marks:
+                return
+            for p in proxies:
+                rss[p.name].append(rss_mb(p.pid or 0))
+            shown = ", ".join(f"{rss[p.name][-1]:.0f}" for p in proxies)
+            progress(f"memory: {n} conversations; RSS MB (off, on, most): {shown}")
+
+        progress(f"memory: {conversations} conversations, one request each, through each")
+        send_all(
+            targets,
+            "conversations",
+            [conversation_body(i) for i in range(conversations)],
+            every=math.gcd(*marks),
+            checkpoint=checkpoint,
+        )
+        peaks = {p.name: rss_mb(p.pid or 0, peak=True) for p in proxies}
+        kept = {p.name: p.memory() for p in proxies}
+        scrape = {}
+        for p in proxies[1:]:
+            t = time.perf_counter()
+            text = http.get(f"{p.base}/metrics").content
+            scrape[p.name] = (len(text), (time.perf_counter() - t) * 1000)
+        session = latency("session", direct, proxies)
+        short = latency("conversations", direct, proxies)
+    return Result(
+        steps, conversations, session, short, marks, rss, peaks, kept, scrape,
+        [v.name for v in plan if v.levels_off], (load_before, os.getloadavg()[0]),
+        time.perf_counter() - started,
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def bounded(result: Result) -> tuple[bool, list[str]]:
+    """Whether memory stayed bounded (module docstring), and why not."""
+    why = []
+    for name, memory in result.kept.items():
+        if memory is None:
+            continue
+        kept, bounds = memory["kept"], memory["bounds"]
+        for key in ("conversations", "records", "report_bytes", "content_bytes"):
+            if kept[key] > bounds[key]:
+                why.append(f"{name}: {key} {kept[key]} over its bound {bounds[key]}")
+    names = list(result.rss)
+    off = result.rss[names[0]]
+    half = result.checkpoints.index(result.conversations // 2) + 1  # rss[0]: before
+    for name in result.levels_off:
+        mine = result.rss[name]
+        grew = (mine[-1] - off[-1]) - (mine[half] - off[half])
+        if grew > FLAT_MB:
+            why.append(f"{name}: the RSS it adds grew {grew:.0f} MB in the second half")
+    return not why, why
+
+
+def _kept_text(memory: dict[str, Any] | None) -> str:
+    if memory is None:
+        return "nothing"
+    kept, bounds = memory["kept"], memory["bounds"]
+    parts = [
+        f"{kept['conversations']:,} conversations (bound {bounds['conversations']:,})",
+        f"{kept['records']:,} requests",
+        f"{kept['reports']:,} reports, {kept['report_bytes'] / 2**20:.1f} MiB "
+        f"(bound {bounds['report_bytes'] / 2**20:.0f})",
+    ]
+    if kept["contents"]:
+        parts.append(
+            f"content of {kept['contents']:,}, {kept['content_bytes'] / 2**20:.1f} MiB "
+            f"(bound {bounds['content_bytes'] / 2**20:.0f})"
+        )
+    return "; ".join(parts)
+
+
+def render(result: Result, command: str) -> str:
+    ok_memory, why = bounded(result)
+    ok_latency = result.session.unmeasurable and result.short.unmeasurable
+    verdict = "**PASS**" if ok_latency and ok_memory else "**MISS**"
+    load = result.load
+    lines = [
+        HEADING,
+        "",
+        f"What `/metrics` and the page at `/ui` cost the proxy, measured by `{command}` "
+        f"on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({os.cpu_count()} CPUs, shared: load "
+        f"average {load[0]:.1f} at the start, {load[1]:.1f} at the end; {source_info()}; "
+        f"{result.seconds / 60:.1f} min). `make load` reruns it "
+        "(`python -m bench.observe_cost --out docs/benchmarks.md`; `--quick` in about a "
+        "minute). Real proxy processes (uvicorn, as the CLI runs them) in front of one "
+        "upstream that answers at once with usage, cached tokens included "
+        "(bench/observe_upstream.py): *off* is `--no-metrics --no-ui`, *on* the proxy as "
+        "shipped, *keeping the most* adds `--ui-content` and keeps every conversation. Each "
+        "request goes to every proxy and straight to the upstream, one at a time, in a "
+        "rotating order; its *proxy-added time* is its latency through the proxy less its "
+        "latency straight to the upstream. JSON answers: the observer files them before "
+        "they are returned, so its work is on the path.",
+        "",
+        f"Targets: no measurable change at p50 (the 95% confidence interval of the median "
+        f"of the per-request differences, on − off, contains 0 or lies within "
+        f"{MARGIN:.0%} of off's p50) and bounded memory with {result.conversations:,} "
+        f"conversations (what the page keeps within its bounds; the RSS the observer adds "
+        f"as shipped, on − off, grows less than {FLAT_MB:.0f} MB from half way to the "
+        f"end): {verdict}." + ("" if ok_memory else " " + "; ".join(why) + "."),
+        "",
+        "| requests | proxy | added p50 ms | added p90 ms | p50 / off | p90 / off "
+        "| on − off, median ms (95% CI) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    workloads = [
+        (f"coding session, {result.steps} steps ({WINDOW // 1000}k window: compactions)",
+         result.session),
+        (f"{result.conversations:,} conversations, 1 request each (~7 KB)", result.short),
+    ]  # fmt: skip
+    for label, found in workloads:
+        for i, row in enumerate(found.rows):
+            diff = (
+                "–"
+                if row["ci"] is None
+                else f"{row['diff']:+.2f} ({row['ci'][0]:+.2f} to {row['ci'][1]:+.2f})"
+            )
+            lines.append(
+                f"| {label if i == 0 else ''} | {row['name']} | {row['p50']:.2f} "
+                f"| {row['p90']:.2f} | {row['r50']:.2f}× | {row['r90']:.2f}× | {diff} |"
+            )
+    marks = result.checkpoints
+    lines += [
+        "",
+        f"Memory: RSS of each proxy process (MB) before the {result.conversations:,} "
+        "conversations (after the session above) and after the first N of them; *peak* is "
+        "the process's high-water mark. Python rarely gives freed memory back to the "
+        "system, so RSS shows the most a process has held, not what it holds now; "
+        "*kept by the page* is what `/ui/api/memory` reported at the end (report bytes are "
+        "the proxy's estimate, tests/test_observe.py checks it against tracemalloc).",
+        "",
+        "| proxy | before | "
+        + " | ".join(f"{m:,}" for m in marks)
+        + " | peak | kept by the page |",
+        "|---|---|" + "---|" * len(marks) + "---|---|",
+    ]
+    names = list(result.rss)
+    for name in names:
+        cells = " | ".join(f"{v:.0f}" for v in result.rss[name])
+        lines.append(
+            f"| {name} | {cells} | {result.peaks[name]:.0f} | {_kept_text(result.kept[name])} |"
+        )
+    off = result.rss[names[0]]
+    for name in names[1:]:
+        cells = " | ".join(f"{a - b:+.0f}" for a, b in zip(result.rss[name], off, strict=True))
+        lines.append(f"| {name} − off | {cells} | – | – |")
+    lines += [
+        "",
+        "A scrape of `/metrics` after the run: "
+        + "; ".join(
+            f"{name}: {size / 1024:.1f} KiB in {ms:.1f} ms"
+            for name, (size, ms) in result.scrape.items()
+        )
+        + " (labels are bounded: models, not conversations, so its size does not grow "
+        "with the conversations).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="40 steps, 2,000 conversations")
+    parser.add_argument("--steps", type=int, default=None, help="the session's steps (150)")
+    parser.add_argument("--conversations", type=int, default=None, help="(10,000)")
+    parser.add_argument("--out", type=Path, default=None, help="write the section here")
+    args = parser.parse_args(argv)
+    steps = args.steps or (40 if args.quick else 150)
+    conversations = args.conversations or (2_000 if args.quick else 10_000)
+    if steps < 10 or conversations < 100:
+        parser.error("--steps must be at least 10 and --conversations at least 100")
+    result = measure(steps, conversations)
+    command = "python -m bench.observe_cost" + (" --quick" if args.quick else "")
+    text = render(result, command)
+    print(text)
+    if args.out is not None:
+        write_section(args.out, text)
+        progress(f"wrote {args.out}")
+    return 0 if bounded(result)[0] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
