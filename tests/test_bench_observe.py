@@ -43,17 +43,22 @@ def test_a_change_at_p50_is_measurable_only_past_the_interval_and_the_margin() -
     same = [t + rng.gauss(0, 0.0002) for t in off]
     slower = [t + 0.0005 for t in off]  # +0.5 ms on a ~4 ms p50
     tiny = [t + 0.00001 for t in off]  # +0.01 ms: measurable, but within 1% of p50
-    for times, expected in ((same, True), (slower, False), (tiny, True)):
+    faster = [t - 0.0005 for t in off]  # not a gain: noise between processes
+    for times, expected in ((same, True), (slower, False), (tiny, True), (faster, True)):
         found = oc.latency("w", direct, [_target("off", off), _target("on", times)])
         assert found.unmeasurable is expected, found.rows
     found = oc.latency("w", direct, [_target("off", off), _target("on", slower)])
     assert abs(found.rows[1]["diff"] - 0.5) < 0.01 and found.rows[1]["r50"] > 1.05
+    twin = _target("off again", slower)
+    twin.variant = oc.Variant("off again", (), observing=False, twin=True)
+    found = oc.latency("w", direct, [_target("off", off), twin, _target("on", same)])
+    assert found.unmeasurable and found.rows[1]["twin"]  # the noise row is shown, not judged
 
 
 def _result(rss_on: list[float], kept: dict[str, Any]) -> oc.Result:
     session = oc.Latency("session", [
-        {"name": "off", "n": 10, "p50": 3.0, "p90": 5.0, "r50": 1.0, "r90": 1.0, "ci": None, "diff": None},
-        {"name": "on", "n": 10, "p50": 3.0, "p90": 5.0, "r50": 1.0, "r90": 1.0, "ci": (-0.1, 0.1), "diff": 0.0},
+        {"name": "off", "n": 10, "p50": 3.0, "p90": 5.0, "r50": 1.0, "r90": 1.0, "ci": None, "diff": None, "twin": False},
+        {"name": "on", "n": 10, "p50": 3.0, "p90": 5.0, "r50": 1.0, "r90": 1.0, "ci": (-0.1, 0.1), "diff": 0.0, "twin": False},
     ])  # fmt: skip
     return oc.Result(
         steps=10, conversations=2000, session=session, short=session, checkpoints=[500, 1000, 2000],

@@ -354,11 +354,11 @@ class Observer:
 
     def passthrough(self, api: str) -> None:
         if self.metrics is not None:
-            self.metrics.ungoverned.labels(api, "passthrough").inc()
+            self.metrics.child(self.metrics.ungoverned, api, "passthrough").inc()
 
     def window_learned(self, model: str) -> None:
         if self.metrics is not None:
-            self.metrics.windows_learned.labels(self.metrics.model(model)).inc()
+            self.metrics.child(self.metrics.windows_learned, self.metrics.model(model)).inc()
 
 
 class Observation:
@@ -391,7 +391,7 @@ class Observation:
         self._done = True
         metrics = self._o.metrics
         if metrics is not None:
-            metrics.requests.labels(self.api, "unknown", "rejected").inc()
+            metrics.child(metrics.requests, self.api, "unknown", "rejected").inc()
 
     def finish(
         self,
@@ -488,22 +488,22 @@ class Observation:
         cause: str,
     ) -> None:
         api = self.api
-        metrics.requests.labels(api, model, outcome).inc()
+        metrics.child(metrics.requests, api, model, outcome).inc()
         metrics.governed(api, model, found)
         for reason in compacting:
-            metrics.compactions.labels(api, model, reason).inc()
+            metrics.child(metrics.compactions, api, model, reason).inc()
         governed = self._governed
         for item in governed.ungoverned if governed is not None else ():
-            metrics.ungoverned.labels(api, item.split("=", 1)[0]).inc()
+            metrics.child(metrics.ungoverned, api, item.split("=", 1)[0]).inc()
         if status < 400:
             metrics.usage(api, model, usage)
         if bust is not None:
-            metrics.cache_busts.labels(api, model, cause).inc()
-            metrics.cache_bust_tokens.labels(api, model, cause).inc(bust)
+            metrics.child(metrics.cache_busts, api, model, cause).inc()
+            metrics.child(metrics.cache_bust_tokens, api, model, cause).inc(bust)
         if self._governance is not None:
-            metrics.governance_seconds.labels(api).observe(self._governance)
+            metrics.child(metrics.governance_seconds, api).observe(self._governance)
         if self._added is not None:
-            metrics.added_seconds.labels(api).observe(self._added)
+            metrics.child(metrics.added_seconds, api).observe(self._added)
 
     def _attributes(self, record: Record, found: Figures, governed: Governed) -> dict[str, Any]:
         usage = record.usage
