@@ -317,7 +317,10 @@ def test_the_page_is_for_loopback_or_the_token_and_content_only_when_asked(proxy
     root = proxy("openai")
     run(root, "openai", 3)
     page = httpx.get(f"{root}/ui/")
-    assert page.status_code == 200 and "ui.js" in page.text and "http" not in page.text.split("<body>")[1]
+    # self-contained: one load (the one that carries ?token=) brings style and script, and
+    # nothing is fetched from elsewhere
+    assert page.status_code == 200 and "<style>" in page.text and 'addEventListener("hashchange"' in page.text
+    assert "<link" not in page.text and " src=" not in page.text and "https://" not in page.text
     assert httpx.get(f"{root}/ui/ui.js").headers["content-type"].startswith("text/javascript")
     detail = httpx.get(f"{root}/ui/api/requests/1").json()
     assert detail["view"] is None and "--ui-content" in detail["content_note"]
@@ -344,6 +347,24 @@ def test_the_page_refuses_other_hosts_without_a_token(fake: FakeCache) -> None:
         assert client.get("/metrics").status_code == 200
     with TestClient(app, client=("127.0.0.1", 5000)) as client:
         assert client.get("/ui/api/conversations").status_code == 200
+
+
+def test_with_client_keys_the_page_keeps_its_own_rule_and_metrics_need_a_key(fake: FakeCache) -> None:
+    """A browser cannot send a client key with the page's own loads: the page is guarded
+    by its token (or loopback) alone. /metrics is guarded as the proxy is: a scraper
+    sends a client key (Prometheus: authorization credentials)."""
+    from starlette.testclient import TestClient
+
+    key, token = "ck-0123456789abcdef0123", "t0ken-for-the-page-0123"
+    config = ProxyConfig(upstream=fake.base_url, client_keys={"ci": key}, ui_token=token)
+    with TestClient(create_app(config), client=("203.0.113.9", 5000)) as client:
+        page = client.get(f"/ui/?token={token}")
+        assert page.status_code == 200 and "<style>" in page.text  # all in the one load
+        assert client.get("/ui/api/conversations", headers={"authorization": f"Bearer {token}"}).status_code == 200
+        assert client.get("/ui/api/conversations").status_code == 403  # the token is still needed
+        assert client.get("/metrics").status_code == 401
+        assert client.get("/metrics", headers={"authorization": f"Bearer {key}"}).status_code == 200
+        assert client.post("/v1/chat/completions", json={"model": "m", "messages": []}).status_code == 401
 
 
 def test_rejected_and_passthrough_requests_are_counted(proxy: Any) -> None:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..observe.page import FILES, asset
+from ..observe.page import FILES, asset, served_page
 from ..observe.views import request_view
 from .metrics import CONTENT_TYPE
 from .observer import Observer
@@ -113,7 +113,8 @@ def routes(
         name = request.path_params.get("name") or "index.html"
         if name not in FILES:
             return JSONResponse({"error": {"message": "not found"}}, status_code=404)
-        return Response(asset(name), media_type=FILES[name])
+        body = served_page() if name == "index.html" else asset(name)
+        return Response(body, media_type=FILES[name])
 
     async def conversations(request: Request) -> Response:
         return JSONResponse(observer.journal.conversations())
