@@ -340,7 +340,9 @@ def measure(steps: int, conversations: int) -> Result:
         peaks = {p.name: rss_mb(p.pid or 0, peak=True) for p in proxies}
         kept = {p.name: p.memory() for p in proxies}
         scrape = {}
-        for p in proxies[1:]:
+        for p in proxies:
+            if p.variant is None or not p.variant.observing:
+                continue
             t = time.perf_counter()
             text = http.get(f"{p.base}/metrics").content
             scrape[p.name] = (len(text), (time.perf_counter() - t) * 1000)
