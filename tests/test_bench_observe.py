@@ -53,6 +53,9 @@ def test_a_change_at_p50_is_measurable_only_past_the_interval_and_the_margin() -
     twin.variant = oc.Variant("off again", (), observing=False, twin=True)
     found = oc.latency("w", direct, [_target("off", off), twin, _target("on", same)])
     assert found.unmeasurable and found.rows[1]["twin"]  # the noise row is shown, not judged
+    # on as slow as the twin: no more than two identical processes differ by
+    found = oc.latency("w", direct, [_target("off", off), twin, _target("on", [t + 0.0004 for t in off])])
+    assert found.unmeasurable and 0.49 < found.margin < 0.51
 
 
 def _result(rss_on: list[float], kept: dict[str, Any]) -> oc.Result:
