@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -248,6 +249,19 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             learner.observe(governed.model, usage.input_tokens, governed.report.tokens_after)
         return usage
 
+    async def answered(seen: Observation, governed: Governed, api: str, relayed: Response) -> None:
+        """A JSON answer has been written to the client: read its usage and file it
+        (observer.py). Run as the response's background task, so the client is not kept
+        waiting for it (the issue's "without delaying the relay"); a coroutine that never
+        awaits, so it runs right after the answer's last write and before the event loop
+        serves anything else, and a scrape of /metrics that the answer prompted sees it
+        (unless the client reads a large answer slowly: then the write waits, and so
+        does this)."""
+        usage = None
+        if relayed.status_code < 400:
+            usage = observe(governed, api, bytes(relayed.body))
+        seen.finish(relayed.status_code, usage, governed=governed)
+
     def ended(
         seen: Observation, governed: Governed, api: str, watch: StreamWatch, status: int
     ) -> None:
@@ -366,10 +380,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                 seen.finish(failed.status_code, outcome="unreachable", governed=governed)
                 return failed
             if not isinstance(relayed, RelayedStream):
-                usage = None
-                if relayed.status_code < 400:
-                    usage = observe(governed, route.api, bytes(relayed.body))
-                seen.finish(relayed.status_code, usage, governed=governed)
+                relayed.background = BackgroundTask(answered, seen, governed, route.api, relayed)
             elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
             log.info(
                 "%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed
