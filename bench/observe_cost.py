@@ -9,13 +9,17 @@ scripted upstream in its own process (bench/observe_upstream.py: it answers at o
 with usage that includes cached tokens, so every part of the observer runs):
 
 - **off**: ``--no-metrics --no-ui``: the observer does nothing past a request's start;
-- **off again**: a second, identical process: what two processes differ by for no
-  reason of ours (where each landed in memory, what else ran beside it): the noise
-  floor the other rows are read against;
 - **on**: as shipped: ``/metrics`` and the page, their bounds at their defaults;
 - **on, keeping the most**: also ``--ui-content``, and ``--ui-conversations`` as many as
   the run has conversations: every request's record, report and content kept, as far
   as the bounds in bytes allow (the page's largest footprint at this traffic).
+
+*Off* and *on* run in two processes each: two identical processes differ, for no reason
+of ours (where each landed in memory, which core, what else ran), by as much as 0.2 ms
+at p50 on a busy machine, more than observing costs; so *on* − *off* is taken between
+the means of their two processes, and what each pair's two processes differ by is the
+noise it is read against. Every server gets the same ``PYTHONHASHSEED``, which removes
+one source of it (string hashing, hence dict layouts, differs from process to process).
 
 Every request goes to each proxy and straight to the upstream, one at a time, in an
 order that rotates from one request to the next, so that load from elsewhere on a
@@ -32,11 +36,12 @@ on the request's path (a stream's is filed after its last byte).
    request each, each with its own first user message (so its own conversation id),
    ~7 KB of history. The RSS of each proxy process at checkpoints, and what the page
    keeps (``/ui/api/memory``) against its bounds; the latency of these short requests
-   is the second latency workload. A scrape of ``/metrics`` is timed at the end.
+   is the second latency workload, and each server's CPU time over them (/proc) what
+   observing costs wherever it runs. A scrape of ``/metrics`` is timed at the end.
 
 Targets: no measurable change at p50 (the 95% confidence interval of the median of the
-per-request differences on - off does not lie wholly above ``MARGIN`` of the off
-proxy's p50, or above what the second off process differed by, whichever is more: an
+per-request differences on - off does not lie wholly above ``MARGIN`` of off's p50, or
+above what two processes of the same kind differed by, whichever is more: an
 equivalence margin, since with enough requests any cost at all becomes "measurable";
 one-sided, since observing only adds work), and bounded memory (what the
 page keeps within its bounds; the RSS the observer adds as shipped, on - off, no larger
@@ -126,27 +131,30 @@ def conversation_body(i: int) -> bytes:
 class Variant:
     name: str
     flags: tuple[str, ...]
+    #: the kind: "off", "on" or "most"; a kind's processes are averaged
+    group: str
     observing: bool = True
     #: its bounds bind at this traffic: the RSS it adds must level off (``bounded``)
     levels_off: bool = False
-    #: the same as off: what two identical processes differ by (not a target)
-    twin: bool = False
+
+
+OFF, ON, MOST = "off", "on", "most"
+GROUP_NAMES = {
+    OFF: "off (`--no-metrics --no-ui`)",
+    ON: "on (as shipped)",
+    MOST: "on, keeping the most",
+}
 
 
 def variants(conversations: int) -> list[Variant]:
+    off = ("--no-metrics", "--no-ui")
+    most = ("--ui-content", "--ui-conversations", str(conversations))
     return [
-        Variant("off (`--no-metrics --no-ui`)", ("--no-metrics", "--no-ui"), observing=False),
-        Variant(
-            "off again (a second process: the noise)",
-            ("--no-metrics", "--no-ui"),
-            observing=False,
-            twin=True,
-        ),
-        Variant("on (as shipped)", (), levels_off=True),
-        Variant(
-            f"on, keeping the most (`--ui-content --ui-conversations {conversations}`)",
-            ("--ui-content", "--ui-conversations", str(conversations)),
-        ),
+        Variant("off #1", off, OFF, observing=False),
+        Variant("on #1", (), ON, levels_off=True),
+        Variant(f"keeping the most (`{' '.join(most)}`)", most, MOST),
+        Variant("off #2", off, OFF, observing=False),
+        Variant("on #2", (), ON, levels_off=True),
     ]
 
 
@@ -197,6 +205,14 @@ def client() -> httpx.Client:
     return httpx.Client(headers=HEADERS, timeout=120)
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far (Linux /proc): what
+    the observer costs wherever it runs (on the request's path or after it, in a
+    collection of garbage), which latency alone would not show."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def send_all(targets: Sequence[Target], workload: str, bodies: Sequence[bytes],
              every: int = 0, checkpoint: Callable[[int], None] | None = None) -> None:
     """Each body to every target, one request at a time; the order of the targets turns
@@ -239,43 +255,70 @@ def median_ci(diffs: Sequence[float]) -> tuple[float, float, float]:
 @dataclass
 class Latency:
     workload: str
+    #: per process: name, group, p50, p90 (ms)
     rows: list[dict[str, Any]]
+    #: comparisons: name, kind ("target" or "noise"), diff, ci, r50, r90
+    compared: list[dict[str, Any]]
+    off_p50: float
 
     @property
     def margin(self) -> float:
         """The largest difference (ms) that is no change: ``MARGIN`` of off's p50, or what
-        the twin (a second off process) differed by, whichever is more."""
-        twins = [abs(x) for r in self.rows if r["twin"] and r["ci"] is not None for x in r["ci"]]
-        return float(max([MARGIN * self.rows[0]["p50"], *twins]))
+        two processes of the same kind differed by, whichever is more."""
+        noise = [abs(x) for c in self.compared if c["kind"] == "noise" for x in c["ci"]]
+        return float(max([MARGIN * self.off_p50, *noise]))
 
     @property
     def unmeasurable(self) -> bool:
-        """No observing proxy's p50 rose measurably over the off proxy's: the CI of the
-        median difference does not lie wholly above ``margin``. One-sided: observing only
-        adds work, so a proxy measurably *faster* than off shows what two processes differ
-        by (the twin's row), not a gain."""
+        """No observing kind's p50 rose measurably over off's: the CI of the median
+        difference does not lie wholly above ``margin``. One-sided: observing only adds
+        work, so a kind measurably *faster* than off shows the noise, not a gain."""
         margin = self.margin
-        return all(r["ci"][0] <= margin for r in self.rows if r["ci"] is not None and not r["twin"])
+        return all(c["ci"][0] <= margin for c in self.compared if c["kind"] == "target")
+
+
+def _mean(series: Sequence[Sequence[float]]) -> list[float]:
+    return [sum(values) / len(values) for values in zip(*series, strict=True)]
 
 
 def latency(workload: str, direct: Target, proxies: Sequence[Target]) -> Latency:
+    """Each process's proxy-added times; each observing kind against off (the per-request
+    mean of each kind's processes), and each kind's two processes against each other."""
     base = direct.times[workload]
     added = {
         p.name: [t - d for t, d in zip(p.times[workload], base, strict=True)] for p in proxies
     }
-    off = added[proxies[0].name]
-    rows = []
+    groups: dict[str, list[list[float]]] = {}
     for p in proxies:
-        mine = added[p.name]
-        paired = [a - b for a, b in zip(mine, off, strict=True)]
-        ci = median_ci(paired) if p is not proxies[0] else None
-        rows.append({
-            "name": p.name, "n": len(mine), "p50": pct(mine, 0.5), "p90": pct(mine, 0.9),
-            "r50": pct(mine, 0.5) / pct(off, 0.5), "r90": pct(mine, 0.9) / pct(off, 0.9),
-            "ci": None if ci is None else (ci[1], ci[2]), "diff": None if ci is None else ci[0],
-            "twin": p.variant is not None and p.variant.twin,
+        assert p.variant is not None
+        groups.setdefault(p.variant.group, []).append(added[p.name])
+    rows = [
+        {"name": p.name, "group": p.variant.group if p.variant else "",
+         "p50": pct(added[p.name], 0.5), "p90": pct(added[p.name], 0.9)}
+        for p in proxies
+    ]  # fmt: skip
+    pooled = {g: [t for series in members for t in series] for g, members in groups.items()}
+    off = _mean(groups[OFF])
+    compared = []
+    for group in (ON, MOST):
+        if group not in groups:
+            continue
+        diff, low, high = median_ci([a - b for a, b in zip(_mean(groups[group]), off, strict=True)])
+        compared.append({
+            "name": f"{GROUP_NAMES[group]} − off", "kind": "target", "diff": diff,
+            "ci": (low, high), "r50": pct(pooled[group], 0.5) / pct(pooled[OFF], 0.5),
+            "r90": pct(pooled[group], 0.9) / pct(pooled[OFF], 0.9),
         })  # fmt: skip
-    return Latency(workload, rows)
+    for group, members in groups.items():
+        if len(members) == 2:
+            pairs = zip(members[1], members[0], strict=True)
+            diff, low, high = median_ci([a - b for a, b in pairs])
+            compared.append({
+                "name": f"noise: {group} #2 − {group} #1", "kind": "noise", "diff": diff,
+                "ci": (low, high), "r50": pct(members[1], 0.5) / pct(members[0], 0.5),
+                "r90": pct(members[1], 0.9) / pct(members[0], 0.9),
+            })  # fmt: skip
+    return Latency(workload, rows, compared, pct(pooled[OFF], 0.5))
 
 
 # ----------------------------------------------------------------------------- the run
@@ -292,7 +335,10 @@ class Result:
     peaks: dict[str, float]
     kept: dict[str, dict[str, Any] | None]
     scrape: dict[str, tuple[int, float]]
-    levels_off: list[str]
+    #: process name -> CPU ms per request over the conversations
+    cpu: dict[str, float]
+    #: process name -> its kind (Variant.group)
+    groups: dict[str, str]
     load: tuple[float, float]
     seconds: float
 
@@ -304,6 +350,7 @@ def checkpoints_for(conversations: int) -> list[int]:
 
 def measure(steps: int, conversations: int) -> Result:
     started, load_before = time.perf_counter(), os.getloadavg()[0]
+    os.environ["PYTHONHASHSEED"] = "0"  # every server alike (the module docstring)
     log = Path(tempfile.mkdtemp(prefix="cg-observe-")) / "servers.log"
     progress(f"server logs: {log}")
     plan = variants(conversations)
@@ -338,6 +385,7 @@ def measure(steps: int, conversations: int) -> Result:
             progress(f"memory: {n} conversations; RSS MB: {shown}")
 
         progress(f"memory: {conversations} conversations, one request each, through each")
+        cpu_before = {p.name: cpu_seconds(p.pid or 0) for p in proxies}
         send_all(
             targets,
             "conversations",
@@ -345,6 +393,10 @@ def measure(steps: int, conversations: int) -> Result:
             every=math.gcd(*marks),
             checkpoint=checkpoint,
         )
+        cpu = {
+            p.name: (cpu_seconds(p.pid or 0) - cpu_before[p.name]) / conversations * 1000
+            for p in proxies
+        }
         peaks = {p.name: rss_mb(p.pid or 0, peak=True) for p in proxies}
         kept = {p.name: p.memory() for p in proxies}
         scrape = {}
@@ -357,13 +409,18 @@ def measure(steps: int, conversations: int) -> Result:
         session = latency("session", direct, proxies)
         short = latency("conversations", direct, proxies)
     return Result(
-        steps, conversations, session, short, marks, rss, peaks, kept, scrape,
-        [v.name for v in plan if v.levels_off], (load_before, os.getloadavg()[0]),
+        steps, conversations, session, short, marks, rss, peaks, kept, scrape, cpu,
+        {v.name: v.group for v in plan}, (load_before, os.getloadavg()[0]),
         time.perf_counter() - started,
     )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- report
+
+
+def group_rss(result: Result, group: str) -> list[float]:
+    """The mean RSS of a kind's processes at each checkpoint."""
+    return _mean([rss for name, rss in result.rss.items() if result.groups[name] == group])
 
 
 def bounded(result: Result) -> tuple[bool, list[str]]:
@@ -376,14 +433,11 @@ def bounded(result: Result) -> tuple[bool, list[str]]:
         for key in ("conversations", "records", "report_bytes", "content_bytes"):
             if kept[key] > bounds[key]:
                 why.append(f"{name}: {key} {kept[key]} over its bound {bounds[key]}")
-    names = list(result.rss)
-    off = result.rss[names[0]]
+    off, on = group_rss(result, OFF), group_rss(result, ON)
     half = result.checkpoints.index(result.conversations // 2) + 1  # rss[0]: before
-    for name in result.levels_off:
-        mine = result.rss[name]
-        grew = (mine[-1] - off[-1]) - (mine[half] - off[half])
-        if grew > FLAT_MB:
-            why.append(f"{name}: the RSS it adds grew {grew:.0f} MB in the second half")
+    grew = (on[-1] - off[-1]) - (on[half] - off[half])
+    if grew > FLAT_MB:
+        why.append(f"on: the RSS it adds grew {grew:.0f} MB in the second half")
     return not why, why
 
 
@@ -417,28 +471,30 @@ def render(result: Result, command: str) -> str:
         f"on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({os.cpu_count()} CPUs, shared: load "
         f"average {load[0]:.1f} at the start, {load[1]:.1f} at the end; {source_info()}; "
         f"{result.seconds / 60:.1f} min). `make load` reruns it "
-        "(`python -m bench.observe_cost --out docs/benchmarks.md`; `--quick` in under a "
+        "(`python -m bench.observe_cost --out docs/benchmarks.md`; `--quick` in about a "
         "minute). Real proxy processes (uvicorn, as the CLI runs them) in front of one "
         "upstream that answers at once with usage, cached tokens included "
-        "(bench/observe_upstream.py): *off* is `--no-metrics --no-ui`, *off again* a second "
-        "such process (what two identical processes differ by: the noise), *on* the proxy "
-        "as shipped, *keeping the most* adds `--ui-content` and keeps every conversation. Each "
-        "request goes to every proxy and straight to the upstream, one at a time, in a "
-        "rotating order; its *proxy-added time* is its latency through the proxy less its "
-        "latency straight to the upstream. JSON answers: the observer files them before "
-        "they are returned, so its work is on the path.",
+        "(bench/observe_upstream.py): *off* is `--no-metrics --no-ui`, *on* the proxy as "
+        "shipped, *keeping the most* adds `--ui-content` and keeps every conversation. Off "
+        "and on run in two processes each: two identical processes differ by up to ~0.2 ms "
+        "at p50 on a busy machine for no reason of ours, more than observing costs, so "
+        "each kind is the mean of its two and their difference is the noise it is read "
+        "against. Each request goes to every proxy and straight to the upstream, one at a "
+        "time, in a rotating order; its *proxy-added time* is its latency through the proxy "
+        "less its latency straight to the upstream. JSON answers (the observer files one "
+        "right after its last byte is written).",
         "",
         f"Targets: no measurable change at p50 (the 95% confidence interval of the median "
         f"of the per-request differences, on − off, not wholly above {MARGIN:.0%} of off's "
-        f"p50 or what *off again* differed by, whichever is more; one-sided, since "
-        f"observing only adds work: a proxy measurably faster than off shows the noise "
-        f"between processes) and bounded memory with {result.conversations:,} "
-        f"conversations (what the page keeps within its bounds; the RSS the observer adds "
-        f"as shipped, on − off, grows less than {FLAT_MB:.0f} MB from half way to the "
-        f"end): {verdict}." + ("" if ok_memory else " " + "; ".join(why) + "."),
+        f"p50 or the noise, whichever is more; one-sided, since observing only adds work: "
+        f"a kind measurably faster than off shows the noise) and bounded memory with "
+        f"{result.conversations:,} conversations (what the page keeps within its bounds; "
+        f"the RSS the observer adds as shipped, on − off, grows less than {FLAT_MB:.0f} MB "
+        f"from half way to the end): {verdict}."
+        + ("" if ok_memory else " " + "; ".join(why) + "."),
         "",
-        "| requests | proxy | added p50 ms | added p90 ms | p50 / off | p90 / off "
-        "| − off, median of the differences ms (95% CI) |",
+        "| requests | comparison | median of the differences ms (95% CI) | p50 ratio "
+        "| p90 ratio | no change: ≤ ms | measurable |",
         "|---|---|---|---|---|---|---|",
     ]
     workloads = [
@@ -447,17 +503,45 @@ def render(result: Result, command: str) -> str:
         (f"{result.conversations:,} conversations, 1 request each (~7 KB)", result.short),
     ]  # fmt: skip
     for label, found in workloads:
-        label += f"; no change: ≤ {found.margin:.2f} ms"
-        for i, row in enumerate(found.rows):
-            diff = (
-                "–"
-                if row["ci"] is None
-                else f"{row['diff']:+.2f} ({row['ci'][0]:+.2f} to {row['ci'][1]:+.2f})"
+        for i, c in enumerate(found.compared):
+            target = c["kind"] == "target"
+            judged = ("yes" if c["ci"][0] > found.margin else "no") if target else "–"
+            lines.append(
+                f"| {label if i == 0 else ''} | {c['name']} | {c['diff']:+.3f} "
+                f"({c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}) | {c['r50']:.3f}× "
+                f"| {c['r90']:.3f}× | {f'{found.margin:.3f}' if i == 0 else ''} | {judged} |"
             )
+    lines += [
+        "",
+        "Each process's proxy-added time (the ratios above are of the kinds' pooled times):",
+        "",
+        "| requests | proxy | added p50 ms | added p90 ms |",
+        "|---|---|---|---|",
+    ]
+    for label, found in workloads:
+        for i, row in enumerate(found.rows):
             lines.append(
                 f"| {label if i == 0 else ''} | {row['name']} | {row['p50']:.2f} "
-                f"| {row['p90']:.2f} | {row['r50']:.2f}× | {row['r90']:.2f}× | {diff} |"
+                f"| {row['p90']:.2f} |"
             )
+    mean_cpu = {
+        g: statistics.mean(v for n, v in result.cpu.items() if result.groups[n] == g)
+        for g in dict.fromkeys(result.groups.values())
+    }
+    lines += [
+        "",
+        f"CPU per request over the {result.conversations:,} conversations (the server "
+        "process's user + system time, /proc; wherever the work runs, on the request's "
+        "path or after it): "
+        + ", ".join(f"{name} {ms:.3f} ms" for name, ms in result.cpu.items())
+        + "; "
+        + ", ".join(
+            f"{GROUP_NAMES[g]} − off {mean_cpu[g] - mean_cpu[OFF]:+.3f} ms"
+            for g in (ON, MOST)
+            if g in mean_cpu
+        )
+        + " (means of each kind's processes).",
+    ]
     marks = result.checkpoints
     lines += [
         "",
@@ -473,16 +557,23 @@ def render(result: Result, command: str) -> str:
         + " | peak | kept by the page |",
         "|---|---|" + "---|" * len(marks) + "---|---|",
     ]
-    names = list(result.rss)
-    for name in names:
-        cells = " | ".join(f"{v:.0f}" for v in result.rss[name])
+    for name, rss in result.rss.items():
+        cells = " | ".join(f"{v:.0f}" for v in rss)
         lines.append(
             f"| {name} | {cells} | {result.peaks[name]:.0f} | {_kept_text(result.kept[name])} |"
         )
-    off = result.rss[names[0]]
-    for name in names[1:]:
-        cells = " | ".join(f"{a - b:+.0f}" for a, b in zip(result.rss[name], off, strict=True))
-        lines.append(f"| {name} − off | {cells} | – | – |")
+    off = group_rss(result, OFF)
+    differences = [
+        (f"{GROUP_NAMES[g]} − off (means)", group_rss(result, g), off)
+        for g in (ON, MOST)
+        if g in result.groups.values()
+    ]
+    members = [rss for name, rss in result.rss.items() if result.groups[name] == OFF]
+    if len(members) == 2:
+        differences.append(("noise: off #2 − off #1", members[1], members[0]))
+    for name, mine, base in differences:
+        cells = " | ".join(f"{a - b:+.0f}" for a, b in zip(mine, base, strict=True))
+        lines.append(f"| {name} | {cells} | – | – |")
     lines += [
         "",
         "A scrape of `/metrics` after the run: "
