@@ -58,6 +58,9 @@ def test_a_change_at_p50_is_measurable_only_past_the_interval_the_margin_and_the
     target = next(c for c in found.compared if c["kind"] == "target")
     assert abs(target["diff"] - 0.5) < 0.01 and target["r50"] > 1.05
     assert [r["name"] for r in found.rows] == ["off #1", "on #1", "off #2", "on #2"]
+    # keeping the most (opt-in content) is shown, not judged
+    shown = oc.latency("w", direct, [*_kinds(off, same), _target("most", oc.MOST, slower)])
+    assert shown.unmeasurable and any(c["group"] == oc.MOST and c["ci"][0] > 0.4 for c in shown.compared)
     # two off processes 0.6 ms apart: on's +0.5 ms over their mean is no more than that
     noisy = oc.latency("w", direct, _kinds(off, [t + 0.0008 for t in off], noise=0.0006))
     assert noisy.unmeasurable and 0.59 < noisy.margin < 0.61, noisy.compared
@@ -66,8 +69,8 @@ def test_a_change_at_p50_is_measurable_only_past_the_interval_the_margin_and_the
 def _result(on_rss: list[float], kept: dict[str, Any]) -> oc.Result:
     rows = [{"name": "off #1", "group": "off", "p50": 3.0, "p90": 5.0}]
     compared = [
-        {"name": "on − off", "kind": "target", "diff": 0.0, "ci": (-0.1, 0.1), "r50": 1.0, "r90": 1.0},
-        {"name": "noise: off #2 − off #1", "kind": "noise", "diff": 0.0, "ci": (-0.05, 0.05), "r50": 1.0, "r90": 1.0},
+        {"name": "on − off", "kind": "target", "group": "on", "diff": 0.0, "ci": (-0.1, 0.1), "r50": 1.0, "r90": 1.0},
+        {"name": "noise: off #2 − off #1", "kind": "noise", "group": "off", "diff": 0.0, "ci": (-0.05, 0.05), "r50": 1.0, "r90": 1.0},
     ]
     session = oc.Latency("session", rows, compared, 3.0)
     off = [100.0, 101, 101, 102]
@@ -96,7 +99,7 @@ def test_memory_is_bounded_only_within_the_bounds_and_levelled_off() -> None:
     assert "| on (as shipped) − off (means) | +3 | +3 | +3 | +3 | – | – |" in text
     assert "| noise: off #2 − off #1 | +0 | +0 | +0 | +0 | – | – |" in text
     assert "500 conversations (bound 500); 500 requests" in text
-    assert "on (as shipped) − off +0.100 ms" in text
+    assert "on (as shipped) − off +0.100 ms" in text and "noise: off #2 − off #1 +0.000 ms" in text
     assert "**MISS**" in oc.render(growing, "x")
 
 
