@@ -16,7 +16,7 @@ with usage that includes cached tokens, so every part of the observer runs):
 
 *Off* and *on* run in two processes each: two identical processes differ, for no reason
 of ours (where each landed in memory, which core, what else ran), by as much as 0.2 ms
-at p50 on a busy machine, more than observing costs; so *on* − *off* is taken between
+at p50 on a busy machine, about what observing costs; so *on* − *off* is taken between
 the means of their two processes, and what each pair's two processes differ by is the
 noise it is read against. Every server gets the same ``PYTHONHASHSEED``, which removes
 one source of it (string hashing, hence dict layouts, differs from process to process).
@@ -479,7 +479,7 @@ def render(result: Result, command: str) -> str:
         "(bench/observe_upstream.py): *off* is `--no-metrics --no-ui`, *on* the proxy as "
         "shipped, *keeping the most* adds `--ui-content` and keeps every conversation. Off "
         "and on run in two processes each: two identical processes differ by up to ~0.2 ms "
-        "at p50 on a busy machine for no reason of ours, more than observing costs, so "
+        "at p50 on a busy machine for no reason of ours, about what observing costs, so "
         "each kind is the mean of its two and their difference is the noise it is read "
         "against. Each request goes to every proxy and straight to the upstream, one at a "
         "time, in a rotating order; its *proxy-added time* is its latency through the proxy "
