@@ -106,10 +106,18 @@ bench: $(BENCH_STAMP) $(REF_STAMP)
 
 # Load test of the proxy: 500 concurrent requests with faults through a real proxy
 # process, then cold start and a huge body (a few minutes, niced; progress on stderr);
-# writes docs/load.md.
-.PHONY: load
+# writes docs/load.md. Then what /metrics and /ui cost (load-observe).
+.PHONY: load load-observe
 load: $(STAMP)
 	nice -n 10 $(PY) -m bench.load --out docs/load.md
+	$(MAKE) load-observe
+
+# The latency and memory /metrics and the page add: proxies with and without them,
+# the same requests, then 10,000 conversations (a few minutes, niced; progress on
+# stderr); writes its section of docs/benchmarks.md. OBSERVE_ARGS=--quick: under a minute.
+OBSERVE_ARGS ?=
+load-observe: $(STAMP)
+	nice -n 10 $(PY) -m bench.observe_cost --out docs/benchmarks.md $(OBSERVE_ARGS)
 
 # Hostile inputs through govern() across all profiles (fuzz/README.md): crashes,
 # > 2 s on an input under 1 MB, input mutation, non-idempotence, unreported

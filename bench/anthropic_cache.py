@@ -307,7 +307,9 @@ def measure(config: Config, replay: Replay, window: int, scenario: str = "") -> 
         if number == 0:
             continue
         body = config.client(to_body(history, tools))
-        governed = govern_request(body, context_window=window, cache_breakpoints=config.ours)
+        governed = govern_request(
+            body, api="anthropic", context_window=window, cache_breakpoints=config.ours
+        )
         tokens, read, written = cache.send(governed.body)
         result.steps += 1
         result.tokens += tokens

@@ -83,7 +83,7 @@ def measure(turns: int = 150, repeats: int = 7) -> list[str]:
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
 
     def native(window: int) -> RequestResult:
-        return govern_request(body, context_window=window)
+        return govern_request(body, api="anthropic", context_window=window)
 
     def plain(window: int) -> object:
         return govern(chat, tools=body["tools"], profile="anthropic", model=body["model"],

@@ -37,6 +37,8 @@ from . import (
 )
 from .cache import READS_AT_TENTH, RECENT_WINDOWS, Run, marks, run_cache
 from .fmt import ms, ratio
+from .observe_cost import HEADING as OBSERVE_HEADING
+from .section import section_of, write_section
 from .sessions import MODEL, coding_session
 from .speed import (
     GOV_DEFAULT,
@@ -59,6 +61,9 @@ from .speed import (
 )
 
 #: The issue's targets.
+#: sections of docs/benchmarks.md that another command measures (``make load``):
+#: ``make bench`` keeps them as that command last wrote them
+MEASURED_ELSEWHERE = (OBSERVE_HEADING,)
 NANOBOT_SPEEDUP = 50.0
 STEADY_VS_DUMPS = 0.1
 RETAINED_VS_MESSAGES = 1.0
@@ -769,7 +774,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
         args.out.write_text(text, encoding="utf-8")
+        for heading in MEASURED_ELSEWHERE:  # kept as their own command last wrote them
+            kept = section_of(old, heading)
+            if kept:
+                write_section(args.out, kept)
         progress(f"wrote {args.out}")
     if args.cprofile:
         progress("cProfile of one late govern() step")

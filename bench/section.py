@@ -33,6 +33,17 @@ def write_section(path: Path, section: str) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def section_of(text: str, heading: str) -> str:
+    """The section of Markdown ``text`` that starts with the line ``heading``, to the next
+    ``## `` heading; "" when there is none."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line == heading), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "\n".join(lines[start:end]).rstrip("\n") + "\n"
+
+
 def section_main(
     doc: str | None,
     argv: Sequence[str] | None,

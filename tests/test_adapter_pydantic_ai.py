@@ -153,7 +153,8 @@ def test_function_model_run_outgrows_the_window_and_gets_valid_requests_that_fit
 def test_kept_messages_are_the_frameworks_objects() -> None:
     """What governance leaves alone reaches the model as pydantic-ai's own objects: every
     model response (never rebuilt here) and the newest tool return; only the first request,
-    which carries the note on the cut, is new."""
+    which carries the note on the cut, and the requests whose old tool returns were
+    cleared are new."""
     script = _Scripted(12)
     seen: list[list[ModelMessage]] = []
 
@@ -170,7 +171,16 @@ def test_kept_messages_are_the_frameworks_objects() -> None:
     for sent in governed:
         assert id(sent[-1]) in own
         assert all(id(m) in own for m in sent if isinstance(m, ModelResponse))
-        assert [m for m in sent if id(m) not in own] == [sent[0]]
+        new = [m for m in sent if id(m) not in own]
+        assert new[:1] == [sent[0]]
+        # besides the first request (the note), only requests whose tool returns were
+        # cleared (masked before the turn is cut) are rebuilt
+        for message in new[1:]:
+            assert isinstance(message, ModelRequest)
+            assert all(
+                isinstance(p, ToolReturnPart) and "was removed" in str(p.content)
+                for p in message.parts
+            )
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_stream_events"])

@@ -73,14 +73,14 @@ def test_only_breakpoints_change_and_the_clients_stay(body: dict[str, Any]) -> N
     """A body that needs nothing else comes back the same prompt: only marks added,
     every client mark where it was, at most 4 in all, and it validates."""
     body = _legal(body)
-    assume(validate_request(body) == [])
+    assume(validate_request(body, api="anthropic") == [])
     snapshot = copy.deepcopy(body)
-    result = govern_request(body, context_window=1_000_000)
+    result = govern_request(body, api="anthropic", context_window=1_000_000)
     out = result.body
     assert body == snapshot
     assert _strip(out) == _strip(body)
     assert breakpoints(out) <= MAX_BREAKPOINTS
-    assert validate_request(out) == []
+    assert validate_request(out, api="anthropic") == []
     mine = {pos for pos, _ in _client_marks(out)}
     assert {pos for pos, _ in _client_marks(body)} <= mine
     placed = [a for a in result.report.actions if a.stage == "cache"]
@@ -94,29 +94,29 @@ def test_only_breakpoints_change_and_the_clients_stay(body: dict[str, Any]) -> N
     st.sampled_from([3000, 6000, 12000]),
 )
 def test_governed_sessions_never_carry_more_than_four(body: dict[str, Any], window: int) -> None:
-    out = govern_request(body, context_window=window).body
+    out = govern_request(body, api="anthropic", context_window=window).body
     assert breakpoints(out) <= MAX_BREAKPOINTS
-    assert validate_request(out) == []
+    assert validate_request(out, api="anthropic") == []
 
 
 @SETTINGS
 @given(st.booleans().flatmap(lambda on: sessions(thinking=on, big=False, max_turns=6)))
 def test_placement_is_a_pure_function_of_the_body(body: dict[str, Any]) -> None:
-    first = govern_request(body, context_window=1_000_000).body
-    again = govern_request(copy.deepcopy(body), context_window=1_000_000).body
+    first = govern_request(body, api="anthropic", context_window=1_000_000).body
+    again = govern_request(copy.deepcopy(body), api="anthropic", context_window=1_000_000).body
     assert first == again
 
 
 def test_opting_out_sends_the_body_as_it_came() -> None:
     body = to_body(coding_session(3).messages, tools_of(coding_session(3)))
-    result = govern_request(body, context_window=200_000, cache_breakpoints=False)
+    result = govern_request(body, api="anthropic", context_window=200_000, cache_breakpoints=False)
     assert result.body is body and result.report.actions == []
 
 
 def test_the_four_spots_and_the_report() -> None:
     replay = coding_session(6)
     body = to_body(replay.messages, tools_of(replay))
-    result = govern_request(body, context_window=200_000)
+    result = govern_request(body, api="anthropic", context_window=200_000)
     out = result.body
     n = len(out["messages"])
     marked = {pos for pos, _ in _client_marks(out)}
@@ -139,7 +139,7 @@ def test_the_clients_marks_win_and_nothing_exceeds_four() -> None:
         for i in range(7)
     ]
     body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "s", "messages": messages}
-    result = govern_request(body, context_window=200_000)
+    result = govern_request(body, api="anthropic", context_window=200_000)
     assert breakpoints(result.body) == MAX_BREAKPOINTS  # the 4 client marks, none of ours
     assert not [a for a in result.report.actions if a.stage == "cache" and a.kind == "replace"]
 
@@ -160,7 +160,7 @@ def test_a_long_ttl_after_ours_makes_ours_long_too() -> None:
             },
         ],
     }
-    out = govern_request(body, context_window=200_000).body
+    out = govern_request(body, api="anthropic", context_window=200_000).body
     assert out["system"][0]["cache_control"] == long_mark
     assert out["messages"][0]["content"][0]["cache_control"] == long_mark
 
@@ -192,7 +192,7 @@ def test_thinking_blocks_and_empty_text_are_never_marked() -> None:
         for block in message["content"] if isinstance(message["content"], list) else ():
             if "cache_control" in block:
                 assert block["type"] in cache.MARKABLE and block.get("text", "x")
-    assert validate_request(govern_request(body, context_window=200_000).body) == []
+    assert validate_request(govern_request(body, api="anthropic", context_window=200_000).body, api="anthropic") == []
 
 
 def test_each_request_reads_the_previous_one_back() -> None:
@@ -208,11 +208,11 @@ def test_each_request_reads_the_previous_one_back() -> None:
         if number == 0:
             continue
         body = to_body(history, tools)
-        total, read, _ = ours.send(govern_request(body, context_window=1_000_000).body)
+        total, read, _ = ours.send(govern_request(body, api="anthropic", context_window=1_000_000).body)
         if previous >= 1024:
             assert read >= previous, (number, read, previous)
         previous = total
-        plain = govern_request(body, context_window=1_000_000, cache_breakpoints=False).body
+        plain = govern_request(body, api="anthropic", context_window=1_000_000, cache_breakpoints=False).body
         assert none.send(plain)[1] == 0
 
 

@@ -77,8 +77,8 @@ def test_a_body_that_needs_nothing_comes_back_equal(body: dict[str, Any]) -> Non
     """A legal body (the generator's sessions, minus the odd prefill ending in whitespace)
     inside the window is sent as it came: the same object, no action."""
     body = _within_breakpoints(body)
-    assume(validate_request(body) == [])
-    result = govern_request(body, context_window=1_000_000, cache_breakpoints=False)
+    assume(validate_request(body, api="anthropic") == [])
+    result = govern_request(body, api="anthropic", context_window=1_000_000, cache_breakpoints=False)
     assert result.report.actions == []
     assert result.body is body
 
@@ -104,10 +104,10 @@ PROFILES = st.sampled_from(["anthropic", "anthropic", "glm", "moonshot", "deepse
 
 def _check_governed(body: dict[str, Any], window: int, profile: str = "anthropic") -> None:
     snapshot = copy.deepcopy(body)
-    result = govern_request(body, context_window=window, profile=profile)
+    result = govern_request(body, api="anthropic", context_window=window, profile=profile)
     out = result.body
     assert body == snapshot, "the input body was modified"
-    assert validate_request(out) == [], result.report
+    assert validate_request(out, api="anthropic") == [], result.report
     assert result.report.violations == [], result.report
     # signed thinking blocks: byte-identical where kept, never made up
     assert set(_thinking_blocks(out)) <= set(_thinking_blocks(body))
@@ -174,7 +174,7 @@ def test_governed_sessions_without_thinking_validate_clean(
 @GOVERN_SETTINGS
 @given(sessions(thinking=True, min_turns=6, max_turns=14))
 def test_small_windows_cut_and_stay_inside_the_budget(body: dict[str, Any]) -> None:
-    result = govern_request(body, context_window=3000)
+    result = govern_request(body, api="anthropic", context_window=3000)
     report = result.report
     assert report.within_budget or report.messages_after <= 3, report
     if report.tokens_before > (report.budget or 0):
@@ -189,9 +189,9 @@ def test_any_readable_body_is_governed_and_its_report_is_honest(
     """Illegal bodies too: no exception, no mutation, and every rule the output still
     breaks is in the report (nothing is sent broken without saying so)."""
     snapshot = copy.deepcopy(body)
-    result = govern_request(body, context_window=window)
+    result = govern_request(body, api="anthropic", context_window=window)
     assert body == snapshot
-    left = {v.rule for v in validate_request(result.body)}
+    left = {v.rule for v in validate_request(result.body, api="anthropic")}
     assert left == {v["rule"] for v in result.report.violations}
 
 
@@ -212,7 +212,7 @@ RESULT_2 = {
 def _plain(body: Any, **kw: Any) -> Any:
     """govern_request without cache breakpoints: for examples about the messages alone
     (breakpoint placement has its own tests, tests/test_anthropic_cache.py)."""
-    return govern_request(body, cache_breakpoints=False, **kw)
+    return govern_request(body, api="anthropic", cache_breakpoints=False, **kw)
 
 
 def _body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -223,7 +223,7 @@ ENABLED = {"type": "enabled", "budget_tokens": 256}
 
 
 def _rules(body: dict[str, Any]) -> list[str]:
-    return [v.rule for v in validate_request(body)]
+    return [v.rule for v in validate_request(body, api="anthropic")]
 
 
 def test_earlier_turn_with_thinking_out_of_place_loses_its_thinking_whole() -> None:
@@ -244,7 +244,7 @@ def test_earlier_turn_with_thinking_out_of_place_loses_its_thinking_whole() -> N
     assert out[3] is body["messages"][3]  # the latest turn: untouched, the same object
     assert out[2] is body["messages"][2] and out[4] is body["messages"][4]
     assert [(a.stage, a.kind) for a in result.report.actions] == [("thinking", "repair")]
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
 
 
 def test_final_turn_without_thinking_disables_thinking_as_the_error_recommends() -> None:
@@ -256,17 +256,17 @@ def test_final_turn_without_thinking_disables_thinking_as_the_error_recommends()
         ],
         thinking=ENABLED,
     )
-    [violation] = validate_request(body)
+    [violation] = validate_request(body, api="anthropic")
     assert violation.rule == "AN-9a" and violation.index == 1
     assert violation.error.startswith(
         "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
         "`tool_use`. When `thinking` is enabled, a final `assistant` message must start"
     )
-    result = govern_request(body)
+    result = govern_request(body, api="anthropic")
     assert result.body["thinking"] == {"type": "disabled"}
     assert result.body["messages"] is not body["messages"] or True
     assert any("thinking disabled" in a.detail for a in result.report.actions)
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
     assert body["thinking"] == ENABLED
 
 
@@ -279,7 +279,7 @@ def test_adaptive_thinking_does_not_require_a_thinking_block() -> None:
         ],
         thinking={"type": "adaptive"},
     )
-    assert validate_request(body) == []
+    assert validate_request(body, api="anthropic") == []
     assert _plain(body).body is body
 
 
@@ -293,7 +293,7 @@ def test_thinking_off_final_assistant_with_thinking_is_repaired() -> None:
     assert _rules(body) == ["AN-9c"]
     result = _plain(body)
     assert result.body["messages"][-1]["content"] == [{"type": "text", "text": "Roses"}]
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
 
 
 def test_thinking_last_in_an_earlier_turn_is_dropped_and_reported() -> None:
@@ -308,10 +308,10 @@ def test_thinking_last_in_an_earlier_turn_is_dropped_and_reported() -> None:
         thinking=ENABLED,
     )
     assert _rules(body) == ["AN-9d"]
-    result = govern_request(body)
+    result = govern_request(body, api="anthropic")
     assert SIG_A not in [b for m in result.body["messages"] for b in m["content"]]
     assert any(a.stage == "thinking" and a.kind == "drop" for a in result.report.actions)
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
 
 
 def test_compaction_keeps_signed_thinking_and_result_fields() -> None:
@@ -336,7 +336,7 @@ def test_compaction_keeps_signed_thinking_and_result_fields() -> None:
     assert body == snapshot
     out = result.body["messages"]
     assert len(out) < len(messages) and result.report.within_budget
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
     assert out[-2] is messages[-2] and out[-1] is messages[-1]
     kept = set(_thinking_blocks(result.body))
     assert kept and kept <= set(_thinking_blocks(body))
@@ -366,22 +366,22 @@ def test_breakpoints_are_counted_over_tools_system_and_messages() -> None:
         system=[{"type": "text", "text": "sys", "cache_control": cache}],
     )
     assert breakpoints(body) == 5
-    [violation] = validate_request(body)
+    [violation] = validate_request(body, api="anthropic")
     assert violation.error == "A maximum of 4 blocks with cache_control may be provided. Found 5."
-    result = govern_request(body)
+    result = govern_request(body, api="anthropic")
     assert breakpoints(result.body) == 4
     assert result.body["tools"] is tools  # the tools' breakpoints stay where they are
     assert "cache_control" in result.body["messages"][2]["content"][0]  # the newest stays
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
 
 
 def test_tool_breakpoints_beyond_the_limit_are_dropped_oldest_first() -> None:
     cache = {"type": "ephemeral"}
     tools = [{"name": f"t{n}", "input_schema": {}, "cache_control": cache} for n in range(6)]
     body = _body([{"role": "user", "content": "hi"}], tools=tools)
-    result = govern_request(body)
+    result = govern_request(body, api="anthropic")
     assert ["cache_control" in t for t in result.body["tools"]] == [False] * 2 + [True] * 4
-    assert validate_request(result.body) == [] and tools[0]["cache_control"] == cache
+    assert validate_request(result.body, api="anthropic") == [] and tools[0]["cache_control"] == cache
 
 
 def test_text_before_tool_results_is_moved_after_them() -> None:
@@ -398,7 +398,7 @@ def test_text_before_tool_results_is_moved_after_them() -> None:
         RESULT_1,
         {"type": "text", "text": "also this"},
     ]
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
 
 
 def test_unknown_roles_and_fields_are_carried_and_counted() -> None:
@@ -423,7 +423,7 @@ def test_unknown_role_goes_with_the_message_it_follows() -> None:
             {"role": "critic", "content": f"note {n}"},
         ]
     messages.append({"role": "user", "content": "last"})
-    result = govern_request(_body(messages), context_window=3000)
+    result = govern_request(_body(messages), api="anthropic", context_window=3000)
     out = result.body["messages"]
     assert len(out) < len(messages)
     for i, m in enumerate(out):
@@ -446,7 +446,7 @@ def test_unknown_role_goes_with_the_message_it_follows() -> None:
 )
 def test_unreadable_bodies_get_an_input_error_that_says_where(body: Any, path: str) -> None:
     with pytest.raises(InputError) as info:
-        govern_request(body)
+        govern_request(body, api="anthropic")
     assert info.value.path == path
 
 
@@ -459,13 +459,13 @@ def test_validate_request_counts_native_message_positions() -> None:
         ],
         system="be brief",
     )
-    [violation] = validate_request(body)
+    [violation] = validate_request(body, api="anthropic")
     assert (violation.rule, violation.index) == ("AN-1", 1)
-    result = govern_request(body)
+    result = govern_request(body, api="anthropic")
     answered = result.body["messages"][2]["content"]
     assert [b["tool_use_id"] for b in answered] == ["toolu_01", "toolu_02"]
     assert answered[0] is RESULT_1
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
 
 
 # -- the chat completions edge ---------------------------------------------------------------
@@ -506,7 +506,7 @@ def test_native_bodies_are_governed_like_the_same_chat_messages(
     assert not decoded.extra and not any(m[an.CARRY].extra for m in decoded.messages[1:])
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
     native = govern_request(
-        body, context_window=window, cache_breakpoints=False, count_tokens=claude_estimate
+        body, api="anthropic", context_window=window, cache_breakpoints=False, count_tokens=claude_estimate
     )
     plain = govern(
         chat,
@@ -537,7 +537,7 @@ def test_a_prefill_of_text_blocks_loses_its_trailing_whitespace() -> None:
     assert chat.report.violations == []
     result = _plain(_body(messages))
     assert result.body["messages"][-1]["content"] == [{"type": "text", "text": "Once upon a time"}]
-    assert validate_request(result.body) == [] and prefill[0]["text"].endswith(" ")
+    assert validate_request(result.body, api="anthropic") == [] and prefill[0]["text"].endswith(" ")
 
 
 def test_consecutive_user_messages_of_results_round_trip_apart() -> None:
@@ -582,7 +582,7 @@ def test_a_changed_message_keeps_its_opaque_companions() -> None:
         {**result_block, "tool_use_id": "functions_Bash_0"},
         {"type": "text", "text": "next"},
     ]
-    assert validate_request({**body, "messages": out}) == []
+    assert validate_request({**body, "messages": out}, api="anthropic") == []
 
 
 def test_a_stricter_compatible_target_keeps_what_messages_carry() -> None:
@@ -603,9 +603,9 @@ def test_a_stricter_compatible_target_keeps_what_messages_carry() -> None:
 
 def test_a_messages_body_is_checked_against_the_messages_rules() -> None:
     body = _body([{"role": "user", "content": "hi", "x_client": 1}], model="glm-4.6")
-    assert validate_request(body) == validate_request(body, provider="anthropic") == []
+    assert validate_request(body, api="anthropic") == validate_request(body, api="anthropic", provider="anthropic") == []
     with pytest.raises(ConfigError, match="Messages API's rules"):
-        validate_request(body, provider="glm")
+        validate_request(body, api="anthropic", provider="glm")
     with pytest.raises(ConfigError, match="unknown api"):
         govern_request(body, api="bedrock")  # type: ignore[arg-type]
 

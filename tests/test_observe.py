@@ -11,6 +11,8 @@ proxy's figures are checked against an independent source.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,16 +25,20 @@ from observe_session import MODELS, SESSION, metric, run
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.parser import text_string_to_metric_families
 from test_proxy import Served
 
 from context_governor.cli import main
+from context_governor.errors import ConfigError
 from context_governor.observe.views import side_by_side
 from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy.app import observer_for
 from context_governor.proxy.conversation import from_body, from_headers
 from context_governor.proxy.metrics import OTHER, LabelCap
-from context_governor.proxy.observer import Journal, Record
+from context_governor.proxy.observer import Journal, Record, report_size
 from context_governor.proxy.usage import Usage, usage_of
 from context_governor.targets.prices import cache_price
+from context_governor.report import Action, Report
 
 APIS = ["openai", "anthropic", "responses", "gemini"]
 
@@ -106,20 +112,93 @@ def test_model_labels_are_capped() -> None:
     assert cap(None) == OTHER  # "unknown" would be a fourth value
 
 
-def test_the_journal_is_bounded() -> None:
-    journal = Journal(max_conversations=2, max_requests=3, content_bytes=100)
-    for cid in ["a", "b", "c"]:
+def _report(actions: int) -> Report:
+    acts = [Action("compact", "drop", i, f"message {i} cut") for i in range(actions)]
+    return Report("openai", "o200k_base", 8000, 100, 7000, actions=acts)
+
+
+def _fill(journal: Journal, cid: str, n: int, *, actions: int = 0, content: int = 0) -> list[Record]:
+    """``n`` records of conversation ``cid``, each with a report of ``actions`` actions
+    and ``content`` bytes of content (none when 0), filed as the observer files them."""
+    filed = []
+    for i in range(n):
+        seq = journal.next_seq()
+        kept = (b"x" * (content - content // 4), b"y" * (content // 4)) if content else None
+        record = Record(seq, cid, i, "openai", "m", 0.0, report=_report(actions), content=kept)
         with journal.lock:
-            conv = journal.conversation(cid, "openai", "m")
-            for i in range(5):
-                seq = len(journal._by_seq) + 1000 * ord(cid) + i
-                journal.file(conv, Record(seq, cid, i, "openai", "m", 0.0, content=(b"x" * 30, b"y" * 10)))
-    ids = [c["id"] for c in journal.conversations()]
-    assert ids == ["c", "b"]  # the least recently active dropped
-    detail = journal.detail("c")
-    assert detail is not None and len(detail["rows"]) == 3
-    kept = [r for c in ("b", "c") for r in journal._conversations[c].records if r.content is not None]
-    assert sum(len(x) + len(y) for x, y in (r.content for r in kept if r.content)) <= 100
+            journal.file(journal.conversation(cid, "openai", "m"), record)
+        filed.append(record)
+    return filed
+
+
+def test_the_journal_keeps_at_most_its_conversations_and_requests() -> None:
+    journal = Journal(max_conversations=2, max_requests=5, per_conversation=3)
+    a = _fill(journal, "a", 5)
+    assert [r["index"] for r in (journal.detail("a") or {})["rows"]] == [2, 3, 4]  # per conversation
+    assert journal.record(a[0].seq) is None and journal.record(a[4].seq) is a[4]
+    _fill(journal, "b", 3)
+    assert journal.sizes()["records"] == 5  # in all: a's oldest went first
+    assert [r["index"] for r in (journal.detail("a") or {})["rows"]] == [3, 4]
+    _fill(journal, "c", 1)
+    assert [c["id"] for c in journal.conversations()] == ["c", "b"]  # the least recently active dropped
+    assert journal.detail("a") is None and journal.record(a[4].seq) is None
+    assert journal.sizes()["records"] == 4
+    summary = journal.conversations()[1]
+    assert (summary["id"], summary["shown"]) == ("b", 3)
+
+
+def test_the_journal_forgets_the_oldest_reports_and_content_within_their_bytes() -> None:
+    one = report_size(_report(50))
+    assert one > 50 * 200  # every action counts
+    journal = Journal(report_bytes=3 * one + 10, content_bytes=250)
+    records = _fill(journal, "a", 6, actions=50, content=100)
+    sizes = journal.sizes()
+    assert sizes["records"] == 6  # the records stay ...
+    assert (sizes["reports"], sizes["report_bytes"]) == (3, 3 * one)  # ... their reports go
+    assert [r.report is not None for r in records] == [False] * 3 + [True] * 3
+    assert (sizes["contents"], sizes["content_bytes"]) == (2, 200)
+    assert [r.content is not None for r in records] == [False] * 4 + [True] * 2
+    # a record dropped with its conversation gives its bytes back at once
+    small = Journal(max_conversations=1, report_bytes=10 * one)
+    _fill(small, "a", 2, actions=50, content=100)
+    _fill(small, "b", 1, actions=0)
+    assert small.sizes() == {"conversations": 1, "records": 1, "reports": 1,
+                             "report_bytes": report_size(_report(0)), "contents": 0, "content_bytes": 0}
+
+
+def test_the_journal_without_records_keeps_only_conversations() -> None:
+    journal = Journal(keep_records=False)
+    _fill(journal, "a", 3, actions=10, content=100)
+    assert journal.sizes() == {"conversations": 1, "records": 0, "reports": 0, "report_bytes": 0,
+                               "contents": 0, "content_bytes": 0}
+
+
+def test_a_kept_report_costs_about_what_report_size_says() -> None:
+    """report_size is an estimate: check it against what a real report holds (tracemalloc),
+    so --ui-reports-mb means about what it says."""
+    import gc
+    import tracemalloc
+
+    from observe_session import body
+
+    from context_governor.proxy.governing import govern_body
+
+    _, data = body("openai", 80)
+    raw = json.dumps(data).encode()
+    config = ProxyConfig(upstream="http://x/v1", context_window=16000)
+    tracemalloc.start()
+    try:
+        report = govern_body(raw, config).report
+        estimate, actions = report_size(report), len(report.actions)
+        gc.collect()
+        with_it = tracemalloc.get_traced_memory()[0]
+        del report  # what goes with it is what it held
+        gc.collect()
+        held = with_it - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert actions > 50
+    assert held / 2 < estimate < held * 2, (held, estimate)
 
 
 def test_side_by_side_marks_what_was_cut_cleared_truncated_and_inserted() -> None:
@@ -190,6 +269,29 @@ def test_metrics_and_the_page_equal_what_the_upstream_reported(proxy: Any, fake:
     assert conv["cost"] == pytest.approx(cost) and conv["uncached_cost"] == totals["input"]
 
 
+def test_a_json_answer_does_not_wait_for_the_observer(proxy: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The observer files a JSON answer after its last byte is written (a background
+    task), yet before the proxy serves anything else: a slow observer delays neither
+    the answer nor what /metrics then says."""
+    import time
+
+    from context_governor.proxy.observer import Observation
+
+    root = proxy("openai")
+    run(root, "openai", 1)  # warm: the encoding is loaded
+    real = Observation.finish
+
+    def slow(self: Observation, *args: Any, **kwargs: Any) -> None:
+        time.sleep(3)  # blocks the proxy's event loop, as a slow observer would
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Observation, "finish", slow)
+    started = time.monotonic()
+    run(root, "openai", 2, first=2)
+    assert time.monotonic() - started < 1.5  # the answer did not wait the 3 s
+    assert metric(root, "context_governor_requests_total", outcome="ok") == 2  # and was filed
+
+
 def test_a_client_that_edits_an_old_message_busts_the_cache_and_it_is_counted(proxy: Any, fake: FakeCache) -> None:
     root = proxy("anthropic", context_window=200_000)
     run(root, "anthropic", 12, edit_system_at=10)
@@ -238,7 +340,10 @@ def test_the_page_is_for_loopback_or_the_token_and_content_only_when_asked(proxy
     root = proxy("openai")
     run(root, "openai", 3)
     page = httpx.get(f"{root}/ui/")
-    assert page.status_code == 200 and "ui.js" in page.text and "http" not in page.text.split("<body>")[1]
+    # self-contained: one load (the one that carries ?token=) brings style and script, and
+    # nothing is fetched from elsewhere
+    assert page.status_code == 200 and "<style>" in page.text and 'addEventListener("hashchange"' in page.text
+    assert "<link" not in page.text and " src=" not in page.text and "https://" not in page.text
     assert httpx.get(f"{root}/ui/ui.js").headers["content-type"].startswith("text/javascript")
     detail = httpx.get(f"{root}/ui/api/requests/1").json()
     assert detail["view"] is None and "--ui-content" in detail["content_note"]
@@ -265,6 +370,24 @@ def test_the_page_refuses_other_hosts_without_a_token(fake: FakeCache) -> None:
         assert client.get("/metrics").status_code == 200
     with TestClient(app, client=("127.0.0.1", 5000)) as client:
         assert client.get("/ui/api/conversations").status_code == 200
+
+
+def test_with_client_keys_the_page_keeps_its_own_rule_and_metrics_need_a_key(fake: FakeCache) -> None:
+    """A browser cannot send a client key with the page's own loads: the page is guarded
+    by its token (or loopback) alone. /metrics is guarded as the proxy is: a scraper
+    sends a client key (Prometheus: authorization credentials)."""
+    from starlette.testclient import TestClient
+
+    key, token = "ck-0123456789abcdef0123", "t0ken-for-the-page-0123"
+    config = ProxyConfig(upstream=fake.base_url, client_keys={"ci": key}, ui_token=token)
+    with TestClient(create_app(config), client=("203.0.113.9", 5000)) as client:
+        page = client.get(f"/ui/?token={token}")
+        assert page.status_code == 200 and "<style>" in page.text  # all in the one load
+        assert client.get("/ui/api/conversations", headers={"authorization": f"Bearer {token}"}).status_code == 200
+        assert client.get("/ui/api/conversations").status_code == 403  # the token is still needed
+        assert client.get("/metrics").status_code == 401
+        assert client.get("/metrics", headers={"authorization": f"Bearer {key}"}).status_code == 200
+        assert client.post("/v1/chat/completions", json={"model": "m", "messages": []}).status_code == 401
 
 
 def test_rejected_and_passthrough_requests_are_counted(proxy: Any) -> None:
@@ -294,3 +417,156 @@ def test_govern_html_writes_one_self_contained_page(tmp_path: Path) -> None:
     compacted = next(r for r in rows if r["compacted"])
     view = data[f"requests/{compacted['seq']}"]["view"]
     assert view["counts"].get("cleared", 0) + view["counts"].get("cut", 0) > 0
+
+
+def test_metrics_and_the_page_can_each_be_switched_off(proxy: Any) -> None:
+    """--no-metrics and --no-ui: the path answers 404 and nothing is kept for it; the
+    other goes on as before. Both off: the observer does nothing at all."""
+    quiet = proxy("openai", metrics=False)
+    run(quiet, "openai", 3)
+    assert httpx.get(f"{quiet}/metrics").status_code == 404
+    assert [c["requests"] for c in httpx.get(f"{quiet}/ui/api/conversations").json()] == [3]
+    counted = []
+    for ui in (True, False):  # compactions are judged against the conversation, records or not
+        root = proxy("openai", ui=ui)
+        run(root, "openai", 20)
+        counted.append([metric(root, f"context_governor_{name}_total") for name in ("requests", "compactions", "saved_tokens")])
+    assert counted[0] == counted[1] and counted[1][1] >= 1
+    assert httpx.get(f"{root}/ui/").status_code == 404
+    assert httpx.get(f"{root}/ui/api/conversations").status_code == 404
+    observer = observer_for(ProxyConfig(upstream="http://x/v1", metrics=False, ui=False))
+    assert not observer.active and observer.metrics is None
+    with pytest.raises(ConfigError, match="ui_content needs the page"):
+        ProxyConfig(upstream="http://x/v1", ui=False, ui_content=True)
+    with pytest.raises(ConfigError, match="ui_requests"):
+        ProxyConfig(upstream="http://x/v1", ui_requests=0)
+
+
+def test_a_request_whose_report_was_forgotten_still_shows_its_figures(proxy: Any) -> None:
+    root = proxy("openai", ui_report_bytes=40_000)  # a few reports of this session
+    run(root, "openai", 30)
+    first = httpx.get(f"{root}/ui/api/requests/1").json()
+    assert first["report"] is None and "--ui-reports-mb" in first["report_note"]
+    assert first["row"]["tokens_before"] > 0 and first["usage"]["input_tokens"] > 0
+    last = httpx.get(f"{root}/ui/api/requests/30").json()
+    assert last["report"]["tokens_before"] == last["row"]["tokens_before"] and last["report_note"] is None
+    rows = httpx.get(f"{root}/ui/api/conversations").json()
+    assert [c["shown"] for c in rows] == [30]  # the records all stay
+    memory = httpx.get(f"{root}/ui/api/memory").json()
+    kept, bounds = memory["kept"], memory["bounds"]
+    assert (kept["conversations"], kept["records"]) == (1, 30) and 0 < kept["reports"] < 30
+    assert 0 < kept["report_bytes"] <= bounds["report_bytes"] == 40_000
+    assert (bounds["conversations"], bounds["records"], kept["contents"]) == (500, 20_000, 0)
+
+
+def test_the_cli_maps_the_observing_options_to_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    import context_governor.cli.proxy as cli_proxy
+
+    seen: list[ProxyConfig] = []
+    monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))
+    monkeypatch.delenv("CONTEXT_GOVERNOR_UI_TOKEN", raising=False)
+    args = ["proxy", "--upstream", "http://127.0.0.1:1/v1", "--port", "0"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    more = ["--no-metrics", "--no-ui", "--ui-conversations", "7", "--ui-requests", "9", "--ui-reports-mb", "3"]
+    assert CliRunner().invoke(main, [*args, *more]).exit_code == 0
+    default, chosen = seen
+    assert (default.metrics, default.ui, default.ui_conversations, default.ui_requests) == (True, True, 500, 20_000)
+    assert default.ui_report_bytes == 64 * 1024 * 1024
+    assert (chosen.metrics, chosen.ui, chosen.ui_conversations, chosen.ui_requests) == (False, False, 7, 9)
+    assert chosen.ui_report_bytes == 3 * 1024 * 1024
+
+
+# ----------------------------------------------------------------------------- --workers
+
+
+def _sent(api: str, n: int, stream: bool) -> tuple[str, dict[str, Any]]:
+    """Request ``n`` of a session of its own (a conversation per API and form)."""
+    from observe_session import body
+
+    return body(api, n, system=f"You are a careful coding agent ({'stream' if stream else 'json'}).", stream=stream)
+
+
+def test_metrics_under_two_workers_equal_the_sums_of_what_the_upstream_reported(fake: FakeCache, tmp_path: Path) -> None:
+    """The real CLI with --workers 2 (uvicorn's supervisor, two server processes,
+    prometheus-client's multiprocess mode in the directory the CLI makes): requests on
+    fresh connections from 8 threads at once, so both workers very likely serve some
+    (which served what is not asserted), then every scrape, whichever worker answers it,
+    must give the sums of what the upstream reported and of the figures each answer's
+    headers gave. The directory the CLI made is gone once it stops."""
+    import subprocess
+    import sys
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    log = tmp_path / "proxy.log"
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    env.update(PYTHONUNBUFFERED="1", TMPDIR=str(tmp_path))  # where the CLI makes its directory
+    args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", fake.root_url + "/v1",
+            "--port", "0", "--workers", "2", "--context-window", "8000"]
+    with log.open("w") as sink:
+        process = subprocess.Popen(args, stdout=sink, stderr=sink, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"http://127\.0\.0\.1:(\d+)/v1 .*\(2 workers\)", log.read_text())):
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        root = f"http://127.0.0.1:{found.group(1)}"
+        while True:  # ready once a worker answers; the other may still be starting: either serves
+            try:
+                if httpx.get(f"{root}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        fake.reported.clear()
+        plan = [(api, n, stream) for api in ("openai", "anthropic") for stream in (False, True) for n in range(1, 13)]
+
+        def send(item: tuple[str, int, bool]) -> httpx.Response:
+            path, data = _sent(*item)
+            headers = {"x-api-key": "k", "authorization": "Bearer k", "connection": "close"}
+            return httpx.post(root + path, json=data, headers=headers, timeout=60)  # a connection each
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(send, plan))
+        assert [a.status_code for a in answers] == [200] * len(plan), [a.text[:200] for a in answers if a.status_code != 200]
+        before = sum(int(a.headers["x-context-governor-tokens-before"]) for a in answers)
+        after = sum(int(a.headers["x-context-governor-tokens-after"]) for a in answers)
+        totals = fake.totals()
+        assert len(fake.reported) == len(plan) and totals["read"] > 0 and totals["write"] > 0
+
+        def scrape() -> dict[str, float]:
+            with httpx.Client(headers={"connection": "close"}) as client:
+                text = client.get(f"{root}/metrics", timeout=10).text
+            summed: dict[str, float] = {}
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    summed[sample.name] = summed.get(sample.name, 0.0) + sample.value
+            return summed
+
+        # a stream's usage is filed as its relay ends, just after its last byte: poll for it
+        settled = time.monotonic() + 10
+        while (scraped := scrape()).get("context_governor_requests_total", 0) < len(plan):
+            assert time.monotonic() < settled, scraped.get("context_governor_requests_total")
+            time.sleep(0.05)
+        expected = {
+            "context_governor_requests_total": len(plan),
+            "context_governor_upstream_input_tokens_total": totals["input"],
+            "context_governor_upstream_cache_read_tokens_total": totals["read"],
+            "context_governor_upstream_cache_write_tokens_total": totals["write"],
+            "context_governor_upstream_output_tokens_total": totals["output"],
+            "context_governor_client_tokens_total": before,
+            "context_governor_forwarded_tokens_total": after,
+            "context_governor_governance_seconds_count": len(plan),
+            "context_governor_added_seconds_count": len(plan),
+            "context_governor_upstream_usage_missing_total": 0,
+        }
+        for _ in range(6):  # on fresh connections: whichever worker answers, the same sums
+            scraped = scrape()
+            assert {name: scraped.get(name, 0.0) for name in expected} == expected
+        made = list(tmp_path.glob("context-governor-metrics-*"))
+        assert len(made) == 1 and list(made[0].glob("counter_*.db")), "not in multiprocess mode"
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert not list(tmp_path.glob("context-governor-metrics-*")), "the CLI left its directory behind"

@@ -112,3 +112,25 @@ def test_the_offline_page_renders_too(tmp_path: Path) -> None:
     assert '<svg id="chart"' in html and 'class="compaction-mark"' in html
     shot = screenshot(out.as_uri() + "#c=s.jsonl", tmp_path / "s.png")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_with_a_token_the_page_loads_and_shows_a_forgotten_report_by_its_figures() -> None:
+    """With --ui-token every load needs the token, and a browser sends it only with the
+    page's own load (?token=): the page must bring its style and script in that load.
+    A request whose report the proxy forgot (--ui-reports-mb) still shows its figures."""
+    fake = FakeCache().start()
+    token = "t0ken-for-the-page-0123"
+    config = ProxyConfig(upstream=fake.base_url, context_window=12_000, ui_token=token, ui_report_bytes=40_000)
+    served = Served(create_app(config))
+    try:
+        run(served.url, "openai", 20)
+        first = httpx.get(f"{served.url}/ui/api/requests/1", headers={"authorization": f"Bearer {token}"}).json()
+        assert first["report"] is None  # forgotten: the oldest go first
+        html = dom(f"{served.url}/ui/?token={token}")
+        assert 'data-ready="1"' in html and 'id="input-total"' in html, html[-2000:]
+        html = dom(f"{served.url}/ui/?token={token}#r=1")
+        assert 'data-ready="1"' in html and 'id="no-report"' in html, html[-2000:]
+        assert f"{first['row']['tokens_before']:,}" in html  # the row's figures stand in
+    finally:
+        served.stop()
+        fake.stop()

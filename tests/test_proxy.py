@@ -499,6 +499,38 @@ def test_cli_port_taken_and_bad_options() -> None:
     assert result.exit_code == 2 and "http(s) URL" in result.output
 
 
+def test_cli_socket_serves_connections_with_nodelay() -> None:
+    """The CLI binds the port itself and hands the socket to uvicorn, whose asyncio
+    transports turn Nagle's algorithm off only on sockets made for TCP. A socket made
+    without its protocol number passed that on to every accepted connection, and each
+    JSON answer (its head and body written apart) then waited for the client's delayed
+    ACK: ~40 ms per request on a keep-alive connection (bench/observe_cost.py found it)."""
+    import asyncio
+
+    from context_governor.cli.proxy import _bind
+
+    async def accepted_nodelay() -> int:
+        listener = _bind("127.0.0.1", 0)
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        try:
+            _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+            value = await asyncio.wait_for(seen, 10)
+            writer.close()
+            return value
+        finally:
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0
+
+
 def test_cli_serves_a_governing_proxy(upstream: FakeUpstream) -> None:
     """The real command in a subprocess: listens, governs, forwards, logs one line."""
     args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream.base_url,

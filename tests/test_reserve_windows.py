@@ -49,7 +49,7 @@ def test_a_reserve_the_window_cannot_give_is_fitted_and_reported() -> None:
     the prompt. Now the prompt's budget keeps an eighth of the window for the answer,
     and the answer gets what the governed prompt leaves."""
     body = _messages_body(128_000)
-    result = govern_request(body, context_window=64_000)
+    result = govern_request(body, api="anthropic", context_window=64_000)
     report = result.report
     assert report.max_output == floor(64_000, 128_000) == 8_000
     assert report.budget == 64_000 - SAFETY_BUFFER - 8_000
@@ -63,23 +63,23 @@ def test_a_reserve_the_window_cannot_give_is_fitted_and_reported() -> None:
 
 def test_a_reserve_that_fits_is_left_alone() -> None:
     body = _messages_body(8_192)
-    result = govern_request(body, context_window=64_000, cache_breakpoints=False)
+    result = govern_request(body, api="anthropic", context_window=64_000, cache_breakpoints=False)
     assert result.body is body
     assert not [a for a in result.report.actions if a.stage == "reserve"]
 
 
 def test_the_thinking_budget_stays_below_max_tokens() -> None:
     body = _messages_body(128_000, thinking={"type": "enabled", "budget_tokens": 100_000})
-    out = govern_request(body, context_window=64_000).body
+    out = govern_request(body, api="anthropic", context_window=64_000).body
     budget = out["thinking"]["budget_tokens"]
     assert 1024 <= budget < out["max_tokens"]
     assert budget == floor(64_000, 128_000) - 1  # the same on every request of the session
-    assert validate_request(out) == []
+    assert validate_request(out, api="anthropic") == []
 
 
 def test_a_window_too_small_for_thinking_disables_it() -> None:
     body = _messages_body(8_000, thinking={"type": "enabled", "budget_tokens": 4_000})
-    result = govern_request(body, context_window=3_000)
+    result = govern_request(body, api="anthropic", context_window=3_000)
     assert result.body["thinking"] == {"type": "disabled"}
     assert floor(3_000, 8_000) == max_reserve(3_000) == 988
     assert result.body["max_tokens"] == 3_000 - SAFETY_BUFFER - result.report.tokens_after
@@ -100,7 +100,7 @@ def test_governed_output_always_leaves_room_for_the_prompt(
     thinking budget, validates, and governance had a positive budget."""
     thinking = {"type": "enabled", "budget_tokens": min(asked - 1, max(1024, asked // 2))}
     body = {**body, "max_tokens": asked, "thinking": thinking}
-    result = govern_request(body, context_window=window)
+    result = govern_request(body, api="anthropic", context_window=window)
     out = result.body
     assert out["max_tokens"] <= asked
     if result.report.within_budget:
@@ -110,7 +110,7 @@ def test_governed_output_always_leaves_room_for_the_prompt(
     assert result.report.budget is not None and result.report.budget > 0
     if out["thinking"].get("type") == "enabled":
         assert 1024 <= out["thinking"]["budget_tokens"] < out["max_tokens"]
-    assert validate_request(out) == []
+    assert validate_request(out, api="anthropic") == []
 
 
 @pytest.mark.parametrize(
@@ -156,7 +156,7 @@ def test_the_user_overrides_the_table(tmp_path: Path) -> None:
     path.write_text(json.dumps({"claude-sonnet-4": 1_000_000}))
     assert known_window("claude-sonnet-4-5", load_windows(path)) == 1_000_000
     body = _messages_body(8_192, model="my-local-model")
-    result = govern_request(body, windows=table)
+    result = govern_request(body, api="anthropic", windows=table)
     assert result.report.context_window == 32_768
     assert result.report.window_source == "model"
 
@@ -190,7 +190,7 @@ def test_the_claude_estimate_errs_high_over_both_offline_encodings(text: str) ->
 
 def test_messages_bodies_are_counted_with_the_estimate_unless_a_hook_is_given() -> None:
     body = _messages_body(1_000)
-    estimated = govern_request(body, context_window=100_000).report
+    estimated = govern_request(body, api="anthropic", context_window=100_000).report
     assert estimated.counter == "estimate:claude"
     calls: list[str] = []
 
@@ -198,13 +198,13 @@ def test_messages_bodies_are_counted_with_the_estimate_unless_a_hook_is_given() 
         calls.append(text)
         return len(text.split())
 
-    hooked = govern_request(body, context_window=100_000, count_tokens=words).report
+    hooked = govern_request(body, api="anthropic", context_window=100_000, count_tokens=words).report
     assert hooked.counter == "custom:words" and calls
     assert hooked.tokens_before < estimated.tokens_before
 
 
 def test_a_raw_windows_mapping_is_checked_and_merged() -> None:
     body = _messages_body(8_192, model="glm-4.6")
-    assert govern_request(body, windows={"other": 1_000}).report.context_window == 200_000
+    assert govern_request(body, api="anthropic", windows={"other": 1_000}).report.context_window == 200_000
     with pytest.raises(ConfigError, match="windows"):
-        govern_request(body, windows={"glm-4.6": 0})
+        govern_request(body, api="anthropic", windows={"glm-4.6": 0})

@@ -80,11 +80,11 @@ def _stages(result: Any) -> list[str]:
 def test_a_claude_code_session_fits_a_40k_window() -> None:
     """On main: tokens 77,286 -> 50,292 against a budget of 19,488, OVER BUDGET."""
     body = claude_code_body()
-    result = govern_request(body, context_window=40_000)
+    result = govern_request(body, api="anthropic", context_window=40_000)
     report = result.report
     assert report.within_budget, report.notes
     assert report.tokens_after + result.body["max_tokens"] <= 40_000 - SAFETY_BUFFER
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
     # every result still there (pairing), the newest one verbatim or cut in its middle
     blocks = result.body["messages"][-1]["content"]
     assert [b["tool_use_id"] for b in blocks] == [f"toolu_{i:02d}" for i in range(16)]
@@ -104,15 +104,15 @@ def test_a_claude_code_session_fits_a_40k_window() -> None:
 
 
 def test_the_squeezed_request_is_a_fixed_point() -> None:
-    first = govern_request(claude_code_body(), context_window=40_000, cache_breakpoints=False)
-    again = govern_request(first.body, context_window=40_000, cache_breakpoints=False)
+    first = govern_request(claude_code_body(), api="anthropic", context_window=40_000, cache_breakpoints=False)
+    again = govern_request(first.body, api="anthropic", context_window=40_000, cache_breakpoints=False)
     assert again.body["messages"] == first.body["messages"]
     assert [a for a in again.report.actions if a.stage in ("compact", "squeeze", "snip")] == []
 
 
 def test_the_newest_result_is_truncated_when_clearing_the_rest_is_not_enough() -> None:
     body = claude_code_body(files=3, chars=60_000)
-    result = govern_request(body, context_window=24_000, cache_breakpoints=False)
+    result = govern_request(body, api="anthropic", context_window=24_000, cache_breakpoints=False)
     assert result.report.within_budget, result.report.notes
     newest = result.body["messages"][-1]["content"][-1]["content"]
     text = newest if isinstance(newest, str) else newest[0]["text"]
@@ -126,7 +126,7 @@ def test_the_newest_result_is_truncated_when_clearing_the_rest_is_not_enough() -
 def test_truncation_names_the_offloaded_file(tmp_path: Any) -> None:
     body = claude_code_body(files=2, chars=60_000)
     policy = CompactionPolicy(offload_dir=tmp_path)
-    result = govern_request(body, context_window=20_000, compaction=policy)
+    result = govern_request(body, api="anthropic", context_window=20_000, compaction=policy)
     assert result.report.within_budget
     newest = result.body["messages"][-1]["content"][-1]["content"]
     text = newest if isinstance(newest, str) else newest[0]["text"]
@@ -138,7 +138,7 @@ def test_truncation_names_the_offloaded_file(tmp_path: Any) -> None:
 def test_what_cannot_be_made_smaller_is_named() -> None:
     body = claude_code_body(files=2, chars=2_000)
     body["system"] = [{"type": "text", "text": _text(random.Random(3), 120_000)}]
-    result = govern_request(body, context_window=20_000)
+    result = govern_request(body, api="anthropic", context_window=20_000)
     assert not result.report.within_budget
     note = next(n for n in result.report.notes if "after every legal reduction" in n)
     assert "system messages" in note and "the newest user message" in note
@@ -197,16 +197,16 @@ def test_a_one_turn_session_fits_whenever_its_fixed_part_does(
     reserve stays inside the window, the body is legal and governing it again changes
     nothing."""
     body = claude_code_body(files, chars, max_tokens=asked, seed=seed)
-    result = govern_request(body, context_window=window, cache_breakpoints=False)
+    result = govern_request(body, api="anthropic", context_window=window, cache_breakpoints=False)
     report = result.report
-    assert validate_request(result.body) == []
+    assert validate_request(result.body, api="anthropic") == []
     bare = {**body, "messages": [*body["messages"][:2],
                                  {"role": "user", "content": [
                                      {**b, "content": "x"} for b in body["messages"][2]["content"]
                                  ]}]}  # fmt: skip
-    fixed = govern_request(bare, context_window=10**7, cache_breakpoints=False).report
+    fixed = govern_request(bare, api="anthropic", context_window=10**7, cache_breakpoints=False).report
     if report.budget is not None and fixed.tokens_after + files * 80 + 400 <= report.budget:
         assert report.within_budget, report.notes
         assert report.tokens_after + result.body["max_tokens"] <= window - SAFETY_BUFFER
-    again = govern_request(result.body, context_window=window, cache_breakpoints=False)
+    again = govern_request(result.body, api="anthropic", context_window=window, cache_breakpoints=False)
     assert again.body["messages"] == result.body["messages"]

@@ -60,7 +60,7 @@ def test_replicas_sharing_a_store_forward_identical_bodies(
     store = f"sqlite:///{tmp_path / 'proxy.db'}"
     common = {"upstream": upstream.base_url, "context_window": 16_000, "summary_store": store}
     first = serve(ProxyConfig(summary_model="small", api_key="sk-proxy", **common))
-    history = _session(60)[-1]
+    history = _session(100)[-1]  # long enough to cut turns, not only clear results
     upstream.push(*[_reply] * 30)
     assert _post(first, history).status_code == 200
     upstream.replies.clear()  # the spare replies
@@ -89,7 +89,7 @@ def test_a_failing_summary_model_never_fails_the_request(
         )
     )
     upstream.push(Reply.error(404, "no such model"), Reply.text("ok"))
-    response = _post(base, _session(60)[-1])
+    response = _post(base, _session(100)[-1])  # long enough to cut turns, not only clear results
     assert response.status_code == 200
     assert MARK not in json.dumps(upstream.requests[-1]["messages"])
     assert "fit the context window.]" in json.dumps(upstream.requests[-1]["messages"])

@@ -86,10 +86,14 @@ class InputError(ContextGovernorError, ValueError):
     list, got str`` that the CLI prints as is.
     """
 
-    def __init__(self, path: str, problem: str) -> None:
+    def __init__(self, path: str, problem: str, *, message: str | None = None) -> None:
+        """``message``: the one line to say instead of ``path: problem``, where a
+        sentence reads better (``max_tokens must be a non-negative integer, got -5``)."""
         self.path = path
         self.problem = problem
-        super().__init__(f"{path}: {problem}" if path else problem)
+        if message is None:
+            message = f"{path}: {problem}" if path else problem
+        super().__init__(message)
 
 
 class ConfigError(ContextGovernorError, ValueError):

@@ -284,7 +284,6 @@ class CompactionPolicy:
         masked: int,
         trail_growth: float,
         near: bool = False,
-        clearable: int = 0,
     ) -> int:
         """The goal of one compaction under ``mask_first``, from ``goal`` (the target's)
         and ``masked``, the request with every clearable old result cleared and nothing
@@ -297,11 +296,11 @@ class CompactionPolicy:
         ``MASK_ROOM_CALLS`` calls of the masked trail's growth (``trail_growth`` per
         call, at least ``min_savings``) under the trigger, so that the next cut is as far
         away. ``near``: the trigger is ``cut_ceiling`` (the budget, where the seed
-        policy's sliding window cuts at every step); when clearing has less than
-        ``clear_chunk`` left to give there (``clearable``: what clearing every old result
-        but the newest ``MASK_MIN_RECENT`` would save), the cut is the only tool, and it
-        leaves ``CEILING_ROOM_CALLS`` calls instead (at least an eighth of
-        ``min_savings``, so that a call adding little does not cut again at once): the
+        policy's sliding window cuts at every step) and tool results are under half of
+        what the history grew by (a chat: clearing has little to give, and the cut is
+        the only tool); the goal then leaves ``CEILING_ROOM_CALLS`` calls instead (at
+        least an eighth of ``min_savings``, so that a call adding little does not cut
+        again at once): the
         request then keeps about as much of the trail as the sliding window, at a cut
         every few calls instead of every call. Never under ``goal``.
         What the model still sees of its own work is the product: observation masking
@@ -311,7 +310,7 @@ class CompactionPolicy:
         if masked <= trigger - self.clear_chunk(trigger):
             return max(goal, masked)
         room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
-        if near and clearable < self.clear_chunk(trigger):
+        if near:
             room = max(self.min_savings // 8, int(CEILING_ROOM_CALLS * trail_growth))
         return max(goal, trigger - room)
 

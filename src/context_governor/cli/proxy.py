@@ -50,9 +50,14 @@ def _key_file_lines(path: str | None) -> list[str]:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """The listening socket, or exit 2 naming the address (taken, not ours, ...)."""
+    """The listening socket, or exit 2 naming the address (taken, not ours, ...).
+
+    Made for TCP by name (IPPROTO_TCP, not 0): accepted connections inherit the
+    protocol number, and asyncio turns Nagle's algorithm off only on sockets that say
+    TCP. Without it every JSON answer, head and body written apart, waited for the
+    client's delayed ACK: ~40 ms a request on a keep-alive connection."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -238,6 +243,41 @@ def _bind(host: str, port: int) -> socket.socket:
     "can reach the port spends the key (refused without this flag).",
 )
 @click.option(
+    "--no-metrics",
+    is_flag=True,
+    help="Serve no /metrics and keep no counters (e.g. where the port is reachable by "
+    "clients who should not see the traffic's figures).",
+)
+@click.option(
+    "--no-ui",
+    is_flag=True,
+    help="Serve no /ui and keep no per-request records (the metrics stay).",
+)
+@click.option(
+    "--ui-conversations",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="Conversations /ui keeps (the least recently active dropped first); also those "
+    "whose cache busts the metrics can tell.",
+)
+@click.option(
+    "--ui-requests",
+    type=click.IntRange(min=1),
+    default=20_000,
+    show_default=True,
+    help="Requests /ui keeps in all (the oldest dropped first; at most 2,000 of one "
+    "conversation).",
+)
+@click.option(
+    "--ui-reports-mb",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Memory for the requests' governance reports /ui shows, in MiB (the oldest "
+    "forgotten first; the request's figures stay).",
+)
+@click.option(
     "--ui-content",
     is_flag=True,
     help="Show message content on /ui (what the client sent, what the model received); "
@@ -296,6 +336,11 @@ def proxy_command(
     max_in_flight: int,
     max_in_flight_per_client: int,
     allow_open_relay: bool,
+    no_metrics: bool,
+    no_ui: bool,
+    ui_conversations: int,
+    ui_requests: int,
+    ui_reports_mb: int,
     ui_content: bool,
     ui_content_mb: int,
     ui_token: str | None,
@@ -370,6 +415,11 @@ def proxy_command(
             allow_hosts=allow_hosts,
             max_in_flight=max_in_flight,
             max_in_flight_per_client=max_in_flight_per_client,
+            metrics=not no_metrics,
+            ui=not no_ui,
+            ui_conversations=ui_conversations,
+            ui_requests=ui_requests,
+            ui_report_bytes=ui_reports_mb * 1024 * 1024,
             ui_content=ui_content,
             ui_content_bytes=ui_content_mb * 1024 * 1024,
             ui_token=ui_token,
@@ -396,15 +446,20 @@ def proxy_command(
         sock.close()
 
 
-def _metrics_dir() -> None:
+def _metrics_dir() -> str | None:
     """Several workers: prometheus-client's multiprocess mode, in a fresh directory
-    (unless $PROMETHEUS_MULTIPROC_DIR names one), set before any worker starts."""
+    (unless $PROMETHEUS_MULTIPROC_DIR names one), set before any worker starts. Returns
+    the directory when it made one: it is removed when the server stops, so restarts
+    do not leave one behind each (a directory the user named is theirs)."""
     import tempfile
 
     from ..proxy.metrics import MULTIPROC_ENV
 
-    if not os.environ.get(MULTIPROC_ENV):
-        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="context-governor-metrics-")
+    if os.environ.get(MULTIPROC_ENV):
+        return None
+    made = tempfile.mkdtemp(prefix="context-governor-metrics-")
+    os.environ[MULTIPROC_ENV] = made
+    return made
 
 
 def _log_redacted(redact: Redactor) -> None:
@@ -432,11 +487,17 @@ def _serve(
     from ..proxy.config import CONFIG_ENV
 
     os.environ[CONFIG_ENV] = config.to_json()
-    _metrics_dir()
+    made = _metrics_dir() if config.metrics else None
     uv_config = uvicorn.Config(
         "context_governor.proxy.app:app_from_env",
         factory=True,
         workers=workers,
         log_level="warning",
     )
-    Multiprocess(uv_config, sockets=[sock]).run()
+    try:
+        Multiprocess(uv_config, sockets=[sock]).run()
+    finally:
+        if made is not None:
+            import shutil
+
+            shutil.rmtree(made, ignore_errors=True)

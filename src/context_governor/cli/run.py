@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,15 @@ DEFAULT_SYSTEM = (
     "(read_file, list_dir, grep, find_files, exec) to look before you answer, keep "
     "tool calls focused, and answer concisely."
 )
-APIS = ("chat", "anthropic", "responses")
+#: --api's names: govern_request's (formats/base.py APIS) for the APIs ``run`` has a
+#: client for.
+APIS = ("openai", "anthropic", "responses")
+#: Old names of --api, read as the new one with a warning until the next release.
+DEPRECATED_APIS = {"chat": "openai"}
+#: The summarizer's name (a part of a stored summary's key) for a model behind each API:
+#: Chat Completions was "chat" when the first summaries were stored, and the proxy's
+#: (proxy/summaries.py) has that name too, so run and the proxy share them.
+_SUMMARIZER_API = {"openai": "chat"}
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 
 
@@ -74,7 +83,7 @@ class ApiSpec:
 
 
 API_SPECS = {
-    "chat": ApiSpec(
+    "openai": ApiSpec(
         "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "an OpenAI-compatible", "OpenAI"
     ),
     "anthropic": ApiSpec(
@@ -85,6 +94,20 @@ API_SPECS = {
         "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "a Responses API", "OpenAI"
     ),
 }  # fmt: skip
+
+
+class _ApiChoice(click.Choice):  # type: ignore[type-arg]
+    """--api's names; an old one (DEPRECATED_APIS) is read as its new one, said on stderr
+    and as a DeprecationWarning."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in DEPRECATED_APIS:
+            new = DEPRECATED_APIS[value]
+            said = f"--api {value} is deprecated: use --api {new} (accepted until the next release)"
+            click.echo(f"warning: {said}", err=True)
+            warnings.warn(said, DeprecationWarning, stacklevel=2)
+            return new
+        return super().convert(value, param, ctx)
 
 
 # --------------------------------------------------------------------------- history file
@@ -126,7 +149,7 @@ def _summary(result: RunResult) -> str:
     )
 
 
-def _run_failure(result: RunResult, api: str = "chat") -> str:
+def _run_failure(result: RunResult, api: str = "openai") -> str:
     from ..llm import ModelConnectionError
 
     spec = API_SPECS[api]
@@ -249,7 +272,8 @@ def _compaction(
             on_retry=None,
         )
 
-    summarizer = model_summarizer(make_client, name=f"{api}:{summary_model}")
+    wire = _SUMMARIZER_API.get(api, api)
+    summarizer = model_summarizer(make_client, name=f"{wire}:{summary_model}")
     return CompactionPolicy(
         summary=Summaries(
             summarizer, store=None if store is None else open_store(store), timeout=timeout
@@ -274,10 +298,11 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 @click.option("--model", required=True, help="Model name, as the server knows it.")
 @click.option(
     "--api",
-    type=click.Choice(APIS),
-    default="chat",
+    type=_ApiChoice(APIS),
+    default="openai",
     show_default=True,
-    help="The API the server speaks: 'chat' (OpenAI Chat Completions, /chat/completions), "
+    help="The API the server speaks: 'openai' (OpenAI Chat Completions, /chat/completions; "
+    "'chat', its old name, is accepted until the next release), "
     "'anthropic' (Anthropic Messages, /v1/messages: Anthropic and compatible servers) or "
     "'responses' (OpenAI Responses, /responses, stateless: store=false). Each request is "
     "governed in that format, with its own rules.",
@@ -285,7 +310,7 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 @click.option(
     "--base-url",
     default=None,
-    help="API base URL. chat and responses: default $OPENAI_BASE_URL, else OpenAI; key "
+    help="API base URL. openai and responses: default $OPENAI_BASE_URL, else OpenAI; key "
     "from $OPENAI_API_KEY. anthropic: default $ANTHROPIC_BASE_URL, else Anthropic (the URL "
     "without /v1, e.g. https://api.anthropic.com); key from $ANTHROPIC_API_KEY.",
 )

@@ -2,12 +2,20 @@
 
 ``govern_request(body, api=...)`` governs a whole request body in its own format
 and returns a body of the same format; ``validate_request`` lists the rules it
-breaks. The Anthropic Messages edge lives in ``anthropic.py`` (decode/encode) and
-``anthropic_rules.py`` (the rules only a native body shows); the OpenAI Responses
-edge in ``responses.py``, ``responses_rules.py`` and ``responses_request.py``; Chat
-Completions bodies go through unchanged in shape.
+breaks. ``request.py`` is the table from an API's name (``APIS``: "openai" for Chat
+Completions, "anthropic", "responses", "gemini") to its request module; each API has
+one edge (decode/encode), one rules module and one request module:
+
+- Chat Completions: ``chat.py``, the providers' own rules (providers/), ``chat_request.py``;
+- Anthropic Messages: ``anthropic.py``, ``anthropic_rules.py``, ``anthropic_request.py``;
+- OpenAI Responses: ``responses.py``, ``responses_rules.py``, ``responses_request.py``;
+- Gemini ``generateContent``: ``gemini.py``, ``gemini_rules.py``, ``gemini_request.py``.
+
+``base.py`` is what they share (the API names, the result type, the options), a leaf
+the request modules import.
 """
 
-from .request import APIS, RequestResult, govern_request, validate_request
+from .base import APIS
+from .request import RequestResult, govern_request, validate_request
 
 __all__ = ["APIS", "RequestResult", "govern_request", "validate_request"]

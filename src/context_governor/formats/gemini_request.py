@@ -17,14 +17,14 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages.inputs import check_messages
-from ..pipeline import call_counter, resolve_settings, run, store_counts
+from ..pipeline import call_counter, run, store_counts
 from ..profiles import PROFILES, Profile, get_profile
 from ..providers import resolve
 from ..providers.gemini import POLICY
 from ..providers.rules import Violation
 from . import gemini as ge
 from . import gemini_rules as rules
-from .request import RequestResult, _CarryCounter, record_lost
+from .base import CarryCounter, Options, RequestResult, record_lost
 
 #: Gemini's policy for a native body: a user message after function responses needs no
 #: bridge (the edge writes it into the responses' own user content).
@@ -45,23 +45,24 @@ def _joined(body: dict[str, Any], out: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
-def govern_gemini(body: Any, profile: str | Profile, model: str | None, **kw: Any) -> RequestResult:
+def govern_gemini(
+    body: Any, profile: str | Profile, model: str | None, options: Options
+) -> RequestResult:
     decoded = ge.decode(body)
     check_messages(decoded.messages)
     prof = replace(get_profile(profile), finish=PROFILES["gemini"].finish, provider="gemini")
     contents = decoded.body["contents"]
     last_known = next((c for c in reversed(contents) if ge.role_of(c) in ge.KNOWN_ROLES), None)
-    settings = resolve_settings(
+    settings = options.settings(
         profile=prof,
         tools=decoded.tools,
         model=model or decoded.model,
         max_output=decoded.max_output,
         prefill=ge.role_of(last_known) == "model",
-        **kw,
     )
     settings = replace(settings, policy=NATIVE_POLICY)
     inner, loaded = call_counter(settings, decoded.messages)
-    counter = _CarryCounter(inner, decoded.extra, key=ge.CARRY)
+    counter = CarryCounter(inner, decoded.extra, key=ge.CARRY)
     result, _ = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
     lost: list[str] = []

@@ -18,31 +18,30 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages.inputs import check_messages
-from ..pipeline import call_counter, resolve_settings, run, store_counts
+from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.rules import Violation
 from . import responses as rs
 from . import responses_rules as rules
-from .request import RequestResult, _CarryCounter
+from .base import CarryCounter, Options, RequestResult
 
 
 def govern_responses(
-    body: Any, profile: str | Profile, model: str | None, **kw: Any
+    body: Any, profile: str | Profile, model: str | None, options: Options
 ) -> RequestResult:
     decoded = rs.decode(body)
     check_messages(decoded.messages)
     prof = replace(get_profile(profile), finish=rules.FINISH)
-    settings = resolve_settings(
+    settings = options.settings(
         profile=prof,
         tools=decoded.tools,
         model=model or decoded.model,
         max_output=decoded.max_output,
-        **kw,
     )
     settings = replace(settings, policy=replace(settings.policy, allowed_keys=None))
     inner, loaded = call_counter(settings, decoded.messages)
-    counter = _CarryCounter(inner, decoded.extra, key=rs.CARRY)
+    counter = CarryCounter(inner, decoded.extra, key=rs.CARRY)
     result, _ = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
     out = rs.encode(result.messages, decoded)

@@ -802,6 +802,12 @@ class Governor:
                     return None
                 bounds, added = None, sum(new_tokens)
             if not self._held(state, new, new_tokens, old.tokens_after + added):
+                if self._store is not None:
+                    # counted exactly here, so the full run finds them in the memo and
+                    # would not write them back: store them now
+                    known = new_tokens
+                    frozen = [self._copy(m) for m in new]
+                    self._store.write_counts_later(self.settings.counter, frozen, lambda: known)
                 return None
         # From here on the step is accepted: the state grows in place (one copy of the
         # history per step, not one per field).

@@ -8,6 +8,7 @@ file that needs nothing else (``govern FILE --html OUT.html``): ui.js then reads
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib import resources
 from typing import Any
@@ -37,14 +38,28 @@ def _script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def offline_page(data: dict[str, Any]) -> str:
-    """The page with its script, style and ``data`` inlined: one self-contained file."""
+def _inlined(before_script: str = "") -> str:
+    """index.html with ui.css and ui.js inlined (``before_script``: a script element
+    to run first)."""
     html = asset("index.html").decode()
     css = asset("ui.css").decode()
     js = asset("ui.js").decode().replace("</", "<\\/")
     html = html.replace('<link rel="stylesheet" href="ui.css">', f"<style>\n{css}</style>")
-    inline = f"<script>window.CG_DATA = {_script_json(data)};</script>\n<script>\n{js}</script>"
-    return html.replace('<script src="ui.js"></script>', inline)
+    return html.replace('<script src="ui.js"></script>', f"{before_script}<script>\n{js}</script>")
+
+
+def offline_page(data: dict[str, Any]) -> str:
+    """The page with its script, style and ``data`` inlined: one self-contained file."""
+    return _inlined(f"<script>window.CG_DATA = {_script_json(data)};</script>\n")
+
+
+@functools.cache
+def served_page() -> bytes:
+    """The page as the proxy serves it at /ui/: style and script inlined, so the one
+    load that carries the token (``/ui/?token=``) brings all of it. A browser sends no
+    token with a stylesheet's or a script's own load, so with ``--ui-token`` a page that
+    linked them stayed at "loading…" for anyone not on loopback."""
+    return _inlined().encode()
 
 
 def offline_data(

@@ -2,10 +2,10 @@
 
 Each governed route (Chat Completions, Anthropic Messages, OpenAI Responses, Gemini
 generateContent) runs the same machinery in app.py; an :class:`ApiRoute` says only
-which path it is, which body format ``govern_request`` reads, which profile applies
-when none was configured, where the key goes, and how errors look, as JSON and as a
-streaming event, in that API's own shape (so each SDK raises its usual exception
-with our message), and how its streamed answers are framed (``framing``).
+which path it is, which body format ``govern_request`` reads (its table also gives
+the profile when none was configured), where the key goes, and how errors look, as
+JSON and as a streaming event, in that API's own shape (so each SDK raises its usual
+exception with our message), and how its streamed answers are framed (``framing``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from ..formats.base import Api
 from ..formats.gemini_stream import ArrayStream
-from ..formats.request import Api
 from .sse import EventFraming, Framing, is_event_stream
 
 __all__ = [
@@ -101,12 +101,10 @@ def _event(name: str | None, data: dict[str, Any]) -> bytes:
 class ApiRoute:
     """One governed route of the proxy."""
 
-    #: ``govern_request``'s name of the body's format
+    #: ``govern_request``'s name of the body's format (formats/base.py APIS)
     api: Api
     #: below /v1/, on the proxy and on the upstream
     path: str
-    #: the profile when the proxy was given none
-    default_profile: str
     #: the body's field that must be present (a 400 in the API's shape otherwise);
     #: None for Responses, whose history may be all server-side (a stored prompt)
     required: str | None
@@ -203,21 +201,18 @@ def with_query_key(query: str, key: str) -> str:
     )
 
 
-CHAT = ApiRoute("openai", "chat/completions", "openai", "messages")
-MESSAGES = ApiRoute("anthropic", "messages", "anthropic", "messages")
-RESPONSES = ApiRoute("responses", "responses", "openai", None)
+CHAT = ApiRoute("openai", "chat/completions", "messages")
+MESSAGES = ApiRoute("anthropic", "messages", "messages")
+RESPONSES = ApiRoute("responses", "responses", None)
 #: The google-genai SDK calls /v1/models/... (its default API version), others /v1beta/.
 _GOOGLE_VERSIONS = ("v1beta", "v1")
-GEMINI = ApiRoute(
-    "gemini", "models/{model}:generateContent", "gemini", "contents", _GOOGLE_VERSIONS
-)
+GEMINI = ApiRoute("gemini", "models/{model}:generateContent", "contents", _GOOGLE_VERSIONS)
 GEMINI_STREAM = ApiRoute(
-    "gemini", "models/{model}:streamGenerateContent", "gemini", "contents", _GOOGLE_VERSIONS,
-    streams=True,
-)  # fmt: skip
+    "gemini", "models/{model}:streamGenerateContent", "contents", _GOOGLE_VERSIONS, streams=True
+)
 ROUTES: tuple[ApiRoute, ...] = (CHAT, MESSAGES, RESPONSES, GEMINI, GEMINI_STREAM)
-#: What governing needs of a route (its format, profile, required field); both Gemini
-#: routes agree on it.
+#: What governing needs of a route (its format, required field); both Gemini routes
+#: agree on it.
 BY_API: dict[str, ApiRoute] = {route.api: route for route in ROUTES}
 #: The version prefixes passed-through paths are accepted under.
 VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(v for r in ROUTES for v in r.versions))

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -56,7 +57,7 @@ from .governing import BadRequest, Governed
 from .guard import Guard
 from .learning import Hints, Learner
 from .metrics import Metrics, available
-from .observer import Observation, Observer
+from .observer import Journal, Observation, Observer
 from .paths import BadPath, forward_path, forward_query
 from .redact import Redactor, mask_logged_query_secrets
 from .refusals import Refusal, refusal_of
@@ -203,15 +204,23 @@ class NotGovernedLog:
 
 
 def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Observer:
-    """What watches the requests (observer.py): metrics when prometheus-client is there,
-    spans when a tracer provider is given or OTLP is configured (tracing.py)."""
+    """What watches the requests (observer.py): metrics when prometheus-client is there
+    (unless ``metrics`` is off), spans when a tracer provider is given or OTLP is
+    configured (tracing.py), the page's records unless ``ui`` is off."""
     owned = tracer_provider is None
     provider = otlp_provider(config.otlp_endpoint) if owned else tracer_provider
+    journal = Journal(
+        max_conversations=config.ui_conversations,
+        max_requests=config.ui_requests,
+        content_bytes=config.ui_content_bytes,
+        report_bytes=config.ui_report_bytes,
+        keep_records=config.ui,
+    )
     return Observer(
-        Metrics() if available() else None,
+        Metrics() if config.metrics and available() else None,
         Tracer(provider, owned=owned),
         keep_content=config.ui_content,
-        content_bytes=config.ui_content_bytes,
+        journal=journal,
     )
 
 
@@ -254,6 +263,19 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         if usage is not None and governed.model:
             learner.observe(governed.model, usage.input_tokens, governed.report.tokens_after)
         return usage
+
+    async def answered(seen: Observation, governed: Governed, api: str, relayed: Response) -> None:
+        """A JSON answer has been written to the client: read its usage and file it
+        (observer.py). Run as the response's background task, so the client is not kept
+        waiting for it (the issue's "without delaying the relay"); a coroutine that never
+        awaits, so it runs right after the answer's last write and before the event loop
+        serves anything else, and a scrape of /metrics that the answer prompted sees it
+        (unless the client reads a large answer slowly: then the write waits, and so
+        does this)."""
+        usage = None
+        if relayed.status_code < 400:
+            usage = observe(governed, api, bytes(relayed.body))
+        seen.finish(relayed.status_code, usage, governed=governed)
 
     def ended(
         seen: Observation, governed: Governed, api: str, watch: StreamWatch, status: int
@@ -373,10 +395,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                 seen.finish(failed.status_code, outcome="unreachable", governed=governed)
                 return failed
             if not isinstance(relayed, RelayedStream):
-                usage = None
-                if relayed.status_code < 400:
-                    usage = observe(governed, route.api, bytes(relayed.body))
-                seen.finish(relayed.status_code, usage, governed=governed)
+                relayed.background = BackgroundTask(answered, seen, governed, route.api, relayed)
             elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
             log.info(
                 "%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed
@@ -564,7 +583,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
-            *observing_routes(observer, config.ui_token),
+            *observing_routes(observer, config.ui_token, metrics=config.metrics, ui=config.ui),
             *(
                 Route(f"/{v}/{r.path}", governed_route(r, v), methods=["POST"])
                 for r in ROUTES

@@ -53,6 +53,15 @@ GOVERN_IN = ("thread", "process")
 #: The environment variable through which ``proxy --workers N`` hands the config to
 #: each worker process (see app.app_from_env).
 CONFIG_ENV = "CONTEXT_GOVERNOR_PROXY_CONFIG"
+#: What the page keeps in memory (proxy/observer.py, docs/observability.md): the
+#: conversations, the requests in all, and about this many bytes of reports and of
+#: message content (--ui-content). A record is ~0.6 KB, a long session's report tens of
+#: KB, so at these defaults the page holds at most ~12 MB of records and 64 MB of
+#: reports (and 64 MB of content when asked), whatever the traffic.
+DEFAULT_UI_CONVERSATIONS = 500
+DEFAULT_UI_REQUESTS = 20_000
+DEFAULT_UI_REPORT_BYTES = 64 * 1024 * 1024
+DEFAULT_UI_CONTENT_BYTES = 64 * 1024 * 1024
 
 
 def _seconds(name: str, value: object) -> None:
@@ -83,9 +92,10 @@ class ProxyConfig:
     else the longest listed prefix of the model name (``gpt-4o`` covers
     ``gpt-4o-2024-08-06``), else ``context_window``, else (``None``) govern()'s own
     rule: the model's published window when it is well known, else no cut.
-    The answer's reserve is the body's ``max_completion_tokens``/``max_tokens``,
-    else ``max_output`` (chat completions; a Messages body has its ``max_tokens``, a
-    Responses body its ``max_output_tokens`` or the library's default).
+    The answer's reserve is the body's own (Chat Completions'
+    ``max_completion_tokens``/``max_tokens``, Messages' ``max_tokens``, Responses'
+    ``max_output_tokens``, Gemini's ``generationConfig.maxOutputTokens``), else
+    ``max_output``, on every route (govern_request's ``max_output``).
     ``profile`` is the target's rules for every route; None (the default) lets
     each route use its own API's provider (apis.py: anthropic for messages).
 
@@ -141,9 +151,18 @@ class ProxyConfig:
     client_keys: Mapping[str, str] = field(default_factory=dict)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_in_flight_per_client: int = DEFAULT_MAX_IN_FLIGHT_PER_CLIENT
+    #: GET /metrics and the counters behind it (prometheus-client); off: a 404
+    metrics: bool = True
+    #: the page at /ui and the records it shows (observer.py); off: a 404, no record kept
+    ui: bool = True
+    #: what the page keeps (observer.Journal): conversations, requests in all, and about
+    #: this many bytes of reports (the oldest forgotten first)
+    ui_conversations: int = DEFAULT_UI_CONVERSATIONS
+    ui_requests: int = DEFAULT_UI_REQUESTS
+    ui_report_bytes: int = DEFAULT_UI_REPORT_BYTES
     #: /ui shows message content (kept in memory, at most ui_content_bytes; observer.py)
     ui_content: bool = False
-    ui_content_bytes: int = 64 * 1024 * 1024
+    ui_content_bytes: int = DEFAULT_UI_CONTENT_BYTES
     #: /ui served to whoever presents this token (else to loopback clients only)
     ui_token: str | None = None
     #: where spans go over OTLP/HTTP (else OTEL_EXPORTER_OTLP_*; none: no spans)
@@ -253,9 +272,13 @@ class ProxyConfig:
             _seconds("count_retention", self.count_retention)
 
     def _check_observing(self) -> None:
-        if not isinstance(self.ui_content, bool):
-            raise ConfigError(f"ui_content must be true or false, got {self.ui_content!r}")
-        _positive("ui_content_bytes", self.ui_content_bytes)
+        for name in ("metrics", "ui", "ui_content"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.ui_content and not self.ui:
+            raise ConfigError("ui_content needs the page (ui): content is kept only to show it")
+        for name in ("ui_conversations", "ui_requests", "ui_report_bytes", "ui_content_bytes"):
+            _positive(name, getattr(self, name))
         if self.ui_token is not None and (
             not isinstance(self.ui_token, str) or len(self.ui_token) < 16
         ):

@@ -1,5 +1,6 @@
-"""Turn a client's request body (Chat Completions, Messages, Responses) into the
-governed body to forward.
+"""Turn a client's request body (Chat Completions, Messages, Responses, Gemini) into
+the governed body to forward: every route through ``govern_request``, with the config's
+settings.
 
 Pure and synchronous (the app runs it off the event loop, in a thread or a worker
 process, see executor.py, so a long history does not stall other requests). The
@@ -16,14 +17,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..counting import warm_up
 from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request
-from ..formats import reserve as reserves
 from ..formats.anthropic_count import scaled_estimate
-from ..messages.legacy import tools_of
-from ..pipeline import govern
 from ..report import Report
+from ..counting import warm_up
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
 from .conversation import from_body
@@ -54,18 +52,6 @@ class Governed:
     ungoverned: tuple[str, ...] = ()
     #: the conversation the body names or its fixed parts' digest (conversation.py)
     conversation: str | None = None
-
-
-def _reserve(data: dict[str, Any]) -> tuple[Any, str | None]:
-    """The answer's reserve from the body, and the field it came from (for error messages).
-
-    ``max_completion_tokens`` wins: it is the current name, and newer clients send
-    both with the same value or only it.
-    """
-    for name in ("max_completion_tokens", "max_tokens"):
-        if data.get(name) is not None:
-            return data[name], name
-    return None, None
 
 
 def encode(body: Any) -> bytes:
@@ -131,9 +117,7 @@ def govern_body(
             raise BadRequest(f"request body must be a JSON object, got {type(data).__name__}")
         if route.required is not None and route.required not in data:
             raise BadRequest(f"'{route.required}' is a required property", route.required)
-        if route is CHAT:
-            return _govern_chat(data, config, hints)
-        return _govern_native(data, config, route, ratio, model, hints)
+        return _govern(data, config, route, ratio, model, hints)
     except RecursionError:
         raise BadRequest("request body is nested too deeply") from None
 
@@ -142,7 +126,7 @@ def _model(data: dict[str, Any]) -> str | None:
     return data.get("model") if isinstance(data.get("model"), str) else None
 
 
-def _govern_native(
+def _govern(
     data: dict[str, Any],
     config: ProxyConfig,
     route: ApiRoute,
@@ -150,19 +134,20 @@ def _govern_native(
     path_model: str | None = None,
     hints: Hints | None = None,
 ) -> Governed:
-    """A Messages, Responses or Gemini body, governed in its own format by
-    govern_request: the reserve is the body's own (``max_tokens``/``max_output_tokens``/
-    ``generationConfig.maxOutputTokens``), the target's rules are the configured
-    profile's, else the API's own provider's."""
+    """A body governed in its own format by govern_request: the reserve is the body's
+    own (``max_completion_tokens``/``max_tokens``, ``max_output_tokens``,
+    ``generationConfig.maxOutputTokens``), else the config's ``max_output``; the
+    target's rules are the configured profile's, else the API's own provider's."""
     model = path_model or _model(data)
     window = request_window(config.window_for(model), model, hints)
     try:
         result = govern_request(
             data,
             api=route.api,
-            profile=config.profile or route.default_profile,
+            profile=config.profile,
             model=model,
             context_window=window.governed,
+            max_output=config.max_output,
             compaction=compaction_for(config),
             count_tokens=None if ratio is None else scaled_estimate(ratio),
             count_store=count_store_for(config),
@@ -188,42 +173,3 @@ def _say_window(report: Report, window: Window) -> None:
         report.window_source = window.source
     if window.note:
         report.notes.append(window.note)
-
-
-def _govern_chat(data: dict[str, Any], config: ProxyConfig, hints: Hints | None = None) -> Governed:
-    model = _model(data)
-    found = request_window(config.window_for(model), model, hints)
-    window = found.governed
-    # The prompt's budget keeps the answer's floor, and the body sent asks for what the
-    # window leaves after the governed prompt (formats/reserve.py; as govern_request does).
-    planned = reserves.plan(data, "openai", window)
-    if planned is not None:
-        data = {**data, **planned.before()}
-    reserve, reserve_field = _reserve(data)
-    try:
-        result = govern(
-            data["messages"],
-            tools=tools_of(data),
-            profile=config.profile or CHAT.default_profile,
-            model=model,
-            context_window=window,
-            max_output=config.max_output if reserve is None else reserve,
-            compaction=compaction_for(config),
-            count_store=count_store_for(config),
-        )
-    except InputError as exc:
-        raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
-    except ContextGovernorError as exc:
-        text = str(exc)
-        if reserve_field is not None and text.startswith("max_output"):
-            raise BadRequest(text.replace("max_output", reserve_field, 1), reserve_field) from None
-        raise BadRequest(text) from None
-    _say_window(result.report, found)
-    governed = {**data, "messages": result.messages}
-    if planned is not None:
-        fitted = planned.after(result.report.tokens_after)
-        reserves.record(result.report, fitted)
-        governed.update(fitted.updates)
-    conversation = from_body(CHAT.api, data, model)
-    stream = data.get("stream") is True
-    return Governed(encode(governed), result.report, model, stream, (), conversation)

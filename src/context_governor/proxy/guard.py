@@ -17,8 +17,11 @@ the API's own error shape and without forwarding anything:
    proxy's memory with bodies.
 
 ``GET /healthz`` needs no key and is not counted, so a load balancer can probe a
-busy proxy. The client key's name is put in the request's log lines
-(``client=NAME``) and in ``scope["state"]["client"]``.
+busy proxy. The page (``GET /ui/...``) needs no client key either: it spends no key,
+and it has its own rule (ui.py: loopback clients, or ``--ui-token``), which a browser
+can meet; it could not send a client key with the page's own loads. The client key's
+name is put in the request's log lines (``client=NAME``) and in
+``scope["state"]["client"]``.
 """
 
 from __future__ import annotations
@@ -181,7 +184,8 @@ class Guard:
         send = _with_cors(send, origin) if refusal is None and origin is not None else send
         name: str | None = None
         health = method in ("GET", "HEAD") and path == "/healthz"
-        if refusal is None and self._keys and not health:
+        page = method in ("GET", "HEAD") and (path == "/ui" or path.startswith("/ui/"))
+        if refusal is None and self._keys and not health and not page:
             name, scope, refusal = self._client(scope, headers)
         if (
             refusal is None

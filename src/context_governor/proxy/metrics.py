@@ -84,6 +84,7 @@ class Metrics:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self._registry = CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.model = LabelCap(MAX_MODELS)
         self.rule = LabelCap(MAX_RULES)
         r = self._registry
@@ -177,43 +178,54 @@ class Metrics:
             ["api"], buckets=TIME_BUCKETS, registry=r,
         )  # fmt: skip
 
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, remembered: prometheus-client checks and hashes
+        the labels under a lock on every call, a few microseconds each, a dozen times a
+        request. Bounded as the labels are (models and rules capped, the rest fixed sets);
+        a race makes the same child twice (labels() returns the one it keeps)."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     def governed(self, api: str, model: str, found: Figures) -> None:
         """A governed request's figures (before it is forwarded)."""
-        self.client_tokens.labels(api, model).inc(found.tokens_before)
-        self.forwarded_tokens.labels(api, model).inc(found.tokens_after)
+        self.child(self.client_tokens, api, model).inc(found.tokens_before)
+        self.child(self.forwarded_tokens, api, model).inc(found.tokens_after)
         for stage, saved in found.saved_by_stage.items():
             if saved > 0:
-                self.saved_tokens.labels(api, model, stage).inc(saved)
+                self.child(self.saved_tokens, api, model, stage).inc(saved)
             elif saved < 0:
-                self.inserted_tokens.labels(api, model, stage).inc(-saved)
+                self.child(self.inserted_tokens, api, model, stage).inc(-saved)
         for (stage, effect), n in found.effects.items():
-            self.actions.labels(stage, effect).inc(n)
+            self.child(self.actions, stage, effect).inc(n)
             if effect == "cut":
-                self.messages_cut.labels(stage).inc(n)
+                self.child(self.messages_cut, stage).inc(n)
             elif effect == "cleared":
-                self.results_cleared.labels(stage).inc(n)
+                self.child(self.results_cleared, stage).inc(n)
             elif effect == "truncated":
-                self.results_truncated.labels(stage).inc(n)
+                self.child(self.results_truncated, stage).inc(n)
         for outcome, n in (
             ("made", found.summaries_made),
             ("reused", found.summaries_reused),
             ("failed", found.summaries_failed),
         ):
             if n:
-                self.summaries.labels(outcome).inc(n)
+                self.child(self.summaries, outcome).inc(n)
         for rule in found.violations:
-            self.violations.labels(self.rule(rule)).inc()
+            self.child(self.violations, self.rule(rule)).inc()
         if found.over_budget:
-            self.over_budget.labels(api, model).inc()
+            self.child(self.over_budget, api, model).inc()
 
     def usage(self, api: str, model: str, usage: Usage | None) -> None:
         if usage is None:
-            self.usage_missing.labels(api, model).inc()
+            self.child(self.usage_missing, api, model).inc()
             return
-        self.upstream_input.labels(api, model).inc(usage.input_tokens)
-        self.upstream_output.labels(api, model).inc(usage.output_tokens or 0)
-        self.cache_read.labels(api, model).inc(usage.cache_read_tokens)
-        self.cache_write.labels(api, model).inc(usage.cache_write_tokens)
+        self.child(self.upstream_input, api, model).inc(usage.input_tokens)
+        self.child(self.upstream_output, api, model).inc(usage.output_tokens or 0)
+        self.child(self.cache_read, api, model).inc(usage.cache_read_tokens)
+        self.child(self.cache_write, api, model).inc(usage.cache_write_tokens)
 
     def exposition(self) -> bytes:
         """The text a scrape gets: this process's registry, or every worker's values

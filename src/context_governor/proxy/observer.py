@@ -5,12 +5,28 @@ forwarded, answered with this usage, or refused); the observation updates the
 metrics (metrics.py), ends its span (tracing.py) and files a :class:`Record` under
 its conversation (conversation.py) in the :class:`Journal` the page reads.
 
-Bounded, because it lives in the proxy's memory: at most ``max_conversations``
-conversations (the least recently active dropped first), ``max_requests`` records
-each, and message content (only with ``--ui-content``) up to ``content_bytes`` in
-all, the oldest content forgotten first (its record stays). Per process: under
-``--workers N`` each worker's page shows the requests that worker served (the
-metrics are summed over workers).
+Bounded, because it lives in the proxy's memory, and every bound holds whatever the
+traffic (tests/test_observe.py checks each; ``make load`` drives 10,000 conversations
+through a real proxy and reports its memory):
+
+- at most ``max_conversations`` conversations (the least recently active dropped
+  first, with their records): ``--ui-conversations``;
+- at most ``max_requests`` records in all (the oldest dropped first), and
+  ``PER_CONVERSATION`` of any one conversation: ``--ui-requests``. A record without
+  its report is a few hundred bytes;
+- the reports, whose size grows with the history (one action per message cut or
+  cleared: tens of KB on a long session), within about ``report_bytes`` in all, the
+  oldest report forgotten first (its record stays, so the tables and the chart do not
+  change): ``--ui-reports-mb``. Each is kept as governance made it and turned into
+  JSON only when the page asks, so keeping it costs the request nothing;
+- message content (only with ``--ui-content``) within ``content_bytes`` in all, the
+  oldest forgotten first (its record stays): ``--ui-content-mb``.
+
+Without the page (``--no-ui``) no record is kept, only each conversation's last
+figures, which the metrics' compactions and cache busts are judged against; without
+the page and the metrics (``--no-metrics``), and no spans, nothing at all. Per
+process: under ``--workers N`` each worker's page shows the requests that worker
+served (the metrics are summed over workers).
 
 A **cache bust** is a request that reads markedly less of the provider's cache than
 its conversation's previous request did: at least ``BUST_MIN_TOKENS`` and
@@ -30,6 +46,13 @@ from typing import Any
 
 from ..observe.figures import Figures, figures, new_compaction
 from ..targets.prices import cache_price
+from ..report import Report
+from .config import (
+    DEFAULT_UI_CONTENT_BYTES,
+    DEFAULT_UI_CONVERSATIONS,
+    DEFAULT_UI_REPORT_BYTES,
+    DEFAULT_UI_REQUESTS,
+)
 from .conversation import from_headers
 from .governing import Governed
 from .metrics import Metrics
@@ -54,9 +77,28 @@ __all__ = [
 
 BUST_MIN_TOKENS = 1024
 BUST_SHARE = 0.2
-MAX_CONVERSATIONS = 500
-MAX_REQUESTS = 2000
-CONTENT_BYTES = 64 * 1024 * 1024
+MAX_CONVERSATIONS = DEFAULT_UI_CONVERSATIONS
+MAX_REQUESTS = DEFAULT_UI_REQUESTS
+#: records kept of one conversation (a 300-step session fits whole)
+PER_CONVERSATION = 2000
+REPORT_BYTES = DEFAULT_UI_REPORT_BYTES
+CONTENT_BYTES = DEFAULT_UI_CONTENT_BYTES
+#: what a kept report takes besides its texts (measured with tracemalloc on the
+#: coding sessions of tests/observe_session.py: about 200 bytes per action)
+REPORT_BASE = 1000
+ACTION_BYTES = 200
+NOTE_BYTES = 80
+
+
+def report_size(report: Report) -> int:
+    """About the memory ``report`` holds (its actions and notes), for ``report_bytes``:
+    cheap enough to reckon on every request (one pass over the actions)."""
+    return (
+        REPORT_BASE
+        + sum(ACTION_BYTES + len(a.detail) for a in report.actions)
+        + sum(NOTE_BYTES + len(n) for n in report.notes)
+        + NOTE_BYTES * len(report.violations)
+    )
 
 
 def provider_of(api: str, model: str | None) -> str:
@@ -111,7 +153,8 @@ class Record:
     governance_ms: float | None = None
     added_ms: float | None = None
     total_ms: float | None = None
-    report: dict[str, Any] | None = None
+    #: governance's report, None once forgotten (Journal: report_bytes)
+    report: Report | None = None
     #: (what the client sent, what was forwarded): only with --ui-content
     content: tuple[bytes, bytes] | None = None
 
@@ -169,21 +212,36 @@ class Conversation:
 
 
 class Journal:
-    """The bounded in-memory store of conversations and their records."""
+    """The bounded in-memory store of conversations and their records (module docstring).
+
+    Records are dropped in the order they were filed (``_by_seq`` is that order), so
+    the oldest record in all is always the first of its conversation's deque. The
+    reports and contents kept are tallied by record, in the same order, so the oldest
+    is forgotten first and a dropped record gives its bytes back at once.
+    """
 
     def __init__(
         self,
         max_conversations: int = MAX_CONVERSATIONS,
         max_requests: int = MAX_REQUESTS,
         content_bytes: int = CONTENT_BYTES,
+        report_bytes: int = REPORT_BYTES,
+        per_conversation: int = PER_CONVERSATION,
+        keep_records: bool = True,
     ) -> None:
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
-        self._by_seq: dict[int, Record] = {}
-        self._content: deque[Record] = deque()
+        self._by_seq: OrderedDict[int, Record] = OrderedDict()
+        #: seq -> bytes, oldest first: the reports and the contents still kept
+        self._reports: OrderedDict[int, int] = OrderedDict()
+        self._contents: OrderedDict[int, int] = OrderedDict()
+        self._report_size = 0
         self._content_size = 0
         self._max_conversations = max_conversations
         self._max_requests = max_requests
+        self._per_conversation = min(per_conversation, max_requests)
+        self._report_bytes = report_bytes
         self._content_bytes = content_bytes
+        self.keep_records = keep_records
         self._seq = 0
         self.lock = threading.Lock()
 
@@ -197,25 +255,73 @@ class Journal:
             while len(self._conversations) > self._max_conversations:
                 _, dropped = self._conversations.popitem(last=False)
                 for record in dropped.records:
-                    self._by_seq.pop(record.seq, None)
+                    self._drop(record)
+                dropped.records.clear()
         else:
             self._conversations.move_to_end(cid)
         return found
 
     def file(self, conv: Conversation, record: Record) -> None:
-        """Add ``record`` to ``conv`` (lock held)."""
+        """Add ``record`` to ``conv``, then drop what the bounds no longer allow (lock
+        held). Without records (``keep_records`` off) only the conversation is kept."""
+        if not self.keep_records:
+            return
         conv.records.append(record)
         self._by_seq[record.seq] = record
-        while len(conv.records) > self._max_requests:
-            self._by_seq.pop(conv.records.popleft().seq, None)
+        if record.report is not None:
+            size = report_size(record.report)
+            self._reports[record.seq] = size
+            self._report_size += size
         if record.content is not None:
-            self._content.append(record)
-            self._content_size += sum(len(c) for c in record.content)
-            while self._content_size > self._content_bytes and self._content:
-                old = self._content.popleft()
-                if old.content is not None:
-                    self._content_size -= sum(len(c) for c in old.content)
-                    old.content = None
+            size = sum(len(c) for c in record.content)
+            self._contents[record.seq] = size
+            self._content_size += size
+        if len(conv.records) > self._per_conversation:
+            self._drop(conv.records.popleft())
+        while len(self._by_seq) > self._max_requests:
+            _, oldest = self._by_seq.popitem(last=False)
+            owner = self._conversations.get(oldest.conversation)
+            if owner is not None and owner.records and owner.records[0] is oldest:
+                owner.records.popleft()
+            self._drop(oldest)
+        while self._report_size > self._report_bytes and self._reports:
+            seq, size = self._reports.popitem(last=False)
+            self._report_size -= size
+            self._by_seq[seq].report = None
+        while self._content_size > self._content_bytes and self._contents:
+            seq, size = self._contents.popitem(last=False)
+            self._content_size -= size
+            self._by_seq[seq].content = None
+
+    def _drop(self, record: Record) -> None:
+        """Forget ``record`` and what it kept (lock held; its conversation's deque is
+        the caller's)."""
+        self._by_seq.pop(record.seq, None)
+        self._report_size -= self._reports.pop(record.seq, 0)
+        self._content_size -= self._contents.pop(record.seq, 0)
+
+    def sizes(self) -> dict[str, int]:
+        """What is kept now, against the bounds: for a look at the journal's memory
+        (bench/observe_cost.py) and the tests of its bounds."""
+        with self.lock:
+            return {
+                "conversations": len(self._conversations),
+                "records": len(self._by_seq),
+                "reports": len(self._reports),
+                "report_bytes": self._report_size,
+                "contents": len(self._contents),
+                "content_bytes": self._content_size,
+            }
+
+    def bounds(self) -> dict[str, int]:
+        """What :meth:`sizes` may reach (the options in the module docstring)."""
+        return {
+            "conversations": self._max_conversations,
+            "records": self._max_requests if self.keep_records else 0,
+            "records_per_conversation": self._per_conversation if self.keep_records else 0,
+            "report_bytes": self._report_bytes if self.keep_records else 0,
+            "content_bytes": self._content_bytes if self.keep_records else 0,
+        }
 
     def next_seq(self) -> int:
         with self.lock:
@@ -246,23 +352,29 @@ class Observer:
         metrics: Metrics | None,
         tracer: Tracer,
         keep_content: bool = False,
-        content_bytes: int = CONTENT_BYTES,
+        journal: Journal | None = None,
     ) -> None:
         self.metrics = metrics
         self.tracer = tracer
-        self.keep_content = keep_content
-        self.journal = Journal(content_bytes=content_bytes)
+        self.journal = journal if journal is not None else Journal()
+        self.keep_content = keep_content and self.journal.keep_records
+
+    @property
+    def active(self) -> bool:
+        """Whether anything watches the requests (metrics, spans or the page's records):
+        when nothing does, a request costs the observer nothing past its start."""
+        return self.metrics is not None or self.tracer.on or self.journal.keep_records
 
     def begin(self, api: str, headers: Any) -> Observation:
         return Observation(self, api, from_headers(headers))
 
     def passthrough(self, api: str) -> None:
         if self.metrics is not None:
-            self.metrics.ungoverned.labels(api, "passthrough").inc()
+            self.metrics.child(self.metrics.ungoverned, api, "passthrough").inc()
 
     def window_learned(self, model: str) -> None:
         if self.metrics is not None:
-            self.metrics.windows_learned.labels(self.metrics.model(model)).inc()
+            self.metrics.child(self.metrics.windows_learned, self.metrics.model(model)).inc()
 
 
 class Observation:
@@ -295,7 +407,7 @@ class Observation:
         self._done = True
         metrics = self._o.metrics
         if metrics is not None:
-            metrics.requests.labels(self.api, "unknown", "rejected").inc()
+            metrics.child(metrics.requests, self.api, "unknown", "rejected").inc()
 
     def finish(
         self,
@@ -312,9 +424,9 @@ class Observation:
             return
         self._done = True
         governed = governed or self._governed
-        if governed is None:
-            return
         o = self._o
+        if governed is None or not o.active:
+            return
         outcome = outcome or outcome_of(status, complete)
         found = figures(governed.report)
         cid = self._header_conversation or governed.conversation or "unknown"
@@ -337,7 +449,7 @@ class Observation:
                 status, outcome, found.tokens_before, found.tokens_after,
                 governed.report.budget, usage, bool(compacting), compacting, bust,
                 _ms(self._governance), _ms(self._added), _ms(now - self._started),
-                governed.report.to_dict(), keep,
+                governed.report, keep,
             )  # fmt: skip
             conv.count += 1
             conv.last_figures = found
@@ -392,22 +504,22 @@ class Observation:
         cause: str,
     ) -> None:
         api = self.api
-        metrics.requests.labels(api, model, outcome).inc()
+        metrics.child(metrics.requests, api, model, outcome).inc()
         metrics.governed(api, model, found)
         for reason in compacting:
-            metrics.compactions.labels(api, model, reason).inc()
+            metrics.child(metrics.compactions, api, model, reason).inc()
         governed = self._governed
         for item in governed.ungoverned if governed is not None else ():
-            metrics.ungoverned.labels(api, item.split("=", 1)[0]).inc()
+            metrics.child(metrics.ungoverned, api, item.split("=", 1)[0]).inc()
         if status < 400:
             metrics.usage(api, model, usage)
         if bust is not None:
-            metrics.cache_busts.labels(api, model, cause).inc()
-            metrics.cache_bust_tokens.labels(api, model, cause).inc(bust)
+            metrics.child(metrics.cache_busts, api, model, cause).inc()
+            metrics.child(metrics.cache_bust_tokens, api, model, cause).inc(bust)
         if self._governance is not None:
-            metrics.governance_seconds.labels(api).observe(self._governance)
+            metrics.child(metrics.governance_seconds, api).observe(self._governance)
         if self._added is not None:
-            metrics.added_seconds.labels(api).observe(self._added)
+            metrics.child(metrics.added_seconds, api).observe(self._added)
 
     def _attributes(self, record: Record, found: Figures, governed: Governed) -> dict[str, Any]:
         usage = record.usage

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..observe.page import FILES, asset
+from ..observe.page import FILES, asset, served_page
 from ..observe.views import request_view
 from .metrics import CONTENT_TYPE
 from .observer import Observer
@@ -32,6 +32,10 @@ NO_CONTENT = (
     "client sent and what the model received (kept in memory, bounded)."
 )
 GONE = "This request's content is no longer kept (the oldest content is dropped first)."
+REPORT_GONE = (
+    "This request's report is no longer kept (the oldest reports are dropped first: "
+    "--ui-reports-mb); its figures are in the conversation's table."
+)
 
 
 def _loopback(request: Request) -> bool:
@@ -69,20 +73,25 @@ def request_detail(observer: Observer, seq: int) -> dict[str, Any] | None:
     record = observer.journal.record(seq)
     if record is None:
         return None
-    content = record.content
+    content, report = record.content, record.report
     view = request_view(record.api, content[0], content[1]) if content is not None else None
     note = None if view is not None else (GONE if observer.keep_content else NO_CONTENT)
     return {
         "seq": record.seq, "conversation": record.conversation, "index": record.index,
         "api": record.api, "model": record.model, "status": record.status,
-        "outcome": record.outcome, "report": record.report,
+        "outcome": record.outcome, "row": record.row(),
+        "report": None if report is None else report.to_dict(),
+        "report_note": None if report is not None else REPORT_GONE,
         "usage": None if record.usage is None else asdict(record.usage),
         "view": view, "content_note": note,
     }  # fmt: skip
 
 
-def routes(observer: Observer, token: str | None) -> list[BaseRoute]:
-    """/metrics and /ui's routes."""
+def routes(
+    observer: Observer, token: str | None, *, metrics: bool = True, ui: bool = True
+) -> list[BaseRoute]:
+    """/metrics and /ui's routes; either left out when switched off (``--no-metrics``,
+    ``--no-ui``), so the path is passed nowhere and answers 404."""
 
     def guarded(handler: Any) -> Any:
         async def guard(request: Request) -> Response:
@@ -95,7 +104,7 @@ def routes(observer: Observer, token: str | None) -> list[BaseRoute]:
 
         return guard
 
-    async def metrics(request: Request) -> Response:
+    async def scrape(request: Request) -> Response:
         if observer.metrics is None:
             message = "metrics need prometheus-client: pip install 'context-governor[proxy]'"
             return JSONResponse({"error": {"message": message}}, status_code=503)
@@ -106,7 +115,8 @@ def routes(observer: Observer, token: str | None) -> list[BaseRoute]:
         name = request.path_params.get("name") or "index.html"
         if name not in FILES:
             return JSONResponse({"error": {"message": "not found"}}, status_code=404)
-        return Response(asset(name), media_type=FILES[name])
+        body = served_page() if name == "index.html" else asset(name)
+        return Response(body, media_type=FILES[name])
 
     async def conversations(request: Request) -> Response:
         return JSONResponse(observer.journal.conversations())
@@ -123,16 +133,27 @@ def routes(observer: Observer, token: str | None) -> list[BaseRoute]:
             return JSONResponse({"error": {"message": "no such request"}}, status_code=404)
         return JSONResponse(found)
 
+    async def memory(request: Request) -> Response:
+        """What the page keeps now against its bounds (observer.Journal): for an operator
+        sizing --ui-* and for bench/observe_cost.py."""
+        journal = observer.journal
+        return JSONResponse({"kept": journal.sizes(), "bounds": journal.bounds()})
+
     async def to_page(request: Request) -> Response:
         query = request.url.query  # a ?token= goes along
         return RedirectResponse("/ui/" + (f"?{query}" if query else ""), status_code=307)
 
-    return [
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/ui", guarded(to_page), methods=["GET"]),
-        Route("/ui/", guarded(page), methods=["GET"]),
-        Route("/ui/api/conversations", guarded(conversations), methods=["GET"]),
-        Route("/ui/api/conversations/{cid:path}", guarded(conversation), methods=["GET"]),
-        Route("/ui/api/requests/{seq:int}", guarded(one_request), methods=["GET"]),
-        Route("/ui/{name}", guarded(page), methods=["GET"]),
-    ]
+    found: list[BaseRoute] = []
+    if metrics:
+        found.append(Route("/metrics", scrape, methods=["GET"]))
+    if ui:
+        found += [
+            Route("/ui", guarded(to_page), methods=["GET"]),
+            Route("/ui/", guarded(page), methods=["GET"]),
+            Route("/ui/api/conversations", guarded(conversations), methods=["GET"]),
+            Route("/ui/api/conversations/{cid:path}", guarded(conversation), methods=["GET"]),
+            Route("/ui/api/requests/{seq:int}", guarded(one_request), methods=["GET"]),
+            Route("/ui/api/memory", guarded(memory), methods=["GET"]),
+            Route("/ui/{name}", guarded(page), methods=["GET"]),
+        ]
+    return found

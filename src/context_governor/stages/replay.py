@@ -225,6 +225,7 @@ class Replay:
         self.first_user = -1  # the first user message after the head
         self.tally = _RoleTally()  # of the messages before self.j
         self.grown = 0  # tokens of the messages after the head, as written (adaptive goal)
+        self.results_grown = 0  # of which tool results (a cut at the ceiling: mask_first)
         self.calls = 0  # model turns so far (adaptive goal)
         #: prefix sums of what a cut would drop (see _dropped), made on first need and
         #: valid until the next compaction changes the costs
@@ -248,6 +249,8 @@ class Replay:
                 grown += t[i]
             if role == "tool":
                 self.results.append(i)
+                if i >= head:
+                    self.results_grown += t[i]
             elif role == "user":
                 self.last_user = i
                 self.users.append(i)
@@ -553,7 +556,8 @@ class Replay:
                     keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
                     masked = self.clear_candidates(-1, keep)[1]
             trail = max(0, masked - self._recent_results()) / max(1, self.calls)
-            goal = policy.masked_goal(goal, trigger, masked, trail, near, self.total - masked)
+            prose = near and self.results_grown * 2 < self.grown
+            goal = policy.masked_goal(goal, trigger, masked, trail, prose)
         chosen, cut = self._clear_and_cut(goal, keep)
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)

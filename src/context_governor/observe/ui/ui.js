@@ -218,25 +218,29 @@ async function requestView(seq) {
   crumbs(h("a", { href: "#" }, "conversations"),
     h("a", { href: "#c=" + encodeURIComponent(r.conversation) }, r.conversation),
     "request " + r.index);
+  // the proxy forgets the oldest reports first (--ui-reports-mb): then the row's figures
   const rep = r.report;
+  const fig = rep || r.row;
   const stages = {};
-  for (const a of rep.actions) stages[a.stage] = (stages[a.stage] || 0) + 1;
+  for (const a of rep ? rep.actions : []) stages[a.stage] = (stages[a.stage] || 0) + 1;
   const u = r.usage;
   const view = r.view;
   show(
     h("h1", {}, `Request ${r.index} of ${r.conversation}`),
     h("div", { class: "cards" },
       card("model", r.model || "–"), card("status", r.status + " " + r.outcome),
-      card("client sent", num(rep.tokens_before)), card("forwarded", num(rep.tokens_after)),
-      card("budget", num(rep.budget)), card("window", `${num(rep.context_window)} (${rep.window_source})`),
+      card("client sent", num(fig.tokens_before)), card("forwarded", num(fig.tokens_after)),
+      card("budget", num(fig.budget)),
+      card("window", rep ? `${num(rep.context_window)} (${rep.window_source})` : "–"),
       card("provider input", u ? num(u.input_tokens) : "–"),
       card("cache read", u ? num(u.cache_read_tokens) : "–", "req-cache-read", u ? u.cache_read_tokens : ""),
       card("cache write", u ? num(u.cache_write_tokens) : "–"),
       card("output", u ? num(u.output_tokens) : "–")),
     h("h2", {}, "Report"),
-    h("p", {}, "actions by stage: ", Object.entries(stages).map(([s, n]) => `${s} ${n}`).join(", ") || "none"),
-    rep.notes.length ? h("ul", { class: "notes" }, rep.notes.map((n) => h("li", {}, n))) : null,
-    rep.violations.length ? h("p", { class: "warn" }, `${rep.violations.length} rule(s) still broken`) : null,
+    rep ? h("p", {}, "actions by stage: ", Object.entries(stages).map(([s, n]) => `${s} ${n}`).join(", ") || "none")
+      : h("p", { class: "muted", id: "no-report" }, r.report_note),
+    rep && rep.notes.length ? h("ul", { class: "notes" }, rep.notes.map((n) => h("li", {}, n))) : null,
+    rep && rep.violations.length ? h("p", { class: "warn" }, `${rep.violations.length} rule(s) still broken`) : null,
     h("h2", {}, "What the client sent, and what the model received"),
     view ? h("p", { id: "view-counts" }, Object.entries(view.counts)
       .map(([k, n]) => `${k} ${n}`).join(" · "))

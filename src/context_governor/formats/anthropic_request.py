@@ -1,0 +1,158 @@
+"""govern_request(api="anthropic") and validate_request(api="anthropic"): an Anthropic
+Messages body.
+
+The profile's stages run on the decoded messages (anthropic.py) as on any chat
+history, with the thinking-mode repairs (anthropic_rules.py) added to its finishing
+stages and the Messages API's own limits in its repair policy, whoever serves the
+body. Thinking blocks, signatures, images, documents, server tools and unknown
+fields are carried through untouched and counted (with the Claude estimate unless a
+counter is given). ``cache_control`` breakpoints are placed where the stable prefix
+ends (anthropic_cache.py). The report judges the output body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from functools import partial
+from typing import Any
+
+from ..errors import ConfigError
+from ..messages.inputs import check_messages
+from ..pipeline import call_counter, run, store_counts
+from ..profiles import Profile, get_profile
+from ..providers import resolve
+from ..targets.policy import Policy
+from ..providers.rules import Violation, find_violations
+from ..report import Action, Report
+from ..counting import claude_counter
+from . import anthropic as an
+from . import anthropic_cache as cache
+from . import anthropic_rules as rules
+from .base import CarryCounter, Options, RequestResult, record_lost
+
+
+def _tools_within_limit(tools: list[dict[str, Any]], ctx_record: Any) -> list[dict[str, Any]]:
+    """Drop the oldest tool breakpoints when tools alone carry more than the limit."""
+    excess = rules.tool_breakpoints({"tools": tools}) - rules.MAX_BREAKPOINTS
+    out = []
+    for n, tool in enumerate(tools):
+        if excess > 0 and "cache_control" in tool:
+            tool = {k: v for k, v in tool.items() if k != "cache_control"}
+            excess -= 1
+            ctx_record(n)
+        out.append(tool)
+    return out
+
+
+def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
+    """The target's repair policy, for a Messages body: the Messages API's breakpoint
+    limit (whoever serves it), less the tools' breakpoints; a kept prefill without
+    trailing whitespace (the Messages API refuses it whoever serves it: AN-6b); and no
+    chat-level key filter (it is about the Chat Completions wire; the edge writes only
+    Messages fields, and the filter would strip what each message carries)."""
+    room = max(0, rules.MAX_BREAKPOINTS - rules.tool_breakpoints(decoded.body))
+    return replace(policy, max_cache_control=room, allowed_keys=None, rstrip_prefill=True)
+
+
+def govern_anthropic(
+    body: Any, profile: str | Profile, model: str | None, options: Options
+) -> RequestResult:
+    decoded = an.decode(body)
+    check_messages(decoded.messages)
+    mode = rules.thinking_mode(decoded.body)
+    prof = get_profile(profile)
+    prof = replace(prof, finish=(*prof.finish, partial(rules.repair_thinking, mode=mode)))
+    native = decoded.body["messages"]
+    last_known = next(
+        (
+            m
+            for m in reversed(native)
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant")
+        ),
+        None,
+    )
+    settings = options.settings(
+        profile=prof,
+        tools=decoded.tools,
+        model=model or decoded.model,
+        max_output=decoded.max_output,
+        prefill=last_known is not None and last_known.get("role") == "assistant",
+    )
+    settings = replace(settings, policy=_native_policy(settings.policy, decoded))
+    if options.count_tokens is None:  # no offline Claude tokenizer: an estimate erring high
+        settings = replace(settings, counter=claude_counter())
+    inner, loaded = call_counter(settings, decoded.messages)
+    counter = CarryCounter(inner, decoded.extra, key=an.CARRY)
+    result, ctx = run(decoded.messages, settings, counter)
+    store_counts(settings, inner, loaded, result.report)
+    updates: dict[str, Any] = {}
+    if ctx.disable_thinking:
+        updates["thinking"] = {"type": "disabled"}
+    if rules.tool_breakpoints(decoded.body) > rules.MAX_BREAKPOINTS and decoded.tools:
+        updates["tools"] = _tools_within_limit(
+            decoded.tools,
+            lambda n: ctx.record(
+                "cache", "repair", -1, f"cache_control breakpoint of tools[{n}] dropped (at most 4)"
+            ),
+        )
+    lost: list[str] = []
+    out = an.encode(result.messages, decoded, updates, lost=lost)
+    report = result.report
+    record_lost(report, lost, "user message")
+    if options.cache_breakpoints:
+        out = _place_breakpoints(out, report)
+    # The report judges what is sent: the output body, decoded again (positions are
+    # the output body's messages).
+    found = _violations(out, settings.model)
+    report.violations = [asdict(v) for v in found]
+    report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    report.notes += [
+        f"rule not met: {v.rule} at {'request' if v.index < 0 else f'message {v.index}'} of the "
+        f"output body: {v.error}"
+        for v in found
+    ]
+    report.messages_before = len(native)
+    report.messages_after = len(out["messages"])
+    return RequestResult(out, report, result.messages)
+
+
+def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:
+    """Mark where the stable prefix ends (formats/anthropic_cache.py); one action each."""
+    if rules.breakpoints(body) > rules.MAX_BREAKPOINTS:
+        return body  # a body the repairs could not bring to 4: reported as AN-10, no more
+    out, placed = cache.place(body)
+    for spot in placed:
+        report.actions.append(
+            Action(
+                "cache",
+                "replace",
+                -1,
+                f"cache_control breakpoint placed on {spot.label()} ({spot.why}): the prefix "
+                "up to it stays the same on the next request",
+            )
+        )
+    return out
+
+
+def validate_anthropic(body: Any, provider: str | None, model: str | None) -> list[Violation]:
+    """The Messages API's own rules, whoever serves it (a compatible provider's Chat
+    Completions rules, such as key filters or ``partial`` flags, are about another
+    wire): ``provider`` must be None or "anthropic"."""
+    if provider not in (None, "anthropic"):
+        raise ConfigError(
+            f"a Messages body is checked against the Messages API's rules; got provider "
+            f"{provider!r} (choose the target's repairs with govern_request(profile=...))"
+        )
+    return _violations(body, model)
+
+
+def _violations(body: Any, model: str | None) -> list[Violation]:
+    decoded = an.decode(body)
+    check_messages(decoded.messages)
+    entry, target = resolve("anthropic", model or decoded.model)
+    found = [
+        replace(v, index=decoded.native_index(decoded.messages[v.index]) if v.index >= 0 else -1)
+        for v in find_violations(entry.rules, decoded.messages, target)
+        if v.rule != "AN-10"
+    ]
+    return found + rules.native_violations(decoded.body, target)

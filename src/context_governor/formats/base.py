@@ -1,0 +1,163 @@
+"""What every request module shares: the API names, the result type, what
+govern_request passes each one, and the counting and report helpers of the edges.
+
+A leaf of ``formats/``: the request modules (``chat_request.py``,
+``anthropic_request.py``, ``responses_request.py``, ``gemini_request.py``) import it;
+it imports none of them, nor ``request.py``, the table that dispatches to them.
+
+The API names are one table (``APIS``), used by the library, the CLI, the proxy and
+the docs alike: "openai" (Chat Completions), "anthropic" (Anthropic Messages),
+"responses" (OpenAI Responses), "gemini" (Google Gen AI ``generateContent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..counting.store import CountLink
+from ..errors import ConfigError
+from ..messages import Message
+from ..pipeline import Settings, resolve_settings
+from ..policies import CompactionPolicy
+from ..profiles import Profile
+from ..report import Action, Report
+from ..counting import TokenCounter
+
+#: A request body's wire format, as ``govern_request(api=...)`` names it.
+Api = Literal["anthropic", "openai", "responses", "gemini"]
+APIS: tuple[Api, ...] = ("anthropic", "openai", "responses", "gemini")
+#: The profile (the target's rules) of a body of each API when none is given.
+DEFAULT_PROFILES: dict[Api, str] = {
+    "anthropic": "anthropic", "openai": "openai", "responses": "openai", "gemini": "gemini",
+}  # fmt: skip
+
+
+def check_api(api: Any, caller: str) -> Api:
+    """``api`` as one of APIS; ConfigError naming them when it is missing or unknown
+    (there is no default: none of the four is more likely than another)."""
+    known = ", ".join(repr(name) for name in APIS)
+    if api is None:
+        raise ConfigError(
+            f"{caller}() needs api=, the format of the body: one of {known} (docs/formats.md)"
+        )
+    if isinstance(api, str) and api in APIS:
+        return api
+    raise ConfigError(f"unknown api {api!r}; known: {known}")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestResult:
+    """The governed request body (same format as the input) and the report.
+
+    ``body`` is the input body itself when nothing changed; otherwise a new dict
+    whose unchanged parts are the input's own objects (treat it as read-only).
+    ``messages`` is the governed chat-completions view the report's message
+    indices count.
+    """
+
+    body: dict[str, Any]
+    report: Report
+    messages: list[Message]
+    #: what the request continues server-side and governance could not see (Responses:
+    #: "previous_response_id=resp_1", "conversation=conv_1", item references); empty if none
+    ungoverned: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """govern_request's settings, as every request function takes them: govern()'s,
+    the output reserve for a body that names none, and (Messages) breakpoint placing."""
+
+    context_window: int | None = None
+    #: the output reserve when the body names none (None: govern()'s default, 4096)
+    max_output: int | None = None
+    max_tool_result_chars: int | None = None
+    compaction: str | CompactionPolicy | None = None
+    count_tokens: Callable[[str], int] | None = None
+    count_store: CountLink | None = None
+    #: Messages only: mark where the stable prefix ends with ``cache_control``
+    cache_breakpoints: bool = True
+
+    def settings(
+        self,
+        *,
+        profile: str | Profile,
+        tools: list[dict[str, Any]] | None,
+        model: str | None,
+        max_output: int | None,
+        prefill: bool = False,
+    ) -> Settings:
+        """The pipeline's settings for a body: its tools, model, reserve (else this
+        default) and prefill, with these options."""
+        return resolve_settings(
+            profile=profile,
+            tools=tools,
+            model=model,
+            context_window=self.context_window,
+            max_output=self.max_output if max_output is None else max_output,
+            max_tool_result_chars=self.max_tool_result_chars,
+            prefill=prefill,
+            compaction=self.compaction,
+            count_tokens=self.count_tokens,
+            count_store=self.count_store,
+        )
+
+
+#: A request function: a body of one API governed under a profile, a model override
+#: and the options; what ``request.GOVERN`` maps each API to.
+Governs = Callable[[Any, str | Profile, str | None, Options], RequestResult]
+
+
+class CarryCounter:
+    """The profile's counter plus what the edge carries opaquely: unknown fields and
+    messages of unknown roles are counted (as JSON text) with the message they travel
+    with, unknown top-level fields with the request."""
+
+    def __init__(self, inner: TokenCounter, fixed_text: str, key: str) -> None:
+        self.inner = inner
+        self.key = key  # the edge's private key for what a message carries
+        self.fixed = self._text(fixed_text)
+        # Stages count a message several times per call: remember each count by identity
+        # (the entry holds the message, so its id cannot be reused while it lives).
+        self._known: dict[int, tuple[Message, int]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def _text(self, text: str) -> int:
+        return self.inner.message_tokens({"role": "user", "content": text}) if text else 0
+
+    def message_tokens(self, message: Message) -> int:
+        known = self._known.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        tokens = self.inner.message_tokens(message)
+        extra = getattr(message.get(self.key), "extra", "")
+        if isinstance(extra, str) and extra:
+            tokens += self._text(extra)
+        self._known[id(message)] = (message, tokens)
+        return tokens
+
+    def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
+        return (
+            sum(self.message_tokens(m) for m in messages)
+            + self.inner.prompt_tokens([], tools)
+            + self.fixed
+        )
+
+
+def record_lost(report: Report, lost: Sequence[str], turn: str) -> None:
+    """One action per unknown field the encoder could not keep (the edges' ``lost``)."""
+    report.actions.extend(
+        Action(
+            "encode",
+            "drop",
+            -1,
+            f"{place} left out: native messages written as one {turn} held different "
+            "values of it, and one field holds one value (the later one was kept)",
+        )
+        for place in lost
+    )
