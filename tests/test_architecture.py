@@ -16,24 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 PACKAGE = "context_governor"
 PAGE = ROOT / "docs" / "architecture.md"
-
-#: The circle issue 28's item 1 removes (formats/request.py and the per-API request
-#: modules it imports, which import its shared parts back). Only these edges are let
-#: through, and only while they exist: once that rewrite lands, nothing is exempt.
-#: Delete this when it is gone.
-PENDING_FORMATS_CIRCLE = frozenset(
-    {
-        ("context_governor.formats.gemini_request", "context_governor.formats.request"),
-        ("context_governor.formats.responses_request", "context_governor.formats.request"),
-    }
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Import:
@@ -196,7 +182,7 @@ def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_circle() -> None:
     edges: dict[str, set[str]] = {module: set() for module in MODULES}
     for i in IMPORTS:
-        if i.source != i.target and (i.source, i.target) not in PENDING_FORMATS_CIRCLE:
+        if i.source != i.target:
             edges[i.source].add(i.target)
     circles = _circles(edges)
     assert not circles, "\n".join(" <-> ".join(c) for c in circles)
@@ -213,7 +199,6 @@ def test_no_private_name_crosses_a_module() -> None:
         if i.name is not None
         and _private(i.name)
         and i.source != i.target
-        and (i.source, i.target) not in PENDING_FORMATS_CIRCLE
     )
     assert not crossing, "\n".join(crossing)
 
@@ -265,9 +250,3 @@ def test_no_private_module_is_imported_from_outside_its_package() -> None:
         and not i.source.startswith(i.target.rpartition(".")[0] + ".")
     )
     assert not outside, "\n".join(outside)
-
-
-@pytest.mark.parametrize("exempt", sorted(PENDING_FORMATS_CIRCLE))
-def test_the_pending_exemption_is_narrow(exempt: tuple[str, str]) -> None:
-    """The formats exemption names only formats modules (it lets nothing else through)."""
-    assert all(m.startswith(f"{PACKAGE}.formats.") for m in exempt)

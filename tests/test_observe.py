@@ -37,8 +37,8 @@ from context_governor.proxy.conversation import from_body, from_headers
 from context_governor.proxy.metrics import OTHER, LabelCap
 from context_governor.proxy.observer import Journal, Record, report_size
 from context_governor.proxy.usage import Usage, usage_of
-from context_governor.targets.prices import cache_price
 from context_governor.report import Action, Report
+from context_governor.targets.prices import cache_price
 
 APIS = ["openai", "anthropic", "responses", "gemini"]
 

@@ -16,15 +16,15 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
+from ..counting import claude_counter
 from ..errors import ConfigError
 from ..messages.inputs import check_messages
 from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
-from ..targets.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
-from ..counting import claude_counter
+from ..targets.policy import Policy
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
