@@ -4,7 +4,7 @@ plain_facts is plain_window's walk, which on a yes also gives the new messages' 
 bounds and call ids; the plan skips the provider checks a plain window already rules
 out. Both are shortcuts of something slower that stays the reference:
 
-* the bounds are ``tokens.message_bound`` exactly (UTF-8 bytes of the counted text, the
+* the bounds are ``counting.message_bound`` exactly (UTF-8 bytes of the counted text, the
   tool calls' JSON included, plus the overhead), on texts with quotes, backslashes,
   control characters, non-ASCII and astral characters;
 * the ids are the new messages' call ids;

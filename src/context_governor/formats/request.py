@@ -104,7 +104,7 @@ def govern_request(
     unless ``count_tokens`` is given.
 
     ``count_store``: where exact token counts persist between processes, as for
-    govern() (count_store.py); used where the counter is an exact tokenizer (an
+    govern() (counting/store.py); used where the counter is an exact tokenizer (an
     estimate is cheaper to make than to look up).
     """
     checked = check_api(api, "govern_request")
