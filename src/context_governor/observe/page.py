@@ -18,7 +18,7 @@ from ..report import Report
 from .figures import figures
 from .views import request_view
 
-__all__ = ["FILES", "asset", "offline_data", "offline_page"]
+__all__ = ["FILES", "asset", "offline_data", "offline_page", "served_page"]
 
 FILES = {"index.html": "text/html; charset=utf-8",
          "ui.js": "text/javascript; charset=utf-8",

@@ -73,6 +73,7 @@ __all__ = [
     "cost_units",
     "outcome_of",
     "provider_of",
+    "report_size",
 ]
 
 BUST_MIN_TOKENS = 1024
