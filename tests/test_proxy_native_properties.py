@@ -51,6 +51,30 @@ def proxies() -> Iterator[tuple[FakeNative, dict[int, str]]]:
     native.stop()
 
 
+def _governed_window(body: dict[str, Any], api: str, window: int, budget: str) -> int:
+    """The window the proxy governed this body to: ``window``, or the smaller one its
+    calibration chose once the upstream's usage counted more than the proxy does
+    (learning.governed_window: window / ratio, said in the report's notes), found as the
+    window whose budget is the one the proxy reported (budgets grow with the window)."""
+
+    def budget_at(w: int) -> int:
+        found = govern_request(body, api=api, context_window=w).report.budget  # type: ignore[arg-type]
+        return -1 if found is None else found
+
+    wanted = int(budget)
+    if budget_at(window) <= wanted:
+        return window
+    low, high = 1, window
+    while low < high:
+        middle = (low + high + 1) // 2
+        if budget_at(middle) <= wanted:
+            low = middle
+        else:
+            high = middle - 1
+    assert budget_at(low) == wanted, (window, wanted)
+    return low
+
+
 def _through(
     proxies: tuple[FakeNative, dict[int, str]], api: str, body: dict[str, Any], window: int
 ) -> None:
@@ -59,7 +83,8 @@ def _through(
     seen = len(native.rejections)
     path = "messages" if api == "anthropic" else "responses"
     response = httpx.post(f"{urls[window]}/v1/{path}", json=body, timeout=60)
-    expected = govern_request(body, api=api, context_window=window)  # type: ignore[arg-type]
+    governed = _governed_window(body, api, window, response.headers[f"{H}budget"])
+    expected = govern_request(body, api=api, context_window=governed)  # type: ignore[arg-type]
     assert encode(native.requests[-1]) == encode(expected.body)
     rejected = native.rejections[seen:]
     del native.rejections[seen:]  # judged here, not by a fixture

@@ -266,12 +266,14 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
 
     async def answered(seen: Observation, governed: Governed, api: str, relayed: Response) -> None:
         """A JSON answer has been written to the client: read its usage and file it
-        (observer.py). Run as the response's background task, so the client is not kept
-        waiting for it (the issue's "without delaying the relay"); a coroutine that never
-        awaits, so it runs right after the answer's last write and before the event loop
-        serves anything else, and a scrape of /metrics that the answer prompted sees it
-        (unless the client reads a large answer slowly: then the write waits, and so
-        does this)."""
+        (observer.py). Run as the response's background task, after the answer's last
+        write, so filing adds nothing before the client has its bytes (bench
+        observe_cost: +0.1 ms at p50); a coroutine that never awaits, so it runs before
+        the event loop serves anything else, and a scrape of /metrics that the answer
+        prompted sees it (unless the client reads a large answer slowly: then the write
+        waits, and so does this). It holds the loop while it runs: a slow observer
+        would delay other requests, and, where the last write has not reached the
+        socket yet, this one."""
         usage = None
         if relayed.status_code < 400:
             usage = observe(governed, api, bytes(relayed.body))
