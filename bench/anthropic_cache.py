@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_governor import govern_request
-from context_governor.tokens import exact_counter
+from context_governor.counting import exact_counter
 
 from .section import section_main
 

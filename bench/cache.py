@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_governor import CompactionPolicy, Governor
+from context_governor.counting import ExactCounter, exact_counter
 from context_governor.providers import validate
-from context_governor.tokens import ExactCounter, exact_counter
 
 from .fidelity import Fidelity, StepFidelity, fidelity_of, step_fidelity
 from .pricing import FLAT, CachePricing

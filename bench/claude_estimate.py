@@ -4,7 +4,7 @@
 
 There is no offline Claude tokenizer to measure against (Anthropic publishes none
 for its current models, and no package ships one), so the table compares
-``tokens.claude_estimate`` with the two exact encodings we have, cl100k_base and
+``counting.claude_estimate`` with the two exact encodings we have, cl100k_base and
 o200k_base, on a varied corpus: this repository's prose (docs, README) and code
 (src), the benchmark's agent session as JSON (tool calls and outputs), CJK text
 (CPython's own cjkencodings test files, when the interpreter ships them), shell
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from context_governor.tokens import claude_estimate, load_encoding
+from context_governor.counting import claude_estimate, load_encoding
 
 from .section import section_main
 from .sessions import coding_session
@@ -91,7 +91,7 @@ def render(rows: Sequence[Row]) -> str:
         HEADING,
         "",
         "No offline Claude tokenizer exists, so no exact Claude figure could be measured "
-        "against. `tokens.claude_estimate` = max(⌈1.3 × cl100k⌉, ⌈UTF-8 bytes / 3⌉), per "
+        "against. `counting.claude_estimate` = max(⌈1.3 × cl100k⌉, ⌈UTF-8 bytes / 3⌉), per "
         "text; compared here with the exact offline encodings on a varied corpus. *vs "
         "Claude (assumed)* divides it by 1.2 × cl100k, the upper end of Anthropic's "
         "statement that tiktoken counts 15–20% fewer tokens than Claude on typical text "

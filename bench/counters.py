@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.counters [--texts N] [--cold N] [--out docs/benchmarks.md]
 
 Contenders: tiktoken (the reference; o200k_base is rebuilt from quicktok's vocabulary
-and checked against tiktoken's pinned digest, see tokens.py), rs-bpe (the ``fast``
+and checked against tiktoken's pinned digest, see counting/encodings.py), rs-bpe (the ``fast``
 extra, what counters use when it is installed) and bpe-openai (evaluated, not used).
 
 * **Exactness**: every text of a generated corpus (``corpus``: prose, code, JSON,
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from context_governor.tokens import (
+from context_governor.counting import (
     FAST_ENV,
     clean_surrogates,
     load_encoding,
@@ -168,7 +168,7 @@ def measure_exactness(n: int, repeats: int = 5) -> list[Exactness]:
 #: What each cold-start run executes in a fresh interpreter (``{name}`` is the encoding).
 _COLD = {
     "tiktoken": (
-        "from context_governor.tokens import load_encoding\n"
+        "from context_governor.counting import load_encoding\n"
         "load_encoding('{name}').encode('hello world', disallowed_special=())"
     ),
     "rs-bpe": "from rs_bpe.bpe import openai\nopenai.{name}().count('hello world')",
@@ -176,9 +176,9 @@ _COLD = {
         "from bpe_openai import _bindings\n"
         "_bindings.tokenizer_for_encoding('{name}').count('hello world')"
     ),
-    "context-governor import": "import context_governor.tokens",
+    "context-governor import": "import context_governor.counting",
     "context-governor": (
-        "from context_governor.tokens import exact_counter\n"
+        "from context_governor.counting import exact_counter\n"
         "exact_counter({model!r}).message_tokens({{'role': 'user', 'content': 'hello world'}})"
     ),
 }

@@ -5,7 +5,7 @@ Issue 15's target: a first call on 10,000 and on 100,000 messages costs at most 
 
 * ``Governor``: a fresh Governor (profile openai, gpt-4o, the default cache policy) on a
   history variant of its own, so no count of it is in the process-wide memo; the
-  counting worker processes (count_pool.py, as many as the default gives: one fewer
+  counting worker processes (counting/pool.py, as many as the default gives: one fewer
   than the cores) are ended before, so the call starts them, as a fresh process would;
 * the same with the workers already running (a proxy that counted a big history
   before), and with none (``CONTEXT_GOVERNOR_COUNT_WORKERS=0``, counting on this core);
@@ -19,7 +19,7 @@ Issue 15's target: a first call on 10,000 and on 100,000 messages costs at most 
   filled beforehand);
 * ``Governor, a resumed session``: what issue 15's long history is in practice, an agent
   or proxy restarted (or another replica) on a session governed before: a fresh Governor
-  whose counter's memo is empty, with a SQLite count store (count_store.py) that another
+  whose counter's memo is empty, with a SQLite count store (counting/store.py) that another
   Governor (a counter of its own) filled by governing the same history. Its own verdict
   against the same 5x goal; the cold rows keep theirs.
 
@@ -47,14 +47,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from context_governor import count_pool
-from context_governor.count_store import count_link, flush
-from context_governor.tokens import (
+from context_governor.counting import (
     ExactCounter,
     counting_encoding,
     encoding_for_model,
     seed_message_payload,
 )
+from context_governor.counting import pool as count_pool
+from context_governor.counting.store import count_link, flush
 
 from .fmt import ms, ratio
 from .sessions import Message, Replay, long_history

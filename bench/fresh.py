@@ -36,8 +36,8 @@ def main(argv: list[str]) -> dict[str, float]:
     clock = time.perf_counter_ns
     start = clock()
     from context_governor import CompactionPolicy, Governor
-    from context_governor.late import first_call_cpu_ns
-    from context_governor.tokens import background_cpu_ns
+    from context_governor.counting import background_cpu_ns
+    from context_governor.governor.late import first_call_cpu_ns
 
     imported = clock() - start
     start = clock()

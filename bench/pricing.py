@@ -1,6 +1,6 @@
-"""Prompt-cache pricing per provider, for bench/: the library's table (prices.py).
+"""Prompt-cache pricing per provider, for bench/: the library's table (targets/prices.py).
 
-The prices, their date and their source live in ``context_governor.prices`` (the cache
+The prices, their date and their source live in ``context_governor.targets.prices`` (the cache
 policy tunes its trigger from them); this module re-exports them under the names bench/
 uses and adds the flat model of the older tables. bench/ prices a request with
 ``CachePricing.request_cost``: a breakpoint on the request's last message (what Claude
@@ -10,7 +10,7 @@ request is written. docs/benchmarks.md restates the table with its date.
 
 from __future__ import annotations
 
-from context_governor.prices import (
+from context_governor.targets.prices import (
     ANTHROPIC,
     ANTHROPIC_1H,
     DEEPSEEK,
@@ -22,7 +22,7 @@ from context_governor.prices import (
     CachePrice,
     CachingModel,
 )
-from context_governor.prices import PRICES as LIBRARY_PRICES
+from context_governor.targets.prices import PRICES as LIBRARY_PRICES
 
 CachePricing = CachePrice
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from context_governor import profiles
+from context_governor.counting import exact_counter
 from context_governor.proxy.config import ProxyConfig
 from context_governor.proxy.governing import encode, govern_body, parse
-from context_governor.tokens import exact_counter
 
 from .section import section_main
 from .sessions import coding_session

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from context_governor.prices import cache_price
-from context_governor.tokens import counting_encoding, encoding_for_model
+from context_governor.counting import counting_encoding, encoding_for_model
+from context_governor.targets.prices import cache_price
 
 from . import (
     anthropic_cache,

@@ -43,15 +43,15 @@ from pathlib import Path
 from typing import Any
 
 from context_governor import CompactionPolicy, Governor, govern
-from context_governor.governor import _ANCHOR
-from context_governor.late import first_call_cpu_ns
-from context_governor.probe import leaves_alone, plain_facts
-from context_governor.tokens import (
+from context_governor.counting import (
     ExactCounter,
     background_cpu_ns,
     counting_encoding,
     encoding_for_model,
 )
+from context_governor.governor.governor import _ANCHOR
+from context_governor.governor.late import first_call_cpu_ns
+from context_governor.governor.probe import leaves_alone, plain_facts
 
 from . import first_call
 from .sessions import SEED, Message, Replay, coding_session, long_history

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from context_governor.inputs import MAX_DEPTH
+from context_governor.messages.inputs import MAX_DEPTH
 from context_governor.profiles import PROFILES
 
 Message = dict[str, Any]

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from context_governor.tokens import exact_counter
+from context_governor.counting import exact_counter
 
 from .generate import Case
 from .oracle import check

@@ -57,9 +57,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from context_governor.counting import load_encoding
 from context_governor.errors import ContextGovernorError
 from context_governor.formats import validate_request
-from context_governor.tokens import load_encoding
 
 FILES = 16
 FILE_BYTES = 14_000

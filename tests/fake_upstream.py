@@ -35,8 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from context_governor.counting import exact_counter
 from context_governor.providers import validate
-from context_governor.tokens import exact_counter
 
 
 @dataclass

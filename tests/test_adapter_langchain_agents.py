@@ -35,7 +35,7 @@ from pydantic import Field
 from context_governor import Report, validate
 from context_governor.adapters.langchain import GovernorMiddleware, target_of, to_openai
 from context_governor.adapters.langgraph import pre_model_hook
-from context_governor.tokens import exact_counter
+from context_governor.counting import exact_counter
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of create_agent

@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from context_governor import Report, validate_request
 from context_governor.adapters.litellm import ContextGovernorHook, profile_for
-from context_governor.tokens import exact_counter
+from context_governor.counting import exact_counter
 
 WINDOW = 4_000
 MAX_OUTPUT = 400

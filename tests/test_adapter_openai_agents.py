@@ -29,7 +29,7 @@ from openai import AsyncOpenAI
 
 from context_governor import Report, validate_request
 from context_governor.adapters.openai_agents import PLACEHOLDER_ID, GovernInput
-from context_governor.tokens import exact_counter
+from context_governor.counting import exact_counter
 
 set_tracing_disabled(True)
 

@@ -58,7 +58,7 @@ from context_governor.adapters.pydantic_ai import (
     async_history_processor,
     history_processor,
 )
-from context_governor.tokens import exact_counter
+from context_governor.counting import exact_counter
 
 WINDOW = 12_000
 DEFAULT_OUTPUT = 4_096  # govern()'s output reserve when the request sets none

@@ -23,14 +23,13 @@ from hypothesis import strategies as st
 import context_governor
 from context_governor import Governor, InputError, govern, known_window, render_report
 from context_governor.cli import main
+from context_governor.cli.lint_render import index_note
 from context_governor.demo._project import PROJECT_FILES
-from context_governor.lint_render import index_note
 from context_governor.policies import get_policy
 from context_governor.providers import Violation
 from context_governor.proxy import ProxyConfig, create_app
-from context_governor.render import position
-from context_governor.report import Action, Report
-from context_governor.windows import KNOWN_WINDOWS, resolve_window
+from context_governor.report import Action, Report, position
+from context_governor.targets.windows import KNOWN_WINDOWS, resolve_window
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "coding-session.json"
@@ -379,7 +378,7 @@ def test_position_label_kinds() -> None:
 def test_run_verbose_says_which_list_each_index_counts() -> None:
     """The one-action-per-line view of `run -v`: a drop and an insertion at "#4" are
     different messages, and the lines now say so."""
-    from context_governor.run_render import ProgressPrinter
+    from context_governor.runner.progress import ProgressPrinter
     from context_governor.runner.types import ModelCall
 
     actions = [

@@ -1,4 +1,4 @@
-"""`run` and `proxy` take their --summary-* options from one definition (cli_summary.py):
+"""`run` and `proxy` take their --summary-* options from one definition (cli/_common.py):
 the same names, defaults and order, the proxy's two extra options, and each command's
 own bound on --summary-timeout."""
 

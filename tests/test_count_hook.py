@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from context_governor import ConfigError, Governor, govern
-from context_governor.tokens import seed_message_payload
+from context_governor.counting import seed_message_payload
 
 
 def words(text: str) -> int:

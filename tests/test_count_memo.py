@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from bench.sessions import coding_session
-from context_governor import govern, tokens
+from context_governor import counting as tokens
+from context_governor import govern
 
 
 def test_the_count_memo_forgets_the_least_recently_used_count_first() -> None:

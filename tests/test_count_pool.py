@@ -1,4 +1,4 @@
-"""Counting over worker processes (count_pool.py): the same counts, the same results.
+"""Counting over worker processes (counting/pool.py): the same counts, the same results.
 
 The workers are real child processes counting with the encoding they build
 themselves; every test compares with this process's own counter (itself checked
@@ -24,8 +24,9 @@ from levels import examples
 
 from bench.counters import corpus
 from bench.sessions import coding_session
-from context_governor import Governor, count_pool, govern
-from context_governor.tokens import ExactCounter, counting_encoding, custom_counter, exact_counter
+from context_governor import Governor, govern
+from context_governor.counting import ExactCounter, counting_encoding, custom_counter, exact_counter
+from context_governor.counting import pool as count_pool
 
 Message = dict[str, Any]
 #: texts of the varied corpus per test (CG_TEST_LEVEL=full: more)

@@ -1,4 +1,4 @@
-"""The count store (count_store.py): exact counts kept between processes.
+"""The count store (counting/store.py): exact counts kept between processes.
 
 What must hold: a store never changes an answer (Governor and govern() with a store give
 what they give without one), a fresh counter with a filled store tokenizes none of the
@@ -35,14 +35,15 @@ from test_governor import SETTINGS_CHOICES, _clean_session
 from test_proxy import Served
 from transcripts import random_case
 
-from context_governor import Governor, govern, tokens
-from context_governor import count_store as cs
+from context_governor import Governor, govern
+from context_governor import counting as tokens
 from context_governor.cli import main
+from context_governor.counting import ExactCounter, counting_encoding, runs
+from context_governor.counting import store as cs
 from context_governor.errors import ConfigError
 from context_governor.pipeline import GovernResult
 from context_governor.profiles import _cached_exact_counter
 from context_governor.proxy import ProxyConfig, create_app
-from context_governor.tokens import ExactCounter, counting_encoding
 
 __all__ = ["redis_url"]  # the fixture, used by name
 
@@ -268,7 +269,7 @@ def test_a_fresh_counter_with_a_filled_store_tokenizes_nothing_stored() -> None:
 def _inputs(history: list[Message], tools: Any = None) -> set[str]:
     """The texts counted for the input: each message's payload, the tools' JSON."""
     texts = {tokens.seed_message_payload(m) for m in history} - {""}
-    return texts | ({tokens._dumps(tools)} if tools else set())
+    return texts | ({tokens.json_text(tools)} if tools else set())
 
 
 def test_without_the_store_the_fresh_counter_tokenizes_everything() -> None:
@@ -296,9 +297,9 @@ SCRIPT = textwrap.dedent(
     counter._ordinary = lambda t: (texts.append(t), inner(t))[1]
     result = gov.govern(history)
     report = result.report.to_dict()
-    from context_governor.count_store import flush
+    from context_governor.counting.store import flush
     assert flush()
-    from context_governor.tokens import seed_message_payload
+    from context_governor.counting import seed_message_payload
     inputs = {seed_message_payload(m) for m in history}
     tokenized = sum(text in inputs for text in texts)  # made texts (notes) are not stored
     print(json.dumps({"request": result.messages, "report": report, "tokenized": tokenized}))
@@ -366,7 +367,7 @@ def test_counts_of_other_rules_are_a_miss(monkeypatch: pytest.MonkeyPatch) -> No
     kwargs: dict[str, Any] = {"model": "gpt-4o", "context_window": 20_000}
     o200k = tokens.rules_fingerprint("o200k_base")
     assert o200k != tokens.rules_fingerprint("cl100k_base")
-    monkeypatch.setattr(tokens, "COUNT_RULES_VERSION", tokens.COUNT_RULES_VERSION + 1)
+    monkeypatch.setattr(runs, "COUNT_RULES_VERSION", tokens.COUNT_RULES_VERSION + 1)
     assert tokens.rules_fingerprint("o200k_base") != o200k
     monkeypatch.undo()
     # wrong counts stored under the other encoding's and the other version's keys

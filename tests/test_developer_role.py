@@ -22,8 +22,8 @@ from test_governor_step import _step
 from transcripts import cases
 
 from context_governor import Governor, govern, govern_request
-from context_governor import governor as governor_module
 from context_governor.errors import InputError
+from context_governor.governor import governor as governor_module
 from context_governor.profiles import PROFILES
 
 Message = dict[str, Any]
@@ -158,7 +158,7 @@ def test_the_function_role_is_named_where_it_cannot_be_governed() -> None:
     """validate_request of a body of another API, say: check_messages alone refuses it,
     naming OpenAI's deprecated form and what to send instead (govern() takes it for
     OpenAI: tests/test_legacy_functions.py)."""
-    from context_governor.inputs import check_messages
+    from context_governor.messages.inputs import check_messages
 
     with pytest.raises(InputError, match="unknown role") as refused:
         check_messages([{"role": "function", "content": "x"}])

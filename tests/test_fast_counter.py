@@ -22,13 +22,15 @@ from levels import examples
 
 from bench.counters import corpus
 from bench.sessions import coding_session
-from context_governor import govern, tokens
-from context_governor.tokens import (
+from context_governor import counting as tokens
+from context_governor import govern
+from context_governor.counting import (
     FAST_PROBE,
     FAST_PROBE_IDS,
     FastEncoding,
     clean_surrogates,
     counting_encoding,
+    encodings,
     load_encoding,
 )
 
@@ -83,13 +85,13 @@ def test_the_counters_count_with_rs_bpe() -> None:
 
 
 def test_a_build_that_fails_the_probe_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
     monkeypatch.setitem(tokens.FAST_PROBE_IDS, "o200k_base", "0" * 64)
     assert counting_encoding("o200k_base") is load_encoding("o200k_base")
 
 
 def test_counting_with_tiktoken_is_one_setting_away(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
     monkeypatch.setenv(tokens.FAST_ENV, "0")
     assert counting_encoding("cl100k_base") is load_encoding("cl100k_base")
 
@@ -110,7 +112,7 @@ def test_governance_is_byte_identical_with_either_counter(
         return json.dumps(result.messages), json.dumps(result.report.to_dict())
 
     with_fast = run()
-    monkeypatch.setattr(tokens, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
     monkeypatch.setenv(tokens.FAST_ENV, "0")
     from context_governor import profiles
 
@@ -126,10 +128,10 @@ def test_governance_is_byte_identical_with_either_counter(
 def test_warm_up_in_background_builds_the_encodings_off_the_callers_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(tokens, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
     builds: list[tuple[str, str]] = []
     monkeypatch.setattr(
-        tokens, "build_hooks", [lambda name: builds.append((name, threading.current_thread().name))]
+        encodings, "build_hooks", [lambda name: builds.append((name, threading.current_thread().name))]
     )
     thread = tokens.warm_up_in_background(["gpt-4o"])
     thread.join(timeout=60)

@@ -98,7 +98,7 @@ def _governed(gov: Governor, history: list[Message]) -> Any:
     first = gov._state is None
     result = gov.govern(history)
     if first:
-        event(f"first call on bounds: {type(result).__name__ == '_ExactLater'}")
+        event(f"first call on bounds: {type(result).__name__ == 'ExactLater'}")
     return result
 
 

@@ -31,16 +31,16 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import Governor, govern
-from context_governor import governor as governor_module
-from context_governor.pipeline import GovernResult
-from context_governor.policies import CACHE
-from context_governor.tokens import (
+from context_governor.counting import (
     BackgroundCounts,
     ExactCounter,
     count_in_background,
     exact_counter,
     message_bound,
 )
+from context_governor.governor import governor as governor_module
+from context_governor.pipeline import GovernResult
+from context_governor.policies import CACHE
 
 Message = dict[str, Any]
 MODELS = ["gpt-4o", None]  # o200k_base and cl100k_base
@@ -181,7 +181,7 @@ def test_a_trigger_between_the_exact_count_and_the_bound_decides_as_govern(
     low, high = totals[k], totals[k - 1] + bound  # exact total <= trigger < bound total
     assert low < high
     trigger = rng.randrange(low, high)
-    # the default as the Governor below gets it: priced for the model (prices.py)
+    # the default as the Governor below gets it: priced for the model (targets/prices.py)
     policy = CACHE.priced("openai", model)
     budget = next(
         b for b in range(int(trigger / 0.99), 4 * high) if policy.thresholds(b)[0] >= trigger
@@ -309,19 +309,20 @@ def test_the_worker_ends_when_idle_and_a_new_job_starts_another(
 ) -> None:
     import time as _time
 
-    from context_governor import tokens
+    from context_governor import counting as tokens
+    from context_governor.counting import background
 
-    monkeypatch.setattr(tokens, "_EXIT_AFTER", 0.05)
+    monkeypatch.setattr(background, "_EXIT_AFTER", 0.05)
     counter = tokens.exact_counter("gpt-4o")
     message = {"role": "user", "content": "hello there"}
     first = tokens.count_in_background(counter, [message])
     assert first.result() == [counter.message_tokens(message)]
     deadline = _time.monotonic() + 5
-    while tokens._worker and _time.monotonic() < deadline:
+    while background._worker and _time.monotonic() < deadline:
         _time.sleep(0.01)
-    assert not tokens._worker  # it ended once idle
+    assert not background._worker  # it ended once idle
     second = tokens.count_in_background(counter, [message])
-    assert tokens._worker  # a job starts a new worker
+    assert background._worker  # a job starts a new worker
     deadline = _time.monotonic() + 5
     while not second.done() and _time.monotonic() < deadline:
         _time.sleep(0.01)

@@ -31,10 +31,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from levels import examples
 
-from context_governor import CompactionPolicy, Governor, govern, profiles, tokens
-from context_governor import governor as governor_module
+from context_governor import CompactionPolicy, Governor, govern, profiles
+from context_governor import counting as tokens
+from context_governor.counting import encodings, exact_counter, message_bound
+from context_governor.governor import governor as governor_module
+from context_governor.governor import late
 from context_governor.pipeline import GovernResult
-from context_governor.tokens import exact_counter, message_bound
 
 Message = dict[str, Any]
 MODELS = ["gpt-4o", None]  # o200k_base and cl100k_base
@@ -95,7 +97,7 @@ def _same(a: GovernResult, b: GovernResult) -> None:
 
 
 def _on_bounds(result: GovernResult) -> bool:
-    return isinstance(result, governor_module._ExactLater)
+    return isinstance(result, late.ExactLater)
 
 
 @settings(
@@ -210,8 +212,8 @@ def test_a_history_over_the_trigger_counts_exactly_as_before() -> None:
 @pytest.fixture
 def no_encodings(monkeypatch: pytest.MonkeyPatch) -> Any:
     """A process that has built no encoding yet (the caches emptied for this test)."""
-    monkeypatch.setattr(tokens, "_COUNTING", {})
-    monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_ENCODINGS", {})
     profiles._cached_exact_counter.cache_clear()
     yield
     profiles._cached_exact_counter.cache_clear()  # drop counters built in the empty caches
@@ -222,7 +224,7 @@ def test_constructing_builds_no_encoding_and_a_first_call_on_bounds_none_on_the_
 ) -> None:
     built: list[tuple[str, str]] = []
     monkeypatch.setattr(
-        tokens, "build_hooks", [lambda name: built.append((name, threading.current_thread().name))]
+        encodings, "build_hooks", [lambda name: built.append((name, threading.current_thread().name))]
     )
     history = _session(random.Random(1), 4)
     gov = Governor(model="gpt-4o", context_window=128_000, tools=TOOLS)
@@ -243,8 +245,8 @@ def test_a_bound_stays_a_bound_when_no_encoding_can_be_built(
 ) -> None:
     """The counter falls back to chars/4 (never above the bytes): the first call is still
     decided on bounds, and it is still govern()'s answer, near the trigger too."""
-    monkeypatch.setattr(tokens, "_build_fast", lambda name: None)
-    monkeypatch.setattr(tokens, "_build_encoding", lambda name: None)
+    monkeypatch.setattr(encodings, "_build_fast", lambda name: None)
+    monkeypatch.setattr(encodings, "_build_encoding", lambda name: None)
     for seed in range(6):
         history = _session(random.Random(seed), 5)
         exact = govern(history, model="gpt-4o").report.tokens_after

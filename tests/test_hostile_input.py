@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from context_governor import ConfigError, Governor, InputError, govern, validate
 from context_governor.cli import main
-from context_governor.inputs import MAX_DEPTH, structure_problem, unserializable_path
+from context_governor.messages.inputs import MAX_DEPTH, structure_problem, unserializable_path
 from context_governor.profiles import PROFILES
 
 Message = dict[str, Any]

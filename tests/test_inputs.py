@@ -154,7 +154,7 @@ class TestStructure:
         assert "unknown role" in str(err)
 
     def test_the_deprecated_function_role(self, profile: str) -> None:
-        """OpenAI still takes its deprecated function calling (legacy.py); elsewhere it
+        """OpenAI still takes its deprecated function calling (messages/legacy.py); elsewhere it
         is refused, naming what to send instead."""
         messages = [u(), {"role": "function", "name": "f", "content": "x"}]
         if profile in ("openai", "nanobot"):

@@ -21,7 +21,7 @@ from levels import examples
 
 from context_governor import Governor, govern, govern_request, validate_request
 from context_governor.errors import InputError
-from context_governor.legacy import PREFIX, Legacy, first_legacy
+from context_governor.messages.legacy import PREFIX, Legacy, first_legacy
 from context_governor.profiles import PROFILES
 from context_governor.providers import validate
 

@@ -31,7 +31,6 @@ from test_proxy import Served
 from context_governor.cli import main
 from context_governor.errors import ConfigError
 from context_governor.observe.views import side_by_side
-from context_governor.prices import cache_price
 from context_governor.proxy import ProxyConfig, create_app
 from context_governor.proxy.app import observer_for
 from context_governor.proxy.conversation import from_body, from_headers
@@ -39,6 +38,7 @@ from context_governor.proxy.metrics import OTHER, LabelCap
 from context_governor.proxy.observer import Journal, Record, report_size
 from context_governor.proxy.usage import Usage, usage_of
 from context_governor.report import Action, Report
+from context_governor.targets.prices import cache_price
 
 APIS = ["openai", "anthropic", "responses", "gemini"]
 
@@ -463,7 +463,7 @@ def test_a_request_whose_report_was_forgotten_still_shows_its_figures(proxy: Any
 
 
 def test_the_cli_maps_the_observing_options_to_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    import context_governor.cli_proxy as cli_proxy
+    import context_governor.cli.proxy as cli_proxy
 
     seen: list[ProxyConfig] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))

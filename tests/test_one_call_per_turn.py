@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern
+from context_governor.counting import exact_counter
 from context_governor.stages.single_call import (
     keep_from,
     parallel_blocks,
     sent_view,
     split_message,
 )
-from context_governor.tokens import exact_counter
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

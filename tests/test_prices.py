@@ -1,4 +1,4 @@
-"""The price-aware default (prices.py, policies.price_scale): the cache policy's trigger
+"""The price-aware default (targets/prices.py, policies.price_scale): the cache policy's trigger
 comes from the target's cache prices where they are known, stays today's otherwise, and
 the policy keeps its properties (a pure function of the request and settings, requests
 only append between compactions, inside the budget)."""
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.errors import ConfigError
 from context_governor.policies import DEFAULT_TRIGGER_TOKENS, price_scale
-from context_governor.prices import (
+from context_governor.providers import validate
+from context_governor.targets.prices import (
     ANTHROPIC,
     ANTHROPIC_1H,
     DEEPSEEK,
@@ -29,7 +30,6 @@ from context_governor.prices import (
     CachePrice,
     cache_price,
 )
-from context_governor.providers import validate
 
 Message = dict[str, Any]
 

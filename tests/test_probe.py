@@ -23,15 +23,20 @@ from test_governor import _clean_session
 from transcripts import random_case
 
 from context_governor import Governor, govern
-from context_governor import governor as governor_module
-from context_governor.governor import _ANCHOR
-from context_governor.inputs import repair_messages
+from context_governor.counting import KnownCounts
+from context_governor.governor import governor as governor_module
+from context_governor.governor.governor import _ANCHOR
+from context_governor.governor.probe import (
+    leaves_alone,
+    plain_facts,
+    plain_window,
+    stages_leave_alone,
+)
 from context_governor.pipeline import Settings, context, resolve_settings, run
 from context_governor.policies import CompactionPolicy
-from context_governor.probe import leaves_alone, plain_facts, plain_window, stages_leave_alone
 from context_governor.providers import PROVIDERS
 from context_governor.providers.rules import find_violations
-from context_governor.tokens import KnownCounts
+from context_governor.stages.repair import repair_messages
 
 Message = dict[str, Any]
 
@@ -448,3 +453,44 @@ def test_a_window_that_raises_in_a_stage_is_a_no() -> None:
             raise ValueError("no count")
 
     assert not leaves_alone(window, s, Broken(s.counter, {}), clean=3)
+
+
+def test_the_provider_profiles_run_the_stages_plain_window_was_written_against() -> None:
+    """plain_window knows what each of these stages leaves alone (probe.py reads the
+    profiles' own tuples): a new stage needs its rule in plain_window, then a line here."""
+    from context_governor.profiles import PROVIDER_STAGES, STRICT_STAGES
+    from context_governor.providers import fixes
+    from context_governor.stages import (
+        backfill_strict,
+        cap_tool_results,
+        compact,
+        drop_orphans_strict,
+        enforce_alternation,
+    )
+
+    assert (
+        drop_orphans_strict,
+        backfill_strict,
+        fixes.regroup_tool_results,
+        compact.clear_stage,
+        cap_tool_results,
+        compact.fit_stage,
+        drop_orphans_strict,
+        backfill_strict,
+    ) == STRICT_STAGES
+    assert (
+        fixes.flatten_tools,
+        fixes.systems,
+        enforce_alternation,
+        fixes.opening,
+        fixes.bridge_user_after_tool,
+        fixes.rekey_ids,
+        fixes.split_parallel_calls,
+        fixes.names,
+        fixes.reasoning,
+        fixes.allowed_keys,
+        fixes.empty_content,
+        fixes.thought_signatures,
+        fixes.cache_control,
+        fixes.prefill,
+    ) == PROVIDER_STAGES

@@ -4,7 +4,7 @@ plain_facts is plain_window's walk, which on a yes also gives the new messages' 
 bounds and call ids; the plan skips the provider checks a plain window already rules
 out. Both are shortcuts of something slower that stays the reference:
 
-* the bounds are ``tokens.message_bound`` exactly (UTF-8 bytes of the counted text, the
+* the bounds are ``counting.message_bound`` exactly (UTF-8 bytes of the counted text, the
   tool calls' JSON included, plus the overhead), on texts with quotes, backslashes,
   control characters, non-ASCII and astral characters;
 * the ids are the new messages' call ids;
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from levels import examples
 from test_probe import VARIANTS, _windows
 
-from context_governor.pipeline import resolve_settings
-from context_governor.probe import (
+from context_governor.counting import ExactCounter, KnownCounts, message_bound
+from context_governor.governor.probe import (
     IMPLIED_BY_PLAIN,
     Resume,
     leaves_alone,
@@ -36,9 +36,9 @@ from context_governor.probe import (
     plan,
     unwrapped,
 )
+from context_governor.pipeline import resolve_settings
 from context_governor.providers import PROVIDERS, checks
 from context_governor.providers.rules import find_violations
-from context_governor.tokens import ExactCounter, KnownCounts, message_bound
 
 Message = dict[str, Any]
 

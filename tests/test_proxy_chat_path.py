@@ -33,7 +33,7 @@ from context_governor import (
     govern_request,
     validate_request,
 )
-from context_governor.cli_agent import APIS as CLI_APIS
+from context_governor.cli.run import APIS as CLI_APIS
 from context_governor.formats import APIS
 from context_governor.proxy import ProxyConfig
 from context_governor.proxy.apis import ROUTES
@@ -206,7 +206,7 @@ def test_api_is_required_and_named_once() -> None:
 
 
 def test_run_reads_its_old_api_name_with_a_warning() -> None:
-    from context_governor.cli_agent import _ApiChoice
+    from context_governor.cli.run import _ApiChoice
 
     with pytest.warns(DeprecationWarning, match="--api chat is deprecated: use --api openai"):
         assert _ApiChoice(CLI_APIS).convert("chat", None, None) == "openai"

@@ -21,7 +21,7 @@ TESTS = Path(__file__).parent
 
 COLD = r'''
 import collections, json, sys, threading
-from context_governor import tokens
+from context_governor import counting as tokens
 builds = collections.Counter()  # every encoding build, tiktoken's or rs-bpe's
 tokens.build_hooks.append(lambda name: builds.update([name]))
 

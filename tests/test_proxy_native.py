@@ -576,8 +576,8 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
     openai's; a --profile given (even the old default, openai) applies to every route."""
     from click.testing import CliRunner
 
-    from context_governor import cli_proxy
     from context_governor.cli import main
+    from context_governor.cli import proxy as cli_proxy
 
     seen: list[Any] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))
@@ -604,9 +604,9 @@ def test_a_restarted_proxy_reads_the_count_store_for_responses_bodies(
     the same file) tokenizes none of a Responses body's tool outputs again."""
     from test_count_store import Spy, _fresh_counters, _native_body
 
-    from context_governor import count_store as cs
+    from context_governor.counting import ExactCounter
+    from context_governor.counting import store as cs
     from context_governor.profiles import _cached_exact_counter
-    from context_governor.tokens import ExactCounter
 
     url = f"sqlite:///{tmp_path / 'counts.db'}"
     body = _native_body("responses")

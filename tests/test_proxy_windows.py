@@ -1,4 +1,4 @@
-"""A window for every model, and the upstream's word over ours (windows.py, proxy/
+"""A window for every model, and the upstream's word over ours (targets/windows.py, proxy/
 learning.py, refusals.py, usage.py, watch.py).
 
 Units: the family rules, the 1M header, every collected refusal text, usage in each
@@ -30,7 +30,7 @@ from fake_limits import FakeLimits
 from test_proxy import Served
 
 from context_governor import govern
-from context_governor.count_store import MemoryCountStore, flush
+from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
 from context_governor.proxy import ProxyConfig, create_app
 from context_governor.proxy.learning import (
@@ -45,7 +45,12 @@ from context_governor.proxy.learning import (
 from context_governor.proxy.refusals import refusal_of
 from context_governor.proxy.usage import Usage, usage_of
 from context_governor.proxy.watch import StreamWatch
-from context_governor.windows import default_window, family_window, known_window, resolve_window
+from context_governor.targets.windows import (
+    default_window,
+    family_window,
+    known_window,
+    resolve_window,
+)
 
 DATA = json.loads((Path(__file__).parent / "data" / "refusals.json").read_text())
 LIMIT = 20_000
@@ -234,7 +239,7 @@ def test_usage_converges_and_a_learned_window_wins_only_when_smaller() -> None:
 
 
 def test_what_one_learner_stored_another_reads() -> None:
-    from context_governor.count_store import CountLink
+    from context_governor.counting.store import CountLink
 
     link = CountLink(MemoryCountStore())
     first, second = Learner(link), Learner(link, refresh=0.0)

@@ -92,7 +92,7 @@ def test_public_modules_are_found() -> None:
     names = {p.relative_to(PACKAGE).as_posix() for p in public_modules()}
     assert {"__init__.py", "errors.py", "pipeline.py", "tools/registry.py"} <= names
     assert not any(n.startswith(("demo/project/", "formats/")) for n in names)
-    assert "proxy/governing.py" not in names and "late.py" in names
+    assert "proxy/governing.py" not in names and "governor/late.py" in names
 
 
 @pytest.mark.parametrize(

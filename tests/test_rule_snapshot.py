@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from context_governor.providers import CATALOG, applicable_rules
-from context_governor.providers.target import TEMPLATE_FAMILIES, Target, template_family
+from context_governor.targets.target import TEMPLATE_FAMILIES, Target, template_family
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "rules.txt"
 

@@ -22,7 +22,7 @@ import pytest
 from chat_templates import FAMILIES, TemplateError, render
 
 from context_governor.providers import CATALOG, applicable_rules, validate
-from context_governor.providers.target import Target, template_family
+from context_governor.targets.target import Target, template_family
 
 Message = dict[str, Any]
 

@@ -11,11 +11,11 @@ import pytest
 from agent_doubles import FakeTools
 
 from context_governor import Governor, InputError
+from context_governor.counting import exact_counter
 from context_governor.llm import ModelHTTPError, ModelResponse, ScriptedModel, tool_call
 from context_governor.providers import validate
 from context_governor.report import Report
 from context_governor.runner import AgentRunner, ModelCall, RunHooks, ToolEvent, clip
-from context_governor.tokens import exact_counter
 
 SYSTEM = {"role": "system", "content": "You are a test agent."}
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from context_governor import tokens
+from context_governor import counting as tokens
 from context_governor.stages import (
     Context,
     backfill_seed,
@@ -31,8 +31,8 @@ from context_governor.stages import (
     microcompact,
     snip,
 )
-from context_governor.stages.alternation import SYNTHETIC_USER
 from context_governor.stages.backfill import BACKFILL_CONTENT
+from context_governor.stages.inserted import SYNTHETIC_USER
 from context_governor.stages.snip import legal_start
 
 Message = dict[str, Any]

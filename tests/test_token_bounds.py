@@ -22,14 +22,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import context_governor
-from context_governor import govern, tokens
-from context_governor.tokens import (
+from context_governor import counting as tokens
+from context_governor import govern
+from context_governor.counting import (
     MAX_PIECE,
     RUN_LIMIT,
     bounded_count,
     bounded_segments,
+    encodings,
     load_encoding,
 )
+from context_governor.counting import runs as run_rules
 
 ENCODINGS = ["cl100k_base", "o200k_base"]
 # Short runs of characters from every class the pre-tokenizers tell apart.
@@ -132,10 +135,10 @@ def test_governing_a_huge_run_counts_it_and_never_fails() -> None:
 
 
 def test_character_classes_match_the_pre_tokenizers() -> None:
-    """The run classes in tokens.py stand for \\p classes Python's re lacks: check them."""
-    not_letter = re.compile(f"[{tokens._NOT_LETTER}]")
-    space = re.compile(f"[{tokens._SPACE}]")
-    not_symbol = re.compile(f"[{tokens._NOT_SYMBOL}]")
+    """The run classes in counting/runs.py stand for \\p classes Python's re lacks: check them."""
+    not_letter = re.compile(f"[{run_rules._NOT_LETTER}]")
+    space = re.compile(f"[{run_rules._SPACE}]")
+    not_symbol = re.compile(f"[{run_rules._NOT_SYMBOL}]")
     white = regex.compile(r"\s")
     letter_like = regex.compile(r"[\p{L}\p{M}]")
     word = regex.compile(r"[\s\p{L}\p{N}]")
@@ -158,10 +161,10 @@ def test_the_seed_counter_keeps_its_special_token_quirk_inside_long_text() -> No
 
 
 def test_twenty_threads_build_an_encoding_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "_ENCODINGS", {})
-    monkeypatch.setattr(tokens, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_ENCODINGS", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
     builds: list[str] = []
-    monkeypatch.setattr(tokens, "build_hooks", [builds.append])
+    monkeypatch.setattr(encodings, "build_hooks", [builds.append])
     barrier = threading.Barrier(20)
     got: list[Any] = []
 
@@ -179,10 +182,10 @@ def test_twenty_threads_build_an_encoding_once(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_warm_up_builds_ahead_and_requests_build_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "_ENCODINGS", {})
-    monkeypatch.setattr(tokens, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_ENCODINGS", {})
+    monkeypatch.setattr(encodings, "_COUNTING", {})
     builds: list[str] = []
-    monkeypatch.setattr(tokens, "build_hooks", [builds.append])
+    monkeypatch.setattr(encodings, "build_hooks", [builds.append])
     assert context_governor.warm_up(["gpt-4o", "claude-sonnet-4", None]) == [
         "cl100k_base",
         "o200k_base",
@@ -197,7 +200,7 @@ def test_the_seed_counter_is_exact_on_runs_up_to_a_quarter_megabyte() -> None:
     """The nanobot profile must count as the seed does: a 16,019-char run of one letter
     (an over-cap tool result of the differential test) counted as its byte length made
     snip cut differently from nanobot-ai 0.2.2."""
-    from context_governor.tokens import SEED_EXACT_CHARS, load_encoding, seed_counter
+    from context_governor.counting import SEED_EXACT_CHARS, load_encoding, seed_counter
 
     encoding = load_encoding("cl100k_base")
     assert encoding is not None
@@ -213,7 +216,7 @@ def test_the_seed_counter_bounds_a_run_just_under_a_megabyte() -> None:
     """Fuzz 101:66235: a 900,000-char run in the nanobot profile's system prompt was
     encoded exactly five times in one govern() (2.4 s of CPU). Past SEED_EXACT_CHARS it
     is an upper bound, never under the exact count."""
-    from context_governor.tokens import SEED_EXACT_CHARS, load_encoding, seed_counter
+    from context_governor.counting import SEED_EXACT_CHARS, load_encoding, seed_counter
 
     encoding = load_encoding("cl100k_base")
     assert encoding is not None

@@ -13,7 +13,7 @@ from transcripts import cases, random_case
 
 from context_governor import govern
 from context_governor.providers import validate
-from context_governor.providers.target import Target, template_family
+from context_governor.targets.target import Target, template_family
 
 #: A served model per template file, named as users name them on vLLM.
 MODELS = {

@@ -6,6 +6,7 @@ The public API is what this module exports; everything else is private.
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from .counting import warm_up
 from .errors import ConfigError, ContextGovernorError, InputError
 from .formats import RequestResult, govern_request, validate_request
 from .governor import Governor
@@ -13,10 +14,8 @@ from .pipeline import GovernResult, govern
 from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
-from .render import render_report
-from .report import Action, Report
-from .tokens import warm_up
-from .windows import known_window
+from .report import Action, Report, render_report
+from .targets.windows import known_window
 
 if _TYPE_CHECKING:
     from .llm import OpenAICompatClient, ScriptedModel

@@ -6,23 +6,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .count_pool import precount
-from .count_store import CountLink, CountStore, Loaded, count_link
+from .counting import ExactCounter, KnownCounts, TokenCounter, custom_counter
+from .counting.pool import precount
+from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
-from .inputs import check_messages, check_tools, unserializable_path
-from .legacy import first_legacy, refusal
 from .messages import Message
+from .messages.inputs import check_messages, check_tools, unserializable_path
+from .messages.legacy import first_legacy, refusal
+from .messages.roles import Developers, first_edge, with_entries
 from .policies import CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
 from .report import Action, Report
-from .roles import Developers, first_edge, with_entries
 from .stages import Context, Stage
-from .stages.compact import Replay, would_compact
+from .stages.compact import would_compact
 from .stages.snip import SAFETY_BUFFER
-from .tokens import ExactCounter, KnownCounts, TokenCounter, custom_counter
-from .windows import WindowSource, resolve_window
+from .targets.windows import WindowSource, resolve_window
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
@@ -32,6 +32,7 @@ __all__ = [
     "Settings",
     "call_counter",
     "context",
+    "fit_summary_input",
     "govern",
     "resolve_settings",
     "run",
@@ -154,7 +155,16 @@ def _fit(
         # Governing the output again would compact it (the repairs carry it over the
         # trigger, or past the budget, where the minimum savings no longer hold it back):
         # compact now, so that the output is a fixed point.
-        ctx = replace(ctx, actions=[], notes=[], scratch={}, compact_final=True)
+        ctx = replace(
+            ctx,
+            actions=[],
+            notes=[],
+            replay=None,
+            output_replay=None,
+            pairing=None,
+            disable_thinking=False,
+            compact_final=True,
+        )
         governed_before, governed = _governed(profile, messages, ctx)
         ctx.notes.append(
             f"cache policy: compacted at this request because the provider repairs "
@@ -183,8 +193,8 @@ def _compacts_again(ctx: Context, governed: list[Message], budget: int) -> bool:
     """Whether the cache policy would compact ``governed`` (this pass's output) when it is
     governed again, although this pass did not compact at this request: the replay of the
     output counts the finishing repairs (ids, placeholders, bridges), this pass's did not."""
-    replay = ctx.scratch.get("replay")
-    if not isinstance(replay, Replay) or replay.compacted_now():
+    replay = ctx.replay
+    if replay is None or replay.compacted_now():
         return False  # the cache policy did not run, or compacted at this request already
     return would_compact(governed, ctx, budget)
 
@@ -207,7 +217,7 @@ def govern(
 
     The budget is ``context_window - max_output - 1024`` (the seed's safety
     buffer). ``context_window=None`` means the model's published window when
-    ``model`` is a well-known one (see windows.py), else no window: nothing is cut
+    ``model`` is a well-known one (see targets/windows.py), else no window: nothing is cut
     and ``report.window_source`` is "none" (the nanobot profile reads 0 so too, as
     the seed does). ``messages`` and the dicts in it are never modified.
 
@@ -223,11 +233,11 @@ def govern(
     The nanobot profile always uses the seed's.
 
     ``count_tokens`` is a provider's own counter (``text -> tokens``) to use instead
-    of the offline tiktoken encodings (see tokens.custom_counter).
+    of the offline tiktoken encodings (see counting.custom_counter).
 
     ``count_store`` keeps exact token counts between processes (a URL such as
     ``sqlite:///counts.db`` or ``redis://host:6379/0``, or a store object; see
-    count_store.py): counts it has are not made again, counts it lacks are written
+    counting/store.py): counts it has are not made again, counts it lacks are written
     back off the call's path. It never changes a count; a failing store is reported
     in the notes and counting goes on without it.
 
@@ -252,7 +262,7 @@ def govern(
 
 def run_checked(messages: list[Message], settings: Settings) -> GovernResult:
     """Govern checked ``messages`` as govern() does, the edge for developer messages
-    included (roles.py): every caller that holds a checked message list and resolved
+    included (messages/roles.py): every caller that holds a checked message list and resolved
     settings (govern(), govern_request's Chat Completions edge) goes through here."""
     if first_edge(messages) is not None:
         return with_developers(messages, settings, lambda decoded: run(decoded, settings)[0])
@@ -267,7 +277,7 @@ def with_developers(
     relabel: Callable[[GovernResult, list[Message], list[Action]], GovernResult] | None = None,
 ) -> GovernResult:
     """Govern a history that holds developer messages: the stages get system-role copies,
-    and the output sends them as they came where the provider takes the role (roles.py).
+    and the output sends them as they came where the provider takes the role (messages/roles.py).
     ``developers`` keeps the copies across calls (a Governor's); ``relabel`` makes the
     result from the inner one, the list to send and the edge's report entries (a
     Governor's results may make their report later; by default it is made now)."""
@@ -308,7 +318,7 @@ class Settings:
     counter: TokenCounter
     #: "given", "model" (the model's known window) or "none"
     window_source: WindowSource = "given"
-    #: where exact counts persist between processes (count_store.py), or None
+    #: where exact counts persist between processes (counting/store.py), or None
     count_store: CountLink | None = None
 
 
@@ -384,7 +394,29 @@ def context(s: Settings, counter: TokenCounter) -> Context:
         policy=s.policy,
         keep_prefill=s.prefill and s.policy.prefill(s.target),
         compaction=s.compaction,
+        fit_summary_input=fit_summary_input,
     )
+
+
+#: How a summarizer's input is fitted to its budget: nothing is compacted before the
+#: input is over the budget, and then only down to it (the summary covers the rest).
+_SUMMARY_INPUT_POLICY = CompactionPolicy(
+    trigger=1.0, target=1.0, trigger_tokens=None, target_tokens=None, min_savings=0
+)
+
+
+def fit_summary_input(messages: list[Message], tokens: int) -> tuple[list[Message], Report]:
+    """A summarizer's input governed to its own budget of ``tokens`` (a governed call
+    like any other, Chat Completions rules, no output reserve): the fitted messages and
+    that call's report. The summary stage gets it through Context.fit_summary_input."""
+    result = govern(
+        messages,
+        profile="openai",
+        context_window=tokens + SAFETY_BUFFER,
+        max_output=0,
+        compaction=_SUMMARY_INPUT_POLICY,
+    )
+    return result.messages, result.report
 
 
 def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter, Loaded | None]:
@@ -393,7 +425,7 @@ def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter
     An exact counter is wrapped to count each message object once per call (the stages
     ask many times), seeded with the counts the store has for ``messages`` (then only
     what is new is tokenized) and, on a big history, with counts made over worker
-    processes (count_pool.py). Other counters are the settings' own. The wire-format
+    processes (counting/pool.py). Other counters are the settings' own. The wire-format
     edges wrap the result with what they carry (formats/request.py)."""
     counter = s.counter
     if not isinstance(counter, ExactCounter):

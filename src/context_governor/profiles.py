@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
+from .counting import TokenCounter, exact_counter, seed_counter
 from .errors import ConfigError
-from .inputs import repair_messages
 from .providers import CATALOG, PROVIDERS, fixes
 from .stages import (
     Stage,
@@ -27,10 +27,18 @@ from .stages import (
     microcompact,
     snip,
 )
+from .stages.repair import repair_messages
 from .stages.tool_budget import apply_tool_result_budget
-from .tokens import TokenCounter, exact_counter, seed_counter
 
-__all__ = ["NANOBOT", "OPENAI", "PROFILES", "Profile", "get_profile"]
+__all__ = [
+    "NANOBOT",
+    "OPENAI",
+    "PROFILES",
+    "PROVIDER_STAGES",
+    "STRICT_STAGES",
+    "Profile",
+    "get_profile",
+]
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,9 @@ NANOBOT = Profile(
     zero_window_is_none=True,
 )
 
-_STRICT_STAGES: tuple[Stage, ...] = (
+#: The provider profiles' stages: the seed's with its defects fixed, then the provider's
+#: repairs (governor/probe.py knows what each of them leaves alone).
+STRICT_STAGES: tuple[Stage, ...] = (
     drop_orphans_strict,
     backfill_strict,
     fixes.regroup_tool_results,
@@ -100,7 +110,7 @@ _STRICT_STAGES: tuple[Stage, ...] = (
     drop_orphans_strict,
     backfill_strict,
 )
-_PROVIDER_STAGES: tuple[Stage, ...] = (
+PROVIDER_STAGES: tuple[Stage, ...] = (
     fixes.flatten_tools,
     fixes.systems,
     enforce_alternation,
@@ -126,9 +136,9 @@ def _provider_profile(name: str) -> Profile:
         name=name,
         description=f"the seed pipeline with its defects fixed, then {entry.title}'s rules",
         prepare=(repair_messages,),
-        stages=_STRICT_STAGES,
+        stages=STRICT_STAGES,
         fallback=(drop_orphans_strict, backfill_strict, fixes.regroup_tool_results),
-        finish=_PROVIDER_STAGES,
+        finish=PROVIDER_STAGES,
         counter=_cached_exact_counter,
         provider=name,
     )

@@ -1,12 +1,30 @@
-"""Actions and the report: nothing the pipeline changes goes unrecorded."""
+"""Actions and the report: nothing the pipeline changes goes unrecorded.
+
+``render_report`` is the report a person reads: what changed, grouped so that a long snip
+reads as one line, and the token figures that explain it.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Action", "Kind", "Report"]
+from .targets.windows import window_phrase
+
+__all__ = [
+    "COMPACTION_LEGEND",
+    "INDEX_LEGEND",
+    "SHIFTING",
+    "SHOW_PER_GROUP",
+    "Action",
+    "Kind",
+    "Report",
+    "position",
+    "positions",
+    "render_report",
+]
 
 Kind = Literal["drop", "insert", "merge", "move", "truncate", "replace", "repair", "fallback"]
 
@@ -92,6 +110,137 @@ class Report:
         return data
 
     def __str__(self) -> str:
-        from .render import render_report  # render imports this module
-
         return render_report(self)
+
+
+# -- the readable report ----------------------------------------------------------------
+
+#: Beyond this many actions of one (stage, kind), the rest are summarised.
+SHOW_PER_GROUP = 8
+#: Kinds that change the positions of the messages after them.
+SHIFTING = frozenset({"drop", "insert", "merge", "move", "fallback"})
+#: What the action indices mean, said once above them.
+INDEX_LEGEND = (
+    "(input #N: message N, from 0, of the history you passed; #N: position N in the list "
+    "that stage received, after the earlier stages' changes; new #N: position of an "
+    "inserted message in the list that stage returned)"
+)
+#: What the cache policy's "compaction at message N" means.
+COMPACTION_LEGEND = (
+    "(compaction at message N: the cut or clearing was decided for the earlier request "
+    "whose answer is message N; the same decision is replayed on every later request, "
+    "so the cached prefix stays the same)"
+)
+
+
+def _runs(indices: list[int]) -> str:
+    """'3-7, 9, 12-13' for a sorted, non-empty list of indices."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _tokens_delta(saved: int) -> str:
+    if saved > 0:
+        return f" (-{saved:,} tokens)"
+    if saved < 0:
+        return f" (+{-saved:,} tokens)"
+    return ""
+
+
+def position(action: Action, floor: float) -> str:
+    """Which message an action is about, naming the list its index counts in.
+
+    ``floor``: the lowest position that earlier stages shifted; below it the stage's
+    positions are the caller's own (see _stage_floors).
+    """
+    if action.index < 0:  # about the request as a whole (its settings, its tools)
+        return "request"
+    if action.kind == "insert":
+        return f"new #{action.index}"
+    return f"input #{action.index}" if action.index < floor else f"#{action.index}"
+
+
+def positions(actions: list[Action]) -> list[str]:
+    """Each action's position label (see ``position``), in order."""
+    floors = _stage_floors(actions)
+    return [position(a, floors[a.stage]) for a in actions]
+
+
+def _action_line(action: Action, floor: float) -> str:
+    call = f" [{action.tool_call_id}]" if action.tool_call_id else ""
+    where = position(action, floor)
+    return f"    {where}{call}: {action.detail}{_tokens_delta(action.tokens_saved)}"
+
+
+def _group_lines(
+    stage: str, kind: str, actions: list[Action], verbose: bool, floor: float
+) -> Iterator[str]:
+    saved = sum(a.tokens_saved for a in actions)
+    figure = f"{saved:,} tokens saved" if saved >= 0 else f"{-saved:,} tokens added"
+    yield f"  {stage:<12} {kind:<9} {len(actions):>4}  {figure}"
+    if stage == "snip" and kind == "drop" and not verbose:
+        which = "input messages" if max(a.index for a in actions) < floor else "positions"
+        yield f"    {which} {_runs(sorted(a.index for a in actions))}: older than what fits"
+        return
+    shown = actions if verbose else actions[:SHOW_PER_GROUP]
+    yield from (_action_line(a, floor) for a in shown)
+    if len(actions) > len(shown):
+        yield f"    … and {len(actions) - len(shown)} more (--verbose shows all)"
+
+
+def _stage_floors(actions: list[Action]) -> dict[str, float]:
+    """For each stage, the lowest position an earlier stage shifted: the stage's own
+    positions below it are still those of the input history.
+
+    A drop at i, an insertion at i or a merge into i - 1 leave positions below them
+    alone; a move (a system message brought to the front) or a fallback may shift
+    everything, so they count from 0.
+    """
+    floors: dict[str, float] = {}
+    floor = float("inf")
+    stage = None
+    pending = floor
+    for action in actions:
+        if action.stage != stage:
+            floor, stage = min(floor, pending), action.stage
+            floors.setdefault(stage, floor)
+        if action.kind in ("move", "fallback"):
+            pending = min(pending, 0)
+        elif action.kind in ("drop", "insert"):
+            pending = min(pending, action.index)
+        elif action.kind == "merge":
+            pending = min(pending, max(action.index - 1, 0))
+    return floors
+
+
+def render_report(report: Report, *, verbose: bool = False) -> str:
+    """A few lines a person can read at a glance; every action is accounted for."""
+    window = window_phrase(report.context_window, report.window_source, report.model)
+    budget = f"{report.budget:,}" if report.budget is not None else "-"
+    lines = [
+        f"profile {report.profile} · counter {report.counter} · window {window} · "
+        f"max output {report.max_output:,} · budget {budget}",
+        f"tokens  {report.tokens_before:,} -> {report.tokens_after:,}    "
+        f"messages {report.messages_before} -> {report.messages_after}    "
+        + ("within budget" if report.within_budget else "OVER BUDGET"),
+    ]
+    if not report.actions:
+        lines.append("no changes: the history is sent as is")
+    else:
+        lines.append(f"{len(report.actions)} changes:")
+        floors = _stage_floors(report.actions)
+        grouped: dict[tuple[str, str], list[Action]] = {}
+        for action in report.actions:
+            grouped.setdefault((action.stage, action.kind), []).append(action)
+        for (stage, kind), actions in grouped.items():
+            lines.extend(_group_lines(stage, kind, actions, verbose, floors[stage]))
+        lines.append(INDEX_LEGEND)
+        if any("compaction at message" in a.detail for a in report.actions):
+            lines.append(COMPACTION_LEGEND)
+    lines.extend(f"note: {note}" for note in report.notes)
+    return "\n".join(lines)

@@ -1,7 +1,7 @@
 """What the persistent stores share: their URLs, retention, SQLite files and Redis clients.
 
 Two stores keep what a process worked out for other processes: the summary store
-(summary/store.py: key -> summary text) and the count store (count_store.py: payload
+(summary/store.py: key -> summary text) and the count store (counting/store.py: payload
 digest -> token count). Both are named by the same URLs (``sqlite:///relative.db``,
 ``sqlite:////absolute.db``, ``redis://host:port/db``, ``rediss://``, ``valkey://``,
 ``memory://``), keep entries for the same kind of retention, and open SQLite files and

@@ -10,7 +10,7 @@ sees it. The agent's stored history therefore stays complete, and each call is
 governed afresh from it (incrementally: a Governor per LangGraph thread).
 
 Imported on first use of ``context_governor.adapters.langchain.GovernorMiddleware``,
-so that the LCEL runnable needs only langchain-core.
+so that the LCEL runnable needs only langchain-core (_langchain_core.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without langchai
 from ..profiles import Profile
 from ..report import Report
 from ._conversations import DEFAULT_CONVERSATIONS, Conversations, thread_id
-from .langchain import govern_messages, target_of, tool_dicts
+from ._langchain_core import govern_messages, target_of, tool_dicts
 
 
 class GovernorMiddleware(AgentMiddleware[Any, Any, Any]):

@@ -8,28 +8,51 @@ otherwise "openai" (the Chat Completions rules most compatible servers follow).
 
 from __future__ import annotations
 
-#: Framework provider names -> our profile names.
-_PROVIDERS = {
+from ..profiles import PROFILES
+
+__all__ = ["PROVIDER_PROFILES", "bare_model", "named_profile", "profile_for"]
+
+#: Provider names as the frameworks spell them -> our profile names: one table for every
+#: adapter (pydantic-ai's and the OpenAI Agents SDK's providers and model prefixes,
+#: LiteLLM's routes, LangChain's ``ls_provider``). A gateway that routes to many
+#: providers (OpenRouter) is not here: its model name says more (``profile_for``).
+PROVIDER_PROFILES: dict[str, str] = {
     "openai": "openai",
     "azure": "openai",
+    "azure_ai": "openai",
+    "azure_openai": "openai",
+    "text-completion-openai": "openai",
     "anthropic": "anthropic",
+    "google_anthropic_vertex": "anthropic",
+    "gemini": "gemini",
     "google": "gemini",
     "google-gla": "gemini",
     "google-vertex": "gemini",
-    "gemini": "gemini",
+    "google_genai": "gemini",
+    "google_vertexai": "gemini",
     "vertex_ai": "gemini",
+    "vertex_ai_beta": "gemini",
     "bedrock": "bedrock",
+    "amazon_bedrock": "bedrock",
+    "bedrock_converse": "bedrock",
     "mistral": "mistral",
+    "mistralai": "mistral",
+    "codestral": "mistral",
     "deepseek": "deepseek",
     "groq": "groq",
-    "moonshotai": "moonshot",
     "moonshot": "moonshot",
+    "moonshotai": "moonshot",
     "ollama": "ollama",
+    "ollama_chat": "ollama",
+    "chat-ollama": "ollama",
     "vllm": "vllm",
-    "zhipu": "glm",
+    "hosted_vllm": "vllm",
     "zai": "glm",
+    "zhipu": "glm",
+    "zhipuai": "glm",
     "qwen": "qwen",
     "dashscope": "qwen",
+    "tongyi": "qwen",
 }
 #: Model-name families -> our profile names (first match wins).
 _FAMILIES = (
@@ -50,19 +73,26 @@ _FAMILIES = (
 
 def profile_for(provider: str | None, model: str | None) -> str:
     """Our profile for a framework's provider and model name (see the module doc)."""
-    if provider and provider.lower() in _PROVIDERS:
-        return _PROVIDERS[provider.lower()]
+    if provider and provider.lower() in PROVIDER_PROFILES:
+        return PROVIDER_PROFILES[provider.lower()]
     if model:
         name = model.lower()
         # "anthropic/claude-..." (LiteLLM style), "anthropic:claude-..." (pydantic-ai style)
         for sep in ("/", ":"):
             prefix, found, _ = name.partition(sep)
-            if found and prefix in _PROVIDERS:
-                return _PROVIDERS[prefix]
+            if found and prefix in PROVIDER_PROFILES:
+                return PROVIDER_PROFILES[prefix]
         for family, profile in _FAMILIES:
             if family in name:
                 return profile
     return "openai"
+
+
+def named_profile(provider: str) -> str:
+    """Our profile for a provider named by a framework that gives no model family to go
+    by (LiteLLM, LangChain): the table's, else the name itself when it is one of our
+    profiles, else ``openai`` (the Chat Completions rules most servers follow)."""
+    return PROVIDER_PROFILES.get(provider, provider if provider in PROFILES else "openai")
 
 
 def bare_model(model: str | None) -> str | None:
@@ -71,6 +101,6 @@ def bare_model(model: str | None) -> str | None:
         return None
     for sep in ("/", ":"):
         prefix, found, rest = model.partition(sep)
-        if found and prefix.lower() in _PROVIDERS and rest:
+        if found and prefix.lower() in PROVIDER_PROFILES and rest:
             return rest
     return model

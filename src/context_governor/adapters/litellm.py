@@ -42,38 +42,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without litellm
     ) from exc
 
 from ..errors import InputError
-from ..profiles import PROFILES, Profile
+from ..profiles import Profile
 from ..report import Report
 from ._conversations import DEFAULT_CONVERSATIONS, Conversations
+from ._model_profile import named_profile
 
-__all__ = ["LITELLM_PROVIDERS", "ContextGovernorHook", "profile_for"]
-
-#: LiteLLM's provider names -> our profiles. Any other provider takes OpenAI-format
-#: messages through LiteLLM and is governed with the ``openai`` rules.
-LITELLM_PROVIDERS: dict[str, str] = {
-    "openai": "openai",
-    "azure": "openai",
-    "azure_ai": "openai",
-    "text-completion-openai": "openai",
-    "openrouter": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "vertex_ai": "gemini",
-    "vertex_ai_beta": "gemini",
-    "bedrock": "bedrock",
-    "bedrock_converse": "bedrock",
-    "mistral": "mistral",
-    "codestral": "mistral",
-    "deepseek": "deepseek",
-    "groq": "groq",
-    "ollama": "ollama",
-    "ollama_chat": "ollama",
-    "hosted_vllm": "vllm",
-    "vllm": "vllm",
-    "moonshot": "moonshot",
-    "zai": "glm",
-    "dashscope": "qwen",
-}
+__all__ = ["ContextGovernorHook", "profile_for"]
 
 #: The call types whose ``messages`` are chat messages.
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
@@ -83,7 +57,7 @@ def profile_for(provider: str, model: str) -> str:
     """Our profile for a model LiteLLM routes to ``provider``."""
     if provider.startswith("vertex_ai") and "claude" in model.lower():
         return "anthropic"  # Claude on Vertex AI speaks Anthropic's rules
-    return LITELLM_PROVIDERS.get(provider, provider if provider in PROFILES else "openai")
+    return named_profile(provider)
 
 
 def _route(kwargs: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -38,13 +38,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install 'context-governor[pydantic-ai]'"
     ) from exc
 
+from ..counting import TokenCounter
 from ..governor import Governor
 from ..messages import Message
 from ..profiles import Profile
 from ..providers import validate
 from ..report import Report
-from ..tokens import TokenCounter
-from ..windows import default_window
+from ..targets.windows import default_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
 from ._report_log import log_report

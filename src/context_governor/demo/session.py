@@ -29,8 +29,8 @@ from ..llm.scripted import ScriptItem
 from ..messages import Message
 from ..providers import validate
 from ..report import Report
-from ..run_render import ProgressPrinter
 from ..runner import AgentRunner, RunHooks, ToolEvent
+from ..runner.progress import ProgressPrinter
 from ..runner.types import ModelCall
 from ._project import DEMO_FILES, project_file
 

@@ -28,9 +28,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..counting import claude_estimate
 from ..policies import get_policy
 from ..report import Report
-from ..tokens import claude_estimate
 from .request import RequestResult, govern_request
 
 #: Asked when the estimate is at least (1 - margin) x the budget.

@@ -16,15 +16,15 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
+from ..counting import claude_counter
 from ..errors import ConfigError
-from ..inputs import check_messages
+from ..messages.inputs import check_messages
 from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
-from ..providers.policy import Policy
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
-from ..tokens import claude_counter
+from ..targets.policy import Policy
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
@@ -86,7 +86,7 @@ def govern_anthropic(
     result, ctx = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
     updates: dict[str, Any] = {}
-    if ctx.scratch.get("disable_thinking"):
+    if ctx.disable_thinking:
         updates["thinking"] = {"type": "disabled"}
     if rules.tool_breakpoints(decoded.body) > rules.MAX_BREAKPOINTS and decoded.tools:
         updates["tools"] = _tools_within_limit(

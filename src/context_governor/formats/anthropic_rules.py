@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from ..messages import Message
 from ..providers.rules import Rule, Violation, find_violations
-from ..providers.target import Target
 from ..stages.base import Context
+from ..targets.target import Target
 from .anthropic import THINKING_TYPES
 
 ThinkingMode = Literal["off", "enabled", "adaptive"]
@@ -245,7 +245,7 @@ def repair_thinking(messages: list[Message], ctx: Context, *, mode: ThinkingMode
     (AN-9c). With thinking on, the latest assistant message's thinking is never
     touched (AN-9e): when thinking is enabled and the
     turn a tool result continues does not start with thinking (AN-9a), thinking
-    is disabled for the request instead (``ctx.scratch["disable_thinking"]``).
+    is disabled for the request instead (``ctx.disable_thinking``).
     """
     latest = _last_assistant(messages)
     out = list(messages)
@@ -280,7 +280,7 @@ def repair_thinking(messages: list[Message], ctx: Context, *, mode: ThinkingMode
                        tokens_saved=ctx.tokens(message) - ctx.tokens(new))  # fmt: skip
             out[at] = new
     if mode == "enabled" and _chat_continuation_without_thinking(out):
-        ctx.scratch["disable_thinking"] = True
+        ctx.disable_thinking = True
         ctx.record(
             STAGE,
             "repair",

@@ -16,14 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..count_store import CountLink
+from ..counting import TokenCounter
+from ..counting.store import CountLink
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Settings, resolve_settings
 from ..policies import CompactionPolicy
 from ..profiles import Profile
 from ..report import Action, Report
-from ..tokens import TokenCounter
 
 #: A request body's wire format, as ``govern_request(api=...)`` names it.
 Api = Literal["anthropic", "openai", "responses", "gemini"]

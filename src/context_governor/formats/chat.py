@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, brief
-from ..inputs import check_messages
-from ..legacy import tools_of
 from ..messages import Message
+from ..messages.inputs import check_messages
+from ..messages.legacy import tools_of
 from ._fields import type_name
 from .reserve import RESERVE_FIELDS
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..legacy import rules_view
+from ..messages.legacy import rules_view
 from ..pipeline import run_checked
 from ..profiles import Profile
 from ..providers import resolve

@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ..errors import ConfigError
-from ..inputs import check_messages
+from ..messages.inputs import check_messages
 from ..pipeline import call_counter, run, store_counts
 from ..profiles import PROFILES, Profile, get_profile
 from ..providers import resolve

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..providers.gemini import RULES as CHAT_RULES
 from ..providers.rules import Rule, Violation, find_violations
-from ..providers.target import Target
+from ..targets.target import Target
 from .gemini import KNOWN_ROLES, get, is_call, is_response, parts_of, role_of
 
 Finding = tuple[int, dict[str, Any]]

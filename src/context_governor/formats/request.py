@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..count_store import CountLink, CountStore, count_link
+from ..counting.store import CountLink, CountStore, count_link
 from ..policies import CompactionPolicy
 from ..profiles import Profile
 from ..providers.rules import Violation
-from ..windows import default_window, known_window, window_table
+from ..targets.windows import default_window, known_window, window_table
 from . import reserve
 from .anthropic_request import govern_anthropic, validate_anthropic
 from .base import (
@@ -104,7 +104,7 @@ def govern_request(
     unless ``count_tokens`` is given.
 
     ``count_store``: where exact token counts persist between processes, as for
-    govern() (count_store.py); used where the counter is an exact tokenizer (an
+    govern() (counting/store.py); used where the counter is an exact tokenizer (an
     estimate is cheaper to make than to look up).
     """
     checked = check_api(api, "govern_request")

@@ -23,8 +23,8 @@ from typing import Any
 
 from ..messages import Message
 from ..providers.rules import Rule, Violation, find_violations
-from ..providers.target import Target
 from ..stages.base import Context
+from ..targets.target import Target
 from .responses import (
     CALL_ORIGIN,
     CALLS,

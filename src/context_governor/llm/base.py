@@ -12,17 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..messages import Message
+from ..messages import Message, content_text
 
 __all__ = [
-    "TEXT_PARTS",
     "ModelClient",
     "ModelResponse",
     "NativeModelClient",
     "TextCallback",
     "Usage",
     "assistant_message",
-    "content_text",
     "normalize_tool_call",
 ]
 
@@ -136,26 +134,6 @@ class NativeModelClient(ModelClient, Protocol):
     ) -> ModelResponse:
         """Send ``body`` as it is; raises ModelError when the call fails."""
         ...
-
-
-#: Content parts whose ``text`` is answer text: chat and Messages "text", Responses
-#: "output_text" (a Responses answer keeps its parts as the API returned them).
-TEXT_PARTS = frozenset({"text", "output_text"})
-
-
-def content_text(content: Any) -> str:
-    """The text of a message content: a str as is, the text parts of a list joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            p["text"]
-            for p in content
-            if isinstance(p, dict)
-            and p.get("type") in TEXT_PARTS
-            and isinstance(p.get("text"), str)
-        )
-    return ""
 
 
 def _arguments(value: Any) -> str:

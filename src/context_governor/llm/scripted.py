@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ..counting import exact_counter
 from ..messages import Message
-from ..tokens import exact_counter
 from .base import ModelResponse, TextCallback, Usage, assistant_message
 from .errors import ModelError
 

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..inputs import check_messages, check_tools
-from ..legacy import rules_view
 from ..messages import Message
+from ..messages.inputs import check_messages, check_tools
+from ..messages.legacy import rules_view
+from ..targets.policy import Policy
+from ..targets.target import PROVIDERS, Target, check_provider
 from . import (
     anthropic,
     bedrock,
@@ -27,10 +29,8 @@ from . import (
     openai,
     qwen,
 )
-from .policy import Policy
 from .rules import Rule, Violation, find_violations
 from .sources import SOURCES
-from .target import PROVIDERS, Target, check_provider
 
 
 @dataclass(frozen=True, slots=True)

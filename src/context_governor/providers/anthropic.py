@@ -7,10 +7,10 @@ run on the list without its system messages, and the errors' ``messages.N`` coun
 
 from __future__ import annotations
 
+from ..targets.policy import Policy
+from ..targets.target import Target, claude_accepts_prefill, claude_version
 from . import checks
-from .policy import Policy
 from .rules import Rule
-from .target import Target, claude_accepts_prefill, claude_version
 
 __all__ = ["NOT_CHECKED", "POLICY", "RULES"]
 

@@ -6,10 +6,10 @@ pairing checks run without them, and the errors' ``messages.N`` count turns.
 
 from __future__ import annotations
 
+from ..targets.policy import Policy
+from ..targets.target import Target, claude_accepts_prefill
 from . import checks
-from .policy import Policy
 from .rules import Rule
-from .target import Target, claude_accepts_prefill
 
 __all__ = ["NOT_CHECKED", "POLICY", "RULES"]
 

@@ -529,7 +529,7 @@ def content_and_calls(messages: list[Message]) -> Iterator[Finding]:
 
 def role_refused(role: str) -> Any:
     """Messages of ``role``, which the provider answers with a 400 (govern() never sends
-    one there: roles.py)."""
+    one there: messages/roles.py)."""
 
     def check(messages: list[Message]) -> Iterator[Finding]:
         for i, m in enumerate(messages):

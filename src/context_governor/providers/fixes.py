@@ -13,16 +13,18 @@ from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind
-from ..stages.alternation import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.base import Context
 from ..stages.cap import truncate
+from ..stages.inserted import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.pairing import pair_in
 from ..stages.single_call import parallel_blocks, split_message
 from ..stages.snip import FLATTENED_RESULT
-from .policy import IdStyle, Policy
+from ..targets.policy import IdStyle, Policy
 
 __all__ = [
     "EMPTY_PLACEHOLDER",
+    "ID_RULES",
+    "NAME_OK",
     "SKIP_SIGNATURE",
     "STAGE",
     "allowed_keys",
@@ -45,7 +47,7 @@ STAGE = "provider"
 EMPTY_PLACEHOLDER = "(empty)"
 #: The value Gemini accepts in place of a lost thought signature.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
-_NAME_OK = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+NAME_OK = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -333,7 +335,7 @@ def names(messages: list[Message], ctx: Context) -> list[Message]:
         if policy.names == "tool_only" and message.get("role") != "tool":
             new = {k: v for k, v in message.items() if k != "name"}
             edit.replace(index, new, "name dropped (only tool messages may carry one)")
-        elif policy.names == "pattern" and not _NAME_OK.fullmatch(str(name)):
+        elif policy.names == "pattern" and not NAME_OK.fullmatch(str(name)):
             cleaned = _NAME_BAD_CHARS.sub("_", str(name))[:64]
             new = {k: v for k, v in message.items() if k != "name"}
             if cleaned.strip("_"):
@@ -462,7 +464,7 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
 
 # -- ids ---------------------------------------------------------------------------------------
 
-_ID_RULES: dict[IdStyle, re.Pattern[str]] = {
+ID_RULES: dict[IdStyle, re.Pattern[str]] = {
     "openai": re.compile(r"(?s).{1,40}"),
     "anthropic": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
     "bedrock": re.compile(r"[a-zA-Z0-9_.:-]{1,64}"),
@@ -488,7 +490,7 @@ def rekey_ids(messages: list[Message], ctx: Context) -> list[Message]:
     result gets its call's new id. Ids that are valid and unique are kept."""
     style = _policy(ctx).id_style
     pairing = pair_in(messages, ctx)
-    valid = _ID_RULES[style]
+    valid = ID_RULES[style]
     unique = style != "openai"  # OpenAI pairs results by position; the others need unique ids
     used: set[str] = set()
     new_ids: list[str] = []

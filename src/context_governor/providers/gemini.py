@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..targets.policy import Policy
+from ..targets.target import Target, gemini_accepts_prefill, gemini_needs_thought_signatures
 from . import checks
-from .policy import Policy
 from .rules import Rule
-from .target import Target, gemini_accepts_prefill, gemini_needs_thought_signatures
 
 __all__ = ["NOT_CHECKED", "POLICY", "RULES"]
 

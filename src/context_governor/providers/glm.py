@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..targets.policy import Policy
 from . import checks
 from .openai import pairing_rules
-from .policy import Policy
 from .rules import Rule
 
 __all__ = ["E1214", "NOT_CHECKED", "POLICY", "RULES"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ..targets.policy import Policy
+from ..targets.target import TEMPLATE_FAMILIES, Target, template_family
 from . import checks, vllm_mistral
-from .policy import Policy
 from .rules import Rule
-from .target import TEMPLATE_FAMILIES, Target, template_family
 
 __all__ = [
     "ALTERNATE",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..targets.policy import Policy, ReasoningPolicy
+from ..targets.target import Target, moonshot_thinking
 from . import checks
 from .openai import pairing_rules
-from .policy import Policy, ReasoningPolicy
 from .rules import Rule
-from .target import Target, moonshot_thinking
 
 __all__ = ["NOT_CHECKED", "POLICY", "RULES"]
 

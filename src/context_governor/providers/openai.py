@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..targets.policy import Policy
 from . import checks
-from .policy import Policy
 from .rules import Rule
 
 __all__ = [

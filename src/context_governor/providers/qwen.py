@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..targets.policy import Policy
+from ..targets.target import Target, qwen_thinking
 from . import checks
 from .openai import pairing_rules
-from .policy import Policy
 from .rules import Rule
-from .target import Target, qwen_thinking
 
 __all__ = ["NOT_CHECKED", "POLICY", "RULES"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import Message
-from .target import Target
+from ..targets.target import Target
 
 __all__ = ["Check", "Rule", "Violation", "always", "find_violations"]
 

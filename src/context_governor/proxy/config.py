@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 COMPACTIONS = ("cache", "seed")
-#: None: a request's model's published window (windows.py), as everywhere else; set
+#: None: a request's model's published window (targets/windows.py), as everywhere else; set
 #: --context-window or a per-model window for models the table does not know.
 DEFAULT_CONTEXT_WINDOW: int | None = None
 DEFAULT_MAX_OUTPUT = 4096
@@ -137,7 +137,7 @@ class ProxyConfig:
     summary_timeout: float = 60.0
     #: seconds a stored summary is kept (None: as long as the store keeps it)
     summary_retention: float | None = None
-    #: where exact token counts persist between processes and replicas (count_store.py):
+    #: where exact token counts persist between processes and replicas (counting/store.py):
     #: sqlite:///file.db, redis://host:port/db or memory://; None: each process's memo only
     count_store: str | None = None
     #: seconds a stored count is kept (None: as long as the store keeps it)

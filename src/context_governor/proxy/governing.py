@@ -17,11 +17,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..counting import warm_up
 from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request
 from ..formats.anthropic_count import scaled_estimate
 from ..report import Report
-from ..tokens import warm_up
 from .apis import BY_API, CHAT, ApiRoute
 from .config import ProxyConfig
 from .conversation import from_body

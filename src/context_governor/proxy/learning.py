@@ -35,9 +35,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..count_store import CountLink
-from ..tokens import in_background
-from ..windows import WindowSource, default_window
+from ..counting import in_background
+from ..counting.store import CountLink
+from ..targets.windows import WindowSource, default_window
 
 __all__ = [
     "KEY_VERSION",

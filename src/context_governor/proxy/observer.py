@@ -42,11 +42,12 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from ..formats.base import DEFAULT_PROFILES, Api
 from ..observe.figures import Figures, figures, new_compaction
-from ..prices import cache_price
 from ..report import Report
+from ..targets.prices import cache_price
 from .config import (
     DEFAULT_UI_CONTENT_BYTES,
     DEFAULT_UI_CONVERSATIONS,
@@ -103,15 +104,16 @@ def report_size(report: Report) -> int:
 
 
 def provider_of(api: str, model: str | None) -> str:
-    """The provider whose prices apply (prices.cache_price's names)."""
+    """The provider whose prices apply (prices.cache_price's names): the API's own
+    provider (formats.base.DEFAULT_PROFILES, the one table of it), else OpenAI's."""
     if model and model.lower().rsplit("/", 1)[-1].startswith("deepseek"):
         return "deepseek"
-    return {"anthropic": "anthropic", "gemini": "gemini"}.get(api, "openai")
+    return DEFAULT_PROFILES.get(cast(Api, api), "openai")
 
 
 def cost_units(api: str, model: str | None, usage: Usage) -> float | None:
     """The prompt's cost in uncached-input-token units at the model's cache prices
-    (prices.py), from the provider's own figures; None for a model without prices."""
+    (targets/prices.py), from the provider's own figures; None for a model without prices."""
     price = cache_price(provider_of(api, model), model)
     if price is None:
         return None

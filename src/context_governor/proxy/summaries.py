@@ -15,7 +15,7 @@ import os
 import threading
 from typing import Any
 
-from ..count_store import CountLink, open_count_store
+from ..counting.store import CountLink, open_count_store
 from ..policies import CompactionPolicy
 from .config import ProxyConfig
 

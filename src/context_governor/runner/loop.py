@@ -17,10 +17,10 @@ from functools import partial
 from typing import Any
 
 from ..governor import Governor
-from ..inputs import check_messages
 from ..llm.base import ModelClient, ModelResponse, NativeModelClient, Usage
 from ..llm.errors import ModelError
 from ..messages import Message
+from ..messages.inputs import check_messages
 from ..report import Report
 from .governance import govern_native_step, govern_step
 from .tool_calls import ToolBatch, tool_message

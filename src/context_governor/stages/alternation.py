@@ -12,33 +12,11 @@ from collections.abc import Sequence
 
 from ..messages import Joinable, Message, has_tool_calls, join_fields, merge_contents
 from .base import Context
+from .inserted import SYNTHETIC_USER
 
-__all__ = [
-    "BRIDGE_CONTENT",
-    "STAGE",
-    "SYNTHETIC_USER",
-    "enforce_alternation",
-    "enforce_alternation_seed",
-    "is_bridge",
-]
+__all__ = ["STAGE", "enforce_alternation", "enforce_alternation_seed"]
 
 STAGE = "alternation"
-SYNTHETIC_USER = "(conversation continued)"
-#: The assistant message put between tool results and a user message for providers that
-#: reject user right after tool (providers.fixes.bridge_user_after_tool).
-BRIDGE_CONTENT = "(tool results received)"
-
-
-def is_bridge(message: Message) -> bool:
-    """Whether ``message`` is such a bridge: part of the model turn before it, not a
-    model turn of its own (see stages/compact.py)."""
-    return (
-        message.get("role") == "assistant"
-        and message.get("content") == BRIDGE_CONTENT
-        and not has_tool_calls(message)
-    )
-
-
 _MERGEABLE = ("user", "assistant")
 #: Keys that only an assistant message may carry: tool calls and the prefill flags.
 _ASSISTANT_ONLY = ("tool_calls", "prefix", "partial")

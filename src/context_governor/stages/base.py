@@ -6,14 +6,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..counting import TokenCounter
 from ..messages import Message
-from ..report import Action, Kind
-from ..tokens import TokenCounter
+from ..report import Action, Kind, Report
 
 if TYPE_CHECKING:
     from ..policies import CompactionPolicy
-    from ..providers.policy import Policy
-    from ..providers.target import Target
+    from ..targets.policy import Policy
+    from ..targets.target import Target
+    from .pairing import Pairing
+    from .replay import Replay
 
 __all__ = ["Context", "Stage"]
 
@@ -22,8 +24,9 @@ __all__ = ["Context", "Stage"]
 class Context:
     """Per-call state shared by the stages of one govern() call.
 
-    Stages never mutate the messages they receive; the only thing they write
-    is ``actions`` (and ``notes``), through :meth:`record`.
+    Stages never mutate the messages they receive; what they write is ``actions`` (and
+    ``notes``), through :meth:`record`, and the typed fields below that say what a stage
+    found for the stages after it and for the caller.
     """
 
     counter: TokenCounter
@@ -40,10 +43,26 @@ class Context:
     #: the cache policy compacts at the request being made whatever its trigger and
     #: minimum savings say, because governing the output again would (see pipeline._fit)
     compact_final: bool = False
+    #: fits the summarizer's input to its own budget of tokens, returning the fitted
+    #: messages and that run's report: the pipeline sets it (context()), since a stage
+    #: never calls the pipeline itself (stages/summary.py asks through here)
+    fit_summary_input: Callable[[list[Message], int], tuple[list[Message], Report]] | None = (
+        None
+    )
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: what a stage leaves for a caller that reuses work across calls (a Governor)
-    scratch: dict[str, Any] = field(default_factory=dict)
+    # What stages leave for the stages after them and for a caller that reuses work
+    # across calls (a Governor):
+    #: the cache policy's replay of the history this call governed (compact.compact)
+    replay: Replay | None = None
+    #: the replay of the governed output, when pipeline._fit asked whether governing it
+    #: again would compact it and the answer was no (compact.would_compact)
+    output_replay: Replay | None = None
+    #: the pairing of calls and results of the last list paired (pairing.pair_in's memo)
+    pairing: tuple[list[Message], Pairing] | None = None
+    #: the Messages API's extended thinking must be disabled for this request
+    #: (formats/anthropic_rules.py decides it; the request edge writes it into the body)
+    disable_thinking: bool = False
 
     def record(
         self,

@@ -35,20 +35,26 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import replace
 
-from ..messages import Message, merge_contents, text_parts
+from ..messages import Message
 from ..policies import (
     CACHE,
-    MASK_MIN_RECENT,
-    OFFLOAD_PLACEHOLDER,
     CompactionPolicy,
 )
-from .alternation import is_bridge
 from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
+from .replay import (
+    CutNote,
+    Plan,
+    Replay,
+    content_chars,
+    last_user_before,
+    noted,
+    placeholder_for,
+    replay_history,
+)
 from .single_call import keep_from, sent_view
 from .snip import snip
 from .squeeze import overflow_note, squeeze
@@ -56,19 +62,11 @@ from .summary import SUMMARY_SLACK, summary_note, summary_room
 
 __all__ = [
     "STAGE",
-    "CutNote",
-    "NoteHow",
-    "Plan",
-    "Replay",
     "clear_stage",
     "compact",
     "fit_stage",
-    "note_text",
-    "noted",
     "output_replay",
-    "placeholder_for",
     "plan_replay",
-    "replay_history",
     "would_compact",
 ]
 
@@ -95,729 +93,6 @@ def fit_stage(messages: list[Message], ctx: Context) -> list[Message]:
     messages = snip(squeeze(compact(messages, ctx), ctx), ctx)
     overflow_note(messages, ctx)
     return messages
-
-
-def _chars(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    return sum(len(str(p.get("text", ""))) for p in text_parts(content) if isinstance(p, dict))
-
-
-def _head_end(messages: list[Message]) -> int:
-    """The head kept whatever happens: leading system messages and the task's first user
-    message right after them."""
-    h = 0
-    while h < len(messages) and messages[h].get("role") == "system":
-        h += 1
-    if h < len(messages) and messages[h].get("role") == "user":
-        h += 1
-    return h
-
-
-NoteHow = Literal["prepend", "append", "insert"]
-
-
-@dataclass(frozen=True, slots=True)
-class CutNote:
-    """Where the note saying what was cut goes, and what it says.
-
-    ``how`` is "prepend" (into the first user message kept after the head: the one the
-    cut starts at, or the kept user message of the turn the cut is inside), "append"
-    (into the head's task, when the cut is inside the task's own turn) or "insert" (a
-    user message of its own before ``at``: there is no user message to carry it). It
-    is fixed when the cut is made, so between two compactions every request carries
-    the same note."""
-
-    at: int
-    how: NoteHow
-    messages: int
-    turns: int
-    user_messages: int
-
-
-@dataclass(slots=True)
-class Plan:
-    """What the replay decided: the cut, the cleared results, and when it happened."""
-
-    cut: int
-    head: int
-    #: tool result index -> the message index of the request that cleared it
-    cleared: dict[int, int] = field(default_factory=dict)
-    #: message index of the request of each compaction
-    compactions: list[int] = field(default_factory=list)
-    #: the user message of the turn the cut is inside, kept although the cut passed it
-    #: (only the newest one: an older pin is released when a later cut passes its turn)
-    pinned: int | None = None
-    #: the note on the cut (None: nothing cut, or the policy's note is off)
-    note: CutNote | None = None
-    #: every cut in order, with the user message it pinned: (cut, pinned). A summary
-    #: of the newest cut folds in the summary of the one before (stages/summary.py).
-    cuts: list[tuple[int, int | None]] = field(default_factory=list)
-    #: the request (message index) of the compaction that made each entry of ``cuts``
-    cut_at: list[int] = field(default_factory=list)
-
-    def kept(self, index: int, message: Message) -> bool:
-        return (
-            index < self.head
-            or index >= self.cut
-            or index == self.pinned
-            or message.get("role") == "system"
-        )
-
-
-class _RoleTally:
-    """Prefix counts of the non-system, assistant and user messages of a history, so that
-    what a cut removes is counted in O(1): the replay asks at each compaction, and a
-    walk over [head, cut) each time made a 100,000-message first call quadratic."""
-
-    def __init__(self) -> None:
-        self.kept = [0]  # non-system messages in [0, k)
-        self.assistants = [0]
-        self.users = [0]
-
-    def add(self, role: Any, counted: bool = True) -> None:
-        """One more position; ``counted`` False (a split turn that does not complete the
-        removal of a history message: see _cut_note) adds nothing to the counts."""
-        self.kept.append(self.kept[-1] + (counted and role != "system"))
-        self.assistants.append(self.assistants[-1] + (counted and role == "assistant"))
-        self.users.append(self.users[-1] + (counted and role == "user"))
-
-    def between(self, head: int, cut: int) -> tuple[int, int, int]:
-        """(non-system, assistant, user) messages in [head, cut)."""
-        return (
-            self.kept[cut] - self.kept[head],
-            self.assistants[cut] - self.assistants[head],
-            self.users[cut] - self.users[head],
-        )
-
-
-def _cut_note(
-    messages: list[Message],
-    head: int,
-    cut: int,
-    pin: int | None,
-    tally: _RoleTally | None = None,
-    counted: list[bool] | None = None,
-) -> CutNote:
-    """The note for a cut at ``cut``, ``pin`` kept behind it. Counts what the cut removes:
-    everything in [head, cut) but system messages and the pin (from ``tally`` when it
-    covers [0, cut), else by walking the range). ``counted`` (a replay on split turns)
-    says which positions complete the removal of a history message: the last turn of a
-    split call, so the note counts the caller's messages, as the report does; the tally
-    was built with the same flags."""
-    if tally is not None and cut < len(tally.kept):
-        removed, turns, users = tally.between(head, cut)
-        if pin is not None and head <= pin < cut and (counted is None or counted[pin]):
-            role = messages[pin].get("role")
-            removed -= role != "system"
-            turns -= role == "assistant"
-            users -= role == "user"
-    else:
-        removed = turns = users = 0
-        for i in range(head, cut):
-            role = messages[i].get("role")
-            if role == "system" or i == pin or (counted is not None and not counted[i]):
-                continue
-            removed += 1
-            turns += role == "assistant"
-            users += role == "user"
-    if pin is not None:  # before the kept prompt: whatever joins the task reads as later
-        return CutNote(pin, "prepend", removed, turns, users)
-    if messages[cut].get("role") == "user":
-        return CutNote(cut, "prepend", removed, turns, users)
-    owner = _last_user_before(messages, cut)  # in the head: the cut is in the task's turn
-    if owner >= 0:
-        return CutNote(owner, "append", removed, turns, users)
-    return CutNote(cut, "insert", removed, turns, users)
-
-
-class Replay:
-    """The walk over the history's requests; see the module docstring."""
-
-    def __init__(
-        self,
-        messages: list[Message],
-        tokens: list[int],
-        placeholder_tokens: Any,
-        fixed: int,
-        budget: int,
-        policy: CompactionPolicy,
-        note_tokens: Callable[[CutNote, Message | None], int] | None = None,
-        force_final: bool = False,
-        counted: list[bool] | None = None,
-    ) -> None:
-        self.m, self.t, self.ph = messages, tokens, placeholder_tokens
-        #: which positions the note counts (None: all; see _cut_note)
-        self.counted = counted
-        self.budget, self.policy = budget, policy
-        #: the policy's trigger for this budget (both fixed for the replay's life; a
-        #: Governor asks for it at every appending step)
-        self.trigger = policy.thresholds(budget)[0]
-        #: extra tokens the note of a cut adds (None: the policy has no note)
-        has_note = policy.cut_note is not None or policy.summary is not None
-        self.note_cost = note_tokens if has_note else None
-        #: compact at the final request whatever the trigger and the savings say: governing
-        #: this pass's output again would compact it (see pipeline._fit)
-        self.force_final = force_final
-        #: judge cuts as the replay of the output will (see _join_owner): where the
-        #: verbatim floor may apply (dear reads), whose spans a second pass must see as
-        #: this one does
-        self.joins = policy.mask_first or (
-            policy.verbatim_floor and policy.adaptive_target and policy.dear_reads()
-        )
-        #: the user message whose turn joins the task in the output (see _join_owner), and
-        #: the index of the next user message, the end of that turn (-1: none yet)
-        self.owner: int | None = None
-        self.owner_end = -1
-        #: system messages after the head (they keep the task and the owner apart), and
-        #: user messages (the end of the owner's turn is the first one after it)
-        self.systems: list[int] = []
-        self.users: list[int] = []
-        self.plan = Plan(cut=_head_end(messages), head=_head_end(messages))
-        self.total = fixed  # tokens of the request up to self.j, as compacted so far
-        self.note_total = 0  # of which the note on the cut
-        self.j = 0
-        self.results: list[int] = []  # tool result indices < j
-        self.clear_ptr = 0  # into results: everything before it is cleared, cut or kept
-        self.last_user = -1
-        self.last_assistant = -1
-        self.first_user = -1  # the first user message after the head
-        self.tally = _RoleTally()  # of the messages before self.j
-        self.grown = 0  # tokens of the messages after the head, as written (adaptive goal)
-        self.results_grown = 0  # of which tool results (a cut at the ceiling: mask_first)
-        self.calls = 0  # model turns so far (adaptive goal)
-        #: prefix sums of what a cut would drop (see _dropped), made on first need and
-        #: valid until the next compaction changes the costs
-        self._drops = [0]
-        #: the request whose compaction made the newest entry of ``plan.cuts``
-        self._cut_at = -1
-
-    def cost(self, i: int) -> int:
-        return self.ph(i) if i in self.plan.cleared else self.t[i]
-
-    def advance(self, j: int) -> None:
-        # the walk in locals, written back once: a Governor advances over each step's new
-        # messages on its critical path (attribute reads and writes per message add up)
-        m, t, counted, head, tally = self.m, self.t, self.counted, self.plan.head, self.tally
-        total, grown, calls = self.total, self.grown, self.calls
-        for i in range(self.j, j):
-            role = m[i].get("role")
-            total += t[i]
-            tally.add(role, counted is None or counted[i])
-            if i >= head:
-                grown += t[i]
-            if role == "tool":
-                self.results.append(i)
-                if i >= head:
-                    self.results_grown += t[i]
-            elif role == "user":
-                self.last_user = i
-                self.users.append(i)
-                if self.first_user < 0 and i >= head:
-                    self.first_user = i
-                if self.owner is not None and self.owner_end < 0 and i > self.owner:
-                    self.owner_end = i
-            elif role == "system" and i >= head:
-                self.systems.append(i)
-            elif role == "assistant" and not is_bridge(m[i]):
-                # a bridge the provider repairs put after tool results is not the newest
-                # model turn: taking it for one would let a second pass cut the turn
-                # before it, which this pass (without the bridge) kept whole
-                self.last_assistant = i
-                calls += 1
-        self.total, self.grown, self.calls = total, grown, calls
-        self.j = max(self.j, j)
-
-    def extend(self, messages: list[Message], tokens: list[int]) -> bool:
-        """Continue the replay over messages appended to the history, if no request
-        among them would compact; False (and nothing changed) otherwise.
-
-        ``messages`` is the whole new history, ``tokens`` the counts of the new part. The
-        replay may stand on the history as a one-call-per-turn model gets it (longer than
-        the history: see compact()); the new part is then appended to that view (a new part
-        with a parallel call to split never gets here: its repair is an action).
-        """
-        n = self.j
-        new = messages[len(messages) - len(tokens) :]
-        if not self.quiet(new, tokens):
-            return False
-        self.m = messages if len(messages) == n + len(new) else [*self.m[:n], *new]
-        if self.counted is not None:
-            self.counted.extend(True for _ in new)
-        self.t.extend(tokens)
-        self.advance(len(self.m))
-        return True
-
-    def quiet(self, new: list[Message], tokens: list[int]) -> bool:
-        """Whether no request among ``new`` (messages appended to the replayed history,
-        ``tokens`` their exact counts) would compact: each is under the trigger, or over
-        it and held by the verbatim floor (``held``). Changes nothing."""
-        compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == self.j
-        if compacted_at_end and new and new[0].get("role") != "assistant":
-            return False  # the compaction at the old end was for a request never made
-        trigger = self.trigger
-        total = self.total
-        for k, count in enumerate(tokens):
-            if k and new[k].get("role") == "assistant" and total > trigger:
-                return self._held_through(new, tokens)
-            total += count
-        return total <= trigger or self._held_through(new, tokens)
-
-    def _held_through(self, new: list[Message], tokens: list[int]) -> bool:
-        """``quiet`` where some request among ``new`` is over the trigger: walks the new
-        requests as ``advance`` and ``request`` would, with the floor's inputs (the
-        span of the newest results' turns and the results' own tokens) taken from
-        prefix sums, and says whether every request over the trigger is held by the
-        floor (``CompactionPolicy.floor``). The plan does not change between these
-        requests (none compacts), so the costs of the old part hold throughout."""
-        policy = self.policy
-        if not policy.verbatim_floor or policy.mask_first or self.force_final:
-            return False
-        n, trigger, head = self.j, self.trigger, self.plan.head
-        total, last_user, first_user = self.total, self.last_user, self.first_user
-        owner, owner_end = self.owner, self.owner_end
-        added: list[int] = []  # the new messages' tool results
-        for k in range(len(new) + 1):
-            final = k == len(new)
-            if (final or (k and new[k].get("role") == "assistant")) and total > trigger:
-                keep = policy.keep_recent
-                recent = [*self.results[-keep:], *added][-keep:] if keep > 0 else []
-                span = total
-                if keep > 0 and len(self.results) + len(added) >= keep:
-                    span = total - self._dropped(
-                        recent[0], new, tokens, (last_user, first_user, owner_end)
-                    )
-                results = sum(self.cost(i) if i < n else tokens[i - n] for i in recent)
-                floor = policy.floor(self.budget, span, results)
-                if floor is None or total > floor[0]:
-                    return False
-            if final:
-                break
-            role = new[k].get("role")
-            total += tokens[k]
-            if role == "tool":
-                added.append(n + k)
-            elif role == "user":
-                last_user = n + k
-                if first_user < 0 and n + k >= head:
-                    first_user = n + k
-                if owner is not None and owner_end < 0 and n + k > owner:
-                    owner_end = n + k
-        return True
-
-    def _dropped(
-        self, start: int, new: list[Message], tokens: list[int], users: tuple[int, int, int]
-    ) -> int:
-        """What ``_recent_span`` takes off the total for the oldest kept result at
-        ``start`` at a request of ``_held_through``'s walk (``new`` after the replayed
-        history; ``users``: the newest and first user messages and the end of the
-        owner's turn as they stand there): the cost of the messages from the cut to the
-        newest legal cut at or before ``start``, system messages and the pin of a cut
-        there left out. From prefix sums over the replayed part, extended on first need
-        and dropped at a compaction."""
-        n, cut, owner = self.j, self.plan.cut, self.owner
-        last_user, first_user, owner_end = users
-
-        def role(c: int) -> Any:
-            return (self.m[c] if c < n else new[c - n]).get("role")
-
-        def legal(c: int) -> bool:
-            kind = role(c)
-            return kind == "user" or (
-                kind == "assistant"
-                and (
-                    c > last_user
-                    or first_user < 0
-                    or c < first_user
-                    or (owner is not None and owner < c < owner_end)
-                )
-            )
-
-        while start > cut and not legal(start):
-            start -= 1
-        if start <= cut:
-            return 0
-        drops = self._drops
-        for i in range(len(drops) - 1, min(start, n)):
-            drops.append(drops[-1] + (self.cost(i) if self.m[i].get("role") != "system" else 0))
-        dropped = drops[min(start, n)] - drops[cut]
-        for c in range(n, start):  # new messages before the start (a burst of results)
-            if role(c) != "system":
-                dropped += tokens[c - n]
-        if cut <= last_user < start:
-            dropped -= self.cost(last_user) if last_user < n else tokens[last_user - n]
-        elif owner is not None and cut <= owner < start < owner_end:
-            dropped -= self.cost(owner)  # the pin of a cut inside the owner's turn
-        return dropped
-
-    def accepts(self, new: list[Message], added: int) -> bool:
-        """Whether ``extend`` would accept the messages ``new`` whose counts add up to at
-        most ``added`` (an upper bound will do: the replay's totals only grow, so the last
-        request is the one nearest the trigger, and fewer tokens never compact where more
-        did not). Lets a Governor decide before it has the exact counts."""
-        n = self.j
-        compacted_at_end = bool(self.plan.compactions) and self.plan.compactions[-1] == n
-        if compacted_at_end and new and new[0].get("role") != "assistant":
-            return False
-        return self.total + added <= self.trigger
-
-    def clearable(self, i: int) -> bool:
-        m = self.m[i]
-        return (
-            i >= self.plan.cut
-            and m.get("name") not in self.policy.exclude_tools
-            and _chars(m.get("content")) >= self.policy.min_chars
-        )
-
-    def clear_candidates(self, goal: int, keep: int | None = None) -> tuple[list[int], int]:
-        """Oldest clearable results outside the ``keep`` (default ``keep_recent``) newest,
-        until ``goal`` is met."""
-        eligible = len(self.results) - (self.policy.keep_recent if keep is None else keep)
-        chosen: list[int] = []
-        total = self.total
-        k = self.clear_ptr
-        while k < eligible and total > goal:
-            i = self.results[k]
-            if i not in self.plan.cleared and self.clearable(i):
-                saving = self.t[i] - self.ph(i)
-                if saving > 0:
-                    chosen.append(i)
-                    total -= saving
-            k += 1
-        return chosen, total
-
-    def compacted_now(self) -> bool:
-        """Whether the request the replay stands at (the last one) compacted."""
-        return bool(self.plan.compactions) and self.plan.compactions[-1] == self.j
-
-    def max_cut(self) -> int:
-        """The furthest the cut may go: the newest model turn stays whole when its user
-        message can stay too; otherwise the newest user message starts the kept part."""
-        lu, la = self.last_user, self.last_assistant
-        far = la if la >= 0 and self._turn_kept(la) else lu
-        return max(self.plan.cut, far)
-
-    def _turn_kept(self, c: int) -> bool:
-        """Whether the user message of the turn of ``c`` survives a cut at ``c``: it is
-        the newest one (pinned, or in the head), the task's (no user message after the
-        head comes before ``c``) or, judged as the output will be, the one that joins the
-        task there (``owner``, pinned: see _join_owner)."""
-        return (
-            c > self.last_user
-            or self.first_user < 0
-            or c < self.first_user
-            or (self.owner is not None and self.owner < c < self.owner_end)
-        )  # (owner_end < 0: the owner is the newest user message, covered above)
-
-    def _legal_cut(self, c: int) -> bool:
-        """A cut starts at a user message (a turn start) or, inside a turn whose user
-        message is kept (the newest turn or the task's), at an assistant message: never
-        between a call and its results, never stranding an answer from its request."""
-        role = self.m[c].get("role")
-        return role == "user" or (role == "assistant" and self._turn_kept(c))
-
-    def _pin_for(self, cut: int) -> int | None:
-        """The user message kept although ``cut`` passes it: the newest turn's, when the
-        cut is inside that turn and the message is not in the head; judged as the output
-        will be, the ``owner``'s, when the cut is inside its turn (see _join_owner)."""
-        lu = self.last_user
-        if self.plan.head <= lu < cut:
-            return lu
-        owner = self.owner
-        return owner if owner is not None and owner < cut < self.owner_end else None
-
-    def _removes_any(self, cut: int) -> bool:
-        """Whether moving the cut to ``cut`` removes a message (system messages and the
-        pin stay; releasing an old pin removes it). A cut that removes nothing would
-        only add a note, and governing the output again would add another."""
-        pin = self._pin_for(cut)
-        return self._released(cut) > 0 or any(
-            self.m[i].get("role") != "system" and i != pin for i in range(self.plan.cut, cut)
-        )
-
-    def _released(self, cut: int) -> int:
-        """Tokens of the old pin that moving the cut to ``cut`` lets go."""
-        old = self.plan.pinned
-        return self.t[old] if old is not None and old != self._pin_for(cut) else 0
-
-    def cut_to(self, total: int, goal: int, cleared: set[int]) -> tuple[int, int]:
-        """Smallest legal cut (see _legal_cut) that brings ``total`` down to ``goal``;
-        the furthest one if none does. System messages and the newest user message are
-        never cut."""
-        limit = self.max_cut()
-        c = best = self.plan.cut
-        best_total = total
-        removed = 0
-        owner = self.owner  # removed only by a cut past its turn (see _pin_for)
-        while c < limit:
-            if self.m[c].get("role") != "system" and c != self.last_user and c != owner:
-                removed += self.ph(c) if c in cleared else self.t[c]
-            c += 1
-            if c == limit or self._legal_cut(c):
-                gone = removed + self._released(c)
-                if owner is not None and self.plan.cut <= owner < c and self._pin_for(c) != owner:
-                    gone += self.t[owner]  # the cut passed the owner's turn: it goes too
-                best, best_total = c, total - gone
-                if best_total <= goal:
-                    break
-        return best, best_total
-
-    def request(self, j: int, final: bool = False) -> None:
-        """The request made with the history up to ``j``: compact if it is over the trigger.
-        The final request (the one being made now) compacts whatever the trigger says
-        when ``force_final`` is set: governing the output again would compact it.
-
-        At the final request a compaction is checked again as the replay of its output
-        will check it, and compacts further while that would: under the verbatim floor
-        the goal is the span of the newest results' turns, and clearing the older
-        results inside that span shrinks it, so the request compacted may stand over the
-        trigger its own span raises (a burst of results after a long turn). Elsewhere a
-        compaction goes under the trigger it was judged by, and the check is a no-op."""
-        self.advance(j)
-        forced = final and self.force_final
-        while self._compact(j, forced) and final:
-            forced = False
-
-    def _compact(self, j: int, forced: bool) -> bool:
-        """One compaction of the request at ``j`` (the replay stands there), if its
-        trigger, floor and minimum savings call for one (``forced``: whatever they say);
-        whether it compacted."""
-        policy, budget = self.policy, self.budget
-        trigger, goal = policy.thresholds(budget)
-        if self.total <= trigger and not forced:
-            return False
-        span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
-        floor = (
-            policy.floor(budget, span, self._recent_results()) if policy.verbatim_floor else None
-        )
-        if floor is not None:
-            # the newest results' turns do not fit under the price-set trigger: this
-            # request's trigger rises to keep them (CompactionPolicy.floor)
-            trigger, goal = floor
-            if self.total <= trigger and not forced:
-                return False
-        elif policy.adaptive_target:
-            goal = policy.adaptive_goal(trigger, goal, span, self._growth())
-        keep, near = policy.keep_recent, False
-        if policy.mask_first:
-            masked = self.clear_candidates(-1)[1]
-            if masked > trigger - policy.clear_chunk(trigger):
-                # the masked trail does not fit under the trigger: turns are cut only past
-                # the ceiling (CompactionPolicy.cut_ceiling); below it, old results are
-                # cleared in chunks and every turn stays
-                ceiling = policy.cut_ceiling(budget)
-                if self.total <= ceiling and not forced:
-                    if self.total - masked < policy.clear_chunk(trigger):
-                        return False
-                    goal = masked
-                else:
-                    near, trigger = ceiling > trigger, ceiling
-                    keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
-                    masked = self.clear_candidates(-1, keep)[1]
-            trail = max(0, masked - self._recent_results()) / max(1, self.calls)
-            prose = near and self.results_grown * 2 < self.grown
-            goal = policy.masked_goal(goal, trigger, masked, trail, prose)
-        chosen, cut = self._clear_and_cut(goal, keep)
-        note = self._note(cut)
-        after = self._total_with(chosen, cut, note)
-        if self.total - after < policy.min_savings and self.total <= budget and not forced:
-            return False  # not worth a cache rewrite, and the request fits anyway
-        if not chosen and cut == self.plan.cut:
-            return False
-        again = self.compacted_now()  # a further compaction of this request: one of it
-        for i in chosen:
-            self.plan.cleared[i] = j
-        if cut != self.plan.cut:
-            self.plan.pinned = self._pin_for(cut)
-            if again and self._cut_at == j:
-                self.plan.cuts[-1] = (cut, self.plan.pinned)  # one cut for one request
-            else:
-                self.plan.cuts.append((cut, self.plan.pinned))
-                self.plan.cut_at.append(j)
-                self._cut_at = j
-            self.plan.note = note
-            self.note_total = self._note_tokens(note)
-        self.plan.cut = cut
-        self.total = after
-        if not again:
-            self.plan.compactions.append(j)
-        if self.joins:
-            self._join_owner()
-        self._drops = [0]  # cleared results cost their placeholder now
-        while self.clear_ptr < len(self.results) and (
-            self.results[self.clear_ptr] in self.plan.cleared
-            or self.results[self.clear_ptr] < cut
-            or not self.clearable(self.results[self.clear_ptr])
-        ):
-            self.clear_ptr += 1
-        return True
-
-    def _clear_and_cut(self, goal: int, keep: int) -> tuple[list[int], int]:
-        """The results to clear (oldest first, all but the newest ``keep``) and the cut
-        that bring the request to ``goal``: cutting only what clearing cannot reach."""
-        chosen, total = self.clear_candidates(goal, keep)
-        cut = self.plan.cut
-        if total > goal:
-            cut, _ = self.cut_to(total, goal, set(self.plan.cleared) | set(chosen))
-            if not self._removes_any(cut):
-                cut = self.plan.cut  # past system messages only: a note on nothing removed
-            # results before the cut are gone: clearing them saved nothing
-            chosen = [i for i in chosen if i >= cut]
-        return chosen, cut
-
-    def _growth(self) -> float:
-        """Mean tokens the history gained per model call so far (the prefix's own)."""
-        return self.grown / max(1, self.calls)
-
-    def _recent_results(self) -> int:
-        """Tokens of the newest ``keep_recent`` tool results themselves, as sent now."""
-        keep = self.policy.keep_recent
-        return sum(self.cost(i) for i in self.results[-keep:]) if keep > 0 else 0
-
-    def _recent_span(self) -> int:
-        """Tokens the request keeps if it keeps the turns of its newest ``keep_recent``
-        tool results: the total less what a cut at the newest legal cut before the oldest
-        of them removes (counted as cut_to counts it, so that cut_to stops there)."""
-        keep = self.policy.keep_recent
-        if keep <= 0 or len(self.results) < keep:
-            return self.total
-        start = self.results[-keep]
-        while start > self.plan.cut and not self._legal_cut(start):
-            start -= 1
-        pin = self._pin_for(start)
-        dropped = sum(
-            self.cost(i)
-            for i in range(self.plan.cut, start)
-            if self.m[i].get("role") != "system" and i != self.last_user and i != pin
-        )
-        return self.total - dropped
-
-    def _join_owner(self) -> None:
-        """Judge cuts as the replay of the output will: set ``owner`` from the plan.
-
-        In the output, the messages between the head and the cut are gone, so the user
-        message of the first kept turn (the pin, or the user message the cut starts at)
-        follows the task and joins it (alternation merges two user messages in a row),
-        or is the task itself when the head has none. The output's replay then takes
-        that turn for the task's: its assistant messages are legal cuts there, that user
-        message kept. Judged otherwise here, the output's span of the newest results
-        was smaller than the history's, and where the verbatim floor
-        (CompactionPolicy.floor) held a request the output's replay compacted it. With
-        ``owner`` set those cuts are legal here too (the owner pinned: see _pin_for).
-        Made after each compaction where ``joins`` (elsewhere the span does not move a
-        trigger); no owner when a system message kept between the task and that user
-        message keeps them apart."""
-        plan, m = self.plan, self.m
-        head, owner = plan.head, plan.pinned
-        if owner is None and head < plan.cut < self.j and m[plan.cut].get("role") == "user":
-            owner = plan.cut
-        self.owner, self.owner_end = None, -1
-        if owner is None:
-            return
-        task = head > 0 and m[head - 1].get("role") == "user"
-        systems = self.systems  # kept between the task and the owner: no join
-        if task and bisect.bisect_left(systems, owner) > bisect.bisect_left(systems, head):
-            return
-        self.owner = owner
-        users = self.users  # after it, if any; else its turn is the newest (see advance)
-        k = bisect.bisect_right(users, owner)
-        self.owner_end = users[k] if k < len(users) else -1
-
-    def _note(self, cut: int) -> CutNote | None:
-        if cut == self.plan.cut:
-            return self.plan.note
-        if self.note_cost is None:
-            return None
-        return _cut_note(
-            self.m, self.plan.head, cut, self._pin_for(cut), self.tally, self.counted
-        )
-
-    def _note_tokens(self, note: CutNote | None) -> int:
-        if note is None or self.note_cost is None:
-            return 0
-        return self.note_cost(note, None if note.how == "insert" else self.m[note.at])
-
-    def _total_with(self, chosen: list[int], cut: int, note: CutNote | None) -> int:
-        """Exact request size after clearing ``chosen`` and cutting at ``cut``, with the
-        note on that cut."""
-        total = self.total
-        for i in chosen:
-            total -= self.t[i] - self.ph(i)
-        if cut == self.plan.cut:
-            return total
-        pin = self._pin_for(cut)
-        for i in range(self.plan.cut, cut):
-            if self.m[i].get("role") == "system" or i == pin:
-                continue
-            total -= self.ph(i) if (i in self.plan.cleared or i in chosen) else self.t[i]
-        return total - self._released(cut) - self.note_total + self._note_tokens(note)
-
-
-def replay_history(
-    messages: list[Message],
-    tokens: list[int],
-    placeholder_tokens: Any,
-    fixed: int,
-    budget: int,
-    policy: CompactionPolicy,
-    note_tokens: Callable[[CutNote, Message | None], int] | None = None,
-    force_final: bool = False,
-    counted: list[bool] | None = None,
-) -> Replay:
-    """Replay the history's requests; the result stands at the last one (``.plan``)."""
-    replay = Replay(
-        messages,
-        tokens,
-        placeholder_tokens,
-        fixed,
-        budget,
-        policy,
-        note_tokens,
-        force_final,
-        counted,
-    )
-    for j, message in enumerate(messages):
-        if j and message.get("role") == "assistant":
-            replay.request(j)
-    replay.request(len(messages), final=True)
-    return replay
-
-
-class _Fields(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-def placeholder_for(message: Message, policy: CompactionPolicy, path: str | None = None) -> Message:
-    """The cleared form of a tool result: same role, id and name; content says what
-    was removed and how to get it back."""
-    name = str(message.get("name") or "the tool")
-    template = OFFLOAD_PLACEHOLDER if path is not None else policy.placeholder
-    fields = _Fields(name=name, chars=_chars(message.get("content")), path=path or "")
-    return {**message, "content": template.format_map(fields)}
-
-
-def note_text(note: CutNote, policy: CompactionPolicy) -> str:
-    """The policy's note for ``note``: its text depends on the cut only (cache-stable)."""
-    template = policy.cut_note or ""
-    fields = _Fields(messages=note.messages, turns=note.turns, user_messages=note.user_messages)
-    return template.format_map(fields)
-
-
-def noted(
-    note: CutNote, policy: CompactionPolicy, message: Message | None, text: str | None = None
-) -> Message:
-    """The message carrying the note: ``message`` with the note folded in, or (``insert``)
-    a user message of its own. ``text`` replaces the policy's note (a summary)."""
-    if text is None:
-        text = note_text(note, policy)
-    if message is None or note.how == "insert":
-        return {"role": "user", "content": text}
-    content = message.get("content")
-    if note.how == "prepend":
-        return {**message, "content": merge_contents(text, content)}
-    return {**message, "content": merge_contents(content, text)}
-
 
 def plan_replay(
     messages: list[Message],
@@ -875,7 +150,7 @@ def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
         return True
     # the replay of the output, for a Governor: where the floor holds a request over the
     # trigger, its next steps must show that this replay does not compact either
-    ctx.scratch["output_replay"] = replay
+    ctx.output_replay = replay
     return False
 
 
@@ -907,7 +182,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
     seen = messages if view is None else view.messages
     tokens = [ctx.tokens(m) for m in seen]
     replay = plan_replay(seen, tokens, ctx, budget, None if view is None else view.counted())
-    ctx.scratch["replay"] = replay
+    ctx.replay = replay
     plan = replay.plan
     if not plan.cleared and plan.cut == plan.head:
         return messages
@@ -954,7 +229,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
                 "replace",
                 i,
                 f"old {message.get('name') or 'tool'} result "
-                f"({_chars(message.get('content'))} chars) cleared "
+                f"({content_chars(message.get('content'))} chars) cleared "
                 f"(compaction at message {at(plan.cleared[v])})",
                 tool_call_id=message.get("tool_call_id"),
                 tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
@@ -965,7 +240,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
     if policy.clear_arguments and cleared_calls:
         out = _clear_arguments(out, sources, cleared_calls, ctx)
     if plan.head < plan.cut < len(seen) and seen[plan.cut].get("role") != "user":
-        owner = plan.pinned if plan.pinned is not None else _last_user_before(seen, plan.head)
+        owner = plan.pinned if plan.pinned is not None else last_user_before(seen, plan.head)
         kept_text = (
             f"its user message (message {at(owner)}) is kept"
             if owner >= 0
@@ -1045,11 +320,6 @@ def _place_note(
         tokens_saved=ctx.tokens(message) - ctx.tokens(folded),
     )
     return folded
-
-
-def _last_user_before(messages: list[Message], end: int) -> int:
-    return next((i for i in range(end - 1, -1, -1) if messages[i].get("role") == "user"), -1)
-
 
 def _when(plan: Plan, index: int) -> int:
     """The compaction whose cut removed ``index``: the first cut past it that does not

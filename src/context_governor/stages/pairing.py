@@ -72,10 +72,10 @@ def pair(messages: list[Message]) -> Pairing:
 def pair_in(messages: list[Message], ctx: Any) -> Pairing:
     """``pair(messages)``, computed once per list within one govern() call: stages that
     change nothing pass their input list on, and lists are never mutated."""
-    cached = ctx.scratch.get("pairing")
+    cached = ctx.pairing
     if cached is not None and cached[0] is messages:
         result: Pairing = cached[1]
         return result
     result = pair(messages)
-    ctx.scratch["pairing"] = (messages, result)
+    ctx.pairing = (messages, result)
     return result

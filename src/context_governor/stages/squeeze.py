@@ -35,6 +35,7 @@ from ..messages import Message
 from ..policies import CACHE, CompactionPolicy
 from .base import Context
 from .offload import offload as _offload
+from .replay import placeholder_for
 
 __all__ = [
     "HEAD_SHARE",
@@ -104,8 +105,6 @@ def squeeze(messages: list[Message], ctx: Context) -> list[Message]:
 
 def _clear(out: list[Message], candidates: list[int], ctx: Context) -> list[Message]:
     """Clear ``candidates`` (result indices) oldest first until the request fits."""
-    from .compact import placeholder_for  # compact imports this module
-
     policy = _policy(ctx)
     over = _over(out, ctx)
     for i in candidates:

@@ -33,7 +33,7 @@ from .base import Context
 
 if TYPE_CHECKING:
     from ..summary.settings import Summaries
-    from .compact import CutNote, Plan
+    from .replay import CutNote, Plan
 
 __all__ = [
     "MAX_FAILED",
@@ -76,7 +76,7 @@ def summary_room(note: CutNote, cfg: Summaries) -> str:
 
 
 def _removed(messages: list[Message], head: int, cut: int, pin: int | None) -> list[int]:
-    """The indices a cut at ``cut`` (``pin`` kept) removes: as compact.Plan.kept says."""
+    """The indices a cut at ``cut`` (``pin`` kept) removes: as replay.Plan.kept says."""
     return [i for i in range(head, cut) if i != pin and messages[i].get("role") != "system"]
 
 
@@ -227,32 +227,24 @@ def _make(
 
 def _governed(inputs: list[Message], cfg: Summaries, ctx: Context) -> list[Message]:
     """The summarizer's input inside its own budget (``cfg.input_tokens``): it is a
-    governed call like any other. A failure here is the summarizer's failure."""
-    from ..pipeline import govern
-    from ..policies import CompactionPolicy
-    from ..stages.snip import SAFETY_BUFFER
+    governed call like any other, made by the function the pipeline put in the context
+    (``Context.fit_summary_input``: a stage never calls the pipeline). A failure here is
+    the summarizer's failure."""
     from ..summary.summarizer import SummarizerError
 
-    policy = CompactionPolicy(
-        trigger=1.0, target=1.0, trigger_tokens=None, target_tokens=None, min_savings=0
-    )
+    fit = ctx.fit_summary_input
+    if fit is None:
+        raise SummarizerError("its input could not be governed (no pipeline to fit it)")
     try:
-        result = govern(
-            inputs,
-            profile="openai",
-            context_window=cfg.input_tokens + SAFETY_BUFFER,
-            max_output=0,
-            compaction=policy,
-        )
+        messages, report = fit(inputs, cfg.input_tokens)
     except Exception as exc:
         raise SummarizerError(f"its input could not be governed ({exc!r})") from None
-    report = result.report
     if report.tokens_before > cfg.input_tokens:
         ctx.notes.append(
             f"cache policy: the summarizer's input was governed to its budget of "
             f"{cfg.input_tokens} tokens ({report.tokens_before} -> {report.tokens_after})"
         )
-    return list(result.messages)
+    return list(messages)
 
 
 def _tokens(text: str, ctx: Context) -> int:

@@ -19,18 +19,17 @@ import inspect
 import json
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..messages import Message
-
-if TYPE_CHECKING:  # llm/ imports httpx: govern() must not pay for it
-    from ..llm.base import ModelClient
+from ..messages import Message, content_text
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "SUMMARY_PROMPT",
+    "Answer",
     "Summarizer",
     "SummarizerError",
+    "SummaryClient",
     "call_summarizer",
     "model_summarizer",
     "transcript",
@@ -59,13 +58,27 @@ Write plain text, no preamble, in the transcript's language."""
 MAX_MESSAGE_CHARS = 20_000
 
 
+class Answer(Protocol):
+    """A model's answer, as model_summarizer reads it (llm's ModelResponse is one)."""
+
+    @property
+    def text(self) -> str: ...
+
+
+class SummaryClient(Protocol):
+    """What model_summarizer needs of a model client: every client of llm/ is one
+    (OpenAICompatClient, AnthropicClient, ResponsesClient, ScriptedModel)."""
+
+    async def complete(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None
+    ) -> Answer: ...
+
+
 class SummarizerError(Exception):
     """The summarizer gave no usable summary (it raised, timed out or returned junk)."""
 
 
 def _message_text(message: Message) -> str:
-    from ..llm.base import content_text
-
     content = message.get("content")
     text = content_text(content) if not isinstance(content, str) else content
     if not text and content not in (None, "", []):
@@ -96,7 +109,7 @@ def transcript(messages: Sequence[Message]) -> str:
 
 
 def model_summarizer(
-    make_client: Callable[[], ModelClient],
+    make_client: Callable[[], SummaryClient],
     *,
     max_tokens: int = 1024,
     prompt: str = SUMMARY_PROMPT,

@@ -4,11 +4,11 @@ The Governor answers a step as soon as its decisions are known and leaves the ex
 counting to another thread, which runs while the caller makes its model call (see
 governor.py's module docstring):
 
-* ``_CountedLater``: an appending step decided on byte bounds; its report is made from
-  the new messages' exact counts (tokens.count_in_background) when first read.
-* ``_ExactLater``: a first call decided on byte bounds; its report is the exact run's
+* ``CountedLater``: an appending step decided on byte bounds; its report is made from
+  the new messages' exact counts (counting.count_in_background) when first read.
+* ``ExactLater``: a first call decided on byte bounds; its report is the exact run's
   (the pipeline on exact counts, which builds the encoding), made by a thread of its own
-  (``_FirstJob``), and checked against the messages already returned.
+  (``FirstJob``), and checked against the messages already returned.
 
 Every figure such a report shows is exact; reading it waits for the work if needed.
 """
@@ -21,21 +21,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import Message
-from .pipeline import GovernResult
-from .report import Action, Report
-from .roles import with_entries
-from .stages.compact import Replay
-from .tokens import BackgroundCounts, TokenCounter, message_bound, tools_bound
+from ..counting import BackgroundCounts, TokenCounter, message_bound, tools_bound
+from ..messages import Message
+from ..messages.roles import with_entries
+from ..pipeline import GovernResult
+from ..report import Action, Report
+from ..stages.replay import Replay
 
-__all__ = ["first_call_cpu_ns"]
+__all__ = [
+    "MISMATCH",
+    "Bounds",
+    "CountedLater",
+    "Exact",
+    "ExactLater",
+    "FirstJob",
+    "LateResult",
+    "Relabelled",
+    "first_call_cpu_ns",
+]
 
-#: The dataclass's own storage of GovernResult.report (a slot), which _CountedLater's
+#: The dataclass's own storage of GovernResult.report (a slot), which CountedLater's
 #: property stands in front of.
 _REPORT_SLOT: Any = GovernResult.__dict__["report"]
 
 
-class _LateResult(GovernResult):
+class LateResult(GovernResult):
     """A GovernResult whose report is made later: equal, shown and pickled as the plain
     result it stands for (reading ``report`` makes it)."""
 
@@ -65,7 +75,7 @@ class _LateResult(GovernResult):
         return done
 
 
-class _CountedLater(_LateResult):
+class CountedLater(LateResult):
     """A GovernResult whose report is made when first read, from exact token counts a
     worker thread computes meanwhile (see the module docstring). Reading ``report``
     waits for those counts if they are not ready; every figure it shows is exact."""
@@ -94,8 +104,8 @@ class _CountedLater(_LateResult):
         return self._counts.result()
 
 
-class _Relabelled(_LateResult):
-    """A result whose messages the developer-role edge relabelled (roles.py): its report
+class Relabelled(LateResult):
+    """A result whose messages the developer-role edge relabelled (messages/roles.py): its report
     is the inner result's with the edge's entries, made when first read, since the inner
     report may itself be made later (reading it now would wait for the counts)."""
 
@@ -113,8 +123,8 @@ class _Relabelled(_LateResult):
         return self._once(lambda: with_entries(self._inner.report, self._actions))
 
 
-class _Bounds:
-    """A counter that answers with upper bounds (tokens.message_bound, tools_bound) and
+class Bounds:
+    """A counter that answers with upper bounds (counting.message_bound, tools_bound) and
     never builds the encoding: what a first call decides on. Its name stands in for the
     real counter's (the report of a run on bounds is never shown)."""
 
@@ -154,7 +164,7 @@ class _Bounds:
 
 
 @dataclass(slots=True)
-class _Exact:
+class Exact:
     """The first call's run on exact counts (what the Governor would have done on the
     critical path), and whether its messages are the ones the run on bounds returned."""
 
@@ -168,7 +178,7 @@ class _Exact:
 #: o200k_base holds the GIL for all of its 50-70 ms: the thread lets the caller leave
 #: govern() and send its model call first (on a busy machine the caller can be off the CPU
 #: for milliseconds, so a switch interval is not enough). The model call takes far longer;
-#: a caller that asks for the result sooner makes the run itself (_FirstJob.result).
+#: a caller that asks for the result sooner makes the run itself (FirstJob.result).
 _FIRST_DELAY = 0.02
 _FIRST_CPU_LOCK = threading.Lock()
 _first_cpu_ns = [0]
@@ -181,15 +191,15 @@ def first_call_cpu_ns() -> int:
     return _first_cpu_ns[0]
 
 
-class _FirstJob:
+class FirstJob:
     """The exact run of a first call decided on bounds, made by a thread of its own or by
-    the first reader if that thread has not started on it (as tokens.BackgroundCounts)."""
+    the first reader if that thread has not started on it (as counting.BackgroundCounts)."""
 
-    def __init__(self, work: Callable[[], _Exact]) -> None:
-        self._work: Callable[[], _Exact] | None = work
+    def __init__(self, work: Callable[[], Exact]) -> None:
+        self._work: Callable[[], Exact] | None = work
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._value: _Exact | None = None
+        self._value: Exact | None = None
         self._error: BaseException | None = None
 
     def start(self) -> None:
@@ -219,7 +229,7 @@ class _FirstJob:
             self._done.set()
         return True
 
-    def result(self) -> _Exact:
+    def result(self) -> Exact:
         self.run()
         self._done.wait()
         if self._error is not None:
@@ -228,7 +238,7 @@ class _FirstJob:
         return self._value
 
 
-_MISMATCH = (
+MISMATCH = (
     "context-governor: a first call decided on byte bounds returned messages that differ "
     "from the exact run's, so they were not what govern() returns. With "
     "immutable_messages=True a message edited in place before that run finished does "
@@ -236,15 +246,15 @@ _MISMATCH = (
 )
 
 
-class _ExactLater(_LateResult):
+class ExactLater(LateResult):
     """The result of a first call decided on bounds: its messages now, its report made
     from the exact run (see the module docstring) when first read."""
 
     __slots__ = ("_job", "read")
-    _job: _FirstJob
+    _job: FirstJob
     read: bool
 
-    def __init__(self, messages: list[Message], job: _FirstJob) -> None:
+    def __init__(self, messages: list[Message], job: FirstJob) -> None:
         object.__setattr__(self, "messages", messages)
         object.__setattr__(self, "_job", job)
         object.__setattr__(self, "read", False)
@@ -254,8 +264,8 @@ class _ExactLater(_LateResult):
         object.__setattr__(self, "read", True)
         exact = self._job.result()
         if not exact.same:
-            raise RuntimeError(_MISMATCH)
+            raise RuntimeError(MISMATCH)
         return exact.result.report
 
-    def exact(self) -> _Exact:
+    def exact(self) -> Exact:
         return self._job.result()

@@ -12,9 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .render import INDEX_LEGEND, positions
-from .report import Report
-from .runner.types import ModelCall, RunHooks, ToolEvent
+from ..report import INDEX_LEGEND, Report, positions
+from .types import ModelCall, RunHooks, ToolEvent
 
 __all__ = [
     "ARGS_CHARS",

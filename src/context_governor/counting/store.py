@@ -4,9 +4,9 @@ A long history in a fresh process is, in practice, a resumed session: an agent o
 proxy restarted, or a second proxy replica. Its messages were counted before, by us,
 and a count is a pure function of the encoding, the counting rules and the text, so it
 can outlive the process that made it. A count store keeps them: the key of a count is
-the counting rules' fingerprint (``tokens.rules_fingerprint``: the encoding's name and
+the counting rules' fingerprint (``runs.rules_fingerprint``: the encoding's name and
 ``COUNT_RULES_VERSION``; other rules, another key space) followed by the 128-bit digest
-an ``ExactCounter`` memoises the text's count under (``tokens.digest``); the value is the
+an ``ExactCounter`` memoises the text's count under (``counters.digest``); the value is the
 text's count (a message's count is it plus the per-message overhead).
 
 Stores (URLs as the summary store's, stores.py): ``SqliteCountStore`` (one file in WAL
@@ -36,16 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ConfigError
-from .messages import Message
-from .stores import SqliteFile, check_retention, expire, parse_url, redis_client
-from .tokens import (
+from ..errors import ConfigError
+from ..messages import Message
+from ..stores import SqliteFile, check_retention, expire, parse_url, redis_client
+from .background import in_background
+from .counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
     TokenCounter,
-    _dumps,
     digest,
-    in_background,
+    json_text,
     seed_message_payload,
     uncounted,
 )
@@ -227,7 +227,7 @@ def open_count_store(url: str, retention_seconds: float | None = None) -> CountS
 @dataclass(slots=True)
 class Loaded:
     """What a read found: ``known`` (message counts by message identity, as
-    ``tokens.KnownCounts`` takes them: the memo's and the store's), the texts the store
+    ``counters.KnownCounts`` takes them: the memo's and the store's), the texts the store
     lacked (their digest and one message counted as that text, or None for the tool
     definitions), the rules read under and a note when the read failed."""
 
@@ -280,7 +280,7 @@ class CountLink:
         wanted = {key: same for key, (_, same) in uncounted(counter, messages, known).items()}
         if tools:
             with contextlib.suppress(Exception):  # the run reports tools it cannot dump
-                key = digest(_dumps(tools))
+                key = digest(json_text(tools))
                 if counter.memo(key) is None:
                     wanted.setdefault(key, [])
         if not wanted:
@@ -334,7 +334,7 @@ class CountLink:
         loaded: Loaded,
         known: Mapping[int, tuple[Message, int]],
     ) -> None:
-        """``write`` in the worker thread (tokens.in_background), off the caller's path."""
+        """``write`` in the worker thread (background.in_background), off the caller's path."""
         if loaded.missing:
             in_background(_Call(lambda: self.write(counter, loaded, known)))
 
@@ -377,7 +377,7 @@ class CountLink:
 
 
 class _Call:
-    """A function as a worker job (tokens.Job); whatever it raises is dropped: a job
+    """A function as a worker job (background.Job); whatever it raises is dropped: a job
     must not end the worker, and a store write is optional."""
 
     def __init__(self, fn: Callable[[], None]) -> None:

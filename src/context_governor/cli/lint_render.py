@@ -17,9 +17,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .cli_io import Body
-from .errors import InputError
-from .providers import Violation, applicable_rules, resolve, validate
+from ..errors import InputError
+from ..providers import Violation, applicable_rules, resolve, validate
+from ._common import Body
 
 __all__ = [
     "BodyLint",

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "BETA_1M_PREFIX",

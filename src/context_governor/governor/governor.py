@@ -31,7 +31,7 @@ counts (``Replay.quiet``); the output's replay is made on the first step that ne
 
 An appending step does not tokenize its new messages on the critical path when the
 counter is an exact byte-level BPE one: it decides from their UTF-8 size, an upper
-bound on their tokens (tokens.message_bound), whenever that bound keeps the step
+bound on their tokens (counting.message_bound), whenever that bound keeps the step
 under the cache policy's trigger (every count-dependent decision of the pipeline
 acts only above a threshold, so a decision that holds for the bound holds for the
 exact count). The exact counts are computed by a worker thread while the caller
@@ -58,7 +58,7 @@ Governor then forgets its state and counts first calls exactly from then on. A f
 call the bounds cannot decide counts exactly, on the critical path (e.g. a resumed long
 session near or over the trigger).
 
-With a count store (``count_store=``, count_store.py), a first call or a full run first
+With a count store (``count_store=``, counting/store.py), a first call or a full run first
 reads the counts its counter's memo lacks from the store, in one batch (a resumed session
 then tokenizes only what is new), and the counts it had to make are written back off the
 critical path: by the worker thread, or by the first call's own thread; each appending
@@ -74,28 +74,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .count_pool import precount as _precount
-from .count_store import NOTE as _STORE_NOTE
-from .count_store import CountLink, CountStore, Loaded, count_link
-from .errors import ConfigError, InputError, brief
-from .inputs import check_messages, check_tools
-from .late import _MISMATCH, _Bounds, _CountedLater, _Exact, _ExactLater, _FirstJob, _Relabelled
-from .messages import Message
-from .pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
-from .policies import CompactionPolicy
-from .probe import Resume, leaves_alone, plain_facts
-from .profiles import Profile
-from .report import Report
-from .roles import Developers, first_edge
-from .stages.base import Context
-from .stages.compact import Replay, output_replay
-from .tokens import (
+from ..counting import (
     ExactCounter,
     count_in_background,
     message_bound,
     tools_bound,
 )
-from .tokens import KnownCounts as _KnownCounts
+from ..counting import KnownCounts as _KnownCounts
+from ..counting.pool import precount as _precount
+from ..counting.store import NOTE as _STORE_NOTE
+from ..counting.store import CountLink, CountStore, Loaded, count_link
+from ..errors import ConfigError, InputError, brief
+from ..messages import Message
+from ..messages.inputs import check_messages, check_tools
+from ..messages.roles import Developers, first_edge
+from ..pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
+from ..policies import CompactionPolicy
+from ..profiles import Profile
+from ..report import Report
+from ..stages.base import Context
+from ..stages.compact import output_replay
+from ..stages.replay import Replay
+from .late import MISMATCH, Bounds, CountedLater, Exact, ExactLater, FirstJob, Relabelled
+from .probe import Resume, leaves_alone, plain_facts
 
 __all__ = ["Governor"]
 
@@ -124,7 +125,7 @@ class _Pending:
     """A step accepted on bounds whose exact counts are still being computed."""
 
     history: list[Message]  # that step's history (the replay continues over it)
-    result: _CountedLater
+    result: CountedLater
     sent: list[Message]  # that step's output (the output's replay continues over it)
 
 
@@ -149,7 +150,7 @@ class _State:
     #: then the end of a plain window, and the next walk starts after it
     resume: Resume | None = None
     #: the first call, if it was decided on bounds: tokens, replay and turn are not set yet
-    first: _ExactLater | None = None
+    first: ExactLater | None = None
     #: the cache policy's replay of ``sent`` (what pipeline._fit replays to tell whether
     #: governing the output again would compact it): a step over the trigger that the
     #: verbatim floor holds needs it. Kept from the last full run when that run made one,
@@ -186,7 +187,7 @@ class Governor:
     the messages might edit them.
 
     ``count_store`` (a URL such as ``sqlite:///counts.db`` or ``redis://host:6379/0``, or
-    a store object; see count_store.py) keeps exact token counts between processes: a
+    a store object; see counting/store.py) keeps exact token counts between processes: a
     Governor resuming a long session in a new process reads its history's counts instead
     of tokenizing it again. It never changes an answer; a failing store is reported in
     the report's notes and counted around.
@@ -231,7 +232,7 @@ class Governor:
         check_tools(tools)
         private_tools = None if tools is None else _freeze(tools)
         self.settings: Settings = resolve_settings(tools=private_tools, **self._kwargs)
-        #: where exact counts persist between processes (count_store.py), or None
+        #: where exact counts persist between processes (counting/store.py), or None
         self._store = self.settings.count_store
         #: the tools' count, made on first need when counting them would build the
         #: encoding; now otherwise (a count_tokens hook that fails on them fails here)
@@ -242,7 +243,7 @@ class Governor:
         #: whether a first call may be decided on bounds (off after a mismatch)
         self._first_on_bounds = True
         self._state: _State | None = None
-        #: the developer messages' system-role copies, once one was seen (roles.py)
+        #: the developer messages' system-role copies, once one was seen (messages/roles.py)
         self._developers: Developers | None = None
         self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
         budget = self.settings.budget
@@ -315,7 +316,7 @@ class Governor:
     # -- internals ------------------------------------------------------------------
 
     def _govern(self, messages: list[Message]) -> GovernResult:
-        """govern() for a history that holds no developer message (roles.py)."""
+        """govern() for a history that holds no developer message (messages/roles.py)."""
         state = self._state
         if (
             state is not None
@@ -348,7 +349,7 @@ class Governor:
         assert developers is not None
         if type(messages) is not list:
             check_messages(messages)  # raises: the error names the caller's input
-        return with_developers(messages, self.settings, self._govern, developers, _Relabelled)
+        return with_developers(messages, self.settings, self._govern, developers, Relabelled)
 
     def _incremental(self) -> bool:
         """Only additive counters (the exact one) and the cache policy are incremental;
@@ -380,8 +381,7 @@ class Governor:
         tokens = [counter.message_tokens(m) for m in messages]
         if loaded is not None:
             self._stored(loaded, counter, result)
-        found = ctx.scratch.get("replay")
-        replay = found if isinstance(found, Replay) else None
+        replay = ctx.replay
         sent = list(result.messages)
         turn = self._extendable(messages, result, replay)
         out_replay, out_base = None, None
@@ -412,8 +412,8 @@ class Governor:
         pipeline._fit made it (the output is over the trigger), else the output's
         counts (from the run's counter: no count is made), for ``_output`` to make it
         from if a later step needs it. Steps under the trigger never do."""
-        found = ctx.scratch.get("output_replay")
-        if isinstance(found, Replay) and found.m is result.messages:
+        found = ctx.output_replay
+        if found is not None and found.m is result.messages:
             found.m = sent  # our own copy: the result's list may be the caller's
             return found, None
         try:
@@ -469,10 +469,10 @@ class Governor:
             return None
         known = {id(m): (m, b) for m, b in zip(messages, bounds, strict=True)}
         try:
-            result, ctx = run(messages, settings, _Bounds(counter, known, (settings.tools, tools)))
+            result, ctx = run(messages, settings, Bounds(counter, known, (settings.tools, tools)))
         except Exception:
             return None  # the exact run raises the right error
-        if not _undecided(result.report, ctx.scratch.get("replay"), limit):
+        if not _undecided(result.report, ctx.replay, limit):
             return None
         return self._start_exact(messages, result)
 
@@ -493,7 +493,7 @@ class Governor:
 
         store = self._store
 
-        def work() -> _Exact:
+        def work() -> Exact:
             loaded = None if store is None else store.read(settings.counter, frozen, settings.tools)
             known = {} if loaded is None else loaded.known
             _precount(settings.counter, frozen, known)
@@ -501,16 +501,15 @@ class Governor:
             result, ctx = run(frozen, settings, counter)
             if loaded is not None:
                 self._stored(loaded, counter, result, later=False)  # this thread is off the path
-            found = ctx.scratch.get("replay")
-            return _Exact(
+            return Exact(
                 result=result,
                 tokens=[counter.message_tokens(m) for m in frozen],
-                replay=found if isinstance(found, Replay) else None,
+                replay=ctx.replay,
                 same=result.messages == expected,
             )
 
-        job = _FirstJob(work)
-        result = _ExactLater(bounded.messages, job)
+        job = FirstJob(work)
+        result = ExactLater(bounded.messages, job)
         self._state = _State(
             history=history,
             frozen=frozen,
@@ -592,7 +591,7 @@ class Governor:
         if state.out_replay is not None and not state.out_replay.extend(pending.sent, counts):
             state.out_replay = None  # cannot happen either (the output was under the trigger)
 
-    def _settle_first(self, state: _State, first: _ExactLater) -> None:
+    def _settle_first(self, state: _State, first: ExactLater) -> None:
         """Fill in the state a first call decided on bounds left (waiting for its exact
         run if it must). On a mismatch (see the module docstring) the state is dropped."""
         state.first = None
@@ -600,7 +599,7 @@ class Governor:
         try:
             exact = first.exact()
             if not exact.same:
-                error = RuntimeError(_MISMATCH)
+                error = RuntimeError(MISMATCH)
         except Exception as exc:  # the exact run failed where the run on bounds did not
             error = exc
         if error is not None:
@@ -690,7 +689,7 @@ class Governor:
         return out is not None and out.quiet(new, tokens)
 
     def _byte_bounds(self) -> bool:
-        """Whether the counter is one tokens.message_bound bounds (ExactCounter.byte_bounded:
+        """Whether the counter is one counting.message_bound bounds (ExactCounter.byte_bounded:
         known without building the encoding, so a step never builds it to ask)."""
         counter = self.settings.counter
         return isinstance(counter, ExactCounter) and counter.byte_bounded
@@ -832,7 +831,7 @@ class Governor:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
             # (under the promise, the messages themselves)
             counts = count_in_background(self.settings.counter, frozen)
-            result = _CountedLater(sent, counts, finish)
+            result = CountedLater(sent, counts, finish)
             state.pending = _Pending(history, result, state.sent)
             if self._store is not None:
                 self._store.write_counts_later(self.settings.counter, frozen, counts.result)
@@ -848,12 +847,12 @@ class Governor:
         return result
 
 
-def _undecided(report: Report, replay: object, limit: int) -> bool:
+def _undecided(report: Report, replay: Replay | None, limit: int) -> bool:
     """Whether a run on bounds took no count-dependent decision: the request stayed under
     ``limit`` (the trigger, and the budget) before and after the repairs, and the cache
     policy's replay compacted nowhere. Then a run on smaller counts (the exact ones)
     decides the same: every such decision acts only above a threshold."""
-    if not isinstance(replay, Replay):
+    if replay is None:
         return False  # the cache policy did not run: nothing to continue from
     plan = replay.plan
     return (

@@ -7,8 +7,8 @@ several times what ``json.dumps`` of the history does. ``precount`` splits the t
 call has not counted yet into chunks that this thread and worker processes take from
 the two ends of one queue, and hands the counts to the call (and to the counter's memo)
 before its pipeline runs. Decisions cannot change: each worker counts with the very
-encoding and rules this process counts with (``tokens.bounded_tokens`` over
-``tokens.counting_encoding``), and a worker is used only after it gave this process's
+encoding and rules this process counts with (``runs.bounded_tokens`` over
+``encodings.counting_encoding``), and a worker is used only after it gave this process's
 counts for a probe set of texts (code, CJK, emoji, lone surrogates, special-token text,
 a run long enough to be bounded).
 
@@ -19,7 +19,7 @@ the cores this process may run on, at most ``MAX_WORKERS``; ``CONTEXT_GOVERNOR_C
 or ``set_workers`` overrides it, 0 turns it off). Below that size one core counts
 faster than a worker starts.
 
-Workers are plain child processes (``python -m context_governor._count_worker``; no
+Workers are plain child processes (``python -m context_governor.counting._worker``; no
 ``multiprocessing``, so a user's script is never imported again in a child), started
 on the first call that needs them, by the thread that feeds them: the calling thread
 starts counting at once and never waits for a start. They stay up for later calls,
@@ -43,8 +43,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from queue import SimpleQueue
 
-from .messages import Message
-from .tokens import FAST_PROBE, PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, uncounted
+from ..messages import Message
+from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, uncounted
+from .encodings import FAST_PROBE
 
 __all__ = [
     "CHUNK_CHARS",
@@ -136,7 +137,7 @@ def precount(
     min_chars: int | None = None,
 ) -> int:
     """Count the messages of a big call not in ``known`` over worker processes and add
-    their counts to ``known`` (by message identity, as ``tokens.KnownCounts`` takes
+    their counts to ``known`` (by message identity, as ``counters.KnownCounts`` takes
     them) and to the counter's memo, when what is left is ``min_chars`` (default
     ``MIN_CHARS``) or more. Returns how many texts workers counted (0 when it did not
     apply, or no worker could be used: the call then counts as it would have)."""
@@ -320,7 +321,7 @@ class _Worker:
             return True
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "context_governor._count_worker", self.name],
+                [sys.executable, "-m", "context_governor.counting._worker", self.name],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """``context-governor proxy``: the OpenAI-compatible governing proxy on the command line.
 
-Registered on the ``main`` group of cli.py. starlette and uvicorn are optional
+Registered by the cli package (cli/__init__.py). starlette and uvicorn are optional
 (the ``proxy`` extra), so they are imported only when the command runs, and
 their absence is one line of advice rather than a traceback. The port is bound
 here, before uvicorn starts, so a taken port is reported the same way.
@@ -11,27 +11,20 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from .cli import EXIT_BAD_INPUT, count_workers_option, main, profile_option
-from .cli_summary import PROXY, summary_options
-from .errors import ContextGovernorError
-from .profiles import PROFILES
+from ..errors import ContextGovernorError
+from ..profiles import PROFILES
+from ._common import PROXY, count_workers_option, fail, profile_option, summary_options
 
 if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported when run
-    from .proxy.config import ProxyConfig
-    from .proxy.redact import Redactor
+    from ..proxy.config import ProxyConfig
+    from ..proxy.redact import Redactor
 
 __all__ = ["proxy_command"]
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
 
 
 def _model_windows(pairs: tuple[str, ...]) -> dict[str, int]:
@@ -39,7 +32,7 @@ def _model_windows(pairs: tuple[str, ...]) -> dict[str, int]:
     for pair in pairs:
         model, sep, value = pair.rpartition("=")
         if not sep or not model or not value.isdigit() or int(value) <= 0:
-            _fail(f"--model-window expects MODEL=TOKENS (e.g. gpt-4o=128000), got {pair!r}")
+            fail(f"--model-window expects MODEL=TOKENS (e.g. gpt-4o=128000), got {pair!r}")
         windows[model] = int(value)
     return windows
 
@@ -52,7 +45,7 @@ def _key_file_lines(path: str | None) -> list[str]:
         with open(path, encoding="utf-8") as file:
             return file.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"cannot read --client-keys-file {path}: {exc}")
+        fail(f"cannot read --client-keys-file {path}: {exc}")
         raise  # unreachable
 
 
@@ -70,11 +63,11 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     return sock
 
 
-@main.command("proxy")
+@click.command("proxy")
 @click.option(
     "--upstream",
     required=True,
@@ -382,13 +375,13 @@ def proxy_command(
     try:
         import uvicorn
 
-        from .proxy import ProxyConfig, create_app
-        from .proxy.access import client_keys, open_relay_refusal
+        from ..proxy import ProxyConfig, create_app
+        from ..proxy.access import client_keys, open_relay_refusal
     except ImportError as exc:
-        _fail(
+        fail(
             f"the proxy needs starlette and uvicorn ({exc}): pip install 'context-governor[proxy]'"
         )
-        raise  # unreachable: _fail exits
+        raise  # unreachable: fail exits
     # Not given (nor its alias --provider): each route's own provider (ProxyConfig.profile).
     context = click.get_current_context()
     given = {context.get_parameter_source(name) for name in ("profile", "provider_alias")}
@@ -433,12 +426,12 @@ def proxy_command(
             otlp_endpoint=otlp_endpoint,
         )
     except ContextGovernorError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         raise  # unreachable
     refusal = open_relay_refusal(host, config.api_key is not None, bool(config.client_keys))
     if refusal is not None:
         if not allow_open_relay:
-            _fail(refusal)
+            fail(refusal)
         click.echo(f"warning: open relay on {host}: anyone who reaches it spends the key", err=True)
     sock = _bind(host, port)
     _log_redacted(config.redactor())
@@ -460,7 +453,7 @@ def _metrics_dir() -> str | None:
     do not leave one behind each (a directory the user named is theirs)."""
     import tempfile
 
-    from .proxy.metrics import MULTIPROC_ENV
+    from ..proxy.metrics import MULTIPROC_ENV
 
     if os.environ.get(MULTIPROC_ENV):
         return None
@@ -472,7 +465,7 @@ def _metrics_dir() -> str | None:
 def _log_redacted(redact: Redactor) -> None:
     """Our one line per request at INFO; everyone else (httpx logs every request) at
     WARNING; every line, whoever logs it, with the upstream's credentials masked."""
-    from .proxy.redact import RedactingFilter
+    from ..proxy.redact import RedactingFilter
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     for handler in logging.getLogger().handlers:
@@ -491,7 +484,7 @@ def _serve(
         return
     from uvicorn.supervisors import Multiprocess
 
-    from .proxy.config import CONFIG_ENV
+    from ..proxy.config import CONFIG_ENV
 
     os.environ[CONFIG_ENV] = config.to_json()
     made = _metrics_dir() if config.metrics else None

@@ -48,22 +48,20 @@ from dataclasses import dataclass, fields
 from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
-from .inputs import _has_surrogate, repair_messages
-from .messages import Message
-from .pipeline import Settings, context
-from .providers import checks, fixes
-from .providers.fixes import _ID_RULES, _NAME_OK
-from .providers.policy import Policy
-from .providers.rules import Check
-from .stages import (
+from ..counting import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..messages import Message
+from ..messages.inputs import has_surrogate
+from ..pipeline import Settings, context
+from ..profiles import PROVIDER_STAGES, STRICT_STAGES
+from ..providers import checks
+from ..providers.fixes import ID_RULES, NAME_OK
+from ..providers.rules import Check
+from ..stages import (
     Context,
-    backfill_strict,
-    cap_tool_results,
     compact,
-    drop_orphans_strict,
-    enforce_alternation,
 )
-from .tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..stages.repair import repair_messages
+from ..targets.policy import Policy
 
 __all__ = [
     "IMPLIED_BY_PLAIN",
@@ -80,35 +78,11 @@ __all__ = [
     "unwrapped",
 ]
 
-#: The stages and Policy fields plain_window was written against. A profile with other
-#: stages, or a Policy with other fields, is never plain: a new repair turns the one-pass
-#: check off (tests/test_probe.py then fails) until plain_window reads it too.
-_KNOWN_STAGES = (
-    drop_orphans_strict,
-    backfill_strict,
-    fixes.regroup_tool_results,
-    compact.clear_stage,
-    cap_tool_results,
-    compact.fit_stage,
-    drop_orphans_strict,
-    backfill_strict,
-)
-_KNOWN_FINISH = (
-    fixes.flatten_tools,
-    fixes.systems,
-    enforce_alternation,
-    fixes.opening,
-    fixes.bridge_user_after_tool,
-    fixes.rekey_ids,
-    fixes.split_parallel_calls,
-    fixes.names,
-    fixes.reasoning,
-    fixes.allowed_keys,
-    fixes.empty_content,
-    fixes.thought_signatures,
-    fixes.cache_control,
-    fixes.prefill,
-)
+#: The Policy fields plain_window was written against. A Policy with other fields is
+#: never plain: a new repair turns the one-pass check off (tests/test_probe.py then
+#: fails) until plain_window reads it too. The stages are the provider profiles' own
+#: (profiles.STRICT_STAGES, PROVIDER_STAGES; tests/test_probe.py pins the ones
+#: plain_window knows).
 _KNOWN_POLICY = frozenset(
     {
         "id_style",
@@ -132,8 +106,8 @@ _KNOWN_POLICY = frozenset(
         "text_only_roles",
         "part_types",
         "single_tool_call",
-        "developer_role",  # read by the edge (roles.py): the stages never see that role
-        "legacy_functions",  # the same (legacy.py)
+        "developer_role",  # read by the edge (messages/roles.py): the stages never see that role
+        "legacy_functions",  # the same (messages/legacy.py)
     }
 )
 #: False when Policy has a field plain_window does not know (then nothing is plain).
@@ -266,13 +240,13 @@ class Plan:
 
 
 def _plain_possible(s: Settings) -> bool:
-    """The settings plain_window was written against (see _KNOWN_*)."""
+    """The settings plain_window was written against (see _KNOWN_POLICY)."""
     policy, target = s.policy, s.target
     return not (
         not _POLICY_KNOWN
         or s.profile.prepare != (repair_messages,)
-        or s.profile.stages != _KNOWN_STAGES
-        or s.profile.finish != _KNOWN_FINISH
+        or s.profile.stages != STRICT_STAGES
+        or s.profile.finish != PROVIDER_STAGES
         or s.compaction.kind != "cache"  # the seed policy's clearing runs in clear_stage
         or target is None
         or policy.flatten_tools(target)
@@ -294,7 +268,7 @@ def _make_plan(s: Settings) -> Plan:
     plain_checks = tuple(c for c in applied if not implied_by_plain(c))
     return Plan(
         plain=_plain_possible(s),
-        id_ok=_ID_RULES[policy.id_style],
+        id_ok=ID_RULES[policy.id_style],
         allowed=policy.allowed_keys,
         cap=s.cap,
         names=policy.names,
@@ -400,7 +374,7 @@ def stages_leave_alone(messages: list[Message], s: Settings, ctx: Context, clean
 
 def _text(value: Any) -> TypeGuard[str]:
     """A string the input repair leaves alone (no lone surrogate; ASCII is known in O(1))."""
-    return isinstance(value, str) and (value.isascii() or not _has_surrogate(value))
+    return isinstance(value, str) and (value.isascii() or not has_surrogate(value))
 
 
 def _size(text: str) -> int:
@@ -457,7 +431,7 @@ def plain_facts(
 ) -> tuple[list[int], list[str]] | None:
     """``plain_window``'s pass, which on a yes also gives, for ``messages[start:]``, an
     upper bound on each message's tokens under an exact byte-level counter (the same as
-    ``tokens.message_bound``: the UTF-8 bytes of the counted text plus the per-message
+    ``counting.message_bound``: the UTF-8 bytes of the counted text plus the per-message
     overhead) and the ids of their tool calls; None when the window is not plain. One
     walk over a Governor's new messages instead of one per question. With ``resume``,
     ``messages[:start]`` are taken to be the start of a plain window at which the walk
@@ -498,7 +472,7 @@ def _plain(
         if name is not None and not (
             _text(name)
             and (names != "tool_only" or role == "tool")
-            and (names != "pattern" or _NAME_OK.fullmatch(name))
+            and (names != "pattern" or NAME_OK.fullmatch(name))
         ):
             return False
         calls = False

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..report import Action, Report
+from . import Message
 from .legacy import FUNCTION, Legacy, first_legacy, is_legacy
-from .messages import Message
-from .report import Action, Report
 
 __all__ = ["DEVELOPER", "STAGE", "Developers", "first_developer", "first_edge", "with_entries"]
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import InputError
-from .messages import Message
+from ..errors import InputError
+from . import Message
 
 __all__ = [
     "FUNCTION",

@@ -18,9 +18,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .errors import InputError, brief
-from .messages import INPUT_ROLES, Message
-from .stages.base import Context
+from ..errors import InputError, brief
+from . import INPUT_ROLES, Message
 
 __all__ = [
     "MAX_CONTAINERS",
@@ -29,7 +28,8 @@ __all__ = [
     "check_messages",
     "check_structure",
     "check_tools",
-    "repair_messages",
+    "has_surrogate",
+    "repair_message",
     "structure_problem",
     "unserializable_path",
 ]
@@ -270,7 +270,7 @@ def _repair_call(call: Any, where: str) -> tuple[dict[str, Any] | None, list[str
     return (repaired if fixes else call), fixes
 
 
-def _has_surrogate(value: Any) -> bool:
+def has_surrogate(value: Any) -> bool:
     """Whether a lone surrogate hides anywhere in ``value`` (cheap: most text is ASCII).
 
     Iterative, and each container is looked at once, so depth and sharing cost nothing."""
@@ -318,7 +318,7 @@ def _clean_unicode(value: Any, path: str, fixes: list[str]) -> Any:
 
     Only the containers on the way to a repaired string are copied; the rest of the
     copy shares the input's objects (which are never modified)."""
-    if not _has_surrogate(value):
+    if not has_surrogate(value):
         return value
     if isinstance(value, str):
         fixes.append(f"{path}: invalid unicode (lone surrogate) replaced")
@@ -344,7 +344,9 @@ def _clean_unicode(value: Any, path: str, fixes: list[str]) -> Any:
     return root
 
 
-def _repair_message(message: Message, i: int) -> tuple[Message | None, list[str]]:
+def repair_message(message: Message, i: int) -> tuple[Message | None, list[str]]:
+    """Message ``i`` with what providers would reject outright fixed or stripped, and what
+    was done (one line each); None when nothing sensible is left to send."""
     where = f"messages[{i}]"
     fixes: list[str] = []
     repaired: Message = _clean_unicode(message, where, fixes)
@@ -374,36 +376,6 @@ def _repair_message(message: Message, i: int) -> tuple[Message | None, list[str]
             elif not repaired.get("content"):
                 return None, fixes
     return repaired, fixes
-
-
-def repair_messages(messages: list[Message], ctx: Context) -> list[Message]:
-    """Strict profiles' first stage: fix or strip what providers would reject outright."""
-    updated: list[Message] | None = None
-    for i, message in enumerate(messages):
-        repaired, fixes = _repair_message(message, i)
-        if not fixes:
-            if updated is not None:
-                updated.append(message)
-            continue
-        if updated is None:
-            updated = list(messages[:i])
-        for n, fix in enumerate(fixes, 1):
-            # The token change of the whole message is booked on its last repair.
-            saved = (
-                ctx.tokens(message) - ctx.tokens(repaired) if repaired and n == len(fixes) else 0
-            )
-            ctx.record(STAGE, "repair", i, fix, tokens_saved=saved)
-        if repaired is None:
-            ctx.record(
-                STAGE,
-                "drop",
-                i,
-                f"messages[{i}]: assistant message left with nothing to say",
-                tokens_saved=ctx.tokens(message),
-            )
-        else:
-            updated.append(repaired)
-    return messages if updated is None else updated
 
 
 _JSON_LEAVES = (str, int, float, bool, type(None))

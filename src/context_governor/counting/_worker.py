@@ -1,9 +1,9 @@
-"""A counting worker process (count_pool.py starts it): exact token counts over a pipe.
+"""A counting worker process (pool.py starts it): exact token counts over a pipe.
 
-Run as ``python -m context_governor._count_worker ENCODING``. It builds the encoding the
-parent counts with (``tokens.counting_encoding``), then answers frames until its input
+Run as ``python -m context_governor.counting._worker ENCODING``. It builds the encoding the
+parent counts with (``encodings.counting_encoding``), then answers frames until its input
 ends: each frame is an 8-byte little-endian length and a ``marshal``-ed list of texts,
-each answer the same framing around the list of their counts (``tokens.bounded_tokens``
+each answer the same framing around the list of their counts (``runs.bounded_tokens``
 with the encoding, as ``ExactCounter`` counts). The parent's first frame is a probe it
 checks the answer to. It exits with 3 when the encoding cannot be built, and at the end
 of its input (the parent closed the pipe, or died).
@@ -17,7 +17,8 @@ import marshal
 import sys
 from typing import BinaryIO
 
-from context_governor.tokens import bounded_tokens, count_ordinary, counting_encoding
+from context_governor.counting.encodings import count_ordinary, counting_encoding
+from context_governor.counting.runs import bounded_tokens
 
 LENGTH = 8
 

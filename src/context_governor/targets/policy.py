@@ -58,8 +58,8 @@ class Policy:
     #: one tool call per assistant message (Llama 3.x templates)
     single_tool_call: bool = False
     #: the API takes messages of role developer (OpenAI); elsewhere they are sent as
-    #: system messages (roles.py)
+    #: system messages (messages/roles.py)
     developer_role: bool = False
     #: the API takes the deprecated function calling (``function_call``, role function;
-    #: OpenAI); elsewhere such a history is refused (legacy.py)
+    #: OpenAI); elsewhere such a history is refused (messages/legacy.py)
     legacy_functions: bool = False

@@ -1,13 +1,10 @@
-"""``context-governor run`` and ``context-governor demo``: the agent runner on the command line.
+"""``context-governor run``: the agent runner on the command line.
 
-``run`` drives a real model with the built-in tools over a workspace, in the
-API the server speaks (``--api``: Chat Completions, Anthropic Messages or
-OpenAI Responses); ``demo`` plays a scripted session offline. Both print,
-for every model call, what governance did to the request.
-
-Registered on the ``main`` group of cli.py. The runner, the HTTP client and the
-tools are imported inside the commands, so ``context-governor govern`` does
-not pay for them at start-up.
+``run`` drives a real model with the built-in tools over a workspace, in the API the
+server speaks (``--api``: Chat Completions, Anthropic Messages or OpenAI Responses),
+and prints, for every model call, what governance did to the request. The runner, the
+HTTP client and the tools are imported inside the command, so ``context-governor
+govern`` does not pay for them at start-up.
 """
 
 from __future__ import annotations
@@ -16,52 +13,51 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from .cli import EXIT_BAD_INPUT, count_workers_option, main, profile_option
-from .cli_io import dumps
-from .cli_summary import RUN, summary_options
-from .errors import ContextGovernorError
-from .profiles import PROFILES
+from ..errors import ContextGovernorError
+from ..profiles import PROFILES
+from ._common import (
+    COMPACTIONS,
+    EXIT_RUN_FAILED,
+    RUN,
+    count_workers_option,
+    dumps,
+    err,
+    fail,
+    out,
+    profile_option,
+    summary_options,
+)
 
 if TYPE_CHECKING:
-    from .messages import Message
-    from .run_render import ProgressPrinter
-    from .runner import AgentRunner, RunResult
+    from ..messages import Message
+    from ..runner import AgentRunner, RunResult
 
 __all__ = [
     "APIS",
     "API_SPECS",
-    "COMPACTIONS",
     "DEFAULT_SYSTEM",
-    "DEMO_WINDOW",
     "EXIT_INTERRUPTED",
-    "EXIT_RUN_FAILED",
     "REASONING_EFFORTS",
     "ApiSpec",
-    "demo_command",
     "read_history",
     "run_command",
     "write_history",
 ]
 
-#: Exit status of a run that did not end with an answer (model error, iteration limit).
-EXIT_RUN_FAILED = 1
 EXIT_INTERRUPTED = 130
-DEMO_WINDOW = 11_000
 DEFAULT_SYSTEM = (
     "You are a coding agent. The workspace is your current directory; use the tools "
     "(read_file, list_dir, grep, find_files, exec) to look before you answer, keep "
     "tool calls focused, and answer concisely."
 )
-COMPACTIONS = ("cache", "seed")
 #: --api's names: govern_request's (formats/base.py APIS) for the APIs ``run`` has a
 #: client for.
 APIS = ("openai", "anthropic", "responses")
@@ -114,20 +110,6 @@ class _ApiChoice(click.Choice):  # type: ignore[type-arg]
         return super().convert(value, param, ctx)
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-def _err(line: str) -> None:
-    click.echo(line, err=True)
-
-
-def _out(text: str) -> None:
-    click.echo(text, nl=False)
-    sys.stdout.flush()
-
-
 # --------------------------------------------------------------------------- history file
 
 
@@ -168,7 +150,7 @@ def _summary(result: RunResult) -> str:
 
 
 def _run_failure(result: RunResult, api: str = "openai") -> str:
-    from .llm import ModelConnectionError
+    from ..llm import ModelConnectionError
 
     spec = API_SPECS[api]
     if isinstance(result.exception, ModelConnectionError):
@@ -185,14 +167,14 @@ def _run_failure(result: RunResult, api: str = "openai") -> str:
 
 def _check_budget(context_window: int | None, max_output: int | None) -> None:
     """A window that leaves no room for the prompt is a usage error, not a run to start."""
-    from .pipeline import DEFAULT_MAX_OUTPUT
-    from .stages.snip import SAFETY_BUFFER
+    from ..pipeline import DEFAULT_MAX_OUTPUT
+    from ..stages.snip import SAFETY_BUFFER
 
     if context_window is None:
         return
     reserve = max_output if max_output is not None else DEFAULT_MAX_OUTPUT
     if context_window - reserve - SAFETY_BUFFER <= 0:
-        _fail(
+        fail(
             f"--context-window {context_window} leaves no room for the prompt: the budget is "
             f"the window - {reserve} (max output) - {SAFETY_BUFFER} (safety buffer)"
         )
@@ -200,22 +182,22 @@ def _check_budget(context_window: int | None, max_output: int | None) -> None:
 
 def _thinking(value: str | None, api: str, max_output: int | None) -> int | str | None:
     """--thinking as the Anthropic client's setting; a usage error when it cannot work."""
-    from .llm.anthropic_client import MIN_THINKING_BUDGET
-    from .pipeline import DEFAULT_MAX_OUTPUT
+    from ..llm.anthropic_client import MIN_THINKING_BUDGET
+    from ..pipeline import DEFAULT_MAX_OUTPUT
 
     if value is None or value == "off":
         return None
     if api != "anthropic":
-        _fail("--thinking is a setting of --api anthropic (use --reasoning-effort for responses)")
+        fail("--thinking is a setting of --api anthropic (use --reasoning-effort for responses)")
     if value == "adaptive":
         return value
     try:
         budget = int(value)
     except ValueError:
-        _fail(f"--thinking {value!r}: expected a token budget, 'adaptive' or 'off'")
+        fail(f"--thinking {value!r}: expected a token budget, 'adaptive' or 'off'")
     reserve = max_output if max_output is not None else DEFAULT_MAX_OUTPUT
     if budget < MIN_THINKING_BUDGET or budget >= reserve:
-        _fail(
+        fail(
             f"--thinking {budget}: the budget must be at least {MIN_THINKING_BUDGET} and below "
             f"the output reserve (--max-output, {reserve})"
         )
@@ -235,13 +217,13 @@ def _make_client(
 ) -> Any:
     """The model client for ``--api`` (imported here: ``govern`` does not pay for it)."""
     if api == "anthropic":
-        from .llm.anthropic_client import AnthropicClient
+        from ..llm.anthropic_client import AnthropicClient
 
         return AnthropicClient(
             model, base_url=url, stream=stream, thinking=thinking, on_retry=on_retry
         )
     if api == "responses":
-        from .llm.responses_client import ResponsesClient
+        from ..llm.responses_client import ResponsesClient
 
         reasoning = {"effort": effort} if effort is not None else None
         return ResponsesClient(
@@ -252,7 +234,7 @@ def _make_client(
             include_reasoning=include_reasoning,
             on_retry=on_retry,
         )
-    from .llm import OpenAICompatClient
+    from ..llm import OpenAICompatClient
 
     return OpenAICompatClient(model, base_url=url, stream=stream, on_retry=on_retry)
 
@@ -269,14 +251,14 @@ def _compaction(
     the same ``api`` and server). ContextGovernorError on settings that do not go together."""
     if summary_model is None:
         if store is not None:
-            _fail("--summary-store needs --summary-model")
+            fail("--summary-store needs --summary-model")
         return compaction
     if compaction != "cache":
-        _fail(
+        fail(
             "--summary-model needs --compaction cache (summaries replace the cache policy's cuts)"
         )
-    from .policies import CompactionPolicy
-    from .summary import Summaries, model_summarizer, open_store
+    from ..policies import CompactionPolicy
+    from ..summary import Summaries, model_summarizer, open_store
 
     def make_client() -> Any:
         return _make_client(
@@ -308,10 +290,10 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
             try:
                 write_history(save, history + runner.new_messages)
             except OSError as exc:
-                _err(f"error: cannot save the history to {save}: {exc.strerror or exc}")
+                err(f"error: cannot save the history to {save}: {exc.strerror or exc}")
 
 
-@main.command("run")
+@click.command("run")
 @click.argument("task")
 @click.option("--model", required=True, help="Model name, as the server knows it.")
 @click.option(
@@ -452,22 +434,22 @@ def run_command(
       context-governor run "Summarise the README" --api responses --model o4-mini \\
           --reasoning-effort low
     """
-    from .governor import Governor
-    from .run_render import ProgressPrinter
-    from .runner import AgentRunner
-    from .tools import builtin_tools
+    from ..governor import Governor
+    from ..runner import AgentRunner
+    from ..runner.progress import ProgressPrinter
+    from ..tools import builtin_tools
 
     spec = API_SPECS[api]
     url = base_url or os.environ.get(spec.url_env) or None
     if url is None and not os.environ.get(spec.key_env):
-        _fail(
+        fail(
             f"no server given: set {spec.key_env} for {spec.default_host}, or --base-url for "
             f"another server"
         )
     if reasoning_effort is not None and api != "responses":
-        _fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
+        fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
     if no_encrypted_reasoning and api != "responses":
-        _fail("--no-encrypted-reasoning is a setting of --api responses")
+        fail("--no-encrypted-reasoning is a setting of --api responses")
     budget = _thinking(thinking, api, max_output)
     context = click.get_current_context()
     if (
@@ -475,12 +457,12 @@ def run_command(
         and context.params.get("provider_alias") is None
     ):
         profile = spec.default_profile
-    from .windows import resolve_window
+    from ..targets.windows import resolve_window
 
     _check_budget(resolve_window(context_window, model)[0], max_output)
     history: list[Message] = []
     if history_path is not None and not history_path.parent.is_dir():
-        _fail(f"--history {history_path}: the directory {history_path.parent} does not exist")
+        fail(f"--history {history_path}: the directory {history_path.parent} does not exist")
     try:
         if history_path is not None and history_path.exists():
             history = read_history(history_path)
@@ -495,13 +477,13 @@ def run_command(
         )
         tools = builtin_tools(workspace, exec_timeout=tool_timeout, allow_exec=not no_exec)
     except ContextGovernorError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if not any(m.get("role") == "system" for m in history if isinstance(m, dict)):
         history = [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM}, *history]
     history.append({"role": "user", "content": task})
 
-    printer = ProgressPrinter(_err, _out, verbose=verbose)
+    printer = ProgressPrinter(err, out, verbose=verbose)
     if verbose:
         printer.info(f"api {api}, profile {profile}, compaction {compaction}")
     if governor.settings.window is None:
@@ -541,94 +523,14 @@ def run_command(
     except KeyboardInterrupt:
         printer.end_text()
         saved = f"; history saved to {history_path}" if history_path else ""
-        _err(f"interrupted{saved}")
+        err(f"interrupted{saved}")
         sys.exit(EXIT_INTERRUPTED)
     except ContextGovernorError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     printer.end_text()  # the answer itself reached stdout through on_text
     for event in result.events:
-        _err(f"warning: {event}")
-    _err(_summary(result))
+        err(f"warning: {event}")
+    err(_summary(result))
     if result.stop_reason not in ("completed", "length"):
-        _fail(_run_failure(result, api), EXIT_RUN_FAILED)
-
-
-# --------------------------------------------------------------------------- demo
-
-
-def _demo_footer(summary: Any, printer: ProgressPrinter, provider: str) -> None:
-    acted = summary.stage_actions
-    stages = summary.stages
-    shown = [s for s in stages if acted[s]] + sorted(set(acted) - set(stages))
-    printer.info("")
-    printer.info("stages that acted: " + ", ".join(f"{s} ({acted[s]})" for s in shown))
-    if summary.missing_stages:
-        printer.info("stages that did not act: " + ", ".join(summary.missing_stages))
-    before = sum(r.tokens_before for r in summary.reports)
-    after = sum(r.tokens_after for r in summary.reports)
-    printer.info(
-        f"{summary.requests} model calls: {before:,} tokens of history, {after:,} sent "
-        f"({1 - after / max(before, 1):.0%} less); "
-        + (
-            f"every request passed the {provider} rules"
-            if not summary.violations
-            else f"{summary.violations} rule violations!"
-        )
-    )
-
-
-@main.command("demo")
-@click.option(
-    "--context-window",
-    type=click.IntRange(min=3000),
-    default=DEMO_WINDOW,
-    show_default=True,
-    help="Small on purpose, so that snipping starts after a few file reads.",
-)
-@profile_option(sorted(PROFILES), help="Target rules and policy (as for govern).")
-@click.option(
-    "--compaction",
-    type=click.Choice(COMPACTIONS),
-    default="cache",
-    show_default=True,
-    help="'cache' (the default everywhere) shows the cache-friendly compaction; 'seed' "
-    "the seed pipeline's microcompact and snip.",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Show every governance action and note.")
-def demo_command(context_window: int, profile: str, compaction: str, verbose: bool) -> None:
-    """Play an offline agent session that makes every governance stage act.
-
-    A scripted model drives the real built-in tools over a small sample project
-    (written to a temporary directory). Along the way the user cancels a run,
-    the model server fails once, and the app restarts from a trimmed history —
-    each a reason for one of the pipeline's repairs.
-    """
-    from .demo import run_demo, write_project
-    from .run_render import ProgressPrinter
-
-    printer = ProgressPrinter(click.echo, _out, verbose=verbose)
-    with tempfile.TemporaryDirectory(prefix="context-governor-demo-") as tmp:
-        workspace = Path(tmp)
-        write_project(workspace)
-        click.echo(f"sample project written to a temporary directory ({workspace.name})")
-        if profile == "nanobot":
-            compaction = "seed"  # the nanobot profile is the seed whatever was asked
-        click.echo(f"profile {profile}, compaction {compaction}, context window {context_window:,}")
-        try:
-            summary = asyncio.run(
-                run_demo(
-                    workspace,
-                    printer,
-                    context_window=context_window,
-                    profile=profile,
-                    compaction=compaction,
-                )
-            )
-        except ContextGovernorError as exc:
-            _fail(str(exc))
-            return
-    provider = PROFILES[profile].provider or "openai"
-    _demo_footer(summary, printer, provider)
-    if summary.violations:
-        sys.exit(EXIT_RUN_FAILED)
+        fail(_run_failure(result, api), EXIT_RUN_FAILED)

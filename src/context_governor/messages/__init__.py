@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 __all__ = [
     "INPUT_ROLES",
     "ROLES",
+    "TEXT_PARTS",
     "FunctionCall",
     "Joinable",
     "Message",
@@ -19,6 +20,7 @@ __all__ = [
     "ToolCall",
     "Tools",
     "call_name",
+    "content_text",
     "declared_calls",
     "has_tool_calls",
     "join_fields",
@@ -147,3 +149,23 @@ def join_fields(
             out[key] = value
             lost.append(key)
     return out, tuple(lost)
+
+
+#: Content parts whose ``text`` is answer text: chat and Messages "text", Responses
+#: "output_text" (a Responses answer keeps its parts as the API returned them).
+TEXT_PARTS = frozenset({"text", "output_text"})
+
+
+def content_text(content: Any) -> str:
+    """The text of a message content: a str as is, the text parts of a list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict)
+            and p.get("type") in TEXT_PARTS
+            and isinstance(p.get("text"), str)
+        )
+    return ""
