@@ -325,10 +325,9 @@ class CompactionPolicy:
         their turns up to the budget, and only then are turns cut. An explicit
         ``trigger`` or ``trigger_tokens`` is a size the user chose: it stays the ceiling.
         Measured per shape in docs/benchmarks.md (agent's own messages kept)."""
-        fixed = self.fixed_thresholds(budget)[0]
         if not self.mask_first or not self.default_trigger():
             return self.thresholds(budget)[0]
-        return max(fixed, budget)
+        return budget  # the fixed trigger is a share of it, never above
 
     def default_trigger(self) -> bool:
         """Whether the trigger is left at its defaults (no explicit ``trigger`` or
