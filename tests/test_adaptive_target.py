@@ -184,7 +184,7 @@ def test_cheap_or_unknown_reads_keep_the_goal_as_it_was(
     judged: the verbatim room does not apply there, nor with an explicit trigger."""
     for policy in (
         CompactionPolicy(mask_first=False, cache_price=price),
-        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger_tokens=90_000),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger=90_000),
     ):
         assert not policy.dear_reads()
         trigger, target = policy.thresholds(budget)

@@ -272,7 +272,8 @@ def test_offload_failure_is_reported_and_still_clears(tmp_path: Path) -> None:
         {"trigger": 1.5},
         {"min_savings": -1},
         {"keep_recent": 1.5},
-        {"trigger_tokens": 0},
+        {"trigger": 0},
+        {"trigger": 1},
         {"kind": "lru"},
     ],
 )

@@ -93,7 +93,7 @@ def test_the_ceiling_is_the_budget_only_under_mask_first_at_the_default_trigger(
     assert CompactionPolicy().cut_ceiling(budget) == budget
     assert CompactionPolicy().thresholds(budget)[0] == 100_000
     assert CompactionPolicy(mask_first=False).cut_ceiling(budget) == 100_000
-    assert CompactionPolicy(trigger_tokens=50_000).cut_ceiling(budget) == 50_000
+    assert CompactionPolicy(trigger=50_000).cut_ceiling(budget) == 50_000
 
 
 def _coding(steps: int, seed: int = 5) -> list[list[Message]]:

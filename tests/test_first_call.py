@@ -40,7 +40,7 @@ def _replay_reads(messages: list[Message]) -> tuple[int, int]:
     """Index reads of the history by one replay with a small trigger (many compactions),
     and how many compactions it made."""
     tokens = [len(str(m.get("content") or "")) // 4 + 4 for m in messages]
-    policy = CompactionPolicy(trigger_tokens=4_000, target_tokens=1_000, min_savings=100)
+    policy = CompactionPolicy(trigger=4_000, target=1_000, min_savings=100)
     counted = CountingList(messages)
     CountingList.reads = 0
     replay = replay_history(

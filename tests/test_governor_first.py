@@ -82,8 +82,8 @@ def _session(rng: random.Random, steps: int) -> list[Message]:
 def _policy(trigger: int) -> CompactionPolicy:
     """A cache policy whose trigger is ``trigger`` tokens and which compacts readily."""
     return CompactionPolicy(
-        trigger_tokens=trigger,
-        target_tokens=max(1, trigger // 2),
+        trigger=trigger,
+        target=max(2, trigger // 2),
         min_savings=16,
         keep_recent=2,
         min_chars=10,
@@ -390,9 +390,9 @@ def test_first_calls_of_every_setting_near_the_bound_are_govern(index: int) -> N
             continue
         bound = sum(b or 0 for b in bounds) + (tokens.tools_bound(counter, tools) or 0)
         for share in (0.9, 1.0, 1.05, 1.5):
-            trigger = max(1, int(bound * share))
+            trigger = max(2, int(bound * share))  # an int 1 is refused (say 1.0)
             policy = replace(
-                base, trigger_tokens=trigger, target_tokens=max(1, trigger // 2), price_aware=False
+                base, trigger=trigger, target=max(2, trigger // 2), price_aware=False
             )
             args = {**choice, "compaction": policy, "context_window": WINDOW, "tools": tools}
             if kind == "seed":

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.errors import ConfigError
-from context_governor.policies import DEFAULT_TRIGGER_TOKENS, price_scale
+from context_governor.pipeline import resolve_settings
+from context_governor.policies import DEFAULT_TRIGGER_TOKENS, SEED, price_scale
 from context_governor.providers import validate
 from context_governor.targets.prices import (
     ANTHROPIC,
@@ -122,7 +123,7 @@ def test_explicit_settings_win_and_the_rule_can_be_turned_off() -> None:
     assert CompactionPolicy(cache_price=OPENAI_4O).thresholds(budget) == (44_000, 16_000)
     off = CompactionPolicy(cache_price=OPENAI_4O, price_aware=False)
     assert off.thresholds(budget) == default
-    assert CompactionPolicy(cache_price=OPENAI_4O, trigger_tokens=90_000).thresholds(budget)[0] == (
+    assert CompactionPolicy(cache_price=OPENAI_4O, trigger=90_000).thresholds(budget)[0] == (
         90_000
     )
     assert CompactionPolicy(cache_price=OPENAI_4O, trigger=0.5).thresholds(budget)[0] == 61_440
@@ -131,7 +132,8 @@ def test_explicit_settings_win_and_the_rule_can_be_turned_off() -> None:
     assert CompactionPolicy().priced("openai", "mystery-model").cache_price is None
     assert off.priced("openai", "gpt-4.1").cache_price is OPENAI_4O
     assert CompactionPolicy(price_aware=False).priced("openai", "gpt-4o").cache_price is None
-    assert CompactionPolicy(kind="seed").priced("openai", "gpt-4o").cache_price is None
+    # the seed policy has no prices to tune: govern() keeps it as it is
+    assert resolve_settings(model="gpt-4o", compaction="seed").compaction is SEED
 
 
 def test_a_bad_cache_price_is_a_config_error() -> None:

@@ -275,7 +275,7 @@ def test_the_summarizer_never_sees_more_than_its_budget() -> None:
         context_window=64_000,
         max_output=1000,
         compaction=CompactionPolicy(  # cutting, not masking: the summary is of a cut
-            target_tokens=4000, summary=Summaries(summarizer, input_tokens=2000), mask_first=False
+            target=4000, summary=Summaries(summarizer, input_tokens=2000), mask_first=False
         ),
     )
     assert summary_count(result.messages) == 1
@@ -395,7 +395,7 @@ def test_summary_option_errors() -> None:
     with pytest.raises(ConfigError, match="Summaries"):
         CompactionPolicy(summary=scripted_summary)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="cache policy"):
-        CompactionPolicy(kind="seed", summary=Summaries(scripted_summary))
+        CompactionPolicy(kind="seed", summary=Summaries(scripted_summary))  # deprecated
 
 
 def test_no_cut_no_summary() -> None:

@@ -135,7 +135,7 @@ def test_the_floor_leaves_cheap_or_unknown_reads_and_explicit_triggers_alone(
         CompactionPolicy(verbatim_floor=True),
         CompactionPolicy(mask_first=False, cache_price=OPENAI_5, verbatim_floor=True),
         CompactionPolicy(mask_first=False, cache_price=ANTHROPIC, verbatim_floor=True),
-        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger_tokens=90_000, verbatim_floor=True),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger=90_000, verbatim_floor=True),
         CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, adaptive_target=False, verbatim_floor=True),
     ):
         assert policy.floor(budget, span, span) is None

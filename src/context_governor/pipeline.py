@@ -14,7 +14,7 @@ from .messages import Message
 from .messages.inputs import check_messages, check_tools, unserializable_path
 from .messages.legacy import first_legacy, refusal
 from .messages.roles import Developers, first_edge, with_entries
-from .policies import CompactionPolicy, get_policy
+from .policies import Compaction, CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
@@ -209,7 +209,7 @@ def govern(
     max_output: int | None = None,
     max_tool_result_chars: int | None = None,
     prefill: bool = False,
-    compaction: str | CompactionPolicy | None = None,
+    compaction: str | Compaction | None = None,
     count_tokens: Callable[[str], int] | None = None,
     count_store: str | CountStore | CountLink | None = None,
 ) -> GovernResult:
@@ -309,7 +309,7 @@ class Settings:
     window: int | None
     max_output: int
     cap: int | None
-    compaction: CompactionPolicy
+    compaction: Compaction
     budget: int | None
     prefill: bool
     provider: Any  # providers.Provider
@@ -331,7 +331,7 @@ def resolve_settings(
     max_output: int | None = None,
     max_tool_result_chars: int | None = None,
     prefill: bool = False,
-    compaction: str | CompactionPolicy | None = None,
+    compaction: str | Compaction | None = None,
     count_tokens: Callable[[str], int] | None = None,
     count_store: str | CountStore | CountLink | None = None,
 ) -> Settings:
@@ -353,7 +353,8 @@ def resolve_settings(
     has_tools = bool(checked_tools)
     entry, target = resolve(prof.provider or "openai", model, prefill=prefill, has_tools=has_tools)
     # the cache prices of the target tune the trigger (policies.price_scale)
-    compaction_policy = compaction_policy.priced(target.provider, target.model)
+    if isinstance(compaction_policy, CompactionPolicy):
+        compaction_policy = compaction_policy.priced(target.provider, target.model)
     return Settings(
         profile=prof,
         tools=checked_tools,
@@ -400,9 +401,7 @@ def context(s: Settings, counter: TokenCounter) -> Context:
 
 #: How a summarizer's input is fitted to its budget: nothing is compacted before the
 #: input is over the budget, and then only down to it (the summary covers the rest).
-_SUMMARY_INPUT_POLICY = CompactionPolicy(
-    trigger=1.0, target=1.0, trigger_tokens=None, target_tokens=None, min_savings=0
-)
+_SUMMARY_INPUT_POLICY = CompactionPolicy(trigger=1.0, target=1.0, min_savings=0)
 
 
 def fit_summary_input(messages: list[Message], tokens: int) -> tuple[list[Message], Report]:

@@ -25,9 +25,10 @@ any replica of a proxy, gives the same answer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+import warnings
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from .errors import ConfigError, brief
 from .targets.prices import CachePrice, cache_price
@@ -41,6 +42,8 @@ __all__ = [
     "CLEAR_CHUNK_SHARE",
     "DEFAULT_CUT_NOTE",
     "DEFAULT_PLACEHOLDER",
+    "DEFAULT_TARGET",
+    "DEFAULT_TARGET_TOKENS",
     "DEFAULT_TRIGGER",
     "DEFAULT_TRIGGER_TOKENS",
     "FLOOR_RESULTS",
@@ -50,12 +53,17 @@ __all__ = [
     "REFERENCE_READ",
     "SEED",
     "VERBATIM_ROOM",
+    "Compaction",
     "CompactionPolicy",
     "PolicyKind",
+    "SeedPolicy",
+    "Threshold",
     "get_policy",
     "price_scale",
+    "settings_of",
 ]
 
+#: The policies' names (``SeedPolicy.name``, ``CompactionPolicy.name``).
 PolicyKind = Literal["seed", "cache"]
 
 #: Read as: the call succeeded, its output was removed for space, and here is how to
@@ -113,10 +121,82 @@ MASK_MIN_RECENT = 5
 #: themselves must take for the floor to apply (a chat's take about a tenth).
 FLOOR_RESULTS = 0.25
 
-#: The trigger's defaults: the price-aware rule moves the trigger only when it is left
-#: at these (an explicit ``trigger`` or ``trigger_tokens`` wins).
+#: The trigger's default: this share of the budget, at most this many tokens. Past
+#: ~100k tokens a request costs more, even cached, than the cache misses compaction
+#: causes (100k is also the default trigger of Anthropic's context editing); measured
+#: in bench/ (docs/benchmarks.md). The price-aware rule moves the trigger only when it
+#: is left at its default (an explicit ``trigger`` wins).
 DEFAULT_TRIGGER = 0.95
 DEFAULT_TRIGGER_TOKENS = 100_000
+#: The target's default: this share of the budget, at most this many tokens.
+DEFAULT_TARGET = 0.4
+DEFAULT_TARGET_TOKENS = 16_000
+
+#: A threshold as the user gives it: a float is a share of the budget (0 < x <= 1), an
+#: int a number of tokens (at most the default share of the budget), None the default.
+Threshold: TypeAlias = "float | int | None"
+
+
+class _Unset:
+    """Marks a deprecated argument that was not given (None is a value it can take)."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _check_threshold(name: str, value: object, one_ok: bool = False) -> None:
+    """A clear error for a threshold that is neither a share, tokens nor None."""
+    if value is None:
+        return
+    if isinstance(value, float):
+        if not 0 < value <= 1:
+            raise ConfigError(
+                f"{name} as a share of the budget must be in (0, 1], got {value!r} "
+                "(give tokens as an integer)"
+            )
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(
+            f"{name} must be a share of the budget (a float in (0, 1]), a number of tokens "
+            f"(a positive integer) or None for the default, got {value!r}"
+        )
+    if value == 1 and not one_ok:
+        raise ConfigError(f"{name}=1 is one token: write {name}=1.0 for the whole budget")
+
+
+def _threshold_tokens(value: float | int | None, share: float, cap: int, budget: int) -> int:
+    """``value`` (see Threshold) in tokens for ``budget``; ``share`` and ``cap`` are its
+    defaults. Tokens never go above the default share: on a small window the
+    threshold stays inside the budget (what trigger_tokens did, which this replaces)."""
+    if value is None:
+        return min(int(share * budget), cap)
+    if isinstance(value, float):
+        return int(value * budget)
+    return min(int(share * budget), value)
+
+
+def _fold(name: str, value: float | int | None, tokens: Any, share: float) -> float | int | None:
+    """The one-field threshold for the deprecated ``{name}_tokens`` spelling."""
+    if tokens is _UNSET:
+        return value
+    warnings.warn(
+        f"CompactionPolicy({name}_tokens=...) is deprecated and will be removed in the next "
+        f"release: give {name} as tokens (an integer) or a share of the budget (a float)",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    if value is not None:
+        raise ConfigError(
+            f"give {name} as a share of the budget or as tokens, not both "
+            f"({name}={value!r}, {name}_tokens={tokens!r}; {name}_tokens is deprecated)"
+        )
+    if tokens is None:
+        return share  # no cap in tokens: the default share alone
+    _check_threshold(f"{name}_tokens", tokens, one_ok=True)
+    return int(tokens)
 #: The cached-read price (a share of the input price) the fixed defaults were tuned
 #: for: bench's flat model, and what Anthropic, gpt-5, Gemini 2.5 and DeepSeek charge.
 REFERENCE_READ = 0.1
@@ -143,12 +223,28 @@ def price_scale(price: CachePrice) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class CompactionPolicy:
-    """How to spend the budget. See the module docstring; every field has a safe default.
+class SeedPolicy:
+    """Nanobot's policy, the seed: on every call, clear every old tool result past the
+    newest ten (microcompact), then drop the oldest messages until the request fits
+    (snip). It has no settings: it is the reference the cache policy is measured
+    against, exact to nanobot-ai 0.2.2. Ask for it by name (``compaction="seed"``) or
+    as ``SEED``; the ``nanobot`` profile always uses it."""
 
-    ``trigger`` and ``target`` are shares of the budget (context window - max output -
-    safety buffer); ``min_savings`` is in tokens; ``min_chars`` is a tool result's size
-    below which it is never cleared; ``keep_recent`` tool results are kept verbatim
+    #: The policy's name, as the CLI, the proxy and the reports spell it.
+    name: ClassVar[str] = "seed"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """The cache policy: how to spend the budget. See the module docstring; every field
+    has a safe default.
+
+    ``trigger`` and ``target`` are each one threshold (``Threshold``): a float is a
+    share of the budget (context window - max output - safety buffer), an int is tokens
+    (never above the default share of the budget), None the default (trigger: 95% of
+    the budget, at most 100k tokens; target: 40%, at most 16k). ``min_savings`` is in
+    tokens; ``min_chars`` is a tool result's size below which it is never cleared;
+    ``keep_recent`` tool results are kept verbatim
     (a preference: under ``mask_first`` they go down to ``MASK_MIN_RECENT`` before a
     turn is cut, and a request over its budget is squeezed, stages/squeeze.py);
     results of ``exclude_tools`` are never cleared; ``clear_arguments`` also empties
@@ -163,20 +259,20 @@ class CompactionPolicy:
     ``price_aware`` moves the trigger closer to the target where cached reads are dear
     (``price_scale``), from ``cache_price``: the target's prices, which govern() and the
     Governor look up from the provider and model (targets/prices.py) unless given; None (an
-    unknown model) keeps the fixed trigger. An explicit ``trigger`` or
-    ``trigger_tokens`` wins; ``price_aware=False`` turns the rule off.
+    unknown model) keeps the fixed trigger. An explicit ``trigger`` wins;
+    ``price_aware=False`` turns the rule off.
     ``verbatim_floor`` raises that lowered trigger for a request whose newest results'
     turns do not fit under it (``floor``); ``verbatim_floor=False`` turns it off.
+
+    Deprecated for one release (a DeprecationWarning each): ``trigger_tokens`` and
+    ``target_tokens`` (give the threshold as tokens instead), ``kind="seed"`` (use
+    ``SEED`` or the name ``"seed"``) and ``kind="cache"`` (the class is the cache policy).
     """
 
-    kind: PolicyKind = "cache"
-    trigger: float = DEFAULT_TRIGGER
-    target: float = 0.4
-    #: Caps in tokens, whatever the window. Past ~100k tokens a request costs more, even
-    #: cached, than the cache misses compaction causes (100k is also the default trigger
-    #: of Anthropic's context editing). Measured in bench/ (docs/benchmarks.md).
-    trigger_tokens: int | None = DEFAULT_TRIGGER_TOKENS
-    target_tokens: int | None = 16_000
+    name: ClassVar[str] = "cache"
+
+    trigger: Threshold = None
+    target: Threshold = None
     min_savings: int = 2048
     keep_recent: int = 10
     min_chars: int = 500
@@ -200,21 +296,53 @@ class CompactionPolicy:
     #: cleared) when that fits under the trigger less room for growth, and cuts only
     #: what does not (see ``masked_goal``). Off: the goal is the target's alone.
     mask_first: bool = True
+    #: Deprecated spellings (see the class docstring), folded into the fields above.
+    trigger_tokens: InitVar[Any] = _UNSET
+    target_tokens: InitVar[Any] = _UNSET
+    kind: InitVar[Any] = _UNSET
 
-    def __post_init__(self) -> None:
-        if self.kind not in ("seed", "cache"):
-            raise ConfigError(f"compaction kind must be 'seed' or 'cache', got {self.kind!r}")
-        if not 0 < self.target <= self.trigger <= 1:
-            raise ConfigError(
-                f"compaction needs 0 < target <= trigger <= 1, got target={self.target!r} "
-                f"trigger={self.trigger!r}"
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """``CompactionPolicy(kind="seed")``, deprecated, is the seed policy itself."""
+        if kwargs.get("kind") == "seed":
+            others = sorted(set(kwargs) - {"kind"})
+            if args or others:
+                raise ConfigError(
+                    "the seed policy has no settings (got "
+                    + ", ".join(others or ["positional arguments"])
+                    + "); settings such as summary need the cache policy: leave kind out"
+                )
+            warnings.warn(
+                'CompactionPolicy(kind="seed") is deprecated and will be removed in the next '
+                'release: use context_governor.SEED or compaction="seed"',
+                DeprecationWarning,
+                stacklevel=2,
             )
-        for name in ("trigger_tokens", "target_tokens"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value <= 0
-            ):
-                raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
+            return SEED
+        return object.__new__(cls)
+
+    def __post_init__(self, trigger_tokens: Any, target_tokens: Any, kind: Any) -> None:
+        if kind is not _UNSET:
+            if kind != "cache":
+                raise ConfigError(f"compaction kind must be 'seed' or 'cache', got {kind!r}")
+            warnings.warn(
+                'CompactionPolicy(kind="cache") is deprecated and will be removed in the next '
+                "release: CompactionPolicy is the cache policy; leave kind out",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        _check_threshold("trigger", self.trigger)
+        _check_threshold("target", self.target)
+        object.__setattr__(
+            self, "trigger", _fold("trigger", self.trigger, trigger_tokens, DEFAULT_TRIGGER)
+        )
+        object.__setattr__(
+            self, "target", _fold("target", self.target, target_tokens, DEFAULT_TARGET)
+        )
+        trigger, target = self.trigger, self.target
+        if isinstance(trigger, float) and isinstance(target, float) and target > trigger:
+            raise ConfigError(
+                f"compaction needs target <= trigger, got target={target!r} trigger={trigger!r}"
+            )
         for name in ("min_savings", "keep_recent", "min_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -229,8 +357,6 @@ class CompactionPolicy:
                     "summary must be a context_governor.summary.Summaries, "
                     f"got {brief(self.summary)}"
                 )
-            if self.kind != "cache":
-                raise ConfigError("summary needs the cache policy (kind='cache')")
         if not isinstance(self.mask_first, bool):
             raise ConfigError(f"mask_first must be True or False, got {self.mask_first!r}")
         if not isinstance(self.verbatim_floor, bool):
@@ -323,16 +449,15 @@ class CompactionPolicy:
         still sees of its own work rules over the cost: while the masked trail does not
         fit under the trigger, requests are cleared (old results, in chunks) but keep
         their turns up to the budget, and only then are turns cut. An explicit
-        ``trigger`` or ``trigger_tokens`` is a size the user chose: it stays the ceiling.
+        ``trigger`` is a size the user chose: it stays the ceiling.
         Measured per shape in docs/benchmarks.md (agent's own messages kept)."""
         if not self.mask_first or not self.default_trigger():
             return self.thresholds(budget)[0]
         return budget  # the fixed trigger is a share of it, never above
 
     def default_trigger(self) -> bool:
-        """Whether the trigger is left at its defaults (no explicit ``trigger`` or
-        ``trigger_tokens``)."""
-        return self.trigger == DEFAULT_TRIGGER and self.trigger_tokens == DEFAULT_TRIGGER_TOKENS
+        """Whether the trigger is left at its default (no explicit ``trigger``)."""
+        return self.trigger is None
 
     def clear_chunk(self, trigger: int) -> int:
         """The room below ``trigger`` a clearing-only compaction must leave under
@@ -377,7 +502,7 @@ class CompactionPolicy:
         it is price-aware and was given none; itself otherwise. govern() and the Governor
         call it once with their settings, so the thresholds stay a function of the
         request and the settings (any process gives the same answer)."""
-        if self.kind != "cache" or not self.price_aware or self.cache_price is not None:
+        if not self.price_aware or self.cache_price is not None:
             return self
         price = cache_price(provider, model)
         return self if price is None else replace(self, cache_price=price)
@@ -398,12 +523,8 @@ class CompactionPolicy:
 
     def fixed_thresholds(self, budget: int) -> tuple[int, int]:
         """(trigger, target) in tokens for ``budget`` before the price-aware rule."""
-        trigger = int(self.trigger * budget)
-        target = int(self.target * budget)
-        if self.trigger_tokens is not None:
-            trigger = min(trigger, self.trigger_tokens)
-        if self.target_tokens is not None:
-            target = min(target, self.target_tokens)
+        trigger = _threshold_tokens(self.trigger, DEFAULT_TRIGGER, DEFAULT_TRIGGER_TOKENS, budget)
+        target = _threshold_tokens(self.target, DEFAULT_TARGET, DEFAULT_TARGET_TOKENS, budget)
         return trigger, min(target, trigger)
 
     def thresholds(self, budget: int) -> tuple[int, int]:
@@ -415,13 +536,16 @@ class CompactionPolicy:
         return trigger, target
 
 
-SEED = CompactionPolicy(kind="seed")
+#: A compaction policy: the cache policy (with its settings) or the seed's.
+Compaction: TypeAlias = "CompactionPolicy | SeedPolicy"
+
+SEED = SeedPolicy()
 CACHE = CompactionPolicy()
 
 
-def get_policy(policy: Any) -> CompactionPolicy:
-    """A policy from its name ("cache", "seed") or a CompactionPolicy."""
-    if isinstance(policy, CompactionPolicy):
+def get_policy(policy: Any) -> Compaction:
+    """A policy from its name ("cache", "seed"), a CompactionPolicy or SEED."""
+    if isinstance(policy, (CompactionPolicy, SeedPolicy)):
         return policy
     if policy is None or policy == "cache":
         return CACHE
@@ -433,5 +557,12 @@ def get_policy(policy: Any) -> CompactionPolicy:
             "CompactionPolicy(summary=Summaries(summarizer=...)) (docs/summaries.md)"
         )
     raise ConfigError(
-        f"compaction must be 'cache', 'seed' or a CompactionPolicy, got {brief(policy)}"
+        f"compaction must be 'cache', 'seed', a CompactionPolicy or SEED, got {brief(policy)}"
     )
+
+
+def settings_of(policy: Compaction | None) -> CompactionPolicy:
+    """The cache policy's settings that apply under ``policy``: its own, or the defaults
+    where it has none (the seed policy, or no policy given). A stage the seed shares
+    with the cache policy (squeezing a request still over its budget) reads them."""
+    return policy if isinstance(policy, CompactionPolicy) else CACHE

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
-from ..policies import CompactionPolicy
+from ..policies import Compaction
 from ..profiles import Profile
 from ..report import Report
 
@@ -30,7 +30,7 @@ class HookSettings:
     model: str | None = None
     context_window: int | None = None
     max_tool_result_chars: int | None = None
-    compaction: str | CompactionPolicy | None = None
+    compaction: str | Compaction | None = None
     count_tokens: Callable[[str], int] | None = None
     on_report: Callable[[Report], None] | None = None
 
@@ -45,6 +45,6 @@ class HookOptions(TypedDict, total=False):
     model: str | None
     context_window: int | None
     max_tool_result_chars: int | None
-    compaction: str | CompactionPolicy | None
+    compaction: str | Compaction | None
     count_tokens: Callable[[str], int] | None
     on_report: Callable[[Report], None] | None

@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without google-g
     ) from exc
 
 from ..formats import govern_request
-from ..policies import CompactionPolicy
+from ..policies import Compaction
 from ..profiles import Profile
 from ..report import Report
 
@@ -119,7 +119,7 @@ def govern_contents(
     profile: str | Profile | None = None,
     context_window: int | None = None,
     max_tool_result_chars: int | None = None,
-    compaction: str | CompactionPolicy | None = None,
+    compaction: str | Compaction | None = None,
     count_tokens: Callable[[str], int] | None = None,
 ) -> Governed:
     """Govern what ``generate_content(model=model, contents=contents, config=config)``

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..counting import claude_estimate
-from ..policies import get_policy
+from ..policies import CompactionPolicy, get_policy
 from ..report import Report
 from .request import RequestResult, govern_request
 
@@ -71,7 +71,7 @@ def near_budget(report: Report, margin: float, compaction: Any = None) -> bool:
     if budget is None or budget <= 0:
         return False
     policy = get_policy(compaction)
-    limit = budget if policy.kind == "seed" else policy.thresholds(budget)[0]
+    limit = policy.thresholds(budget)[0] if isinstance(policy, CompactionPolicy) else budget
     return report.tokens_before >= (1 - margin) * limit
 
 

@@ -21,7 +21,7 @@ from ..counting.store import CountLink
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Settings, resolve_settings
-from ..policies import CompactionPolicy
+from ..policies import Compaction
 from ..profiles import Profile
 from ..report import Action, Report
 
@@ -74,7 +74,7 @@ class Options:
     #: the output reserve when the body names none (None: govern()'s default, 4096)
     max_output: int | None = None
     max_tool_result_chars: int | None = None
-    compaction: str | CompactionPolicy | None = None
+    compaction: str | Compaction | None = None
     count_tokens: Callable[[str], int] | None = None
     count_store: CountLink | None = None
     #: Messages only: mark where the stable prefix ends with ``cache_control``

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..counting.store import CountLink, CountStore, count_link
-from ..policies import CompactionPolicy
+from ..policies import Compaction
 from ..profiles import Profile
 from ..providers.rules import Violation
 from ..targets.windows import default_window, known_window, window_table
@@ -65,7 +65,7 @@ def govern_request(
     context_window: int | None = None,
     max_output: int | None = None,
     max_tool_result_chars: int | None = None,
-    compaction: str | CompactionPolicy | None = None,
+    compaction: str | Compaction | None = None,
     count_tokens: Callable[[str], int] | None = None,
     cache_breakpoints: bool = True,
     windows: Mapping[str, int] | None = None,

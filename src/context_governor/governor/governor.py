@@ -89,7 +89,7 @@ from ..messages import Message
 from ..messages.inputs import check_messages, check_tools
 from ..messages.roles import Developers, first_edge
 from ..pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
-from ..policies import CompactionPolicy
+from ..policies import Compaction, CompactionPolicy
 from ..profiles import Profile
 from ..report import Report
 from ..stages.base import Context
@@ -203,7 +203,7 @@ class Governor:
         tools: list[dict[str, Any]] | None = None,
         max_tool_result_chars: int | None = None,
         prefill: bool = False,
-        compaction: str | CompactionPolicy | None = None,
+        compaction: str | Compaction | None = None,
         count_tokens: Callable[[str], int] | None = None,
         immutable_messages: bool = False,
         count_store: str | CountStore | CountLink | None = None,
@@ -249,8 +249,9 @@ class Governor:
         budget = self.settings.budget
         #: the cache policy's trigger: a step whose output crosses it is never a plain append
         self._trigger = budget
-        if budget is not None and budget > 0:
-            self._trigger = self.settings.compaction.thresholds(budget)[0]
+        compaction = self.settings.compaction
+        if budget is not None and budget > 0 and isinstance(compaction, CompactionPolicy):
+            self._trigger = compaction.thresholds(budget)[0]
 
     @property
     def _tools_count(self) -> tuple[Sequence[Any] | None, int]:
@@ -283,7 +284,7 @@ class Governor:
         return None if tools is None else list(tools)
 
     @property
-    def compaction(self) -> CompactionPolicy:
+    def compaction(self) -> Compaction:
         return self.settings.compaction
 
     @property
@@ -453,7 +454,7 @@ class Governor:
         budget = settings.budget
         if (
             not self._first_on_bounds
-            or settings.compaction.kind != "cache"
+            or not isinstance(settings.compaction, CompactionPolicy)
             or budget is None
             or budget <= 0
             or self._trigger is None
@@ -544,7 +545,7 @@ class Governor:
         """Where the newest model turn starts, if the result can be extended by appending."""
         report = result.report
         if (
-            self.settings.compaction.kind != "cache"
+            not isinstance(self.settings.compaction, CompactionPolicy)
             or report.violations
             or any(not note.startswith(("cache policy:", _STORE_NOTE)) for note in report.notes)
             or any(a.stage in _SHIFTING_STAGES for a in report.actions)
@@ -659,10 +660,10 @@ class Governor:
         return self._accept(state, messages, window, new, ids, None, plain)
 
     @staticmethod
-    def _floors(policy: CompactionPolicy) -> bool:
+    def _floors(policy: Compaction) -> bool:
         """Whether ``policy`` has a verbatim floor at all (CompactionPolicy.floor)."""
         return (
-            policy.kind == "cache"
+            isinstance(policy, CompactionPolicy)
             and policy.verbatim_floor
             and not policy.mask_first
             and policy.adaptive_target

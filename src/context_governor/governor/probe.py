@@ -52,6 +52,7 @@ from ..counting import PER_MESSAGE_OVERHEAD, TokenCounter
 from ..messages import Message
 from ..messages.inputs import has_surrogate
 from ..pipeline import Settings, context
+from ..policies import CompactionPolicy
 from ..profiles import PROVIDER_STAGES, STRICT_STAGES
 from ..providers import checks
 from ..providers.fixes import ID_RULES, NAME_OK
@@ -247,7 +248,7 @@ def _plain_possible(s: Settings) -> bool:
         or s.profile.prepare != (repair_messages,)
         or s.profile.stages != STRICT_STAGES
         or s.profile.finish != PROVIDER_STAGES
-        or s.compaction.kind != "cache"  # the seed policy's clearing runs in clear_stage
+        or not isinstance(s.compaction, CompactionPolicy)  # the seed's runs in clear_stage
         or target is None
         or policy.flatten_tools(target)
         or policy.thought_signatures(target)
@@ -264,7 +265,10 @@ def _make_plan(s: Settings) -> Plan:
         applied = tuple(
             rule.check for rule in s.provider.rules if rule.applies(target) and rule.when(target)
         )
-    limit = None if budget is None else s.compaction.thresholds(budget)[0]
+    cache = isinstance(s.compaction, CompactionPolicy)
+    limit = budget  # the seed's: budget_refused decides
+    if budget is not None and isinstance(s.compaction, CompactionPolicy):
+        limit = s.compaction.thresholds(budget)[0]
     plain_checks = tuple(c for c in applied if not implied_by_plain(c))
     return Plan(
         plain=_plain_possible(s),
@@ -282,7 +286,7 @@ def _make_plan(s: Settings) -> Plan:
         plain_local=tuple(c for c in plain_checks if per_message(c)),
         plain_joint=tuple(c for c in plain_checks if not per_message(c)),
         limit=limit,
-        budget_refused=budget is not None and (budget <= 0 or s.compaction.kind != "cache"),
+        budget_refused=budget is not None and (budget <= 0 or not cache),
         prefill_refused=bool(s.prefill and not (s.policy.prefill(target))),
     )
 

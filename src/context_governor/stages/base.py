@@ -11,7 +11,7 @@ from ..messages import Message
 from ..report import Action, Kind, Report
 
 if TYPE_CHECKING:
-    from ..policies import CompactionPolicy
+    from ..policies import Compaction
     from ..targets.policy import Policy
     from ..targets.target import Target
     from .pairing import Pairing
@@ -39,7 +39,7 @@ class Context:
     #: the trailing assistant message is a prefill the model accepts and the caller wants
     keep_prefill: bool = False
     #: how the budget is spent (None: the cache policy; the nanobot profile ignores it)
-    compaction: CompactionPolicy | None = None
+    compaction: Compaction | None = None
     #: the cache policy compacts at the request being made whatever its trigger and
     #: minimum savings say, because governing the output again would (see pipeline._fit)
     compact_final: bool = False

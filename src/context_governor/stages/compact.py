@@ -38,10 +38,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..messages import Message
-from ..policies import (
-    CACHE,
-    CompactionPolicy,
-)
+from ..policies import CompactionPolicy, SeedPolicy, settings_of
 from .base import Context
 from .microcompact import microcompact
 from .offload import offload as _offload
@@ -74,12 +71,16 @@ STAGE = "compact"
 
 
 def _policy(ctx: Context) -> CompactionPolicy:
-    return ctx.compaction if ctx.compaction is not None else CACHE
+    return settings_of(ctx.compaction)
+
+
+def _seed(ctx: Context) -> bool:
+    return isinstance(ctx.compaction, SeedPolicy)
 
 
 def clear_stage(messages: list[Message], ctx: Context) -> list[Message]:
     """Where the seed microcompacts (before the size cap): the seed policy does it here."""
-    if _policy(ctx).kind == "seed":
+    if _seed(ctx):
         return microcompact(messages, ctx, repaired_names=True)
     return messages
 
@@ -88,7 +89,7 @@ def fit_stage(messages: list[Message], ctx: Context) -> list[Message]:
     """Where the seed snips: the cache policy compacts first; a request still over its
     budget is squeezed (results of the newest turn cleared, then truncated), then snip
     is the safety net, and what keeps it over after all that is named."""
-    if _policy(ctx).kind != "cache":
+    if _seed(ctx):
         return snip(messages, ctx)
     messages = snip(squeeze(compact(messages, ctx), ctx), ctx)
     overflow_note(messages, ctx)
@@ -138,7 +139,7 @@ def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
     Cheap when it would not: no request of the history is over the trigger when the
     whole history is not."""
     policy = _policy(ctx)
-    if policy.kind != "cache" or budget <= 0 or not messages:
+    if _seed(ctx) or budget <= 0 or not messages:
         return False
     tokens = [ctx.tokens(m) for m in messages]
     fixed = ctx.counter.prompt_tokens([], ctx.tools)

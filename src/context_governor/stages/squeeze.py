@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from ..messages import Message
-from ..policies import CACHE, CompactionPolicy
+from ..policies import CompactionPolicy, settings_of
 from .base import Context
 from .offload import offload as _offload
 from .replay import placeholder_for
@@ -78,7 +78,7 @@ def squeezed(message: Message) -> bool:
 
 
 def _policy(ctx: Context) -> CompactionPolicy:
-    return ctx.compaction if ctx.compaction is not None else CACHE
+    return settings_of(ctx.compaction)
 
 
 def _over(messages: list[Message], ctx: Context) -> int:
