@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
@@ -52,6 +53,7 @@ __all__ = [
     "OFFLOAD_PLACEHOLDER",
     "REFERENCE_READ",
     "SEED",
+    "SETTINGS",
     "VERBATIM_ROOM",
     "Compaction",
     "CompactionPolicy",
@@ -59,6 +61,7 @@ __all__ = [
     "SeedPolicy",
     "Threshold",
     "get_policy",
+    "policy_from_settings",
     "price_scale",
     "settings_of",
 ]
@@ -197,6 +200,8 @@ def _fold(name: str, value: float | int | None, tokens: Any, share: float) -> fl
         return share  # no cap in tokens: the default share alone
     _check_threshold(f"{name}_tokens", tokens, one_ok=True)
     return int(tokens)
+
+
 #: The cached-read price (a share of the input price) the fixed defaults were tuned
 #: for: bench's flat model, and what Anthropic, gpt-5, Gemini 2.5 and DeepSeek charge.
 REFERENCE_READ = 0.1
@@ -232,6 +237,8 @@ class SeedPolicy:
 
     #: The policy's name, as the CLI, the proxy and the reports spell it.
     name: ClassVar[str] = "seed"
+    #: The same, under the name the cache policy's old ``kind`` field had.
+    kind: ClassVar[str] = "seed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +328,7 @@ class CompactionPolicy:
         return object.__new__(cls)
 
     def __post_init__(self, trigger_tokens: Any, target_tokens: Any, kind: Any) -> None:
-        if kind is not _UNSET:
+        if kind is not _UNSET and kind is not _KIND:
             if kind != "cache":
                 raise ConfigError(f"compaction kind must be 'seed' or 'cache', got {kind!r}")
             warnings.warn(
@@ -536,6 +543,25 @@ class CompactionPolicy:
         return trigger, target
 
 
+class _Name(str):
+    """The cache policy's name as ``policy.kind`` reads it: equal to "cache", and told
+    apart from a ``kind="cache"`` a caller passed (dataclasses.replace passes what it
+    reads back to the constructor; only the caller's is deprecated)."""
+
+    __slots__ = ()
+
+
+_KIND = _Name("cache")
+
+
+def _kind(self: CompactionPolicy) -> str:
+    """``policy.kind``: "cache", read as before (passing ``kind=`` is what is deprecated)."""
+    return _KIND
+
+
+# After the class is made: its __init__ keeps ``kind=`` (an InitVar), reading is a property.
+setattr(CompactionPolicy, "kind", property(_kind))  # noqa: B010
+
 #: A compaction policy: the cache policy (with its settings) or the seed's.
 Compaction: TypeAlias = "CompactionPolicy | SeedPolicy"
 
@@ -566,3 +592,61 @@ def settings_of(policy: Compaction | None) -> CompactionPolicy:
     where it has none (the seed policy, or no policy given). A stage the seed shares
     with the cache policy (squeezing a request still over its budget) reads them."""
     return policy if isinstance(policy, CompactionPolicy) else CACHE
+
+
+#: The cache policy's settings a config file may give (``[compaction]``), with what
+#: each takes. The summary option and cache prices are objects: the library's only.
+SETTINGS: dict[str, str] = {
+    "trigger": "a share of the budget (0.8) or tokens (60000)",
+    "target": "a share of the budget (0.3) or tokens (12000)",
+    "min_savings": "tokens",
+    "keep_recent": "a number of tool results",
+    "min_chars": "characters",
+    "exclude_tools": "a list of tool names",
+    "clear_arguments": "true or false",
+    "placeholder": "text with {name} and {chars}",
+    "offload_dir": "a directory",
+    "cut_note": "text with {messages}, {turns} and {user_messages}, or false for none",
+    "adaptive_target": "true or false",
+    "price_aware": "true or false",
+    "verbatim_floor": "true or false",
+    "mask_first": "true or false",
+}
+_FLAGS = ("clear_arguments", "adaptive_target", "price_aware", "verbatim_floor", "mask_first")
+
+
+def policy_from_settings(name: str, settings: Mapping[str, Any]) -> Compaction:
+    """The policy called ``name`` ("cache" or "seed") with ``settings`` as a config file
+    gives them (JSON/TOML values: a list for ``exclude_tools``, a string for
+    ``offload_dir``, false for no ``cut_note``). ConfigError names the setting that
+    is unknown or wrong; the seed policy takes none."""
+    if name not in ("cache", "seed"):
+        raise ConfigError(f"compaction must be 'cache' or 'seed', got {name!r}")
+    if name == "seed":
+        if settings:
+            raise ConfigError(
+                f"the seed policy has no settings (got {', '.join(sorted(settings))})"
+            )
+        return SEED
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ConfigError(
+            f"unknown compaction setting {unknown[0]!r}; settings: {', '.join(SETTINGS)}"
+        )
+    values = dict(settings)
+    for key in _FLAGS:
+        if key in values and not isinstance(values[key], bool):
+            raise ConfigError(
+                f"compaction setting {key} must be true or false, got {values[key]!r}"
+            )
+    if values.get("cut_note") is False:
+        values["cut_note"] = None
+    tools = values.get("exclude_tools")
+    if tools is not None:
+        if not isinstance(tools, (list, tuple)) or not all(isinstance(t, str) for t in tools):
+            raise ConfigError(f"exclude_tools must be a list of tool names, got {tools!r}")
+        values["exclude_tools"] = frozenset(tools)
+    for key in ("placeholder", "offload_dir"):
+        if key in values and not isinstance(values[key], str):
+            raise ConfigError(f"compaction setting {key} must be text, got {values[key]!r}")
+    return CompactionPolicy(**values)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .config import register
 from .demo import demo_command
 from .govern import govern_command
 from .lint import lint_command
@@ -35,9 +36,10 @@ def main() -> None:
     """
 
 
-# Each command is a module of this package; the package registers them.
+# Each command is a module of this package; the package registers them, each with its
+# --config option (config.py).
 for _command in (govern_command, lint_command, run_command, demo_command, proxy_command):
-    main.add_command(_command)
+    main.add_command(register(_command))
 
 if __name__ == "__main__":  # pragma: no cover
     main()

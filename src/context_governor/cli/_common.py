@@ -82,6 +82,7 @@ def _apply_count_workers(ctx: click.Context, param: click.Parameter, value: int 
 #: ``--count-workers`` of the commands that may govern a long history (govern, run, proxy).
 count_workers_option = click.option(
     "--count-workers",
+    hidden=True,
     type=click.IntRange(min=0),
     default=None,
     envvar=count_pool.WORKERS_ENV,
@@ -321,6 +322,7 @@ def _options(flags: SummaryFlags) -> list[Decorator]:
         click.option("--summary-model", default=None, help=_MODEL_HELP + flags.reached),
         click.option(
             "--summary-store",
+            hidden=True,
             default=None,
             metavar="URL" if flags.metavars else None,
             help=flags.store_help,
@@ -328,11 +330,17 @@ def _options(flags: SummaryFlags) -> list[Decorator]:
     ]
     if flags.server:
         options.append(
-            click.option("--summary-base-url", default=None, help="Server of --summary-model.")
+            click.option(
+                "--summary-base-url",
+                hidden=True,
+                default=None,
+                help="Server of --summary-model.",
+            )
         )
     options.append(
         click.option(
             "--summary-timeout",
+            hidden=True,
             type=flags.timeout,
             default=60.0,
             show_default=True,
@@ -344,6 +352,7 @@ def _options(flags: SummaryFlags) -> list[Decorator]:
         options.append(
             click.option(
                 "--summary-retention",
+                hidden=True,
                 type=click.FloatRange(min=0, min_open=True),
                 default=None,
                 metavar=seconds,

@@ -13,6 +13,7 @@ import click
 from ..errors import ContextGovernorError
 from ..profiles import PROFILES
 from ._common import COMPACTIONS, EXIT_RUN_FAILED, fail, out, profile_option
+from .config import compaction_for
 
 if TYPE_CHECKING:
     from ..runner.progress import ProgressPrinter
@@ -87,7 +88,7 @@ def demo_command(context_window: int, profile: str, compaction: str, verbose: bo
                     printer,
                     context_window=context_window,
                     profile=profile,
-                    compaction=compaction,
+                    compaction=compaction_for(click.get_current_context(), compaction),
                 )
             )
         except ContextGovernorError as exc:

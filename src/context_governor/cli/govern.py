@@ -21,6 +21,7 @@ from ._common import (
     read_input,
     window_note,
 )
+from .config import compaction_for
 
 __all__ = ["EXIT_NOT_OK", "GOVERN_EXIT_HELP", "govern_command"]
 
@@ -170,7 +171,7 @@ def govern_command(
         "context_window": context_window,
         "max_output": max_output,
         "max_tool_result_chars": max_tool_result_chars,
-        "compaction": compaction,
+        "compaction": compaction_for(click.get_current_context(), compaction),
     }
     bodies = read_input(file)
     results = [_govern_body(body, options) for body in bodies]

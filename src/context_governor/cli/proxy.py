@@ -19,6 +19,7 @@ from click.core import ParameterSource
 from ..errors import ContextGovernorError
 from ..profiles import PROFILES
 from ._common import PROXY, count_workers_option, fail, profile_option, summary_options
+from .config import compaction_for, compaction_settings
 
 if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported when run
     from ..proxy.config import ProxyConfig
@@ -113,6 +114,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--connect-timeout",
+    hidden=True,
     type=click.FloatRange(min=0, min_open=True),
     default=10.0,
     show_default=True,
@@ -121,6 +123,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--read-timeout",
+    hidden=True,
     type=click.FloatRange(min=0, min_open=True),
     default=600.0,
     show_default=True,
@@ -130,6 +133,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--max-body",
+    hidden=True,
     type=click.IntRange(min=1),
     default=50 * 1024 * 1024,
     show_default=True,
@@ -145,6 +149,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--govern-in",
+    hidden=True,
     type=click.Choice(["thread", "process"]),
     default="thread",
     show_default=True,
@@ -153,6 +158,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--govern-processes",
+    hidden=True,
     type=click.IntRange(min=1),
     default=2,
     show_default=True,
@@ -167,6 +173,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--count-tokens-upstream",
+    hidden=True,
     is_flag=True,
     help="Messages API: near the budget, ask the upstream's /v1/messages/count_tokens "
     "and scale the offline estimate by it (one extra request there, none elsewhere).",
@@ -184,6 +191,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--count-retention",
+    hidden=True,
     type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
@@ -224,6 +232,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--max-in-flight",
+    hidden=True,
     type=click.IntRange(min=1),
     default=256,
     show_default=True,
@@ -231,6 +240,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--max-in-flight-per-client",
+    hidden=True,
     type=click.IntRange(min=1),
     default=64,
     show_default=True,
@@ -255,6 +265,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--ui-conversations",
+    hidden=True,
     type=click.IntRange(min=1),
     default=500,
     show_default=True,
@@ -263,14 +274,15 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--ui-requests",
+    hidden=True,
     type=click.IntRange(min=1),
     default=20_000,
     show_default=True,
-    help="Requests /ui keeps in all (the oldest dropped first; at most 2,000 of one "
-    "conversation).",
+    help="Requests /ui keeps in all (the oldest dropped first; at most 2,000 of one conversation).",
 )
 @click.option(
     "--ui-reports-mb",
+    hidden=True,
     type=click.IntRange(min=1),
     default=64,
     show_default=True,
@@ -279,12 +291,14 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--ui-content",
+    hidden=True,
     is_flag=True,
     help="Show message content on /ui (what the client sent, what the model received); "
     "kept in memory only, at most --ui-content-mb, oldest dropped first.",
 )
 @click.option(
     "--ui-content-mb",
+    hidden=True,
     type=click.IntRange(min=1),
     default=64,
     show_default=True,
@@ -300,6 +314,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option(
     "--otlp-endpoint",
+    hidden=True,
     default=None,
     metavar="URL",
     help="Export a span per request over OTLP/HTTP to this collector (needs the otel "
@@ -385,7 +400,14 @@ def proxy_command(
     # Not given (nor its alias --provider): each route's own provider (ProxyConfig.profile).
     context = click.get_current_context()
     given = {context.get_parameter_source(name) for name in ("profile", "provider_alias")}
-    explicit = given & {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
+    explicit = given & {
+        ParameterSource.COMMANDLINE,
+        ParameterSource.ENVIRONMENT,
+        ParameterSource.DEFAULT_MAP,  # a config file's
+    }
+    # the [compaction] settings of a config file, checked here so that an error names it
+    settings = compaction_settings(context)[1] if compaction == "cache" else {}
+    compaction_for(context, compaction)
     chosen = profile if explicit else None
     try:
         keys = client_keys([*client_key_entries, *_key_file_lines(client_keys_file)])
@@ -397,6 +419,7 @@ def proxy_command(
             model_windows=_model_windows(model_windows),
             max_output=max_output,
             compaction=compaction,
+            compaction_settings=settings,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             max_body_bytes=max_body,

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from ._common import (
     profile_option,
     summary_options,
 )
+from .config import compaction_for
 
 if TYPE_CHECKING:
     from ..messages import Message
@@ -249,14 +250,13 @@ def _compaction(
 ) -> Any:
     """``compaction``, or the cache policy with summaries by ``summary_model`` (a client of
     the same ``api`` and server). ContextGovernorError on settings that do not go together."""
+    chosen = compaction_for(click.get_current_context(), compaction)
     if summary_model is None:
         if store is not None:
             fail("--summary-store needs --summary-model")
-        return compaction
+        return chosen
     if compaction != "cache":
-        fail(
-            "--summary-model needs --compaction cache (summaries replace the cache policy's cuts)"
-        )
+        fail("--summary-model needs --compaction cache (summaries replace the cache policy's cuts)")
     from ..policies import CompactionPolicy
     from ..summary import Summaries, model_summarizer, open_store
 
@@ -274,10 +274,12 @@ def _compaction(
 
     wire = _SUMMARIZER_API.get(api, api)
     summarizer = model_summarizer(make_client, name=f"{wire}:{summary_model}")
-    return CompactionPolicy(
+    base = chosen if isinstance(chosen, CompactionPolicy) else CompactionPolicy()
+    return replace(
+        base,
         summary=Summaries(
             summarizer, store=None if store is None else open_store(store), timeout=timeout
-        )
+        ),
     )
 
 
@@ -331,6 +333,7 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 )
 @click.option(
     "--no-encrypted-reasoning",
+    hidden=True,
     is_flag=True,
     help="--api responses: leave out include=[reasoning.encrypted_content], for a model "
     "or server that refuses it (a model without reasoning).",
@@ -358,6 +361,7 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 @count_workers_option
 @click.option(
     "--count-store",
+    hidden=True,
     default=None,
     help="Where exact token counts are kept between runs: sqlite:///file.db (relative; "
     "sqlite:////abs/file.db), redis://host:port/db or memory://. A --history resumed "
@@ -373,10 +377,16 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 @click.option(
     "--max-output", type=click.IntRange(min=1), default=None, help="max_tokens of each call."
 )
-@click.option("--max-iterations", type=click.IntRange(min=1), default=40, show_default=True)
-@click.option("--tool-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
+@click.option(
+    "--max-iterations", hidden=True, type=click.IntRange(min=1), default=40, show_default=True
+)
+@click.option(
+    "--tool-timeout", hidden=True, type=click.FloatRange(min=0.1), default=60.0, show_default=True
+)
 @click.option("--no-exec", is_flag=True, help="Leave out the exec (shell) tool.")
-@click.option("--no-stream", is_flag=True, help="Wait for whole answers instead of streaming.")
+@click.option(
+    "--no-stream", hidden=True, is_flag=True, help="Wait for whole answers instead of streaming."
+)
 @click.option(
     "--system", "system_prompt", default=None, help="System prompt of a new conversation."
 )

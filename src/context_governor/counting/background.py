@@ -137,4 +137,3 @@ def _work() -> None:
         job.run()
         _background_cpu_ns[0] += time.thread_time_ns() - start  # the only writer
         last = time.monotonic()
-

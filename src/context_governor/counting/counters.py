@@ -507,4 +507,3 @@ def custom_counter(count: Callable[[str], int], name: str | None = None) -> Exac
         return value
 
     return ExactCounter(None, count=checked, name=label)
-

@@ -229,7 +229,11 @@ class FastEncoding:
 #: Special-token text of each encoding (the seed counter refuses text holding one).
 _SPECIAL_TEXT = {
     "cl100k_base": (
-        "<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|endofprompt|>",
+        "<|endoftext|>",
+        "<|fim_prefix|>",
+        "<|fim_middle|>",
+        "<|fim_suffix|>",
+        "<|endofprompt|>",
     ),
     "o200k_base": tuple(O200K_SPECIAL),
 }
@@ -321,4 +325,3 @@ def shared_name(encoding: Encoding) -> str | None:
         if shared is encoding:
             return name
     return None
-

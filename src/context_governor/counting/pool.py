@@ -358,9 +358,7 @@ class _Worker:
         if len(body) < size:
             raise EOFError("the counting worker ended")
         counts = marshal.loads(body)
-        if not isinstance(counts, list) or not all(
-            type(c) is int and c >= 0 for c in counts
-        ):
+        if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
             raise ValueError("the counting worker answered something else than counts")
         return counts
 

@@ -147,4 +147,3 @@ def rules_fingerprint(encoding: str) -> str:
     the encoding's name: counts made under other rules live under another fingerprint."""
     data = json.dumps([COUNT_RULES_VERSION, RUN_LIMIT, MAX_PIECE, encoding]).encode()
     return hashlib.sha256(data).hexdigest()[:16]
-

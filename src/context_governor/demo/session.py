@@ -27,6 +27,7 @@ from ..governor import Governor
 from ..llm import ModelHTTPError, ScriptedModel, tool_call
 from ..llm.scripted import ScriptItem
 from ..messages import Message
+from ..policies import Compaction, get_policy
 from ..providers import validate
 from ..report import Report
 from ..runner import AgentRunner, RunHooks, ToolEvent
@@ -246,7 +247,7 @@ async def run_demo(
     context_window: int,
     max_output: int = 1024,
     profile: str = "openai",
-    compaction: str = "cache",
+    compaction: str | Compaction = "cache",
 ) -> DemoSummary:
     """Play the session over ``workspace`` (the sample project must be written there)."""
     from ..tools import builtin_tools
@@ -266,7 +267,7 @@ async def run_demo(
     model = ScriptedModel([item for turn in script for item in turn.script], model="gpt-4o-mini")
     runner = AgentRunner(model, tools, governor, max_iterations=10, tool_timeout=20)
     # The nanobot profile is the seed whatever the policy asked for.
-    policy = "seed" if governor.profile.name == "nanobot" else compaction
+    policy = "seed" if governor.profile.name == "nanobot" else get_policy(compaction).name
     summary = DemoSummary(stages=DEMO_STAGES.get(policy, SEED_STAGES))
     history: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
     for number, turn in enumerate(script, 1):

@@ -74,9 +74,7 @@ def text_of(message: Message) -> str:
 
 
 def _calls(message: Message) -> tuple[str, ...]:
-    return tuple(
-        str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict)
-    )
+    return tuple(str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict))
 
 
 def _source(
@@ -151,9 +149,7 @@ def side_by_side(client: Sequence[Message], model: Sequence[Message]) -> dict[st
         marks[k], pairs[k] = ("kept" if mark == "kept" else "changed"), j
         right.append(_row(j, sent, text, mark, k))
         start = k + 1
-    left = [
-        _row(i, m, client_texts[i], marks[i], pairs[i]) for i, m in enumerate(client)
-    ]
+    left = [_row(i, m, client_texts[i], marks[i], pairs[i]) for i, m in enumerate(client)]
     counts: dict[str, int] = {}
     for row in right:
         counts[row["mark"]] = counts.get(row["mark"], 0) + 1

@@ -152,8 +152,7 @@ def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
             edit.replace(index, new, f"tool calls written as text ({policy.flatten_why})")
         elif role == "tool":
             head = (
-                f"{FLATTENED_RESULT}{message.get('name') or 'tool'} "
-                f"{message.get('tool_call_id')}]"
+                f"{FLATTENED_RESULT}{message.get('name') or 'tool'} {message.get('tool_call_id')}]"
             )
             new = {"role": "user", "content": merge_contents(head, message.get("content"))}
             edit.replace(

@@ -146,7 +146,7 @@ VLLM_RULES: tuple[Rule, ...] = (
     Rule(
         "HF-3",
         "content: null breaks templates that concatenate or iterate over content",
-        "TypeError: can only concatenate str (not \"NoneType\") to str",
+        'TypeError: can only concatenate str (not "NoneType") to str',
         "use an empty string",
         checks.null_content,
         applies=_family(*TEMPLATE_FAMILIES_ONLY),

@@ -355,7 +355,10 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                         config,
                         upstream_counter(upstream, headers),
                         lambda ratio: governance.govern(
-                            raw, route.api, ratio, model=model,
+                            raw,
+                            route.api,
+                            ratio,
+                            model=model,
                             hints=Hints(learner.snapshot(), betas),
                         ),
                     )
@@ -377,9 +380,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                         await response.aclose()
                         governed = again
                         learned = [(f"{HEADER_PREFIX}window-learned", str(refusal.limit))]
-                        response = await upstream.send(
-                            "POST", path, query, headers, governed.body
-                        )
+                        response = await upstream.send("POST", path, query, headers, governed.body)
                 final = governed
                 relayed = await relay(
                     response,
@@ -468,9 +469,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             body = await read_body(request, config.max_body_bytes)
             headers, query = keyed(route, request)
             response = await upstream.send(request.method, path, query, headers, body)
-            relayed = await relay(
-                response, stream=True, redact=redact, framing=route.framing
-            )
+            relayed = await relay(response, stream=True, redact=redact, framing=route.framing)
         except BadPath as exc:
             shown = raw_path.decode("latin-1")
             log.info("%s %s 400 (not forwarded): %s", request.method, shown, exc)

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..policies import policy_from_settings
 from ..profiles import PROFILES
 from ..stores import parse_url
 from .access import (
@@ -120,6 +121,9 @@ class ProxyConfig:
     model_windows: Mapping[str, int] = field(default_factory=dict)
     max_output: int = DEFAULT_MAX_OUTPUT
     compaction: str = "cache"
+    #: the cache policy's settings (policies.SETTINGS: trigger, target, keep_recent...),
+    #: as the [compaction] table of a config file gives them; none: its defaults
+    compaction_settings: Mapping[str, Any] = field(default_factory=dict)
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -182,6 +186,11 @@ class ProxyConfig:
             )
         if self.compaction not in COMPACTIONS:
             raise ConfigError(f"compaction must be 'cache' or 'seed', got {self.compaction!r}")
+        if not isinstance(self.compaction_settings, Mapping):
+            raise ConfigError(
+                f"compaction_settings must be a mapping, got {self.compaction_settings!r}"
+            )
+        policy_from_settings(self.compaction, self.compaction_settings)  # its ConfigError
         if self.context_window is not None:
             _positive("context_window", self.context_window)
         for model, window in self.model_windows.items():
@@ -208,6 +217,9 @@ class ProxyConfig:
         self._check_observing()
         # Frozen all the way down: a shared mapping edited later would make replicas disagree.
         object.__setattr__(self, "model_windows", MappingProxyType(dict(self.model_windows)))
+        object.__setattr__(
+            self, "compaction_settings", MappingProxyType(dict(self.compaction_settings))
+        )
 
     def _check_summaries(self) -> None:
         if self.summary_model is None:
@@ -343,12 +355,13 @@ class ProxyConfig:
             return redact_url(value)
         if name == "client_keys":  # the names only, never a key
             return {key_name: "***" for key_name in value}
-        return dict(value) if name == "model_windows" else value
+        return dict(value) if name in ("model_windows", "compaction_settings") else value
 
     def to_json(self) -> str:
         """Every field, for a worker process to rebuild the same config (from_json)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["model_windows"] = dict(self.model_windows)
+        data["compaction_settings"] = dict(self.compaction_settings)
         data["client_keys"] = dict(self.client_keys)
         return json.dumps(data)
 

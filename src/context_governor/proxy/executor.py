@@ -86,9 +86,7 @@ class Governance:
         """``raw``, a body of ``api`` (apis.py), governed off the event loop (``ratio``,
         ``model``, ``hints``: see governing.govern_body)."""
         if self._pool is None:
-            return await run_in_threadpool(
-                govern_body, raw, self._config, api, ratio, model, hints
-            )
+            return await run_in_threadpool(govern_body, raw, self._config, api, ratio, model, hints)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._pool, _govern_in_worker, raw, api, ratio, model, hints

@@ -133,9 +133,7 @@ class Metrics:
             "rule_violations", "Provider rules the forwarded request still breaks, by rule.",
             ("rule",),
         )  # fmt: skip
-        self.over_budget = counter(
-            "over_budget", "Requests forwarded over their budget.", am
-        )
+        self.over_budget = counter("over_budget", "Requests forwarded over their budget.", am)
         self.ungoverned = counter(
             "ungoverned", "Requests (or parts) not governed, by reason "
             "(previous_response_id, conversation: server-side state; passthrough: a path "

@@ -13,15 +13,16 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import replace
 from typing import Any
 
 from ..counting.store import CountLink, open_count_store
-from ..policies import CompactionPolicy
+from ..policies import Compaction, CompactionPolicy, policy_from_settings
 from .config import ProxyConfig
 
 __all__ = ["compaction_for", "count_store_for"]
 
-_built: dict[str, CompactionPolicy] = {}
+_built: dict[str, Compaction] = {}
 _lock = threading.Lock()
 _links: dict[tuple[str, float | None], CountLink | None] = {}
 _log = logging.getLogger("context_governor.proxy")
@@ -44,9 +45,9 @@ def count_store_for(config: ProxyConfig) -> CountLink | None:
         return _links[key]
 
 
-def compaction_for(config: ProxyConfig) -> str | CompactionPolicy:
+def compaction_for(config: ProxyConfig) -> str | Compaction:
     """What govern()'s ``compaction`` is for a request under ``config``."""
-    if config.summary_model is None:
+    if config.summary_model is None and not config.compaction_settings:
         return config.compaction
     key = config.to_json()
     with _lock:
@@ -57,7 +58,10 @@ def compaction_for(config: ProxyConfig) -> str | CompactionPolicy:
     return policy
 
 
-def _build(config: ProxyConfig) -> CompactionPolicy:
+def _build(config: ProxyConfig) -> Compaction:
+    policy = policy_from_settings(config.compaction, config.compaction_settings)
+    if config.summary_model is None or not isinstance(policy, CompactionPolicy):
+        return policy
     from ..llm import OpenAICompatClient
     from ..summary import Summaries, model_summarizer, open_store
 
@@ -75,6 +79,6 @@ def _build(config: ProxyConfig) -> CompactionPolicy:
         else open_store(config.summary_store, config.summary_retention)
     )
     summarizer = model_summarizer(make_client, name=f"chat:{model}")
-    return CompactionPolicy(
-        summary=Summaries(summarizer, store=store, timeout=config.summary_timeout)
+    return replace(
+        policy, summary=Summaries(summarizer, store=store, timeout=config.summary_timeout)
     )

@@ -283,9 +283,7 @@ class RelayedStream(Response):
         if framing is None or watch is None or watch.finished:
             return None
         held = framing.held
-        message = (
-            "the upstream ended the stream without its final event; the answer is incomplete"
-        )
+        message = "the upstream ended the stream without its final event; the answer is incomplete"
         ending = framing.broken(message)
         if ending is None:
             return None

@@ -46,9 +46,7 @@ class Context:
     #: fits the summarizer's input to its own budget of tokens, returning the fitted
     #: messages and that run's report: the pipeline sets it (context()), since a stage
     #: never calls the pipeline itself (stages/summary.py asks through here)
-    fit_summary_input: Callable[[list[Message], int], tuple[list[Message], Report]] | None = (
-        None
-    )
+    fit_summary_input: Callable[[list[Message], int], tuple[list[Message], Report]] | None = None
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # What stages leave for the stages after them and for a caller that reuses work

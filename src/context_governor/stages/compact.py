@@ -95,6 +95,7 @@ def fit_stage(messages: list[Message], ctx: Context) -> list[Message]:
     overflow_note(messages, ctx)
     return messages
 
+
 def plan_replay(
     messages: list[Message],
     tokens: list[int],
@@ -321,6 +322,7 @@ def _place_note(
         tokens_saved=ctx.tokens(message) - ctx.tokens(folded),
     )
     return folded
+
 
 def _when(plan: Plan, index: int) -> int:
     """The compaction whose cut removed ``index``: the first cut past it that does not

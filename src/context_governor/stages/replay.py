@@ -669,9 +669,7 @@ class Replay:
             return self.plan.note
         if self.note_cost is None:
             return None
-        return _cut_note(
-            self.m, self.plan.head, cut, self._pin_for(cut), self.tally, self.counted
-        )
+        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut), self.tally, self.counted)
 
     def _note_tokens(self, note: CutNote | None) -> int:
         if note is None or self.note_cost is None:

@@ -1,0 +1,260 @@
+"""``--config FILE``: the settings of every command in one TOML file; flags override it.
+
+The file's top-level keys are settings any command may take (``profile``,
+``context-window``...; a command that has no such option leaves it alone); a table
+named after a command (``[proxy]``, ``[run]``, ``[govern]``, ``[lint]``, ``[demo]``)
+holds that command's own; ``[compaction]`` holds the cache policy's settings
+(policies.SETTINGS) and ``policy = "cache" | "seed"``. Keys are the options' long
+names, with dashes or underscores (``read-timeout`` or ``read_timeout``).
+
+The values become click's ``default_map`` for the command: a flag on the command line
+(or its environment variable) wins, and each value is checked by the option's own
+type, so an error names the file, the table and the key. Options moved off the
+command line (``hidden``) are still accepted there for one release, with a warning
+that says where the setting goes (``warn_moved``).
+"""
+
+from __future__ import annotations
+
+import functools
+import textwrap
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from ..errors import ConfigError
+from ..policies import SETTINGS, policy_from_settings
+from ._common import fail
+
+__all__ = [
+    "COMMAND_TABLES",
+    "CONFIG_ENV",
+    "compaction_for",
+    "compaction_settings",
+    "config_epilog",
+    "config_option",
+    "register",
+    "warn_moved",
+]
+
+#: Names a config file from the environment when --config is not given.
+CONFIG_ENV = "CONTEXT_GOVERNOR_CONFIG"
+#: The tables a config file may have besides [compaction].
+COMMAND_TABLES = ("govern", "lint", "run", "demo", "proxy")
+_META = "context_governor.compaction"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _key(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _options(command: click.Command) -> dict[str, click.Option]:
+    """The command's options by the key a config file uses for each (its long name)."""
+    found: dict[str, click.Option] = {}
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.name in (None, "config"):
+            continue
+        for opt in param.opts:
+            if opt.startswith("--") and opt != "--help":
+                found[_key(opt[2:])] = param
+    return found
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as file:
+            return tomllib.load(file)
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    except tomllib.TOMLDecodeError as exc:
+        fail(f"{path} is not valid TOML: {exc}")
+
+
+def _value(option: click.Option, value: Any, where: str) -> Any:
+    """``value`` as click's default_map takes it for ``option``; BadParameter naming
+    ``where`` when the option's type refuses it."""
+    if option.multiple:
+        if isinstance(value, Mapping):  # model-window = { "gpt-4o" = 128000 }
+            value = [f"{k}={v}" for k, v in value.items()]
+        elif not isinstance(value, list):
+            value = [value]
+        value = [
+            str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value
+        ]
+    if option.is_flag and not isinstance(value, bool):
+        fail(f"{where} must be true or false, got {value!r}")
+    ctx = click.Context(click.Command("config"))
+    try:
+        option.type_cast_value(ctx, value)
+    except click.BadParameter as exc:
+        fail(f"{where}: {exc.message}")
+    return value
+
+
+def _default_map(command: click.Command, data: dict[str, Any], path: str) -> dict[str, Any]:
+    """click's default_map for ``command`` from a config file's ``data``."""
+    known = _options(command)
+    table_names = {*COMMAND_TABLES, "compaction"}
+    everyone = {key for name in COMMAND_TABLES for key in _option_keys(name)}
+    defaults: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            if key not in table_names:
+                fail(
+                    f"{path}: unknown table [{key}]; tables: "
+                    + ", ".join(f"[{t}]" for t in sorted(table_names))
+                )
+            continue
+        name = _key(key)
+        if name in known:
+            defaults[known[name].name or name] = _value(known[name], value, f"{path}: {key}")
+        elif name not in everyone:
+            fail(f"{path}: no command has a setting {key!r}")
+    own = data.get(command.name or "", {})
+    for key, value in own.items():
+        name = _key(key)
+        if name not in known:
+            fail(
+                f"{path}: [{command.name}] has no setting {key!r}; settings: "
+                + ", ".join(sorted(k.replace("_", "-") for k in known if k != "provider"))
+            )
+        defaults[known[name].name or name] = _value(
+            known[name], value, f"{path}: [{command.name}] {key}"
+        )
+    compaction = dict(data.get("compaction", {}))
+    policy = compaction.pop("policy", None)
+    if policy is not None and "compaction" in known:
+        defaults.setdefault(
+            "compaction", _value(known["compaction"], policy, f"{path}: [compaction] policy")
+        )
+    unknown = sorted(set(map(_key, compaction)) - set(SETTINGS))
+    if unknown:
+        fail(
+            f"{path}: [compaction] has no setting {unknown[0]!r}; settings: policy, "
+            + ", ".join(SETTINGS)
+        )
+    return defaults
+
+
+_registry: dict[str, click.Command] = {}
+
+
+def _option_keys(name: str) -> set[str]:
+    command = _registry.get(name)
+    return set() if command is None else set(_options(command))
+
+
+def _read(ctx: click.Context, param: click.Parameter, path: str | None) -> None:
+    """--config's callback (eager: before every other option is read)."""
+    if path is None:
+        return
+    data = _load(path)
+    assert ctx.command is not None
+    ctx.default_map = {**(ctx.default_map or {}), **_default_map(ctx.command, data, path)}
+    settings = {_key(k): v for k, v in data.get("compaction", {}).items() if k != "policy"}
+    ctx.meta[_META] = (path, settings)
+
+
+def config_option(command: _F) -> _F:
+    """``--config FILE`` (env CONTEXT_GOVERNOR_CONFIG): read first, flags override it."""
+    return click.option(
+        "--config",
+        type=click.Path(dir_okay=False),
+        default=None,
+        envvar=CONFIG_ENV,
+        show_envvar=True,
+        is_eager=True,
+        expose_value=False,
+        callback=_read,
+        metavar="FILE",
+        help="A TOML file of settings (this command's table, shared keys, [compaction]); "
+        "options given here override it. See docs/cli.md, 'Config file'.",
+    )(command)
+
+
+def register(command: click.Command) -> click.Command:
+    """Give ``command`` its --config option, know it (shared keys are checked against
+    every command's options), list its config-only settings at the end of its --help,
+    and warn about those given on the command line (``warn_moved``)."""
+    command = config_option(command)
+    _registry[command.name or ""] = command
+    command.epilog = config_epilog(command)
+    callback = command.callback
+    assert callback is not None
+
+    @functools.wraps(callback)
+    def warned(*args: Any, **kwargs: Any) -> Any:
+        warn_moved(click.get_current_context())
+        return callback(*args, **kwargs)
+
+    command.callback = warned
+    return command
+
+
+def config_epilog(command: click.Command) -> str | None:
+    """The --help lines naming the settings only a config file takes (hidden options)."""
+    moved = sorted(
+        {
+            opt[2:]
+            for p in command.params
+            if isinstance(p, click.Option) and p.hidden
+            for opt in p.opts
+            if opt.startswith("--") and opt != "--provider"
+        }
+    )
+    if not moved:
+        return command.epilog
+    lines = textwrap.wrap(", ".join(moved), 74, break_on_hyphens=False)
+    text = "\n".join(
+        ["\b", f"Settings only a --config file takes ([{command.name}] table):"]
+        + ["  " + line for line in lines]
+    )
+    return text if not command.epilog else f"{command.epilog}\n\n{text}"
+
+
+def compaction_settings(ctx: click.Context) -> tuple[str | None, dict[str, Any]]:
+    """The config file's path and its [compaction] settings (without ``policy``)."""
+    found: tuple[str, dict[str, Any]] | None = ctx.meta.get(_META)
+    return (None, {}) if found is None else found
+
+
+def warn_moved(ctx: click.Context) -> None:
+    """One warning per hidden option given on the command line: it works for one more
+    release, and its setting belongs in the config file."""
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or not param.hidden or param.name is None:
+            continue
+        if param.name == "provider_alias":
+            continue  # --provider, the old name of --profile, has its own rule
+        if ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+            flag = next(o for o in param.opts if o.startswith("--"))
+            click.echo(
+                f"warning: {flag} on the command line is deprecated and will be removed in "
+                f"the next release: set {flag[2:]} in the [{ctx.command.name}] table of a "
+                "--config file",
+                err=True,
+            )
+
+
+def compaction_for(ctx: click.Context, name: str) -> Any:
+    """What govern()'s ``compaction`` is for the policy ``name`` the command was given,
+    with the config file's [compaction] settings: the name itself when there are none
+    (as before config files), else the policy (ConfigError naming the setting)."""
+    path, settings = compaction_settings(ctx)
+    if not settings:
+        return name
+    if name == "seed":
+        click.echo(
+            f"note: the [compaction] settings of {path} are the cache policy's: the seed "
+            "policy has none",
+            err=True,
+        )
+        return name
+    try:
+        return policy_from_settings(name, settings)
+    except ConfigError as exc:
+        fail(f"{path}: [compaction] {exc}")
