@@ -380,9 +380,10 @@ def why(results: Sequence[FirstCall]) -> str:
         "rs-bpe, or that rest at about 1× json.dumps and the counting spread perfectly. "
         "A long history in a fresh process is, in practice, a resumed "
         "session (an agent or proxy restarted, another replica): with a count store "
-        "(`count_store=`, `--count-store`) its counts, made before, are read back instead "
-        "of made again; the resumed-session row is that first call, its store filled by "
-        "another Governor governing the same history."
+        "(`count_store=`, the proxy's `--count-store`, `count-store` in `run`'s config file) "
+        "its counts, made before, are read back instead of made again; the resumed-session "
+        "row is that first call, its store filled by another Governor governing the same "
+        "history."
     )
 
 

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,10 +47,14 @@ import httpx
 MODEL = "gpt-4o-mini"
 MARKER = re.compile(r"mk-[0-9a-f]{12}")
 FAULTS = ("500", "429", "cut", "hang", "bad")
-#: The proxy's --max-in-flight in the test: above any wave it sends.
+#: The proxy's max-in-flight in the test: above any wave it sends.
 MAX_IN_FLIGHT = 10_000
 #: The proxy's read timeout in the test: shorter than the upstream's "hang" fault.
 READ_TIMEOUT = 2.0
+#: A value in a config file's table.
+Setting = bool | int | float | str
+#: Governance in a pool of two worker processes (the proxy's config-file settings).
+PROCESSES: Mapping[str, Setting] = {"govern-in": "process", "govern-processes": 2}
 COLD_TARGET_MB = 300
 
 
@@ -313,26 +317,59 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def proxy_args(upstream: str, extra: Sequence[str]) -> Callable[[int], list[str]]:
+def toml_value(value: Setting) -> str:
+    """``value`` as TOML writes it (JSON's strings and numbers are TOML's too)."""
+    return ("true" if value else "false") if isinstance(value, bool) else json.dumps(value)
+
+
+def config_file(table: str, settings: Mapping[str, Setting], directory: Path) -> Path:
+    """A TOML file for ``--config`` whose ``[table]`` holds ``settings``: the options moved
+    off the command line, which as flags print a deprecation warning."""
+    lines = [f"[{table}]", *(f"{key} = {toml_value(value)}" for key, value in settings.items())]
+    fd, name = tempfile.mkstemp(prefix=f"{table}-", suffix=".toml", dir=directory)
+    with os.fdopen(fd, "w") as file:
+        file.write("\n".join(lines) + "\n")
+    return Path(name)
+
+
+def proxy_args(
+    upstream: str, extra: Sequence[str], log: Path, settings: Mapping[str, Setting] | None = None
+) -> Callable[[int], list[str]]:
+    """The proxy's command line: ``extra`` flags, and ``settings`` (over the test's read
+    timeout and in-flight limit) in a config file beside ``log``."""
+    config = config_file(
+        "proxy",
+        {
+            "read-timeout": READ_TIMEOUT,
+            # the wave is many clients' load, not one runaway: the default in-flight
+            # limit (256) would answer half of it with the proxy's own 429
+            "max-in-flight": MAX_IN_FLIGHT,
+            **(settings or {}),
+        },
+        log.parent,
+    )
+
     def args(port: int) -> list[str]:
         return [
             "-m",
             "context_governor",
             "proxy",
+            "--config",
+            str(config),
             "--upstream",
             upstream,
             "--port",
             str(port),
-            "--read-timeout",
-            str(READ_TIMEOUT),
-            # the wave is many clients' load, not one runaway: the default in-flight
-            # limit (256) would answer half of it with the proxy's own 429
-            "--max-in-flight",
-            str(MAX_IN_FLIGHT),
             *extra,
         ]
 
     return args
+
+
+def _shown(extra: Sequence[str], settings: Mapping[str, Setting] | None) -> str:
+    """What a run sets beyond the test's defaults, for the progress lines."""
+    shown = [*extra, *(f"{key} = {toml_value(value)}" for key, value in (settings or {}).items())]
+    return " ".join(shown) or "defaults"
 
 
 # ----------------------------------------------------------------------------- runs
@@ -366,10 +403,15 @@ class RunResult:
 
 
 def run_proxied(
-    name: str, upstream: str, specs: Sequence[Spec], extra: Sequence[str], log: Path
+    name: str,
+    upstream: str,
+    specs: Sequence[Spec],
+    extra: Sequence[str],
+    log: Path,
+    settings: Mapping[str, Setting] | None = None,
 ) -> RunResult:
-    progress(f"{name}: starting the proxy ({' '.join(extra) or 'defaults'})")
-    with served(proxy_args(upstream, extra), log) as (base, process):
+    progress(f"{name}: starting the proxy ({_shown(extra, settings)})")
+    with served(proxy_args(upstream, extra, log, settings), log) as (base, process):
         before = rss_mb(process.pid)
         progress(f"{name}: {len(specs)} concurrent requests")
         outcomes, seconds = wave(f"{base}/v1", specs)
@@ -455,7 +497,7 @@ def comparison(direct: RunResult, relay: RunResult, proxied: Sequence[RunResult]
 def run_cold(name: str, upstream: str, extra: Sequence[str], log: Path) -> dict[str, float]:
     """A fresh proxy and, as soon as it answers /healthz, 20 concurrent first requests."""
     specs = [s for s in build_specs(40, seed=5) if s.fault is None][:20]
-    with served(proxy_args(upstream, extra), log) as (base, process):
+    with served(proxy_args(upstream, extra, log), log) as (base, process):
         started_rss = rss_mb(process.pid)
         outcomes, seconds = wave(f"{base}/v1", specs)
         peak = rss_mb(process.pid, peak=True)
@@ -484,7 +526,12 @@ def _big_body(messages: int) -> bytes:
 
 
 def run_big_body(
-    name: str, upstream: str, extra: Sequence[str], log: Path, body: bytes
+    name: str,
+    upstream: str,
+    extra: Sequence[str],
+    log: Path,
+    body: bytes,
+    settings: Mapping[str, Setting] | None = None,
 ) -> dict[str, float]:
     """/healthz latency, polled every 20 ms, while one huge body is governed."""
 
@@ -509,7 +556,7 @@ def run_big_body(
                 raise RuntimeError(f"big body: {response.status_code} {response.text[:200]}")
             return time.perf_counter() - started, pings
 
-    with served(proxy_args(upstream, extra), log) as (base, process):
+    with served(proxy_args(upstream, extra, log, settings), log) as (base, process):
         seconds, pings = asyncio.run(measure(base))
         peak = rss_mb(process.pid, peak=True)
     progress(
@@ -631,7 +678,7 @@ def markdown(
         f"{big['thread']['max']:.0f} ms during the huge body. Each worker process loads "
         "its own encodings and every body crosses a pipe twice; a thread shares them and "
         "only waits for the GIL between bytecodes. So threads are the default "
-        "(`--govern-in thread`), and `--workers N` is the way to use more cores.",
+        '(`govern-in = "thread"`), and `--workers N` is the way to use more cores.',
     ]
     return "\n".join(lines) + "\n"
 
@@ -665,11 +712,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         runs.append(
             run_proxied(
-                "proxy, governance in 2 worker processes",
-                upstream,
-                specs,
-                [*window, "--govern-in", "process", "--govern-processes", "2"],
-                log,
+                "proxy, governance in 2 worker processes", upstream, specs, window, log, PROCESSES
             )
         )
         runs.append(
@@ -689,11 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         big = {
             "thread": run_big_body("big body, thread", upstream, window, log, body),
             "2 worker processes": run_big_body(
-                "big body, process",
-                upstream,
-                [*window, "--govern-in", "process", "--govern-processes", "2"],
-                log,
-                body,
+                "big body, process", upstream, window, log, body, PROCESSES
             ),
         }
     command = "python -m bench.load" + (f" --out {args.out}" if args.out else "")

@@ -10,9 +10,10 @@ with usage that includes cached tokens, so every part of the observer runs):
 
 - **off**: ``--no-metrics --no-ui``: the observer does nothing past a request's start;
 - **on**: as shipped: ``/metrics`` and the page, their bounds at their defaults;
-- **on, keeping the most**: also ``--ui-content``, and ``--ui-conversations`` as many as
-  the run has conversations: every request's record, report and content kept, as far
-  as the bounds in bytes allow (the page's largest footprint at this traffic).
+- **on, keeping the most**: also ``ui-content = true``, and ``ui-conversations`` as many
+  as the run has conversations (in its config file's ``[proxy]`` table): every request's
+  record, report and content kept, as far as the bounds in bytes allow (the page's
+  largest footprint at this traffic).
 
 *Off* and *on* run in two processes each: two identical processes differ, for no reason
 of ours (where each landed in memory, which core, what else ran), by as much as 0.2 ms
@@ -59,7 +60,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -68,7 +69,7 @@ from typing import Any
 
 import httpx
 
-from .load import rss_mb, served
+from .load import Setting, config_file, rss_mb, served, toml_value
 from .section import write_section
 from .sessions import coding_session
 from .speed import source_info
@@ -136,6 +137,8 @@ class Variant:
     observing: bool = True
     #: its bounds bind at this traffic: the RSS it adds must level off (``bounded``)
     levels_off: bool = False
+    #: its [proxy] settings, in a config file (options that are no longer flags)
+    settings: Mapping[str, Setting] = field(default_factory=dict)
 
 
 OFF, ON, MOST = "off", "on", "most"
@@ -148,17 +151,22 @@ GROUP_NAMES = {
 
 def variants(conversations: int) -> list[Variant]:
     off = ("--no-metrics", "--no-ui")
-    most = ("--ui-content", "--ui-conversations", str(conversations))
+    most: dict[str, Setting] = {"ui-content": True, "ui-conversations": conversations}
+    shown = ", ".join(f"{key} = {toml_value(value)}" for key, value in most.items())
     return [
         Variant("off #1", off, OFF, observing=False),
         Variant("on #1", (), ON, levels_off=True),
-        Variant(f"keeping the most (`{' '.join(most)}`)", most, MOST),
+        Variant(f"keeping the most (`{shown}`)", (), MOST, settings=most),
         Variant("off #2", off, OFF, observing=False),
         Variant("on #2", (), ON, levels_off=True),
     ]
 
 
-def proxy_args(upstream: str, flags: Sequence[str]) -> Callable[[int], list[str]]:
+def proxy_args(upstream: str, variant: Variant, log: Path) -> Callable[[int], list[str]]:
+    """The variant's proxy: its flags, and its settings in a config file beside ``log``."""
+    config = config_file("proxy", variant.settings, log.parent) if variant.settings else None
+    flags = [*variant.flags, *(("--config", str(config)) if config else ())]
+
     def args(port: int) -> list[str]:
         return [
             "-m", "context_governor", "proxy", "--upstream", upstream, "--port", str(port),
@@ -367,7 +375,7 @@ def measure(steps: int, conversations: int) -> Result:
         direct = Target("direct", up, http)
         proxies = []
         for v in plan:
-            base, process = stack.enter_context(served(proxy_args(f"{up}/v1", v.flags), log))
+            base, process = stack.enter_context(served(proxy_args(f"{up}/v1", v, log), log))
             proxies.append(Target(v.name, base, http, process.pid, v))
         targets = [direct, *proxies]
         for p in proxies:
@@ -477,7 +485,8 @@ def render(result: Result, command: str) -> str:
         "minute). Real proxy processes (uvicorn, as the CLI runs them) in front of one "
         "upstream that answers at once with usage, cached tokens included "
         "(bench/observe_upstream.py): *off* is `--no-metrics --no-ui`, *on* the proxy as "
-        "shipped, *keeping the most* adds `--ui-content` and keeps every conversation. Off "
+        "shipped, *keeping the most* adds `ui-content = true` (a config-file setting) and "
+        "keeps every conversation. Off "
         "and on run in two processes each: two identical processes differ by up to ~0.2 ms "
         "at p50 on a busy machine for no reason of ours, about what observing costs, so "
         "each kind is the mean of its two and their difference is the noise it is read "

@@ -152,9 +152,9 @@ _GROWING = ["mistral", "deepseek", "qwen", "ollama", "vllm", "gemini", "bedrock"
 def _window_at_trigger(low: int, high: int, fraction: float, max_output: int) -> int | None:
     """A context window whose cache-policy trigger lies in [low, high): the input is at
     or under the trigger and the repaired output over it."""
-    from context_governor.policies import CACHE
+    from context_governor.policies import CACHE, DEFAULT_TRIGGER
 
-    for budget in range(int(low / CACHE.trigger), int(high / CACHE.trigger) + 2):
+    for budget in range(int(low / DEFAULT_TRIGGER), int(high / DEFAULT_TRIGGER) + 2):
         trigger = CACHE.thresholds(budget)[0]
         if low + int(fraction * (high - low)) <= trigger < high:
             return budget + max_output + 1024

@@ -303,8 +303,8 @@ RUN = SummaryFlags(
     server=False,
 )
 PROXY = SummaryFlags(
-    reached=", over Chat Completions at --summary-base-url (default: the upstream) with "
-    "--api-key, else $OPENAI_API_KEY (docs/summaries.md).",
+    reached=", over Chat Completions at the summary-base-url setting (default: the "
+    "upstream) with --api-key, else $OPENAI_API_KEY (docs/summaries.md).",
     store_help="Where summaries are kept: sqlite:///file.db (relative; sqlite:////abs.db) for "
     "one machine, redis://host:port/db for replicas on several; default: memory of "
     "each process.",

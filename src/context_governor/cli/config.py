@@ -199,7 +199,7 @@ def config_epilog(command: click.Command) -> str | None:
     """The --help lines naming the settings only a config file takes (hidden options)."""
     moved = sorted(
         {
-            opt[2:]
+            opt[2:] + _envvar(p)
             for p in command.params
             if isinstance(p, click.Option) and p.hidden
             for opt in p.opts
@@ -214,6 +214,12 @@ def config_epilog(command: click.Command) -> str | None:
         + ["  " + line for line in lines]
     )
     return text if not command.epilog else f"{command.epilog}\n\n{text}"
+
+
+def _envvar(option: click.Option) -> str:
+    """`` (or $NAME)`` for an option an environment variable also sets."""
+    names = [option.envvar] if isinstance(option.envvar, str) else list(option.envvar or ())
+    return f" (or ${names[0]})" if names and option.show_envvar else ""
 
 
 def compaction_settings(ctx: click.Context) -> tuple[str | None, dict[str, Any]]:
