@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..errors import ContextGovernorError
-from ..pipeline import GovernResult, govern
+from ..formats import RequestResult, govern_request
 from ..profiles import PROFILES
 from ..report import render_report
 from ._common import (
@@ -25,6 +25,9 @@ from .config import compaction_for
 
 __all__ = ["EXIT_NOT_OK", "GOVERN_EXIT_HELP", "govern_command"]
 
+#: The fields of a Chat Completions body that name its output reserve.
+_RESERVES = ("max_tokens", "max_completion_tokens")
+
 #: govern: a governed body is over its budget or still breaks a rule of its provider.
 EXIT_NOT_OK = 1
 
@@ -36,17 +39,19 @@ Exit status:
   2  bad input or usage (a one-line error on stderr)"""
 
 
-def _govern_body(body: Body, options: dict[str, Any]) -> GovernResult:
+def _govern_body(body: Body, options: dict[str, Any]) -> RequestResult:
+    """The body governed as the library and the proxy govern a Chat Completions body
+    (govern_request(api="openai")); ``--max-output`` stands in for the body's reserve."""
     data = body.data
     max_output = options["max_output"]
-    if max_output is None:
-        max_output = data.get("max_tokens", data.get("max_completion_tokens"))
+    if max_output is not None:
+        data = {k: v for k, v in data.items() if k not in _RESERVES}
     try:
-        return govern(
-            data["messages"],
-            tools=data.get("tools"),
+        result = govern_request(
+            data,
+            api="openai",
             profile=options["profile"],
-            model=options["model"] or data.get("model"),
+            model=options["model"],
             context_window=options["context_window"],
             max_output=max_output,
             max_tool_result_chars=options["max_tool_result_chars"],
@@ -57,9 +62,10 @@ def _govern_body(body: Body, options: dict[str, Any]) -> GovernResult:
         text = str(exc).replace("max_output must", "max_tokens must", 1)
         fail(f"{body.where}{text}")
         raise  # unreachable
+    return result
 
 
-def _write_html(path: str, file: str, bodies: list[Body], results: list[GovernResult]) -> None:
+def _write_html(path: str, file: str, bodies: list[Body], results: list[RequestResult]) -> None:
     """The offline page of these requests (observe/page.py), one file."""
     from ..observe.page import offline_data, offline_page
 
@@ -74,8 +80,17 @@ def _write_html(path: str, file: str, bodies: list[Body], results: list[GovernRe
         fail(f"{path}: {exc.strerror or exc}")
 
 
-def _output_body(body: Body, result: GovernResult) -> Any:
-    return result.messages if body.bare else {**body.data, "messages": result.messages}
+def _output_body(body: Body, result: RequestResult) -> Any:
+    """The governed body as the input had it: a bare list stays one; a reserve field
+    --max-output stood in for is kept as the body had it, in its place."""
+    out = result.body
+    if body.bare:
+        return out["messages"]
+    kept = {k: v for k, v in body.data.items() if k in _RESERVES and k not in out}
+    if not kept:
+        return out
+    ordered = {k: out[k] if k in out else kept[k] for k in body.data if k in out or k in kept}
+    return {**ordered, **{k: v for k, v in out.items() if k not in ordered}}
 
 
 @click.command("govern", epilog=GOVERN_EXIT_HELP)
