@@ -6,6 +6,7 @@ The public API is what this module exports; everything else is private.
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from . import moved as _moved
 from .counting import warm_up
 from .errors import ConfigError, ContextGovernorError, InputError
 from .formats import RequestResult, govern_request, validate_request
@@ -47,6 +48,8 @@ __all__ = [
     "warm_up",
 ]
 __version__ = "0.1.0"
+
+_moved.install()  # the module paths before the layout change, for one release
 
 # The agent runner and its model clients import httpx: they load on first use,
 # so that `import context_governor` (and the govern CLI) stays fast.
