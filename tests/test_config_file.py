@@ -242,3 +242,19 @@ def test_every_command_lists_its_file_settings_in_help() -> None:
         out = _invoke(command.name or "", "--help").stdout
         for param in moved:
             assert param.opts[0][2:] in out.partition("Settings only a --config file takes")[2]
+
+
+def test_the_policy_by_name_at_the_top_or_in_a_table(tmp_path: Path) -> None:
+    by_flag = _invoke(
+        "govern", EXAMPLE, "--json", "--context-window", "32000", "--compaction", "seed"
+    )
+    top = _write(tmp_path, 'compaction = "seed"\ncontext-window = 32000\n')
+    assert _invoke("govern", "--config", top, EXAMPLE, "--json").stdout == by_flag.stdout
+    own = _write(
+        tmp_path,
+        'context-window = 32000\n[compaction]\npolicy = "cache"\n[govern]\ncompaction = "seed"\n',
+    )
+    assert _invoke("govern", "--config", own, EXAMPLE, "--json").stdout == by_flag.stdout
+    bad = _write(tmp_path, '[compaction]\npolicy = "lru"\n')
+    result = _invoke("lint", "--config", bad, EXAMPLE)
+    assert result.exit_code == 2 and "policy must be 'cache' or 'seed'" in result.stderr

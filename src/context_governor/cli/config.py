@@ -75,69 +75,94 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def _value(option: click.Option, value: Any, where: str) -> Any:
-    """``value`` as click's default_map takes it for ``option``; BadParameter naming
-    ``where`` when the option's type refuses it."""
+    """``value`` as click's default_map takes it for ``option``; exit 2 naming ``where``
+    when the option's type refuses it (the same check the command line gets)."""
     if option.multiple:
         if isinstance(value, Mapping):  # model-window = { "gpt-4o" = 128000 }
             value = [f"{k}={v}" for k, v in value.items()]
         elif not isinstance(value, list):
             value = [value]
-        value = [
-            str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value
-        ]
+        value = [_text(v) for v in value]
     if option.is_flag and not isinstance(value, bool):
         fail(f"{where} must be true or false, got {value!r}")
-    ctx = click.Context(click.Command("config"))
     try:
-        option.type_cast_value(ctx, value)
+        option.type_cast_value(click.Context(click.Command("config")), value)
     except click.BadParameter as exc:
         fail(f"{where}: {exc.message}")
     return value
 
 
-def _default_map(command: click.Command, data: dict[str, Any], path: str) -> dict[str, Any]:
-    """click's default_map for ``command`` from a config file's ``data``."""
-    known = _options(command)
-    table_names = {*COMMAND_TABLES, "compaction"}
+def _text(value: Any) -> Any:
+    """A number in a list for a repeatable option, as the command line would give it."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return str(value) if number else value
+
+
+def _compaction_table(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The [compaction] table (empty when the file has none, or says ``compaction =
+    "seed"`` at the top, which is the policy's name as a shared key)."""
+    table = data.get("compaction", {})
+    return dict(table) if isinstance(table, dict) else {}
+
+
+def _shared(known: dict[str, click.Option], data: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The top-level keys this command has an option for; a key no command has is an
+    error, one another command has is left to it."""
+    tables = {*COMMAND_TABLES, "compaction"}
     everyone = {key for name in COMMAND_TABLES for key in _option_keys(name)}
-    defaults: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict):
-            if key not in table_names:
-                fail(
-                    f"{path}: unknown table [{key}]; tables: "
-                    + ", ".join(f"[{t}]" for t in sorted(table_names))
-                )
+            if key not in tables:
+                listed = ", ".join(f"[{t}]" for t in sorted(tables))
+                fail(f"{path}: unknown table [{key}]; tables: {listed}")
             continue
         name = _key(key)
         if name in known:
-            defaults[known[name].name or name] = _value(known[name], value, f"{path}: {key}")
+            found[known[name].name or name] = _value(known[name], value, f"{path}: {key}")
         elif name not in everyone:
             fail(f"{path}: no command has a setting {key!r}")
-    own = data.get(command.name or "", {})
-    for key, value in own.items():
+    return found
+
+
+def _own(
+    command: click.Command, known: dict[str, click.Option], data: Mapping[str, Any], path: str
+) -> dict[str, Any]:
+    """The command's own table: every key must be one of its options."""
+    found: dict[str, Any] = {}
+    for key, value in data.get(command.name or "", {}).items():
         name = _key(key)
         if name not in known:
-            fail(
-                f"{path}: [{command.name}] has no setting {key!r}; settings: "
-                + ", ".join(sorted(k.replace("_", "-") for k in known if k != "provider"))
-            )
-        defaults[known[name].name or name] = _value(
-            known[name], value, f"{path}: [{command.name}] {key}"
-        )
-    compaction = dict(data.get("compaction", {}))
-    policy = compaction.pop("policy", None)
-    if policy is not None and "compaction" in known:
-        defaults.setdefault(
-            "compaction", _value(known["compaction"], policy, f"{path}: [compaction] policy")
-        )
-    unknown = sorted(set(map(_key, compaction)) - set(SETTINGS))
+            listed = ", ".join(sorted(k.replace("_", "-") for k in known if k != "provider"))
+            fail(f"{path}: [{command.name}] has no setting {key!r}; settings: {listed}")
+        where = f"{path}: [{command.name}] {key}"
+        found[known[name].name or name] = _value(known[name], value, where)
+    return found
+
+
+def _policy(known: dict[str, click.Option], data: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """``policy`` of the [compaction] table as the command's --compaction default, and
+    the table's other keys checked against the cache policy's settings."""
+    table = _compaction_table(data)
+    policy = table.pop("policy", None)
+    if policy is not None and policy not in ("cache", "seed"):
+        fail(f"{path}: [compaction] policy must be 'cache' or 'seed', got {policy!r}")
+    unknown = sorted(set(map(_key, table)) - set(SETTINGS))
     if unknown:
-        fail(
-            f"{path}: [compaction] has no setting {unknown[0]!r}; settings: policy, "
-            + ", ".join(SETTINGS)
-        )
-    return defaults
+        listed = ", ".join(["policy", *SETTINGS])
+        fail(f"{path}: [compaction] has no setting {unknown[0]!r}; settings: {listed}")
+    return {} if policy is None or "compaction" not in known else {"compaction": policy}
+
+
+def _default_map(command: click.Command, data: dict[str, Any], path: str) -> dict[str, Any]:
+    """click's default_map for ``command`` from a config file's ``data``: the shared
+    keys, then the [compaction] policy, then the command's own table (which wins)."""
+    known = _options(command)
+    return {
+        **_shared(known, data, path),
+        **_policy(known, data, path),
+        **_own(command, known, data, path),
+    }
 
 
 _registry: dict[str, click.Command] = {}
@@ -155,7 +180,7 @@ def _read(ctx: click.Context, param: click.Parameter, path: str | None) -> None:
     data = _load(path)
     assert ctx.command is not None
     ctx.default_map = {**(ctx.default_map or {}), **_default_map(ctx.command, data, path)}
-    settings = {_key(k): v for k, v in data.get("compaction", {}).items() if k != "policy"}
+    settings = {_key(k): v for k, v in _compaction_table(data).items() if k != "policy"}
     ctx.meta[_META] = (path, settings)
 
 
