@@ -527,6 +527,10 @@ class Replay:
         trigger, goal = policy.thresholds(budget)
         if self.total <= trigger and not forced:
             return False
+        if policy.mask_first:
+            # no verbatim floor under mask_first (CompactionPolicy.floor); the span (a walk
+            # over the kept turns) is taken only once the request is known to compact
+            return self._masked(j, forced, trigger, goal)
         span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
         floor = (
             policy.floor(budget, span, self._recent_results()) if policy.verbatim_floor else None
@@ -539,25 +543,48 @@ class Replay:
                 return False
         elif policy.adaptive_target:
             goal = policy.adaptive_goal(trigger, goal, span, self._growth())
+        return self._apply(j, forced, goal, policy.keep_recent)
+
+    def _adapted(self, trigger: int, goal: int) -> int:
+        """The target's goal of a compaction at the request the replay stands at."""
+        policy = self.policy
+        if not policy.adaptive_target:
+            return goal
+        span = self._recent_span()
+        return policy.adaptive_goal(trigger, goal, span, self._growth())
+
+    def _masked(self, j: int, forced: bool, trigger: int, target: int) -> bool:
+        """``_compact`` under ``mask_first``: clear old results before cutting turns."""
+        policy, budget = self.policy, self.budget
         keep, near = policy.keep_recent, False
-        if policy.mask_first:
-            masked = self.clear_candidates(-1)[1]
-            if masked > trigger - policy.clear_chunk(trigger):
-                # the masked trail does not fit under the trigger: turns are cut only past
-                # the ceiling (CompactionPolicy.cut_ceiling); below it, old results are
-                # cleared in chunks and every turn stays
-                ceiling = policy.cut_ceiling(budget)
-                if self.total <= ceiling and not forced:
-                    if self.total - masked < policy.clear_chunk(trigger):
-                        return False
-                    goal = masked
-                else:
-                    near, trigger = ceiling > trigger, ceiling
-                    keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
-                    masked = self.clear_candidates(-1, keep)[1]
-            trail = max(0, masked - self._recent_results()) / max(1, self.calls)
-            prose = near and self.results_grown * 2 < self.grown
-            goal = policy.masked_goal(goal, trigger, masked, trail, prose)
+        masked = self.clear_candidates(-1)[1]
+        goal: int | None = None
+        if masked > trigger - policy.clear_chunk(trigger):
+            # the masked trail does not fit under the trigger: turns are cut only past
+            # the ceiling (CompactionPolicy.cut_ceiling); below it, old results are
+            # cleared in chunks and every turn stays
+            ceiling = policy.cut_ceiling(budget)
+            if self.total <= ceiling and not forced:
+                if self.total - masked < policy.clear_chunk(trigger):
+                    return False
+                goal = masked
+            else:
+                near = ceiling > trigger
+                keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
+                masked = self.clear_candidates(-1, keep)[1]
+        if goal is None:
+            goal = self._adapted(trigger, target)
+        if near:
+            trigger = policy.cut_ceiling(budget)
+        trail = max(0, masked - self._recent_results()) / max(1, self.calls)
+        prose = near and self.results_grown * 2 < self.grown
+        goal = policy.masked_goal(goal, trigger, masked, trail, prose)
+        return self._apply(j, forced, goal, keep)
+
+    def _apply(self, j: int, forced: bool, goal: int, keep: int) -> bool:
+        """Clear and cut the request at ``j`` down to ``goal`` (the newest ``keep``
+        results kept), if it saves enough or must; whether it compacted."""
+        policy, budget = self.policy, self.budget
         chosen, cut = self._clear_and_cut(goal, keep)
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
