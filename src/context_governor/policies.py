@@ -140,6 +140,10 @@ DEFAULT_TARGET_TOKENS = 16_000
 Threshold: TypeAlias = "float | int | None"
 
 
+#: The policy's switches: each must be a bool (a config file's 1 is not taken for true).
+_FLAGS = ("clear_arguments", "adaptive_target", "price_aware", "verbatim_floor", "mask_first")
+
+
 class _Unset:
     """Marks a deprecated argument that was not given (None is a value it can take)."""
 
@@ -364,10 +368,10 @@ class CompactionPolicy:
                     "summary must be a context_governor.summary.Summaries, "
                     f"got {brief(self.summary)}"
                 )
-        if not isinstance(self.mask_first, bool):
-            raise ConfigError(f"mask_first must be True or False, got {self.mask_first!r}")
-        if not isinstance(self.verbatim_floor, bool):
-            raise ConfigError(f"verbatim_floor must be True or False, got {self.verbatim_floor!r}")
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                value = getattr(self, name)
+                raise ConfigError(f"{name} must be true or false (a bool), got {value!r}")
         if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
             raise ConfigError(
                 "cache_price must be a context_governor.targets.prices.CachePrice or None, "
@@ -612,7 +616,6 @@ SETTINGS: dict[str, str] = {
     "verbatim_floor": "true or false",
     "mask_first": "true or false",
 }
-_FLAGS = ("clear_arguments", "adaptive_target", "price_aware", "verbatim_floor", "mask_first")
 
 
 def policy_from_settings(name: str, settings: Mapping[str, Any]) -> Compaction:
@@ -634,11 +637,6 @@ def policy_from_settings(name: str, settings: Mapping[str, Any]) -> Compaction:
             f"unknown compaction setting {unknown[0]!r}; settings: {', '.join(SETTINGS)}"
         )
     values = dict(settings)
-    for key in _FLAGS:
-        if key in values and not isinstance(values[key], bool):
-            raise ConfigError(
-                f"compaction setting {key} must be true or false, got {values[key]!r}"
-            )
     if values.get("cut_note") is False:
         values["cut_note"] = None
     tools = values.get("exclude_tools")

@@ -220,17 +220,19 @@ def register(command: click.Command) -> click.Command:
     return command
 
 
+def _moved(command: click.Command) -> list[tuple[click.Option, str]]:
+    """The options moved to the config file (hidden ones, but for --provider, the old
+    name of --profile, which has its own rule), each with its flag."""
+    return [
+        (p, next(o for o in p.opts if o.startswith("--")))
+        for p in command.params
+        if isinstance(p, click.Option) and p.hidden and p.name not in (None, "provider_alias")
+    ]
+
+
 def config_epilog(command: click.Command) -> str | None:
     """The --help lines naming the settings only a config file takes (hidden options)."""
-    moved = sorted(
-        {
-            opt[2:] + _envvar(p)
-            for p in command.params
-            if isinstance(p, click.Option) and p.hidden
-            for opt in p.opts
-            if opt.startswith("--") and opt != "--provider"
-        }
-    )
+    moved = sorted(flag[2:] + _envvar(option) for option, flag in _moved(command))
     if not moved:
         return command.epilog
     lines = textwrap.wrap(", ".join(moved), 74, break_on_hyphens=False)
@@ -256,13 +258,8 @@ def compaction_settings(ctx: click.Context) -> tuple[str | None, dict[str, Any]]
 def warn_moved(ctx: click.Context) -> None:
     """One warning per hidden option given on the command line: it works for one more
     release, and its setting belongs in the config file."""
-    for param in ctx.command.params:
-        if not isinstance(param, click.Option) or not param.hidden or param.name is None:
-            continue
-        if param.name == "provider_alias":
-            continue  # --provider, the old name of --profile, has its own rule
-        if ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
-            flag = next(o for o in param.opts if o.startswith("--"))
+    for option, flag in _moved(ctx.command):
+        if ctx.get_parameter_source(option.name or "") is ParameterSource.COMMANDLINE:
             click.echo(
                 f"warning: {flag} on the command line is deprecated and will be removed in "
                 f"the next release: set {flag[2:]} in the [{ctx.command.name}] table of a "

@@ -89,8 +89,7 @@ def _output_body(body: Body, result: RequestResult) -> Any:
     kept = {k: v for k, v in body.data.items() if k in _RESERVES and k not in out}
     if not kept:
         return out
-    ordered = {k: out[k] if k in out else kept[k] for k in body.data if k in out or k in kept}
-    return {**ordered, **{k: v for k, v in out.items() if k not in ordered}}
+    return {k: out.get(k, kept.get(k)) for k in (*body.data, *out) if k in out or k in kept}
 
 
 @click.command("govern", epilog=GOVERN_EXIT_HELP)

@@ -23,6 +23,9 @@ from .config import ProxyConfig
 __all__ = ["compaction_for", "count_store_for"]
 
 _built: dict[str, Compaction] = {}
+#: The policy of each config object already asked about (kept alive here, so its id is
+#: not reused): the per-request lookup, without turning the config into JSON each time.
+_seen: dict[int, tuple[ProxyConfig, Compaction]] = {}
 _lock = threading.Lock()
 _links: dict[tuple[str, float | None], CountLink | None] = {}
 _log = logging.getLogger("context_governor.proxy")
@@ -49,12 +52,16 @@ def compaction_for(config: ProxyConfig) -> str | Compaction:
     """What govern()'s ``compaction`` is for a request under ``config``."""
     if config.summary_model is None and not config.compaction_settings:
         return config.compaction
-    key = config.to_json()
+    seen = _seen.get(id(config))
+    if seen is not None and seen[0] is config:
+        return seen[1]  # every request after the first: no JSON of the config
+    key = config.to_json()  # equal configs (e.g. two apps) share one policy and its store
     with _lock:
         policy = _built.get(key)
         if policy is None:
             policy = _build(config)
             _built[key] = policy
+        _seen[id(config)] = (config, policy)
     return policy
 
 

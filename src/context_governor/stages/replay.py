@@ -556,7 +556,7 @@ class Replay:
     def _masked(self, j: int, forced: bool, trigger: int, target: int) -> bool:
         """``_compact`` under ``mask_first``: clear old results before cutting turns."""
         policy, budget = self.policy, self.budget
-        keep, near = policy.keep_recent, False
+        keep, limit = policy.keep_recent, trigger
         masked = self.clear_candidates(-1)[1]
         goal: int | None = None
         if masked > trigger - policy.clear_chunk(trigger):
@@ -569,16 +569,15 @@ class Replay:
                     return False
                 goal = masked
             else:
-                near = ceiling > trigger
+                limit = ceiling  # turns are cut: the goal is judged against the ceiling
                 keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
                 masked = self.clear_candidates(-1, keep)[1]
         if goal is None:
             goal = self._adapted(trigger, target)
-        if near:
-            trigger = policy.cut_ceiling(budget)
+        near = limit > trigger
         trail = max(0, masked - self._recent_results()) / max(1, self.calls)
         prose = near and self.results_grown * 2 < self.grown
-        goal = policy.masked_goal(goal, trigger, masked, trail, prose)
+        goal = policy.masked_goal(goal, limit, masked, trail, prose)
         return self._apply(j, forced, goal, keep)
 
     def _apply(self, j: int, forced: bool, goal: int, keep: int) -> bool:
