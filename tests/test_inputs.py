@@ -678,3 +678,52 @@ def test_invalid_unicode_nanobot_passes_through(window: Any) -> None:
     assert res.messages[-1] is msgs[-1]
     if window is None:
         assert res.messages is msgs
+
+
+# -- stored shapes that carry meaning: read or refuse, never drop -------------------------------
+
+_SWE_AGENT = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Fix the failing test."},
+    {"role": "assistant", "content": "Let me look.", "tool_calls": [
+        {"id": "call_abc", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+    ]},
+    {"role": "tool", "content": "setup.py\nsrc\ntests", "tool_call_ids": ["call_abc"]},
+    {"role": "user", "content": "go on"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("profile", ["openai", "anthropic", "mistral", "gemini", "bedrock"])
+def test_a_stored_tool_call_ids_list_of_one_is_read_as_the_result_s_call(profile: str) -> None:
+    """SWE-agent stores tool results with ``tool_call_ids: [id]``; the result is real output
+    and must reach the model, answered to its call, not replaced by a placeholder."""
+    from context_governor import govern
+
+    result = govern(copy.deepcopy(_SWE_AGENT), profile=profile, context_window=32_000)
+    texts = json.dumps(result.messages)
+    assert "setup.py" in texts and "unavailable" not in texts
+    assert "tool_call_ids" not in texts
+    assert any("tool_call_ids: read as tool_call_id 'call_abc'" in a.detail for a in result.report.actions)
+    assert result.report.ok
+
+
+@pytest.mark.parametrize(
+    ("ids", "extra", "said"),
+    [
+        (["call_abc", "call_def"], {}, "a list of one call id"),
+        ([], {}, "a list of one call id"),
+        ("call_abc", {}, "a list of one call id"),
+        ([7], {}, "a list of one call id"),
+        (["call_abc"], {"tool_call_id": "call_zzz"}, "which call this result answers is not certain"),
+    ],
+)
+def test_a_tool_call_ids_whose_meaning_is_not_certain_is_refused_naming_it(
+    ids: Any, extra: dict[str, Any], said: str
+) -> None:
+    from context_governor import govern
+
+    messages = copy.deepcopy(_SWE_AGENT)
+    messages[3] = {"role": "tool", "content": "out", "tool_call_ids": ids, **extra}
+    with pytest.raises(InputError) as caught:
+        govern(messages, profile="openai")
+    assert "messages[3].tool_call_ids" in str(caught.value) and said in str(caught.value)

@@ -139,7 +139,8 @@ def _with_reserve(
     """``result`` (governed from ``sent``, whose reserve was the floor) with the reserve
     the window leaves after its prompt, reported; the input body itself when that is
     what the client asked and governance changed nothing else."""
-    found = planned.after(result.report.tokens_after)
+    governed = result.body.get("thinking") if isinstance(result.body, dict) else None
+    found = planned.after(result.report.tokens_after, governed)
     reserve.record(result.report, found)
     if result.body is sent and not found.details:
         return replace(result, body=body)

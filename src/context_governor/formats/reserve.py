@@ -20,10 +20,15 @@ known and the body asks for more than the floor:
   keeps the client's full reserve, a long one gets what is left, and
   prompt + reserve stays inside the window whenever the prompt met its budget;
 * Anthropic's ``thinking.budget_tokens`` must stay below ``max_tokens`` (and at
-  least 1,024): a budget at or above the floor is lowered to ``floor - 1``, a figure
-  that does not move between requests (a changed thinking budget invalidates the
-  provider's cached messages); if the floor leaves no room for 1,024, thinking is
-  turned off for the request. Each change is reported.
+  least 1,024). The client's budget is sent as it is whenever the ``max_tokens`` the
+  governed prompt leaves is above it (a short prompt never costs the client thinking).
+  Only when the prompt needs that room is a budget at or above the floor lowered, to
+  ``floor - 1``: a figure that does not move between requests (a changed thinking
+  budget invalidates the provider's cached messages). If the floor leaves no room for
+  1,024, thinking is turned off for the request. Each change is reported.
+* The request's ``thinking`` has one owner at a time: the pipeline may turn thinking
+  off to make the history legal (AN-9a); its decision stands, and the reserve then
+  leaves the field alone (it never writes back a setting the pipeline replaced).
 
 A request that asks for no more than the floor is left as it is (its reserve is the
 budget's, as before).
@@ -69,6 +74,8 @@ class Reserve:
     #: the thinking setting to send (None: unchanged), and what to report of it
     thinking: dict[str, Any] | None = None
     thinking_detail: str = ""
+    #: the client's own ``thinking`` (sent when the governed prompt leaves it room)
+    client_thinking: Any = None
 
     def before(self) -> dict[str, Any]:
         """What to change in the body before governance: the floor as its reserve (the
@@ -86,9 +93,14 @@ class Reserve:
         room = self.window - SAFETY_BUFFER - prompt_tokens
         return min(self.asked, max(room, self.floor))
 
-    def after(self, prompt_tokens: int) -> Clamp:
+    def after(self, prompt_tokens: int, governed: Any = None) -> Clamp:
         """The fields to send and the report's words, for a governed prompt of
-        ``prompt_tokens``."""
+        ``prompt_tokens``; ``governed`` is the ``thinking`` of the governed body.
+
+        The thinking setting planned for the run (``before``) is kept only where it is
+        needed: when the reserve left to the answer is above the client's own budget,
+        the client's setting goes out as it was asked. When the pipeline replaced the
+        setting (thinking turned off for a legal history), the pipeline's stands."""
         given = self.given(prompt_tokens)
         updates: dict[str, Any] = {name: given for name in self.names}
         details: list[str] = []
@@ -101,9 +113,11 @@ class Reserve:
                 f"eighth of the window)"
                 for name in self.names
             )
-        if self.thinking is not None:
-            updates["thinking"] = self.thinking
-            details.append(self.thinking_detail)
+        if self.thinking is not None and governed == self.thinking:
+            if self.thinking.get("type") == "enabled" and _fits(self.client_thinking, given):
+                updates["thinking"] = self.client_thinking
+            else:
+                details.append(self.thinking_detail)
         return Clamp(updates, tuple(details))
 
 
@@ -137,7 +151,17 @@ def plan(body: Any, api: str, window: int | None) -> Reserve | None:
     if asked <= kept:
         return None
     thinking, detail = _thinking(body, kept) if api == "anthropic" else (None, "")
-    return Reserve(names, asked, kept, window, thinking, detail)
+    return Reserve(names, asked, kept, window, thinking, detail, body.get("thinking"))
+
+
+def _fits(thinking: Any, max_tokens: int) -> bool:
+    """Whether the client's enabled ``thinking`` can go out beside ``max_tokens`` as it
+    was asked (its budget below it); a setting we lowered to turn off is never restored:
+    the governed history was made legal for thinking off."""
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return False
+    budget = thinking.get("budget_tokens")
+    return isinstance(budget, int) and not isinstance(budget, bool) and budget < max_tokens
 
 
 @dataclass(frozen=True, slots=True)

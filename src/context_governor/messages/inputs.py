@@ -30,6 +30,7 @@ __all__ = [
     "check_tools",
     "has_surrogate",
     "repair_message",
+    "stored_call_id",
     "structure_problem",
     "unserializable_path",
 ]
@@ -117,8 +118,46 @@ def check_messages(messages: Any, *, legacy: bool = False) -> list[Message]:
         name = message.get("name")
         if name is not None and not isinstance(name, str):
             raise InputError(f"{where}.name", f"expected a string, got {_type_name(name)}")
+        if "tool_call_ids" in message:
+            _check_call_ids(message, where)
         check_structure(message, where)
     return messages
+
+
+def stored_call_id(message: Message) -> str | None:
+    """The call id a stored ``tool_call_ids`` list names, when its meaning is certain: a
+    tool message whose list holds exactly one id string, agreeing with ``tool_call_id``
+    where that is set too. SWE-agent stores its tool results this way (one call per
+    step; the id goes out as ``tool_call_id``). None otherwise."""
+    ids = message.get("tool_call_ids")
+    if message.get("role") != "tool" or not isinstance(ids, list) or len(ids) != 1:
+        return None
+    only = ids[0]
+    if not isinstance(only, str) or not only:
+        return None
+    given = message.get("tool_call_id")
+    return only if given is None or given == only else None
+
+
+def _check_call_ids(message: Message, where: str) -> None:
+    """Refuse a ``tool_call_ids`` whose meaning is not certain (see stored_call_id): read,
+    it would be a guess at which call a result answers; dropped, a real result would
+    become an orphan and be replaced by a placeholder."""
+    if message.get("role") != "tool" or stored_call_id(message) is not None:
+        return  # on other roles it is an unknown field, sent as the caller gave it
+    ids = message.get("tool_call_ids")
+    given = message.get("tool_call_id")
+    if isinstance(ids, list) and len(ids) == 1 and given is not None and ids[0] != given:
+        raise InputError(
+            f"{where}.tool_call_ids",
+            f"names call {brief(ids[0])} but tool_call_id is {brief(given)}: which call this "
+            "result answers is not certain; send one of them",
+        )
+    raise InputError(
+        f"{where}.tool_call_ids",
+        f"expected a list of one call id (SWE-agent's stored form), got {brief(ids)}: one tool "
+        "message answers one call; send each result as its own message with tool_call_id",
+    )
 
 
 def check_tools(tools: Any) -> Sequence[dict[str, Any]] | None:
@@ -352,6 +391,14 @@ def repair_message(message: Message, i: int) -> tuple[Message | None, list[str]]
     repaired: Message = _clean_unicode(message, where, fixes)
     role = message.get("role")
     if role == "tool":
+        stored = stored_call_id(repaired)
+        if stored is not None:
+            repaired = {k: v for k, v in repaired.items() if k != "tool_call_ids"}
+            repaired["tool_call_id"] = stored
+            fixes.append(
+                f"{where}.tool_call_ids: read as tool_call_id {stored!r} (the stored form of "
+                "SWE-agent; no provider accepts the list)"
+            )
         tcid = repaired.get("tool_call_id")
         if isinstance(tcid, int) and not isinstance(tcid, bool):
             repaired = {**repaired, "tool_call_id": str(tcid)}
