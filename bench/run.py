@@ -30,6 +30,7 @@ from . import (
     first_call,
     messages_request,
     proxy_cost,
+    real_sessions,
     recall,
     responses_request,
     shapes,
@@ -759,6 +760,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections.append(summaries.section(summaries.run(steps, (128_000, 32_000)), steps))
     progress("session shapes: the cache policy's targets per shape and provider pricing")
     sections.append(shapes.render(shapes.run(steps)))
+    progress("real sessions: counts against the providers' usage; a screenshot's cost and time")
+    sections.append(real_sessions.build(3 if args.quick else 9))
     progress("recall of planted facts: ours, the seed policy, LangChain, LiteLLM, clear_tool_uses")
     sections.append(
         recall.render(recall.run(steps), recall.planted_counts(recall.recall_shapes(), steps))

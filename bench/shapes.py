@@ -27,9 +27,12 @@ Run: ``python -m bench.shapes [--steps N] [--quick] [--shape KEY] [--window N]
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
+import struct
 import sys
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,6 +300,66 @@ class _Bursts(_Session):
         return 1
 
 
+BROWSER_PROMPT = """You operate a web browser for the user. After each action you get the \
+page's screenshot; look at it before the next action. Click, type and scroll until the \
+task is done, then say what you did."""
+BROWSER_TOOLS = [
+    _tool_def("click", "Click a point", {"x": {"type": "integer"}, "y": {"type": "integer"}}),
+    _tool_def("type_text", "Type text into the focused field", {"text": {"type": "string"}}),
+    _tool_def("scroll", "Scroll the page", {"dy": {"type": "integer"}}),
+]
+#: A screenshot's size: 1280x800 (a laptop browser window), ~60 KB of PNG data here (real
+#: ones are 100 KB-1 MB; the count reads only the header, so the size moves speed only).
+SCREEN = (1280, 800)
+SCREEN_BYTES = 60_000
+
+
+def png(width: int, height: int, data: bytes) -> bytes:
+    """A PNG with a real header (its dimensions are what the provider bills) and ``data``
+    as its image data (only the header is read)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data)
+
+
+class _Screens(_Session):
+    """(e) A browser agent: one action per step, and after it the page's screenshot, sent
+    as a user message with the image (how chat-completions browser agents show the page)."""
+
+    def opening(self) -> list[Message]:
+        return [
+            {"role": "system", "content": BROWSER_PROMPT},
+            {"role": "user", "content": "Find the cheapest direct flight to Lisbon next Friday."},
+        ]
+
+    def _tool(self, kind: str) -> tuple[str, dict[str, Any], str]:
+        rng = self.rng
+        name = rng.choice(("click", "click", "type_text", "scroll"))
+        args: dict[str, Any] = {"x": rng.randint(0, 1279), "y": rng.randint(0, 799)}
+        if name == "type_text":
+            args = {"text": _ident(rng)}
+        elif name == "scroll":
+            args = {"dy": rng.choice((-600, 600))}
+        return name, args, f"{name} done"
+
+    def step(self) -> list[Message]:
+        out = self.tool_step(1)
+        url = (
+            "data:image/png;base64,"
+            + base64.b64encode(png(*SCREEN, self.rng.randbytes(SCREEN_BYTES))).decode()
+        )
+        page = [
+            {"type": "text", "text": "The page now:"},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]
+        out.append({"role": "user", "content": page})
+        return out
+
+
 def _clip(text: str, size: int) -> str:
     return text[: max(size, 300)]
 
@@ -359,6 +422,12 @@ SHAPES: tuple[Shape, ...] = (
         "parallel bursts",
         "one step in three makes 8-20 parallel calls",
         _generate(_Bursts, "bursts", TOOLS),
+    ),
+    Shape(
+        "screens",
+        "browser, screenshots",
+        "an action per step, then the page's 1280x800 screenshot",
+        _generate(_Screens, "screens", BROWSER_TOOLS),
     ),
 )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
+from images import png_b64
 
 WORDS = ["alpha", "beta", "file", "read", "the", "tool", "résumé", "数据", "ok", "line\n", "{x}"]
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
@@ -64,7 +65,7 @@ image_block = st.builds(
         extra,
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
     ),
-    st.binary(min_size=4, max_size=24).map(lambda b: b.hex()),
+    st.builds(png_b64, st.integers(1, 48), st.integers(1, 48), st.binary(max_size=24)),
     extra_fields,
 )
 document_block = st.builds(

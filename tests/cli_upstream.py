@@ -36,21 +36,32 @@ failure is recorded in ``invalid`` and answered with the provider's 400:
 
 Every request is recorded (``log``: method, path, api, the verdict), whatever its
 path: the tests read which side endpoints each CLI calls from it.
+
+**The screenshot session** (``ScreenshotUpstream``, Anthropic only; for
+tests/test_agent_cli_screenshots.py) scripts the same loop over real PNG screenshots
+(``make_screenshots``) and counts each image block by Anthropic's documented rule
+(``claude_image_tokens``, over the size in the image's own header) instead of as text.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
+import io
 import json
 import math
+import random
 import re
+import struct
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import imagesize  # type: ignore[import-untyped]
 from fake_native import _anthropic_events, _responses_events
 from fake_server import ThreadedServer, pieces, sse_data
 from starlette.requests import Request
@@ -102,27 +113,35 @@ def make_workspace(root: Path) -> list[Path]:
     return paths
 
 
-def _strings(value: Any) -> Iterable[str]:
-    """Every string leaf of ``value`` that is prompt text (not under _NOT_TEXT keys)."""
+def _strings(value: Any, images: list[dict[str, Any]] | None = None) -> Iterable[str]:
+    """Every string leaf of ``value`` that is prompt text (not under _NOT_TEXT keys).
+    Given ``images``, an Anthropic ``image`` block is appended there instead of having
+    its base64 read as text (the screenshot session counts images by their own rule)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from _strings(item, images)
     elif isinstance(value, dict):
+        if images is not None and value.get("type") == "image":
+            images.append(value)
+            return
         for key, item in value.items():
             if key not in _NOT_TEXT:
-                yield from _strings(item)
+                yield from _strings(item, images)
 
 
-def independent_tokens(api: str, body: dict[str, Any]) -> int:
-    """The prompt's size by the independent count described in the module docstring."""
+def independent_tokens(
+    api: str, body: dict[str, Any], images: list[dict[str, Any]] | None = None
+) -> int:
+    """The prompt's size by the independent count described in the module docstring.
+    Given ``images``, image blocks are collected there and left out of the count."""
     openai_model = api in ("responses", "openai")
     encoding = load_encoding("o200k_base" if openai_model else "cl100k_base")
     assert encoding is not None, "the offline encodings are part of the core install"
     total = 0
     for key in _PROMPT_KEYS[api]:
-        for text in _strings(body.get(key)):
+        for text in _strings(body.get(key), images):
             total += len(encoding.encode(text, disallowed_special=()))
     return total if openai_model else math.ceil(total * 1.2)
 
@@ -249,11 +268,15 @@ class CliUpstream(ThreadedServer):
             return seen
         seen.problems += [f"{v.rule} at {v.index}: {v.error}" for v in found]
         seen.problems += self._returned_unchanged(api, body)
-        seen.prompt_tokens = independent_tokens(api, body)
+        seen.prompt_tokens = self.count(api, body)
         seen.reserve = output_reserve(api, body)
         if self.window is not None and seen.prompt_tokens + seen.reserve > self.window:
             seen.over = True
         return seen
+
+    def count(self, api: str, body: dict[str, Any]) -> int:
+        """The request's prompt tokens as the window check counts them."""
+        return independent_tokens(api, body)
 
     def _returned_unchanged(self, api: str, body: dict[str, Any]) -> list[str]:
         """Signed or encrypted parts this server issued must come back byte for byte."""
@@ -639,3 +662,254 @@ def _stream(frames: list[bytes]) -> Response:
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
+
+
+# ---------------------------------------------------------------------- screenshots
+#
+# The screenshot session (tests/test_agent_cli_screenshots.py, Claude Code only): the
+# CLI reads ``SCREENSHOTS`` real PNG screenshots with its Read tool, which answers with
+# an ``image`` block (base64) inside the tool_result. The window check counts each image
+# by Anthropic's documented rule, written again below from the documentation, and the
+# rest of the prompt as text by the independent count above.
+
+SCREENSHOTS = 40
+SCREENSHOT_SIZE = (1280, 800)
+SCREENSHOT_FINAL_TEXT = "ALL FORTY SCREENSHOTS SEEN: the screens are consistent."
+SCREENSHOT_PROMPT = (
+    f"Look at each of the {SCREENSHOTS} screenshots s01.png to s{SCREENSHOTS:02d}.png in the "
+    "current directory, one at a time, with your file reading tool, then tell me whether "
+    "the screens are consistent."
+)
+_SCREENSHOT = re.compile(r"\bs(\d\d)\.png\b")
+_SCREENSHOT_SUMMARY = re.compile(r"screenshots seen so far: up to s(\d\d)")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+
+def screenshot_png(n: int, size: tuple[int, int] = SCREENSHOT_SIZE) -> bytes:
+    """A valid 8-bit RGB PNG of a made-up application window: a title bar and a sidebar
+    in colours of its own and rows of text-like noise drawn from ``n``'s seed, so every
+    screenshot differs and compresses to a real screenshot's ~150-250 KB."""
+    width, height = size
+    rng = random.Random(n)
+    title = bytes([(n * 53) % 256, (n * 97) % 256, (n * 31) % 256])
+    sidebar = bytes([20 + (n * 5) % 200, 34, 40])
+    background = b"\xfa\xfa\xfa"
+    ink = bytes(0x20 if b < 72 else 0xFA for b in range(256))  # ~28% dark "glyph" bytes
+    side = min(240, width)
+    rows = []
+    for y in range(height):
+        if y < 40:
+            row = title * width
+        elif y % 20 < 9:  # a line of "text" every 20 px
+            row = sidebar * side + rng.randbytes((width - side) * 3).translate(ink)
+        else:
+            row = sidebar * side + background * (width - side)
+        rows.append(b"\x00" + row)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", zlib.compress(b"".join(rows), 6))
+        + _png_chunk(b"IEND", b"")
+    )
+
+
+def make_screenshots(root: Path, count: int = SCREENSHOTS) -> list[Path]:
+    """``count`` screenshots s01.png, s02.png, ... in ``root``."""
+    paths = []
+    for n in range(1, count + 1):
+        path = root / f"s{n:02d}.png"
+        path.write_bytes(screenshot_png(n))
+        paths.append(path)
+    return paths
+
+
+#: Anthropic's two resolution tiers, (max long edge px, max visual tokens), from
+#: https://platform.claude.com/docs/en/build-with-claude/vision, "Resolution and token
+#: cost": the high tier for Claude 4.7 and later (and Fable, Mythos), standard for the rest.
+CLAUDE_STANDARD_TIER = (1568, 1568)
+CLAUDE_HIGH_TIER = (2576, 4784)
+_CLAUDE_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:[-.](\d{1,2}))?(?!\d)")
+
+
+def claude_tier(model: str | None) -> tuple[int, int]:
+    """The tier of ``model``; the high one (the upper bound) for a name we cannot place."""
+    lowered = (model or "").lower()
+    if "fable" in lowered or "mythos" in lowered:
+        return CLAUDE_HIGH_TIER
+    match = _CLAUDE_VERSION.search(lowered)
+    if match is None:
+        return CLAUDE_HIGH_TIER
+    version = (int(match.group(1)), int(match.group(2) or 0))
+    return CLAUDE_HIGH_TIER if version >= (4, 7) else CLAUDE_STANDARD_TIER
+
+
+def claude_image_tokens(width: int, height: int, model: str | None) -> int:
+    """What Claude bills for a ``width`` x ``height`` image: "⌈width / 28⌉ × ⌈height /
+    28⌉ visual tokens", after the image is downscaled to the largest aspect-preserving
+    size within the tier's long edge and token limits (the long edge stepped down one
+    pixel at a time: plain, not fast, and not the library's search)."""
+    max_edge, max_tokens = claude_tier(model)
+
+    def patches(w: int, h: int) -> int:
+        return math.ceil(w / 28) * math.ceil(h / 28)
+
+    if max(width, height) <= max_edge and patches(width, height) <= max_tokens:
+        return patches(width, height)
+    long, short = max(width, height), min(width, height)
+    for edge in range(min(long, max_edge), 0, -1):
+        tokens = patches(edge, max(round(edge * short / long), 1))
+        if tokens <= max_tokens:
+            return tokens
+    return 1
+
+
+def image_data(block: dict[str, Any]) -> str | None:
+    """The base64 payload of an Anthropic image block (None: a URL or a file id)."""
+    source = block.get("source")
+    if isinstance(source, dict) and source.get("type") == "base64" and isinstance(source.get("data"), str):
+        return str(source["data"])
+    return None
+
+
+def image_size(block: dict[str, Any]) -> tuple[int, int] | None:
+    """(width, height) read by ``imagesize`` from the image's own header."""
+    data = image_data(block)
+    if data is None:
+        return None
+    try:
+        width, height = imagesize.get(io.BytesIO(base64.b64decode(data)))
+    except (ValueError, binascii.Error, OSError):
+        return None
+    return (width, height) if width > 0 and height > 0 else None
+
+
+@dataclass
+class Shot:
+    """What one Anthropic request of the screenshot session holds."""
+
+    #: the request's index in ``log``
+    request: int
+    #: the highest screenshot whose Read call is answered in the request (0: none)
+    newest: int
+    #: the newest screenshot's tool_result holds its image, byte for byte as the CLI
+    #: first sent it
+    newest_whole: bool
+    images: int
+    image_tokens: int
+    text_tokens: int
+    #: screenshots whose call and tool_result are there, without the image
+    masked: list[int] = field(default_factory=list)
+    #: screenshots read before the newest whose call is not in the request at all
+    cut: list[int] = field(default_factory=list)
+
+
+class ScreenshotUpstream(CliUpstream):
+    """The scripted Anthropic upstream of the screenshot session: it asks for
+    ``s01.png`` ... ``sNN.png`` in turn (the next after the highest screenshot whose
+    Read call the request shows answered), then answers ``SCREENSHOT_FINAL_TEXT``. Its
+    window check counts every image block by Anthropic's rule (``claude_image_tokens``
+    over the size in the image's header; a URL image at the tier's maximum) and the
+    rest as text; ``shots`` records what each request held."""
+
+    def __init__(self, window: int | None, workspace: Path, screenshots: int = SCREENSHOTS) -> None:
+        super().__init__(window, workspace)
+        self.screenshots = screenshots
+        self.shots: list[Shot] = []
+        #: screenshot -> its image payload as the CLI first sent it
+        self.first_sent: dict[int, str] = {}
+        #: image payload digest -> (width, height) or None, and its tokens
+        self._sizes: dict[str, tuple[tuple[int, int] | None, int]] = {}
+
+    def image_tokens(self, block: dict[str, Any], model: str | None) -> int:
+        data = image_data(block)
+        key = hashlib.sha256(data.encode()).hexdigest() if data is not None else ""
+        with self._lock:
+            known = self._sizes.get(key) if key else None
+        if known is None:
+            size = image_size(block)
+            tokens = claude_image_tokens(*size, model) if size else claude_tier(model)[1]
+            known = (size, tokens)
+            if key:
+                with self._lock:
+                    self._sizes[key] = known
+        return known[1]
+
+    def image_sizes(self) -> list[tuple[int, int] | None]:
+        """The sizes of every distinct image payload seen."""
+        with self._lock:
+            return [size for size, _ in self._sizes.values()]
+
+    def count(self, api: str, body: dict[str, Any]) -> int:
+        images: list[dict[str, Any]] = []
+        text = independent_tokens(api, body, images)
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        return text + sum(self.image_tokens(block, model) for block in images)
+
+    def _judge(self, api: str, path: str, body: Any, model: str | None) -> Seen:
+        seen = super()._judge(api, path, body, model)
+        if api == "anthropic" and isinstance(body, dict) and not seen.problems:
+            shot = self._shot(body, seen.prompt_tokens)
+            with self._lock:
+                shot.request = self.log.index(seen)
+                self.shots.append(shot)
+        return seen
+
+    def answered(self, body: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+        """Screenshot number -> the image blocks of its answered Read call's tool_result."""
+        calls: dict[str, int] = {}
+        results: dict[str, list[dict[str, Any]]] = {}
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                    match = _SCREENSHOT.search(" ".join(_strings(block["input"])))
+                    if match is not None:
+                        calls[str(block.get("id"))] = int(match.group(1))
+                elif block.get("type") == "tool_result":
+                    images: list[dict[str, Any]] = []
+                    list(_strings(block.get("content"), images))
+                    results[str(block.get("tool_use_id"))] = images
+        return {n: results[call] for call, n in calls.items() if call in results}
+
+    def _shot(self, body: dict[str, Any], prompt_tokens: int) -> Shot:
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        every: list[dict[str, Any]] = []
+        for key in _PROMPT_KEYS["anthropic"]:
+            list(_strings(body.get(key), every))
+        image_tokens = sum(self.image_tokens(block, model) for block in every)
+        answered = self.answered(body)
+        newest = max(answered, default=0)
+        with self._lock:
+            for n, images in answered.items():
+                data = image_data(images[0]) if images else None
+                if data is not None:
+                    self.first_sent.setdefault(n, data)
+            first = self.first_sent.get(newest)
+        whole = newest == 0 or (first is not None and any(image_data(b) == first for b in answered[newest]))
+        return Shot(
+            request=-1, newest=newest, newest_whole=whole, images=len(every),
+            image_tokens=image_tokens, text_tokens=prompt_tokens - image_tokens,
+            masked=sorted(n for n, images in answered.items() if not images),
+            cut=[n for n in range(1, newest) if n not in answered],
+        )  # fmt: skip
+
+    def step(self, api: str, body: dict[str, Any], tool_texts: list[str]) -> tuple[str, Any]:
+        done = max(self.answered(body), default=0)
+        texts = _strings(body.get("messages"), [])  # images collected aside, not read as text
+        done = max([done, *(int(n) for text in texts for n in _SCREENSHOT_SUMMARY.findall(text))])
+        if _asks_for_summary(api, body):
+            return "summary", f"Summary: screenshots seen so far: up to s{done:02d}. Task: {SCREENSHOT_PROMPT}"
+        tool = read_tool(api, body)
+        if tool is None:
+            return "side", "OK."
+        if done >= self.screenshots:
+            return "final", SCREENSHOT_FINAL_TEXT
+        name, make_args = tool
+        return "call", (name, make_args(self.workspace / f"s{done + 1:02d}.png"))

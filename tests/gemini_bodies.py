@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
+from images import png_b64
 
 WORDS = ["alpha", "beta", "file", "read", "the", "tool", "résumé", "数据", "ok", "line\n", "{x}"]
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
@@ -43,7 +44,7 @@ odd_text = st.builds(lambda t, x: _with(x, {"text": t}), words, extra_fields)
 inline = st.builds(
     lambda d, snake: {("inline_data" if snake else "inlineData"): {"mimeType": "image/png",
                                                                   "data": d}},
-    signatures,
+    st.builds(png_b64, st.integers(1, 48), st.integers(1, 48), st.binary(max_size=24)),
     st.booleans(),
 )  # fmt: skip
 file_data = st.just({"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/doc.pdf"}})

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
+from images import png_b64
 
 WORDS = ["alpha", "beta", "file", "read", "the", "tool", "résumé", "数据", "ok", "line\n", "{x}"]
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
@@ -42,7 +43,7 @@ input_text = st.builds(
 )
 input_image = st.builds(
     lambda d: {"type": "input_image", "image_url": f"data:image/png;base64,{d}", "detail": "auto"},
-    secrets,
+    st.builds(png_b64, st.integers(1, 48), st.integers(1, 48), st.binary(max_size=24)),
 )
 input_file = st.builds(
     lambda d: {"type": "input_file", "filename": "notes.txt", "file_data": d}, secrets
@@ -153,7 +154,7 @@ def hosted(n: int) -> st.SearchStrategy[list[dict[str, Any]]]:
               "action": {"type": "screenshot"}, "pending_safety_checks": [],
               "status": "completed"},
              {"type": "computer_call_output", "call_id": f"call_cu{n}",
-              "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA"}}],
+              "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64," + png_b64()}}],
             [{"type": "local_shell_call", "id": f"ls_{n:05d}", "call_id": f"call_ls{n}",
               "action": {"type": "exec", "command": ["ls"], "env": {}}, "status": "completed"},
              {"type": "local_shell_call_output", "id": f"call_ls{n}", "output": "a.txt"}],

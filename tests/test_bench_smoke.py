@@ -261,7 +261,7 @@ def test_run_cost_under_flat_pricing_is_the_effective_cost(replay: sessions.Repl
 
 def test_session_shapes_are_deterministic_and_shaped_like_their_names() -> None:
     by_key = {s.key: s.make(120) for s in shapes.SHAPES}
-    assert set(by_key) == {"coding", "big-reads", "research", "chat", "bursts"}
+    assert set(by_key) == {"coding", "big-reads", "research", "chat", "bursts", "screens"}
     for key, replay in by_key.items():
         again = shapes.SHAPES[list(by_key).index(key)].make(120)
         assert json.dumps(replay.to_json()) == json.dumps(again.to_json()), key
@@ -278,6 +278,9 @@ def test_session_shapes_are_deterministic_and_shaped_like_their_names() -> None:
     assert size["research"]["tool_results"] >= 3 * size["research"]["tool_steps"]
     assert 0 < size["chat"]["tool_steps"] <= 0.2 * 120
     assert 8 <= size["bursts"]["max_parallel"] <= 20
+    screens = [m for m in by_key["screens"].messages if isinstance(m.get("content"), list)]
+    assert len(screens) == 119  # a screenshot after every action
+    assert all(m["content"][1]["image_url"]["url"].startswith("data:image/png;base64,") for m in screens)
 
 
 def test_session_shapes_quick_run_renders_its_own_section(tmp_path: Path) -> None:
@@ -327,3 +330,20 @@ def test_nanobot_side_times_every_step() -> None:
         assert all(t > 0 for run in runs for t in run)
         assert nano.first_call(0) > 0
         assert nano.peak(0) > 0
+
+
+def test_real_sessions_section_measures_counts_and_the_screenshot() -> None:
+    """bench.real_sessions on the recorded corpus: a row per request with usage, and a
+    5 MB screenshot on every wire format counted within 10% of its documented figure."""
+    from bench import real_sessions
+
+    usage = real_sessions.measure_usage()
+    assert len(usage) >= 40 and all(u.upstream > 0 for u in usage)
+    media, text_ms, text_tokens = real_sessions.measure_media(1)
+    assert {m.api for m in media} == {"anthropic", "openai", "responses", "gemini"}
+    for m in media:
+        assert abs(m.counted - m.documented) <= 0.1 * m.documented, m
+    assert text_tokens > 1_000_000  # what its base64 was counted as before
+    section = real_sessions.render(usage, media, text_ms, text_tokens)
+    assert section.startswith(real_sessions.HEADING + "\n")
+    assert section.count("\n| ") == len(usage) + len(media) + 4  # and two header rows each

@@ -276,7 +276,13 @@ def test_messy_transcripts_never_start_system_assistant_after_a_cut(
         return
     first = _first_non_system(result.messages)
     assert first is None or first.get("role") != "assistant"
-    assert len(NOTE.findall(_all_text(result.messages))) == 1
+    snipped = any(a.stage == "snip" and a.kind == "drop" for a in result.report.actions)
+    if snipped:
+        # the safety net after compaction (e.g. the newest turn holds an image at its
+        # provider's upper bound): snip may take the note's message with what it drops
+        assert len(NOTE.findall(_all_text(result.messages))) <= 1
+    else:
+        assert len(NOTE.findall(_all_text(result.messages))) == 1
 
 
 def test_the_newest_reply_stays_when_its_request_is_the_task() -> None:

@@ -41,8 +41,9 @@ from context_governor.cli import main
 from context_governor.counting import ExactCounter, counting_encoding, runs
 from context_governor.counting import store as cs
 from context_governor.errors import ConfigError
+from context_governor.formats.base import DEFAULT_PROFILES
 from context_governor.pipeline import GovernResult
-from context_governor.profiles import _cached_exact_counter
+from context_governor.profiles import _cached_exact_counter, get_profile
 from context_governor.proxy import ProxyConfig, create_app
 
 __all__ = ["redis_url"]  # the fixture, used by name
@@ -638,7 +639,8 @@ def test_native_bodies_read_the_store_and_answer_as_without(api: str) -> None:
     results = []
     for _ in range(2):  # the first process fills the store, the second reads it
         _fresh_counters()
-        counter = _cached_exact_counter("gpt-4o")
+        # the counter of the API's own profile (a Gemini body's media follows Gemini's rule)
+        counter = get_profile(DEFAULT_PROFILES[api]).counter("gpt-4o")
         assert isinstance(counter, ExactCounter)
         spies.append(Spy(counter))
         results.append(govern_request(copy.deepcopy(body), count_store=store, **kwargs))

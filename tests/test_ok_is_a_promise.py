@@ -26,7 +26,7 @@ from levels import examples
 from transcripts import cases
 
 from context_governor import Governor, govern
-from context_governor.formats import govern_request, validate_request
+from context_governor.formats import govern_request, reserve, validate_request
 from context_governor.providers import validate
 
 SETTINGS = settings(
@@ -55,7 +55,9 @@ def _strip_final_thinking(body: dict[str, Any]) -> dict[str, Any]:
         if isinstance(message, dict) and message.get("role") == "assistant":
             content = message.get("content")
             if isinstance(content, list):
-                kept = [b for b in content if b.get("type") not in ("thinking", "redacted_thinking")]
+                kept = [
+                    b for b in content if b.get("type") not in ("thinking", "redacted_thinking")
+                ]
                 message["content"] = kept or [{"type": "text", "text": "ok"}]
             break
     return out
@@ -75,17 +77,17 @@ def messages_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
-def _check_thinking_settings(body: dict[str, Any], sent: dict[str, Any]) -> None:
-    """``max_tokens`` above an enabled budget, a budget of at least 1,024; and the client's
-    budget lowered only when the ``max_tokens`` sent leaves it no room."""
+def _check_thinking_settings(body: dict[str, Any], sent: dict[str, Any], window: int) -> None:
+    """``max_tokens`` above an enabled budget; the client's budget sent as asked, or
+    lowered to the one figure the window gives (it must not move with the prompt)."""
     thinking = sent.get("thinking")
     if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
         return
     budget = thinking["budget_tokens"]
     asked = body["thinking"]["budget_tokens"]
-    assert budget >= min(1_024, asked) and budget < sent["max_tokens"], (thinking, sent["max_tokens"])
-    if asked < sent["max_tokens"]:
-        assert budget == asked, f"budget {asked} lowered to {budget} with max_tokens {sent['max_tokens']}"
+    assert budget < sent["max_tokens"], (thinking, sent["max_tokens"])
+    if budget != asked:
+        assert budget == reserve.floor(window, body["max_tokens"], True, asked) - 1
 
 
 @settings(SETTINGS, max_examples=examples(full=250, fast=80))
@@ -96,7 +98,7 @@ def test_messages_ok_means_the_body_sent_is_valid(body: dict[str, Any], window: 
     assert [v.rule for v in found] == [v["rule"] for v in result.report.violations]
     if result.report.ok:
         assert found == [], found
-    _check_thinking_settings(body, result.body)
+    _check_thinking_settings(body, result.body, window)
 
 
 @SETTINGS
@@ -121,7 +123,9 @@ def test_gemini_ok_means_the_body_sent_is_valid(body: dict[str, Any], window: in
 
 @SETTINGS
 @given(case=cases(), profile=st.sampled_from(["openai", "anthropic", "mistral", "gemini"]))
-def test_chat_paths_ok_means_the_messages_sent_are_valid(case: dict[str, Any], profile: str) -> None:
+def test_chat_paths_ok_means_the_messages_sent_are_valid(
+    case: dict[str, Any], profile: str
+) -> None:
     """govern(), a Governor and govern_request(api="openai") on the same history."""
     window = case["context_window"]
     if not isinstance(window, int) or isinstance(window, bool) or window < 2_000:
@@ -140,19 +144,20 @@ def test_chat_paths_ok_means_the_messages_sent_are_valid(case: dict[str, Any], p
         assert validate(sent.body["messages"], provider=profile) == []
 
 
-def test_claude_codes_thinking_settings_are_sent_as_asked_while_the_prompt_leaves_room() -> None:
-    """Opus under Claude Code asks max_tokens 32,000 with a 31,999 budget: a short prompt at
-    200k leaves that room, so neither is lowered (the answer's floor, 25,000, is only what
-    the prompt's budget keeps)."""
-    body = {
-        "model": "claude-opus-4-1",
-        "max_tokens": 32_000,
-        "thinking": {"type": "enabled", "budget_tokens": 31_999},
-        "messages": [{"role": "user", "content": "hello"}],
-    }
-    result = govern_request(body, api="anthropic", context_window=200_000)
-    assert result.body["thinking"] == body["thinking"] and result.body["max_tokens"] == 32_000
-    assert not any("thinking" in note for note in result.report.notes)
+def test_claude_codes_thinking_settings_are_sent_as_asked_at_200k_whatever_the_prompt() -> None:
+    """Opus under Claude Code asks max_tokens 32,000 with a 31,999 budget: at 200k the
+    floor holds it (a quarter of the window is 50,000), so neither is lowered, for a
+    short prompt or a long one (it was 24,999 on every request)."""
+    for words in (1, 60_000):
+        body = {
+            "model": "claude-opus-4-1",
+            "max_tokens": 32_000,
+            "thinking": {"type": "enabled", "budget_tokens": 31_999},
+            "messages": [{"role": "user", "content": "hello " * words}],
+        }
+        result = govern_request(body, api="anthropic", context_window=200_000)
+        assert result.body["thinking"] == body["thinking"] and result.body["max_tokens"] == 32_000
+        assert not any("thinking" in note for note in result.report.notes)
 
 
 def test_thinking_turned_off_for_a_legal_history_is_not_written_back() -> None:
@@ -173,19 +178,19 @@ def test_thinking_turned_off_for_a_legal_history_is_not_written_back() -> None:
         assert validate_request(result.body, api="anthropic") == [] and result.report.ok
 
 
-def test_a_long_prompt_still_lowers_the_budget_to_a_figure_that_does_not_move() -> None:
-    """Once the prompt needs the room, the budget goes to the floor less one on every
-    request (a budget that moved per request would break the provider's message cache)."""
-    filler = "word " * 40_000
+def test_a_budget_the_window_cannot_hold_is_lowered_to_one_figure() -> None:
+    """At 64k a 31,999 budget is more than a quarter of the window: it goes to 15,999 on
+    every request, short prompt or long (a budget that moved with the prompt would break
+    the provider's message cache at each change)."""
     seen = set()
-    for extra in (0, 5_000, 10_000):
+    for words in (1, 20_000, 40_000):
         body = {
             "model": "claude-opus-4-1",
             "max_tokens": 32_000,
             "thinking": {"type": "enabled", "budget_tokens": 31_999},
-            "messages": [{"role": "user", "content": filler + "more " * extra}],
+            "messages": [{"role": "user", "content": "word " * words}],
         }
         result = govern_request(body, api="anthropic", context_window=64_000)
         seen.add(result.body["thinking"]["budget_tokens"])
         assert result.body["thinking"]["budget_tokens"] < result.body["max_tokens"]
-    assert seen == {64_000 // 8 - 1}
+    assert seen == {64_000 // 4 - 1}

@@ -73,7 +73,8 @@ def test_the_thinking_budget_stays_below_max_tokens() -> None:
     out = govern_request(body, api="anthropic", context_window=64_000).body
     budget = out["thinking"]["budget_tokens"]
     assert 1024 <= budget < out["max_tokens"]
-    assert budget == floor(64_000, 128_000) - 1  # the same on every request of the session
+    # the same on every request of the session: the floor holds a quarter of the window
+    assert budget == floor(64_000, 128_000, True, 100_000) - 1 == 15_999
     assert validate_request(out, api="anthropic") == []
 
 
@@ -105,7 +106,7 @@ def test_governed_output_always_leaves_room_for_the_prompt(
     assert out["max_tokens"] <= asked
     if result.report.within_budget:
         assert result.report.tokens_after + out["max_tokens"] <= window - SAFETY_BUFFER or (
-            out["max_tokens"] == asked <= floor(window, asked)
+            out["max_tokens"] == asked <= floor(window, asked, True, thinking["budget_tokens"])
         )
     assert result.report.budget is not None and result.report.budget > 0
     if out["thinking"].get("type") == "enabled":

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
+from images import png_b64
 
 Message = dict[str, Any]
 
@@ -274,8 +275,9 @@ class _Session:
                 return cid
 
     def image_part(self) -> dict[str, Any]:
-        data = "".join(self.rng.choices(string.ascii_letters + string.digits + "+/", k=60))
-        return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data * 4}"}}
+        size = self.rng.randint(1, 48), self.rng.randint(1, 48)
+        data = png_b64(*size, self.rng.randbytes(self.rng.randint(0, 180)))
+        return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
 
     def text_content(self, text: str, p_list: float) -> Any:
         """A str, or (sometimes) list content with text and image parts."""

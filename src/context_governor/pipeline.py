@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .counting import ExactCounter, KnownCounts, TokenCounter, custom_counter
+from .counting.counters import media_note
+from .counting.media import media_rule_for
 from .counting.pool import precount
 from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
@@ -381,7 +383,7 @@ def _counter(
         return profile.counter(model)
     if not callable(count_tokens):
         raise ConfigError(f"count_tokens must be a callable text -> int, got {count_tokens!r}")
-    return custom_counter(count_tokens)
+    return custom_counter(count_tokens, media=media_rule_for(profile.provider), model=model)
 
 
 def context(s: Settings, counter: TokenCounter) -> Context:
@@ -446,6 +448,17 @@ def store_counts(s: Settings, counter: TokenCounter, loaded: Loaded | None, repo
         report.notes.append(loaded.note)
 
 
+def _media_note(counter: TokenCounter, messages: list[Message]) -> str | None:
+    """The report's line on the media sent, when the counter counts media by a rule (our
+    exact counters, however wrapped; the seed's counts it as text, as the seed does)."""
+    inner: Any = counter
+    while not isinstance(inner, ExactCounter) and hasattr(inner, "inner"):
+        inner = inner.inner
+    if not isinstance(inner, ExactCounter):
+        return None
+    return media_note(messages, inner.media, inner.model)
+
+
 def run(
     messages: list[Message], s: Settings, counter: TokenCounter | None = None
 ) -> tuple[GovernResult, Context]:
@@ -490,6 +503,9 @@ def run(
             f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
             for v in report.violations
         ]
+    media = _media_note(counter, governed)
+    if media is not None:
+        report.notes.append(media)
     if messages and not governed:
         report.notes.append(
             "nothing left to send: no message of this history can be sent on its own "

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 
 from .counting import TokenCounter, exact_counter, seed_counter
+from .counting.media import MediaRule, media_rule_for
 from .errors import ConfigError
 from .providers import CATALOG, PROVIDERS, fixes
 from .stages import (
@@ -73,9 +74,18 @@ def _cached_seed_counter() -> TokenCounter:
     return seed_counter()
 
 
-@lru_cache(maxsize=16)
-def _cached_exact_counter(model: str | None) -> TokenCounter:
-    return exact_counter(model)
+@lru_cache(maxsize=64)
+def _cached_exact_counter(model: str | None, media: MediaRule = "openai") -> TokenCounter:
+    return exact_counter(model, media)
+
+
+def _exact_counter_for(media: MediaRule) -> Callable[[str | None], TokenCounter]:
+    """The profile's counter for a provider whose media follows ``media``: one counter per
+    process, model and rule (the default rule's under the one-argument key, so every
+    caller of ``_cached_exact_counter(model)`` shares it)."""
+    if media == "openai":
+        return _cached_exact_counter
+    return partial(_cached_exact_counter, media=media)
 
 
 NANOBOT = Profile(
@@ -139,7 +149,7 @@ def _provider_profile(name: str) -> Profile:
         stages=STRICT_STAGES,
         fallback=(drop_orphans_strict, backfill_strict, fixes.regroup_tool_results),
         finish=PROVIDER_STAGES,
-        counter=_cached_exact_counter,
+        counter=_exact_counter_for(media_rule_for(name)),
         provider=name,
     )
 

@@ -16,8 +16,8 @@ from .counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
     TokenCounter,
+    counted_payload,
     json_text,
-    seed_message_payload,
 )
 
 __all__ = ["message_bound", "tools_bound"]
@@ -32,14 +32,15 @@ def message_bound(counter: TokenCounter, message: Message) -> int | None:
     is at least one byte; the parts ExactCounter bounds instead of tokenizing are counted
     as exactly that many; a cleaned surrogate never takes more bytes than its
     ``surrogatepass`` form), so the payload's byte length plus the per-message overhead
-    bounds the exact count. Most of a step's payload is ASCII, whose length is its size."""
+    bounds the exact count. Most of a step's payload is ASCII, whose length is its size.
+    Media and ciphertext are counted by rule, not by their bytes: their tokens are added."""
     if not isinstance(counter, ExactCounter) or not counter.byte_bounded:
         return None
-    payload = seed_message_payload(message)
+    payload = counted_payload(message)
     if not payload:
         return PER_MESSAGE_OVERHEAD
     size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "surrogatepass"))
-    return max(4, size + PER_MESSAGE_OVERHEAD)
+    return max(4, size + PER_MESSAGE_OVERHEAD + counter.rule_tokens(message))
 
 
 def tools_bound(counter: TokenCounter, tools: Sequence[Any] | None) -> int | None:

@@ -28,6 +28,8 @@ from typing import Any, Protocol
 from ..errors import ConfigError, InputError
 from ..messages import Message
 from .encodings import Encoding, count_ordinary, counting_encoding, encoding_for_model, shared_name
+from .media import MediaRule
+from .payload import carried_tokens, lightened, media_summary
 from .runs import bounded_tokens, rules_fingerprint
 
 __all__ = [
@@ -41,10 +43,12 @@ __all__ = [
     "TokenCounter",
     "claude_counter",
     "claude_estimate",
+    "counted_payload",
     "custom_counter",
     "digest",
     "exact_counter",
     "json_text",
+    "media_note",
     "seed_counter",
     "seed_message_payload",
     "uncounted",
@@ -103,6 +107,23 @@ def seed_message_payload(message: Message) -> str:
     if isinstance(reasoning, str) and reasoning:
         parts.append(reasoning)
     return "\n".join(parts)
+
+
+def counted_payload(message: Message) -> str:
+    """The text our counters tokenize for one message: the seed's payload
+    (seed_message_payload) of the message with its media and ciphertext replaced by short
+    descriptors (counting/payload.py); byte for byte the seed's payload for a message that
+    has neither. What those cost is counted by rule (ExactCounter.rule_tokens)."""
+    light, carried = lightened(message)
+    return seed_message_payload(light if carried else message)
+
+
+def media_note(messages: Sequence[Message], rule: MediaRule, model: str | None) -> str | None:
+    """One line for the report when media of ``messages`` (the request sent) had to be
+    counted at its rule's upper bound (a URL or file id whose size the request does not
+    show, an unreadable header): how many parts of each kind, their tokens, which were
+    bounded. None when every media part was counted from its own header (or none)."""
+    return media_summary([lightened(m)[1] for m in messages], rule, model)
 
 
 def _seed_prompt_parts(message: Message) -> list[str]:
@@ -223,7 +244,12 @@ class ExactCounter:
         count: Callable[[str], int] | None = None,
         name: str | None = None,
         load: Callable[[], Encoding | None] | None = None,
+        media: MediaRule = "openai",
+        model: str | None = None,
     ) -> None:
+        #: how media parts are billed (counting/media.py), and for which model
+        self.media: MediaRule = media
+        self.model = model
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
         self._custom = count
@@ -325,6 +351,12 @@ class ExactCounter:
         name = shared_name(encoding)
         return None if name is None else (name, self._count)
 
+    def share_memo(self, other: ExactCounter) -> None:
+        """Memoise into ``other``'s memo from now on (counters that count text alike and
+        differ only in how they count media, e.g. one per Claude model)."""
+        self._cache = other._cache
+        self._cache_size = other._cache_size
+
     def memo(self, key: bytes) -> int | None:
         """The memoised count of the text whose digest (``digest``) is ``key``, or None."""
         return self._cache.get(key)
@@ -355,7 +387,18 @@ class ExactCounter:
         payload = seed_message_payload(message)
         if not payload:
             return PER_MESSAGE_OVERHEAD
-        return max(4, self.text_tokens(payload) + PER_MESSAGE_OVERHEAD)
+        light, carried = lightened(message)
+        if not carried:
+            return max(4, self.text_tokens(payload) + PER_MESSAGE_OVERHEAD)
+        ruled = carried_tokens(carried, self.media, self.model)
+        text = self.text_tokens(seed_message_payload(light))
+        return max(4, text + PER_MESSAGE_OVERHEAD + ruled)
+
+    def rule_tokens(self, message: Message) -> int:
+        """What ``message`` costs beyond its tokenized text: its media by this counter's
+        provider rule, its reasoning ciphertext by length (counting/payload.py); 0 without."""
+        carried = lightened(message)[1]
+        return carried_tokens(carried, self.media, self.model) if carried else 0
 
     def tools_tokens(self, tools: Sequence[Any] | None) -> int:
         return self.text_tokens(json_text(tools)) if tools else 0
@@ -379,6 +422,8 @@ def uncounted(
         if id(message) in known:
             continue
         try:
+            if lightened(message)[1]:
+                continue  # counted by the call itself: media and ciphertext by rule
             payload = seed_message_payload(message)
         except Exception:  # e.g. nested too deeply: the run reports it
             continue
@@ -464,34 +509,54 @@ def claude_estimate(text: str) -> int:
 
 
 @functools.lru_cache(maxsize=1)
-def claude_counter() -> ExactCounter:
+def _claude_base() -> ExactCounter:
+    return ExactCounter(None, count=claude_estimate, name="estimate:claude", media="anthropic")
+
+
+@functools.lru_cache(maxsize=32)
+def claude_counter(model: str | None = None) -> ExactCounter:
     """The counter of Messages API bodies when no ``count_tokens`` hook is given: one per
-    process, so its per-text memo serves every request (as the profiles' counters do)."""
-    return ExactCounter(None, count=claude_estimate, name="estimate:claude")
+    process and model, sharing one per-text memo, so it serves every request (as the
+    profiles' counters do). Media is counted by Anthropic's rule for ``model`` (its image
+    tier: a model we cannot place is counted at the larger)."""
+    base = _claude_base()
+    if model is None:
+        return base
+    counter = ExactCounter(
+        None, count=claude_estimate, name="estimate:claude", media="anthropic", model=model
+    )
+    counter.share_memo(base)
+    return counter
 
 
 def seed_counter() -> SeedCounter:
     return SeedCounter(counting_encoding("cl100k_base"))
 
 
-def exact_counter(model: str | None) -> ExactCounter:
+def exact_counter(model: str | None, media: MediaRule = "openai") -> ExactCounter:
     """The best counter we can build offline for ``model``.
 
     Falls back to cl100k_base when the model's encoding cannot be loaded; the
     counter's ``name`` says which encoding is really used. The encoding is built on
     the counter's first count, not here: resolving settings (a Governor's construction)
     costs nothing, and a first call decided on byte bounds leaves the build to a
-    background thread (governor.py).
+    background thread (governor.py). ``media`` is the provider's rule for images,
+    documents and audio (counting/media.py).
     """
     wanted = encoding_for_model(model)
 
     def load() -> Encoding | None:
         return counting_encoding(wanted) or counting_encoding("cl100k_base")
 
-    return ExactCounter(None, load=load)
+    return ExactCounter(None, load=load, media=media, model=model)
 
 
-def custom_counter(count: Callable[[str], int], name: str | None = None) -> ExactCounter:
+def custom_counter(
+    count: Callable[[str], int],
+    name: str | None = None,
+    media: MediaRule = "openai",
+    model: str | None = None,
+) -> ExactCounter:
     """A counter built on a provider's own text counter (``count(text) -> tokens``).
 
     Messages are counted the same way as by the exact counter (their text plus 4
@@ -506,4 +571,4 @@ def custom_counter(count: Callable[[str], int], name: str | None = None) -> Exac
             raise ConfigError(f"count_tokens must return a non-negative int, got {value!r}")
         return value
 
-    return ExactCounter(None, count=checked, name=label)
+    return ExactCounter(None, count=checked, name=label, media=media, model=model)

@@ -355,6 +355,8 @@ class CountLink:
                 return
             items: dict[str, int] = {}
             for message, count in zip(messages, counts(), strict=True):
+                if counter.rule_tokens(message):
+                    continue  # a count with media or ciphertext in it is not the text's alone
                 payload = seed_message_payload(message)
                 if payload:
                     items[rules + digest(payload).hex()] = count - PER_MESSAGE_OVERHEAD

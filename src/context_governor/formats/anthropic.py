@@ -284,6 +284,38 @@ def _attach(
     return message
 
 
+def current_turn(messages: Any) -> int:
+    """The native index of the last user message that is not only tool results (the
+    user's newest prompt), -1 when there is none: assistant messages after it are the
+    turn in progress, whose thinking every model reads; earlier ones are earlier turns."""
+    if not isinstance(messages, list):
+        return -1
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if not isinstance(content, list) or any(
+            not (isinstance(b, dict) and b.get("type") == "tool_result") for b in content
+        ):
+            return index
+    return -1
+
+
+def without_thinking(message: Message) -> Message | None:
+    """``message`` without its thinking and redacted_thinking blocks (what a model that
+    strips earlier turns' thinking reads of it); None when it has none."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    kept = [b for b in content if not (isinstance(b, dict) and _is_thinking_type(b.get("type")))]
+    return None if len(kept) == len(content) else {**message, "content": kept}
+
+
+def _is_thinking_type(kind: Any) -> bool:
+    return isinstance(kind, str) and kind in THINKING_TYPES
+
+
 def thinking_enabled(body: dict[str, Any]) -> bool:
     """Thinking is on unless ``thinking`` is absent or of type "disabled"."""
     thinking = body.get("thinking")

@@ -12,12 +12,14 @@ ends (anthropic_cache.py). The report judges the output body.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
 from ..counting import claude_counter
 from ..errors import ConfigError
+from ..messages import Message
 from ..messages.inputs import check_messages
 from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
@@ -25,6 +27,7 @@ from ..providers import resolve
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Report
 from ..targets.policy import Policy
+from ..targets.target import Target, claude_keeps_thinking
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
@@ -80,9 +83,11 @@ def govern_anthropic(
     )
     settings = replace(settings, policy=_native_policy(settings.policy, decoded))
     if options.count_tokens is None:  # no offline Claude tokenizer: an estimate erring high
-        settings = replace(settings, counter=claude_counter())
+        settings = replace(settings, counter=claude_counter(settings.model))
     inner, loaded = call_counter(settings, decoded.messages)
-    counter = CarryCounter(inner, decoded.extra, key=an.CARRY)
+    counter = CarryCounter(
+        inner, decoded.extra, key=an.CARRY, unread=_unread_thinking(decoded, settings.target)
+    )
     result, ctx = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
     updates: dict[str, Any] = {}
@@ -114,6 +119,23 @@ def govern_anthropic(
     report.messages_before = len(native)
     report.messages_after = len(out["messages"])
     return RequestResult(out, report, result.messages)
+
+
+def _unread_thinking(decoded: an.Decoded, target: Target) -> Callable[[Message], Message | None]:
+    """The view of a message the model reads: on a model that strips earlier turns'
+    thinking, an assistant message before the user's newest prompt without its thinking
+    blocks (they do not count toward the window: Anthropic's context-windows page);
+    every message whole on a model that keeps it."""
+    if claude_keeps_thinking(target):
+        return lambda message: None
+    start = an.current_turn(decoded.body.get("messages"))
+
+    def view(message: Message) -> Message | None:
+        if message.get("role") != "assistant" or decoded.native_index(message) >= start:
+            return None
+        return an.without_thinking(message)
+
+    return view
 
 
 def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:

@@ -12,6 +12,7 @@ the docs alike: "openai" (Chat Completions), "anthropic" (Anthropic Messages),
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -110,14 +111,42 @@ class Options:
 Governs = Callable[[Any, str | Profile, str | None, Options], RequestResult]
 
 
+#: What in a carried text may be media or ciphertext (counting/payload.py counts them by
+#: rule); a text without any is counted as text, as it always was.
+_CARRIED_MARKERS = ("signature", "encrypted_content", '"data"', "data:", "image", "inline")
+
+
+def _json_lines(text: str) -> list[Any] | None:
+    """The values of a carried text (one JSON document per line, as the edges write it),
+    each as a content part; None when a line is not JSON."""
+    values: list[Any] = []
+    for line in text.split("\n"):
+        try:
+            values.append({"carried": json.loads(line)})
+        except (ValueError, RecursionError):
+            return None
+    return values
+
+
 class CarryCounter:
     """The profile's counter plus what the edge carries opaquely: unknown fields and
     messages of unknown roles are counted (as JSON text) with the message they travel
-    with, unknown top-level fields with the request."""
+    with, unknown top-level fields with the request. Media and reasoning ciphertext in
+    what is carried are counted by rule, as in a message (counting/payload.py).
 
-    def __init__(self, inner: TokenCounter, fixed_text: str, key: str) -> None:
+    ``unread``, given by an edge, maps a message to the view of it the provider reads
+    (None: all of it): e.g. an Anthropic model that strips earlier turns' thinking."""
+
+    def __init__(
+        self,
+        inner: TokenCounter,
+        fixed_text: str,
+        key: str,
+        unread: Callable[[Message], Message | None] | None = None,
+    ) -> None:
         self.inner = inner
         self.key = key  # the edge's private key for what a message carries
+        self.unread = unread
         self.fixed = self._text(fixed_text)
         # Stages count a message several times per call: remember each count by identity
         # (the entry holds the message, so its id cannot be reused while it lives).
@@ -128,13 +157,20 @@ class CarryCounter:
         return self.inner.name
 
     def _text(self, text: str) -> int:
-        return self.inner.message_tokens({"role": "user", "content": text}) if text else 0
+        if not text:
+            return 0
+        if any(marker in text for marker in _CARRIED_MARKERS):
+            values = _json_lines(text)
+            if values is not None:  # counted as values: media and ciphertext by rule
+                return self.inner.message_tokens({"role": "user", "content": values})
+        return self.inner.message_tokens({"role": "user", "content": text})
 
     def message_tokens(self, message: Message) -> int:
         known = self._known.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
-        tokens = self.inner.message_tokens(message)
+        view = self.unread(message) if self.unread is not None else None
+        tokens = self.inner.message_tokens(message if view is None else view)
         extra = getattr(message.get(self.key), "extra", "")
         if isinstance(extra, str) and extra:
             tokens += self._text(extra)

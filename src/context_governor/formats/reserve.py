@@ -20,12 +20,13 @@ known and the body asks for more than the floor:
   keeps the client's full reserve, a long one gets what is left, and
   prompt + reserve stays inside the window whenever the prompt met its budget;
 * Anthropic's ``thinking.budget_tokens`` must stay below ``max_tokens`` (and at
-  least 1,024). The client's budget is sent as it is whenever the ``max_tokens`` the
-  governed prompt leaves is above it (a short prompt never costs the client thinking).
-  Only when the prompt needs that room is a budget at or above the floor lowered, to
-  ``floor - 1``: a figure that does not move between requests (a changed thinking
-  budget invalidates the provider's cached messages). If the floor leaves no room for
-  1,024, thinking is turned off for the request. Each change is reported.
+  least 1,024), and a changed thinking budget invalidates the provider's cached
+  messages, so it must not move between requests. With thinking on, the floor makes
+  room for the client's budget up to a quarter of the window: Claude Code's 31,999
+  (with ``max_tokens`` 32,000) goes out as asked on every request at 200k, whatever the
+  prompt. Only a budget above that is lowered, to ``floor - 1``, the same figure on
+  every request of the session (at 64k: 15,999). If the floor leaves no room for 1,024,
+  thinking is turned off for the request. Each change is reported.
 * The request's ``thinking`` has one owner at a time: the pipeline may turn thinking
   off to make the history legal (AN-9a); its decision stands, and the reserve then
   leaves the field alone (it never writes back a setting the pipeline replaced).
@@ -58,6 +59,9 @@ RESERVE_FIELDS: dict[str, tuple[str, ...]] = {
 FLOOR_DIVISOR = 8
 #: ... and at least this many tokens (or what the client asked, if less).
 MIN_FLOOR = 1024
+#: With thinking on, the floor makes room for the client's thinking budget up to this
+#: fraction of the window (a quarter): the budget then never has to move with the prompt.
+THINKING_DIVISOR = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +78,6 @@ class Reserve:
     #: the thinking setting to send (None: unchanged), and what to report of it
     thinking: dict[str, Any] | None = None
     thinking_detail: str = ""
-    #: the client's own ``thinking`` (sent when the governed prompt leaves it room)
-    client_thinking: Any = None
 
     def before(self) -> dict[str, Any]:
         """What to change in the body before governance: the floor as its reserve (the
@@ -97,10 +99,9 @@ class Reserve:
         """The fields to send and the report's words, for a governed prompt of
         ``prompt_tokens``; ``governed`` is the ``thinking`` of the governed body.
 
-        The thinking setting planned for the run (``before``) is kept only where it is
-        needed: when the reserve left to the answer is above the client's own budget,
-        the client's setting goes out as it was asked. When the pipeline replaced the
-        setting (thinking turned off for a legal history), the pipeline's stands."""
+        The thinking setting planned for the run (``before``) went out with the governed
+        body; it is reported here unless the pipeline replaced it (thinking turned off
+        for a legal history: the pipeline's decision stands, and it reports it)."""
         given = self.given(prompt_tokens)
         updates: dict[str, Any] = {name: given for name in self.names}
         details: list[str] = []
@@ -114,21 +115,21 @@ class Reserve:
                 for name in self.names
             )
         if self.thinking is not None and governed == self.thinking:
-            if self.thinking.get("type") == "enabled" and _fits(self.client_thinking, given):
-                updates["thinking"] = self.client_thinking
-            else:
-                details.append(self.thinking_detail)
+            details.append(self.thinking_detail)
         return Clamp(updates, tuple(details))
 
 
-def floor(window: int, asked: int, thinking: bool = False) -> int:
+def floor(window: int, asked: int, thinking: bool = False, budget: int | None = None) -> int:
     """The answer's floor for a ``window`` when the client asks for ``asked``: the
     smaller of ``asked`` and an eighth of the window (at least ``MIN_FLOOR``, and room
-    for the smallest thinking budget when ``thinking`` is on; at most half the window
-    after the safety buffer)."""
+    for the smallest thinking budget when ``thinking`` is on, and for the client's
+    thinking ``budget`` up to a quarter of the window; at most half the window after the
+    safety buffer)."""
     share = max(MIN_FLOOR, window // FLOOR_DIVISOR)
     if thinking:
         share = max(share, MIN_THINKING_BUDGET + 1)
+        if budget is not None:
+            share = max(share, min(budget + 1, window // THINKING_DIVISOR))
     return max(1, min(asked, share, max_reserve(window)))
 
 
@@ -147,21 +148,19 @@ def plan(body: Any, api: str, window: int | None) -> Reserve | None:
     if not names or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         return None  # unreadable values are the edge's to report
     asked = values[0]
-    kept = floor(window, asked, api == "anthropic" and _thinking_on(body))
+    thinking_on = api == "anthropic" and _thinking_on(body)
+    kept = floor(window, asked, thinking_on, _budget(body) if thinking_on else None)
     if asked <= kept:
         return None
     thinking, detail = _thinking(body, kept) if api == "anthropic" else (None, "")
-    return Reserve(names, asked, kept, window, thinking, detail, body.get("thinking"))
+    return Reserve(names, asked, kept, window, thinking, detail)
 
 
-def _fits(thinking: Any, max_tokens: int) -> bool:
-    """Whether the client's enabled ``thinking`` can go out beside ``max_tokens`` as it
-    was asked (its budget below it); a setting we lowered to turn off is never restored:
-    the governed history was made legal for thinking off."""
-    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
-        return False
-    budget = thinking.get("budget_tokens")
-    return isinstance(budget, int) and not isinstance(budget, bool) and budget < max_tokens
+def _budget(body: dict[str, Any]) -> int | None:
+    """The client's thinking budget, when it is a readable number."""
+    thinking = body.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
 
 
 @dataclass(frozen=True, slots=True)

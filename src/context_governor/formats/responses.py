@@ -78,6 +78,8 @@ class Origin:
     index: int  # the run's first item in body["input"] (-1: a string input; -2: instructions)
     items: tuple[Any, ...]
     extra: str = ""
+    #: a step after the user's newest message: its reasoning is read (see _step)
+    live: bool = True
 
     def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
         """The origin of the message the pipeline merged from this one's and ``later``'s:
@@ -86,7 +88,7 @@ class Origin:
         if not isinstance(later, Origin):
             return self, ()
         extra = "\n".join(e for e in (self.extra, later.extra) if e)
-        return Origin(self.index, self.items + later.items, extra), ()
+        return Origin(self.index, self.items + later.items, extra, self.live or later.live), ()
 
 
 @dataclass(frozen=True)
@@ -237,14 +239,29 @@ def _text_parts(item: dict[str, Any]) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
-def _step(items: list[Any]) -> tuple[Message, str]:
-    """An assistant step as one chat message, and the text of what it carries opaquely."""
+def _reasoning_read(item: dict[str, Any], live: bool) -> dict[str, Any]:
+    """What of a reasoning item the model reads, for counting: nothing but its envelope
+    before the user's newest message (the API ignores and removes earlier turns'
+    reasoning: OpenAI's reasoning guide); after it, its ``encrypted_content`` (counted by
+    length, counting/payload.py) or, without one, its summary as the best text we have."""
+    if not live:
+        return {k: v for k, v in item.items() if k in ("type", "id")}
+    if isinstance(item.get("encrypted_content"), str):
+        return {k: v for k, v in item.items() if k not in ("summary", "content")}
+    return item
+
+
+def _step(items: list[Any], live: bool = True) -> tuple[Message, str]:
+    """An assistant step as one chat message, and the text of what it carries opaquely
+    (reasoning as the model reads it: ``live``, after the user's newest message)."""
     content: list[Any] = []
     calls: list[dict[str, Any]] = []
     opaque: list[Any] = []
     for item in items:
         kind = item_type(item)
-        if kind in CALLS:
+        if kind == "reasoning":
+            opaque.append(_reasoning_read(item, live))
+        elif kind in CALLS:
             calls.append(to_call(item))
             rest = {k: v for k, v in item.items() if k not in ("name", "arguments", "input")}
             opaque.append(rest)
@@ -305,6 +322,15 @@ def server_state(body: dict[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _newest_prompt(items: Sequence[Any]) -> int:
+    """The index of the user's newest message in ``items``; -1 when there is none."""
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if item_type(item) == "message" and item.get("role") == "user":
+            return index
+    return -1
+
+
 def decode(body: Any) -> Decoded:
     """The pipeline's view of a Responses request body (which is never modified)."""
     body = _check_body(body)
@@ -331,6 +357,7 @@ def decode(body: Any) -> Decoded:
             names.setdefault(item["call_id"], item.get("name"))
             call_types.setdefault(item["call_id"], item_type(item))
             call_types.setdefault(short_id(item["call_id"]), item_type(item))
+    prompt = _newest_prompt(items or [])
     for start, run in _runs(items or []):
         if input_side(run[0]):
             item = run[0]
@@ -338,8 +365,8 @@ def decode(body: Any) -> Decoded:
             known = _MESSAGE_KEYS if item_type(item) == "message" else _OUTPUT_KEYS
             extra = _fields_text(item, known)
         else:
-            chat, extra = _step(run)
-        chat[CARRY] = Origin(start, tuple(run), extra)
+            chat, extra = _step(run, start > prompt)
+        chat[CARRY] = Origin(start, tuple(run), extra, start > prompt)
         groups[start] = chat
         messages.append(chat)
     unknown = {k: v for k, v in body.items() if k not in _SETTINGS}
@@ -526,4 +553,5 @@ def with_items(message: Message, items: tuple[Any, ...]) -> Message:
     origin = origin_of(message)
     if origin is None:
         return message
-    return {**message, CARRY: replace(origin, items=items, extra=_step(list(items))[1])}
+    extra = _step(list(items), origin.live)[1]
+    return {**message, CARRY: replace(origin, items=items, extra=extra)}

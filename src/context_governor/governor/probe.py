@@ -48,7 +48,8 @@ from dataclasses import dataclass, fields
 from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
-from ..counting import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..counting import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter
+from ..counting.counters import media_note
 from ..messages import Message
 from ..messages.inputs import has_surrogate
 from ..pipeline import Settings, context
@@ -355,9 +356,17 @@ def leaves_alone(
         if _finds(joint, messages):
             return False
         unchecked = [*messages[: checked.start], *messages[checked.stop :]] if checked else messages
-        return not _finds(local, unchecked)
+        return not _finds(local, unchecked) and not _media_noted(messages, s)
     except Exception:  # run() falls back (an action) or raises: not a plain yes
         return False
+
+
+def _media_noted(messages: list[Message], s: Settings) -> bool:
+    """Whether run() notes media counted at its rule's upper bound (counting.media_note)."""
+    counter = s.counter
+    if not isinstance(counter, ExactCounter):
+        return False
+    return media_note(messages, counter.media, counter.model) is not None
 
 
 def stages_leave_alone(messages: list[Message], s: Settings, ctx: Context, clean: int) -> bool:

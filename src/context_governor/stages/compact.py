@@ -37,9 +37,11 @@ import bisect
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..counting.media import is_media_part
 from ..messages import Message
 from ..policies import CompactionPolicy, SeedPolicy, settings_of
 from .base import Context
+from .media_mask import masked_media
 from .microcompact import microcompact
 from .offload import offload as _offload
 from .replay import (
@@ -48,6 +50,7 @@ from .replay import (
     Replay,
     content_chars,
     last_user_before,
+    masks_media,
     noted,
     placeholder_for,
     replay_history,
@@ -223,7 +226,9 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         if len(kept) < len(turns) and view is not None:
             message = _cut_calls(i, message, view.turn[kept[0]], plan, ctx, at)
         v = kept[0]
-        if v in plan.cleared:
+        if v in plan.cleared and masks_media(message, policy):
+            message = _masked(i, message, policy, ctx, at(plan.cleared[v]))
+        elif v in plan.cleared:
             replaced = _cleared(message, policy, ctx)
             cleared_calls.add(str(message.get("tool_call_id")))
             ctx.record(
@@ -252,10 +257,13 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
             f"{kept_text} and the turn resumes at message {at(plan.cut)}"
         )
+    cleared = [i for i in plan.cleared if i >= plan.cut]
+    masked = sum(1 for i in cleared if masks_media(seen[i], policy))
+    media = f", media of {masked} messages masked" if masked else ""
     ctx.notes.append(
         f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
-        f"{at(plan.compactions[-1])}; {sum(1 for i in plan.cleared if i >= plan.cut)} tool "
-        f"results cleared, {cut_count} messages cut"
+        f"{at(plan.compactions[-1])}; {len(cleared) - masked} tool results cleared{media}, "
+        f"{cut_count} messages cut"
     )
     return out
 
@@ -337,6 +345,28 @@ def _when(plan: Plan, index: int) -> int:
     if k < len(cuts):
         return plan.cut_at[k]
     return plan.cut_at[-1] if plan.cut_at else plan.compactions[-1]
+
+
+def _masked(
+    index: int, message: Message, policy: CompactionPolicy, ctx: Context, when: int
+) -> Message:
+    """A user message whose media the agent has moved past, with its media masked
+    (stages/media_mask.py: stored in offload_dir when set); reported at ``index``."""
+    masked, failed = masked_media(message, policy.offload_dir)
+    ctx.notes.extend(failed)
+    content = message.get("content")
+    parts = sum(1 for p in content if is_media_part(p)) if isinstance(content, list) else 0
+    whose = "user message" if message.get("role") == "user" else "tool result"
+    ctx.record(
+        STAGE,
+        "replace",
+        index,
+        f"{parts} older media part{'s' if parts != 1 else ''} of this {whose} masked, "
+        f"its text kept (compaction at message {when})",
+        tool_call_id=message.get("tool_call_id"),
+        tokens_saved=ctx.tokens(message) - ctx.tokens(masked),
+    )
+    return masked
 
 
 def _cleared(message: Message, policy: CompactionPolicy, ctx: Context) -> Message:

@@ -39,7 +39,13 @@ from pathlib import Path
 
 from ..messages import Message, text_parts
 
-__all__ = ["OffloadRefused", "offload", "offload_name", "output_text"]
+__all__ = [
+    "OffloadRefused",
+    "offload",
+    "offload_name",
+    "output_text",
+    "publish_bytes",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _ID_CHARS = 48
@@ -87,13 +93,20 @@ def offload(directory: Path, message: Message) -> str:
     data = _encoded(output_text(message))
     name = offload_name(str(message.get("tool_call_id") or "result"), data)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    publish_bytes(directory, name, data)
+    return str(directory / name)
+
+
+def publish_bytes(directory: Path, name: str, data: bytes) -> None:
+    """Store ``data`` as ``directory/name`` once, with the same checks as every offload
+    (a file already there with other content is refused, never overwritten). Raises
+    OSError when it cannot be stored safely."""
     dir_fd = _open_store(directory)
     try:
         if not _holds(dir_fd, name, data, directory):
             _publish(dir_fd, name, data, directory)
     finally:
         os.close(dir_fd)
-    return str(directory / name)
 
 
 def _open_store(directory: Path) -> int:

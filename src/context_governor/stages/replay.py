@@ -21,6 +21,7 @@ from typing import Any, Literal
 from ..messages import Message, merge_contents, text_parts
 from ..policies import MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
 from .inserted import is_bridge
+from .media_mask import has_media, masked_media, media_in
 
 __all__ = [
     "CutNote",
@@ -29,6 +30,7 @@ __all__ = [
     "Replay",
     "content_chars",
     "last_user_before",
+    "masks_media",
     "note_text",
     "noted",
     "placeholder_for",
@@ -252,6 +254,8 @@ class Replay:
                 if i >= head:
                     self.results_grown += t[i]
             elif role == "user":
+                if has_media(m[i]):  # its media is masked as old results are cleared
+                    self.results.append(i)
                 self.last_user = i
                 self.users.append(i)
                 if self.first_user < 0 and i >= head:
@@ -339,6 +343,8 @@ class Replay:
             if role == "tool":
                 added.append(n + k)
             elif role == "user":
+                if has_media(new[k]):
+                    added.append(n + k)
                 last_user = n + k
                 if first_user < 0 and n + k >= head:
                     first_user = n + k
@@ -404,10 +410,12 @@ class Replay:
 
     def clearable(self, i: int) -> bool:
         m = self.m[i]
+        if m.get("role") == "user":  # media the agent has moved past (a newer prompt came)
+            return self.plan.cut <= i < self.last_user
         return (
             i >= self.plan.cut
             and m.get("name") not in self.policy.exclude_tools
-            and content_chars(m.get("content")) >= self.policy.min_chars
+            and (content_chars(m.get("content")) >= self.policy.min_chars or media_in(m))
         )
 
     def clear_candidates(self, goal: int, keep: int | None = None) -> tuple[list[int], int]:
@@ -753,9 +761,21 @@ class _Fields(dict[str, Any]):
         return "{" + key + "}"
 
 
+def masks_media(message: Message, policy: CompactionPolicy) -> bool:
+    """Whether clearing ``message`` masks its media and keeps its text (stages/media_mask.py):
+    a user message with media, or a tool result whose text is under ``min_chars`` beside
+    its media (a screenshot read); a tool result with long text is cleared whole."""
+    if not media_in(message):
+        return False
+    return message.get("role") == "user" or content_chars(message.get("content")) < policy.min_chars
+
+
 def placeholder_for(message: Message, policy: CompactionPolicy, path: str | None = None) -> Message:
     """The cleared form of a tool result: same role, id and name; content says what
-    was removed and how to get it back."""
+    was removed and how to get it back. A user message keeps its text, its media masked
+    (stages/media_mask.py)."""
+    if masks_media(message, policy):
+        return masked_media(message, None)[0]
     name = str(message.get("name") or "the tool")
     template = OFFLOAD_PLACEHOLDER if path is not None else policy.placeholder
     fields = _Fields(name=name, chars=content_chars(message.get("content")), path=path or "")

@@ -18,6 +18,7 @@ __all__ = [
     "Target",
     "check_provider",
     "claude_accepts_prefill",
+    "claude_keeps_thinking",
     "claude_version",
     "deepseek_thinking",
     "gemini_accepts_prefill",
@@ -82,6 +83,24 @@ def claude_accepts_prefill(target: Target) -> bool:
     """Claude 3.x-4.5 continue a trailing assistant message; 4.6+ and 5 reject it (AN-6)."""
     version = claude_version(target)
     return version is not None and version < (4, 6)
+
+
+def claude_keeps_thinking(target: Target) -> bool:
+    """Whether the model keeps earlier assistant turns' thinking in its context (and bills
+    it as input): Opus 4.5 and later, Sonnet 4.6 and later, Fable and Mythos. Earlier
+    Opus and Sonnet models and every Haiku strip it when it is passed back (Anthropic's
+    context-windows page). A model we cannot place keeps it: counting it errs high."""
+    model = target.lowered
+    version = claude_version(target)
+    if version is None or "fable" in model or "mythos" in model:
+        return True
+    if "haiku" in model:
+        return False
+    if "opus" in model:
+        return version >= (4, 5)
+    if "sonnet" in model:
+        return version >= (4, 6)
+    return True
 
 
 def gemini_version(target: Target) -> tuple[int, int] | None:
