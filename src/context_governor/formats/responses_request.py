@@ -48,7 +48,8 @@ def govern_responses(
     report = result.report
     # The report judges what is sent: the output body's items (positions in its input).
     _, target = resolve("openai", settings.model)
-    found = rules.native_violations(out, bool(decoded.server_state), target)
+    # (with the output's own server state: a cut may have taken an item_reference with it)
+    found = rules.native_violations(out, bool(rs.server_state(out)), target)
     report.violations = [asdict(v) for v in found]
     report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
     report.notes += [
