@@ -29,7 +29,7 @@ from ..errors import ConfigError, InputError
 from ..messages import Message
 from .encodings import Encoding, count_ordinary, counting_encoding, encoding_for_model, shared_name
 from .media import MediaRule
-from .payload import carried_tokens, lightened, media_summary
+from .payload import carried_tokens, lightened, may_hold_media, media_summary
 from .runs import bounded_tokens, rules_fingerprint
 
 __all__ = [
@@ -123,7 +123,7 @@ def media_note(messages: Sequence[Message], rule: MediaRule, model: str | None) 
     counted at its rule's upper bound (a URL or file id whose size the request does not
     show, an unreadable header): how many parts of each kind, their tokens, which were
     bounded. None when every media part was counted from its own header (or none)."""
-    return media_summary([lightened(m)[1] for m in messages], rule, model)
+    return media_summary([lightened(m)[1] for m in messages if may_hold_media(m)], rule, model)
 
 
 def _seed_prompt_parts(message: Message) -> list[str]:

@@ -38,6 +38,7 @@ __all__ = [
     "ciphertext_tokens",
     "lightened",
     "may_carry",
+    "may_hold_media",
     "media_summary",
 ]
 
@@ -137,6 +138,26 @@ def may_carry(message: Message) -> bool:
                 return True
         else:
             return True  # an unknown structured field: walk it
+    return False
+
+
+#: Part types that hold no media, nested or not (a thinking block's signature is
+#: ciphertext, not media).
+_NO_MEDIA = frozenset(
+    {"text", "input_text", "output_text", "thinking", "redacted_thinking", "tool_use"}
+)
+
+
+def may_hold_media(message: Message) -> bool:
+    """False when ``message`` surely holds no media part (its content is a string, or a
+    list of parts of types that hold none): the report's media line skips it."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return False
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if not (isinstance(kind, str) and kind in _NO_MEDIA):
+            return True
     return False
 
 
