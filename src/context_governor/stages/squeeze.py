@@ -34,8 +34,9 @@ from typing import Any
 from ..messages import Message
 from ..policies import CompactionPolicy, settings_of
 from .base import Context
+from .media_mask import media_in
 from .offload import offload as _offload
-from .replay import placeholder_for
+from .replay import masks_media, placeholder_for
 
 __all__ = [
     "HEAD_SHARE",
@@ -113,7 +114,7 @@ def _clear(out: list[Message], candidates: list[int], ctx: Context) -> list[Mess
         message = out[i]
         if (
             message.get("name") in policy.exclude_tools
-            or _size(message) < policy.min_chars
+            or (_size(message) < policy.min_chars and not media_in(message))
             or squeezed(message)
         ):
             continue  # kept, as compaction keeps them (a placeholder is under min_chars)
@@ -124,11 +125,12 @@ def _clear(out: list[Message], candidates: list[int], ctx: Context) -> list[Mess
         out[i] = cleared
         over -= saved
         where = f"; the whole output is in {path}" if path else ""
+        what = "its media masked" if masks_media(message, policy) else "cleared"
         ctx.record(
             STAGE,
             "replace",
             i,
-            f"{message.get('name') or 'tool'} result ({_size(message)} chars) cleared although "
+            f"{message.get('name') or 'tool'} result ({_size(message)} chars) {what} although "
             f"it is among the newest: the request was over its budget (keep_recent yields "
             f"under pressure){where}",
             tool_call_id=message.get("tool_call_id"),
