@@ -16,9 +16,10 @@ from .counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
     TokenCounter,
-    counted_payload,
     json_text,
+    seed_message_payload,
 )
+from .payload import carried_tokens, lightened
 
 __all__ = ["message_bound", "tools_bound"]
 
@@ -36,11 +37,13 @@ def message_bound(counter: TokenCounter, message: Message) -> int | None:
     Media and ciphertext are counted by rule, not by their bytes: their tokens are added."""
     if not isinstance(counter, ExactCounter) or not counter.byte_bounded:
         return None
-    payload = counted_payload(message)
+    light, carried = lightened(message)  # one walk: the text and what counts by rule
+    payload = seed_message_payload(light)
     if not payload:
         return PER_MESSAGE_OVERHEAD
     size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "surrogatepass"))
-    return max(4, size + PER_MESSAGE_OVERHEAD + counter.rule_tokens(message))
+    ruled = carried_tokens(carried, counter.media, counter.model) if carried else 0
+    return max(4, size + PER_MESSAGE_OVERHEAD + ruled)
 
 
 def tools_bound(counter: TokenCounter, tools: Sequence[Any] | None) -> int | None:
