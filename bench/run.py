@@ -31,6 +31,7 @@ from . import (
     messages_request,
     proxy_cost,
     real_sessions,
+    reasoning,
     recall,
     responses_request,
     shapes,
@@ -762,6 +763,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections.append(shapes.render(shapes.run(steps)))
     progress("real sessions: counts against the providers' usage; a screenshot's cost and time")
     sections.append(real_sessions.build(3 if args.quick else 9))
+    progress("reasoning sessions: reasoning counted as the provider counts it; fit and cost")
+    sections.append(reasoning.render(reasoning.run(40 if args.quick else reasoning.STEPS)))
     progress("recall of planted facts: ours, the seed policy, LangChain, LiteLLM, clear_tool_uses")
     sections.append(
         recall.render(recall.run(steps), recall.planted_counts(recall.recall_shapes(), steps))

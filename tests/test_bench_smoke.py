@@ -347,3 +347,22 @@ def test_real_sessions_section_measures_counts_and_the_screenshot() -> None:
     section = real_sessions.render(usage, media, text_ms, text_tokens)
     assert section.startswith(real_sessions.HEADING + "\n")
     assert section.count("\n| ") == len(usage) + len(media) + 4  # and two header rows each
+
+
+def test_reasoning_section_counts_what_the_provider_reads() -> None:
+    """bench.reasoning on a short session: both wire formats counted within 5% of what the
+    provider counts (earlier reasoning at nothing), where counting the ciphertext and the
+    earlier thinking as text was further off; no governed request over its window."""
+    from bench import reasoning
+
+    result = reasoning.run(36, windows=(32_000,))
+    assert [a.api for a in result.accuracy] == ["responses", "anthropic"]
+    for a in result.accuracy:
+        median, low, high = a.now
+        assert 0.99 <= low <= median <= high <= 1.05, a
+        assert a.before[2] > 1.3, a  # the old count, after a follow-up prompt
+    assert [f.over for f in result.fits] == [0, 0]
+    assert all(0 < f.agent_kept <= 1 and f.outputs_masked > 0 for f in result.fits)
+    section = reasoning.render(result)
+    assert section.startswith(reasoning.HEADING + "\n")
+    assert section.count("\n| ") == len(result.accuracy) + len(result.fits) + 4
