@@ -6,8 +6,8 @@ The session is bench/sessions.py's coding replay; before each assistant turn the
 "thought" a number of tokens drawn per step (100-3,000, log-uniform), carried as:
 
 * **Responses**: a ``reasoning`` item before the turn's ``function_call`` items, with an
-  ``encrypted_content`` of 5.2 base64 characters per reasoning token (the ratio the
-  provider's usage gives on recorded real traffic, docs/token-counting.md) and, one step
+  ``encrypted_content`` of 1,029 characters plus 5.8 per reasoning token (the fit over
+  356 reasoning items of six real Codex sessions, docs/token-counting.md) and, one step
   in three, a short summary. Model ``gpt-5-codex``.
 * **Messages**: a ``thinking`` block (the thinking text) and its ``signature`` at the
   head of the assistant message. Model ``claude-sonnet-4-5``, which strips earlier turns'
@@ -49,8 +49,10 @@ from .section import section_main
 from .sessions import Message, Replay, coding_session
 
 HEADING = "## Reasoning sessions"
-#: base64 characters of ``encrypted_content`` per reasoning token (recorded real traffic)
-CIPHER_RATIO = 5.2
+#: ``encrypted_content``: an envelope, then characters per reasoning token (the fit over
+#: real Codex sessions' reasoning items against their responses' reasoning tokens)
+CIPHER_ENVELOPE = 1029
+CIPHER_RATIO = 5.8
 SIGNATURE_CHARS = 400
 WINDOWS = (128_000, 32_000)
 MAX_OUTPUT = 8192
@@ -106,7 +108,7 @@ def _responses_step(
             summary = (
                 [{"type": "summary_text", "text": turn.text[:300]}] if rng.random() < 1 / 3 else []
             )
-            cipher = _cipher(rng, round(turn.tokens * CIPHER_RATIO))
+            cipher = _cipher(rng, CIPHER_ENVELOPE + round(turn.tokens * CIPHER_RATIO))
             items.append(
                 {
                     "type": "reasoning",
@@ -476,7 +478,8 @@ def render(result: Result) -> str:
         "",
         f"bench/sessions.py's coding session of {result.steps} requests with reasoning on "
         "(100-3,000 reasoning tokens a turn): as Codex sends it (Responses, `gpt-5-codex`, "
-        "encrypted reasoning items of 5.2 characters a token) and as Claude Code sends it "
+        "encrypted reasoning items of 1,029 characters plus 5.8 a token, as real Codex "
+        "sessions show) and as Claude Code sends it "
         "(Messages, `claude-sonnet-4-5`, thinking blocks with signatures). The provider "
         "counts the visible items and the reasoning of the turn in progress only "
         "(docs/token-counting.md). Before: the ciphertext and earlier thinking counted as "

@@ -62,7 +62,9 @@ def body(api: str, steps: int, system: str = "You are a careful coding agent.", 
             if s and s % TURN == 0:
                 items.append({"role": "user", "content": turn_text(s)})
             items.append({"type": "function_call", "call_id": f"call_{s}", "name": "read_file", "arguments": json.dumps({"path": f"src/m{s}.py"})})
-            items.append({"type": "function_call_output", "call_id": f"call_{s}", "output": result_text(s)})
+            # longer outputs: a Responses call and result count fewer tokens than their chat
+            # form (no call ids), and the session must still overflow the window to cut
+            items.append({"type": "function_call_output", "call_id": f"call_{s}", "output": result_text(s, 1900)})
         return "/v1/responses", {"model": model, "instructions": system, "input": items, "max_output_tokens": 400, "stream": stream}
     contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": TASK}]}]
     for s in range(steps):

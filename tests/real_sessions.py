@@ -29,6 +29,16 @@ Formats and what each step is rebuilt from:
   calls with ``index``); a step per assistant message; the model and sampling settings
   from ``info.config.model``; usage from that assistant message's
   ``extra.response.usage``. The bash tool's schema is not stored: no ``tools``.
+* ``codex`` (``~/.codex/sessions/**/rollout-*.jsonl``): the ``response_item`` lines in
+  file order (Codex's local ``ghost_snapshot`` records left out). A model call is each run
+  of output items (``reasoning``, calls, an assistant message): its body is every item
+  before the run, as Codex sends it (``store: false``, reasoning with its
+  ``encrypted_content``), with the model of the newest ``turn_context``; its usage is the
+  ``token_count`` event's ``last_token_usage`` (Codex 0.58 writes each event twice: one
+  per change of ``total_token_usage`` is kept). From CLI 0.58 on, Codex sends a shell
+  call's output as text (``Exit code: ...``, ``Wall time: ... seconds``, ``Output:``, the
+  format strings of its own binary) while the rollout keeps the structured JSON: the body
+  renders it so. Instructions and tool definitions are not stored (``complete=False``).
 * ``vcr-cassette`` (recorded HTTP traffic of pydantic-ai's tests against the live APIs):
   each interaction's request body is the step, exactly as sent; the API from its URL;
   the usage from the recorded response.
@@ -55,7 +65,7 @@ SWE_AGENT_MODELS = {"pydicom-1458.gpt4": "gpt-4", "humanevalfix-python-0.human_t
 @dataclass(frozen=True)
 class Session:
     name: str
-    format: str  # "claude-code" | "swe-agent" | "mini-swe-agent" | "vcr-cassette"
+    format: str  # "claude-code" | "swe-agent" | "mini-swe-agent" | "codex" | "vcr-cassette"
     path: Path
 
     def __str__(self) -> str:
@@ -94,6 +104,7 @@ def load_corpus() -> list[Session]:
                 break
         kind = {
             "claude-code": "claude-code",
+            "codex": "codex",
             "swe-agent": "swe-agent",
             "mini-swe-agent": "mini-swe-agent",
             "pydantic-ai": "vcr-cassette",
@@ -110,6 +121,7 @@ def steps(session: Session) -> list[tuple[str, dict[str, Any]]]:
 def step_records(session: Session) -> list[Step]:
     return {
         "claude-code": _claude_code,
+        "codex": _codex,
         "swe-agent": _swe_agent,
         "mini-swe-agent": _mini_swe_agent,
         "vcr-cassette": _cassette,
@@ -237,6 +249,84 @@ def _mini_swe_agent(session: Session) -> list[Step]:
             Step(
                 len(out), "openai", body, usage=usage, upstream_prompt_tokens=prompt,
                 notes=("the bash tool's schema is not stored (about 100 tokens upstream)",),
+            )
+        )  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------ Codex rollouts
+
+#: Item types of a model's answer; the other response items are what a request sends
+CODEX_OUTPUTS = frozenset(
+    {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
+)
+#: Codex's own records that never reach the model
+CODEX_LOCAL = frozenset({"ghost_snapshot"})
+
+
+def _codex_output(item: dict[str, Any]) -> bool:
+    kind = item.get("type")
+    return kind in CODEX_OUTPUTS or (kind == "message" and item.get("role") == "assistant")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def _codex_sent(item: dict[str, Any], version: tuple[int, ...]) -> dict[str, Any]:
+    """The item as the CLI sends it: from 0.58 on, a shell result's JSON as its text."""
+    if item.get("type") != "function_call_output" or version < (0, 58):
+        return item
+    try:
+        result = json.loads(item["output"])
+    except (TypeError, ValueError):
+        return item
+    if not isinstance(result, dict) or "output" not in result:
+        return item
+    meta = result.get("metadata") or {}
+    text = (
+        f"Exit code: {meta.get('exit_code')}\nWall time: {meta.get('duration_seconds')} "
+        f"seconds\nOutput:\n{result['output']}"
+    )
+    return {**item, "output": text}
+
+
+def _codex(session: Session) -> list[Step]:
+    items: list[dict[str, Any]] = []
+    usages: list[dict[str, Any]] = []
+    starts: list[tuple[int, str | None]] = []
+    model: str | None = None
+    version: tuple[int, ...] = ()
+    total: Any = None
+    answering = False
+    for line in session.path.read_text().splitlines():
+        record = json.loads(line)
+        kind, payload = record.get("type"), record.get("payload") or {}
+        if kind == "session_meta":
+            version = _version(str(payload.get("cli_version", "")))
+        elif kind == "turn_context":
+            model = payload.get("model", model)
+        elif kind == "event_msg" and payload.get("type") == "token_count" and payload.get("info"):
+            if payload["info"]["total_token_usage"] != total:
+                usages.append(payload["info"]["last_token_usage"])
+            total = payload["info"]["total_token_usage"]
+        elif kind == "response_item" and payload.get("type") not in CODEX_LOCAL:
+            output = _codex_output(payload)
+            if output and not answering:
+                starts.append((len(items), model))
+            answering = output
+            items.append(_codex_sent(payload, version))
+    out = []
+    for (start, at), usage in zip(starts, usages, strict=False):
+        body = {
+            "model": at, "input": json.loads(json.dumps(items[:start])), "stream": True,
+            "store": False, "include": ["reasoning.encrypted_content"],
+        }  # fmt: skip
+        out.append(
+            Step(
+                len(out), "responses", body, usage=usage,
+                upstream_prompt_tokens=usage.get("input_tokens"), complete=False,
+                notes=("Codex's instructions and tool definitions are not stored",),
             )
         )  # fmt: skip
     return out

@@ -17,8 +17,12 @@ Token counts here are estimates in the spirit of each provider's documentation:
   384 px, else 258 per 768-px tile (Gemini 2.x), 1120 per image (Gemini 3's default
   ``media_resolution``);
 * an image given by URL is not fetched: it is taken to be 800 x 600;
-* opaque state (thinking signatures, ``redacted_thinking`` data, encrypted reasoning,
-  Gemini thought signatures) counts nothing: the model does not read it as text.
+* opaque state (thinking signatures, ``redacted_thinking`` data, Gemini thought
+  signatures, encrypted reasoning of earlier turns) counts nothing: the model does not
+  read it as text. A Responses reasoning item after the user's newest message (the tool
+  loop in progress) counts the reasoning it carries: its ``encrypted_content`` is ~1,000
+  characters of envelope plus ~5.8 per reasoning token, and the upstream's usage of the
+  next request grows by those tokens (six real Codex sessions, docs/token-counting.md).
 """
 
 from __future__ import annotations
@@ -466,7 +470,10 @@ def _count_responses(c: _Counter, body: dict[str, Any], model: str | None) -> in
     items = body.get("input")
     if isinstance(items, str):
         return total + PER_MESSAGE + c.text(items)
-    for item in items or []:
+    newest = max(
+        (i for i, it in enumerate(items or []) if it.get("role") == "user"), default=-1
+    )
+    for i, item in enumerate(items or []):
         total += PER_MESSAGE
         kind = item.get("type", "message")
         if kind == "message":
@@ -478,6 +485,9 @@ def _count_responses(c: _Counter, body: dict[str, Any], model: str | None) -> in
             )
         elif kind == "reasoning":
             total += sum(_responses_part(c, p, model) for p in item.get("summary") or [])
+            sealed = item.get("encrypted_content")
+            if i > newest and isinstance(sealed, str):
+                total += math.ceil(max(0, len(sealed) - 1000) / 5.8)
         elif kind in ("function_call", "custom_tool_call"):
             total += c.text(item.get("name", "")) + c.text(
                 str(item.get("arguments", item.get("input", "")))

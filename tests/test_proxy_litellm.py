@@ -294,7 +294,7 @@ def test_a_responses_session_through_litellm_stays_legal(
         items.append({"type": "function_call", "call_id": call["call_id"], "name": call["name"],
                       "arguments": call["arguments"]})  # fmt: skip
         items.append({"type": "function_call_output", "call_id": call["call_id"],
-                      "output": tool_result_text(step, 1200)})  # fmt: skip
+                      "output": tool_result_text(step, 1400)})  # fmt: skip
     assert native.apis == ["responses"] * (STEPS + 1)
     body = {"model": "gpt-5-mini", "max_output_tokens": 300, "input": items}
     assert _over_the_window(body, "responses", "openai") > WINDOW

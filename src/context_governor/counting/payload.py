@@ -10,10 +10,11 @@ never be tokenized as if they were:
 * **ciphertext** the client sends back for the provider to read (Anthropic's thinking
   ``signature`` and ``redacted_thinking`` data, OpenAI's reasoning
   ``encrypted_content``, Gemini's ``thoughtSignature``): it stands for reasoning the
-  model reads, which no provider lets us see. It is counted at
-  ``CIPHER_CHARS_PER_TOKEN`` characters a token, the ratio measured on recorded real
-  traffic (docs/token-counting.md), instead of as base64-like text (~2 characters a
-  token, 2.5x too many).
+  model reads, which no provider lets us see. OpenAI's ``encrypted_content`` is counted by
+  the rule real Codex sessions show (``encrypted_tokens``: an envelope of ~1,000
+  characters that counts nothing, then 5.8 characters a reasoning token); the others at
+  ``CIPHER_CHARS_PER_TOKEN`` characters a token (docs/token-counting.md), never as
+  base64-like text (~2 characters a token, 2.5x too many).
 
 Each such value is replaced in the counted text by a short descriptor of itself, so the
 text memo and the count store key on what is really text, and its tokens are added on
@@ -33,9 +34,12 @@ from .media import MediaRule, is_media_part, media_count, stripped_text
 __all__ = [
     "CIPHER_CHARS_PER_TOKEN",
     "CIPHER_KEYS",
+    "ENCRYPTED_CHARS_PER_TOKEN",
+    "ENCRYPTED_ENVELOPE",
     "Carried",
     "carried_tokens",
     "ciphertext_tokens",
+    "encrypted_tokens",
     "lightened",
     "may_carry",
     "may_hold_media",
@@ -47,6 +51,13 @@ __all__ = [
 #: puts OpenAI's ``encrypted_content`` at 5.2 characters a token and Gemini's thought
 #: signatures at 5.1-6.5: 5 errs slightly high.
 CIPHER_CHARS_PER_TOKEN = 5
+#: OpenAI's reasoning ``encrypted_content``: its length against the reasoning tokens of
+#: the response that made it, over 356 reasoning items of six real Codex sessions
+#: (gpt-5-codex, gpt-5.1-codex), fits 1,029 + 5.8 x tokens; an item of no reasoning
+#: tokens is 888-1,272 characters, and the upstream's usage of the next request rises by
+#: the reasoning tokens, not by the length (docs/token-counting.md).
+ENCRYPTED_ENVELOPE = 1_000
+ENCRYPTED_CHARS_PER_TOKEN = 5.8
 #: Keys whose string values are ciphertext a provider reads back (see the module doc).
 CIPHER_KEYS = frozenset(
     {"signature", "encrypted_content", "thoughtSignature", "thought_signature", "data"}
@@ -56,13 +67,25 @@ _MIN_CIPHER = 64
 #: Content part types that never hold media or ciphertext (a walk of them is wasted).
 _PLAIN_PARTS = frozenset({"text", "input_text", "output_text"})
 
-#: What was lifted out of a message's counted text: media parts, and ciphertext lengths.
+#: What was lifted out of a message's counted text: media parts, and ciphertext lengths
+#: (an int; a ``_Encrypted`` for OpenAI's ``encrypted_content``).
 Carried = tuple[Any, ...]
+
+
+class _Encrypted(int):
+    """The length of an OpenAI ``encrypted_content`` (counted by ``encrypted_tokens``)."""
 
 
 def ciphertext_tokens(length: int) -> int:
     """Tokens of reasoning a ciphertext of ``length`` characters stands for."""
+    if isinstance(length, _Encrypted):
+        return encrypted_tokens(length)
     return math.ceil(length / CIPHER_CHARS_PER_TOKEN)
+
+
+def encrypted_tokens(length: int) -> int:
+    """Reasoning tokens an OpenAI ``encrypted_content`` of ``length`` characters carries."""
+    return math.ceil(max(0, length - ENCRYPTED_ENVELOPE) / ENCRYPTED_CHARS_PER_TOKEN)
 
 
 def _redacted_data(parent: dict[str, Any], key: str) -> bool:
@@ -90,7 +113,7 @@ def _walk(value: Any, out: list[Any], depth: int) -> Any:
                 and _redacted_data(value, key)
             ):
                 new: Any = f"<ciphertext: {len(item)} characters>"
-                out.append(len(item))
+                out.append(_Encrypted(len(item)) if key == "encrypted_content" else len(item))
             else:
                 new = _walk(item, out, depth + 1)
             if new is not item:

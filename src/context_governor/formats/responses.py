@@ -32,7 +32,7 @@ rather than dropped as an orphan.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -232,6 +232,78 @@ def to_call(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: Part types whose ``text`` the model reads as text (a chat message's ``text`` part).
+_TEXT_PARTS = frozenset({"input_text", "output_text"})
+
+
+def _read_part(part: Any) -> Any:
+    if isinstance(part, dict) and part.get("type") in _TEXT_PARTS and "text" in part:
+        return {"type": "text", "text": part["text"]}
+    return part
+
+
+def model_view(message: Message) -> Message | None:
+    """What the model reads of a message decoded from Responses items, for counting
+    (None: the message as it is). OpenAI's models read a call as its name and arguments
+    and a result as its output: not the call ids, not the arguments JSON-escaped inside a
+    JSON list, not the text parts' JSON. Counted this way, six real Codex sessions (362
+    requests) come within a few percent of the usage the upstream recorded
+    (docs/token-counting.md); counted as chat JSON they were 10-16% high."""
+    content = message.get("content")
+    parts: list[Any] | None = None
+    changed = False
+    if isinstance(content, list):
+        parts = [_read_part(p) for p in content]
+        changed = any(a is not b for a, b in zip(parts, content, strict=True))
+    calls = message.get("tool_calls")
+    if not calls and not changed and "tool_call_id" not in message:
+        return None
+    view = {k: v for k, v in message.items() if k not in ("tool_calls", "tool_call_id")}
+    if parts is not None:
+        view["content"] = parts
+    if calls:
+        said = [_call_text(call) for call in calls]
+        if isinstance(view.get("content"), list):
+            view["content"] = [*view["content"], *({"type": "text", "text": t} for t in said)]
+        else:
+            view["content"] = "\n".join([*filter(None, [view.get("content")]), *said])
+    return view
+
+
+def model_views(
+    messages: Sequence[Message],
+) -> tuple[list[Message], Callable[[Message], Message | None]]:
+    """``model_view`` of each message, made once: the list to seed the call's counter and
+    count store with (the objects it will be asked about), and the view function, which
+    answers a message it has seen with the same object (counts are kept by identity)."""
+    made: dict[int, tuple[Message, Message]] = {}
+    seen: list[Message] = []
+    for message in messages:
+        view = model_view(message)
+        if view is not None:
+            made[id(message)] = (message, view)
+        seen.append(message if view is None else view)
+
+    def unread(message: Message) -> Message | None:
+        entry = made.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        return model_view(message)
+
+    return seen, unread
+
+
+def _call_text(call: Any) -> str:
+    """A tool call as the model reads it: the recipient and its arguments as sent."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return _dumps(call)
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = _dumps(arguments)
+    return f"to=functions.{function.get('name')} json {arguments}"
+
+
 def _text_parts(item: dict[str, Any]) -> list[Any]:
     content = item.get("content")
     if isinstance(content, str):
@@ -240,15 +312,22 @@ def _text_parts(item: dict[str, Any]) -> list[Any]:
 
 
 def _reasoning_read(item: dict[str, Any], live: bool) -> dict[str, Any]:
-    """What of a reasoning item the model reads, for counting: nothing but its envelope
-    before the user's newest message (the API ignores and removes earlier turns'
+    """What of a reasoning item the model reads, for counting (never its id): nothing but
+    its type before the user's newest message (the API ignores and removes earlier turns'
     reasoning: OpenAI's reasoning guide); after it, its ``encrypted_content`` (counted by
     length, counting/payload.py) or, without one, its summary as the best text we have."""
     if not live:
-        return {k: v for k, v in item.items() if k in ("type", "id")}
+        return {"type": "reasoning"}
     if isinstance(item.get("encrypted_content"), str):
-        return {k: v for k, v in item.items() if k not in ("summary", "content")}
-    return item
+        return {"type": "reasoning", "encrypted_content": item["encrypted_content"]}
+    return {k: v for k, v in item.items() if k != "id"}
+
+
+#: Keys of a call item and of an assistant message item in a step that the chat message
+#: holds (name, arguments, content) or that the model does not read (the envelope: type,
+#: ids, status): what else an item has is carried and counted.
+_CALL_READ = frozenset({"name", "arguments", "input", "type", "call_id", "id", "status"})
+_STEP_MESSAGE_READ = frozenset({"content", "type", "role", "id", "status"})
 
 
 def _step(items: list[Any], live: bool = True) -> tuple[Message, str]:
@@ -263,17 +342,17 @@ def _step(items: list[Any], live: bool = True) -> tuple[Message, str]:
             opaque.append(_reasoning_read(item, live))
         elif kind in CALLS:
             calls.append(to_call(item))
-            rest = {k: v for k, v in item.items() if k not in ("name", "arguments", "input")}
-            opaque.append(rest)
+            opaque.append({k: v for k, v in item.items() if k not in _CALL_READ})
         elif kind == "message" and item.get("role") == "assistant":
             content.extend(_text_parts(item))
-            opaque.append({k: v for k, v in item.items() if k != "content"})
+            opaque.append({k: v for k, v in item.items() if k not in _STEP_MESSAGE_READ})
         else:
             opaque.append(item)
     message: Message = {"role": "assistant", "content": content or None}
     if calls:
         message["tool_calls"] = calls
-    return message, _dumps(opaque)
+    kept = [value for value in opaque if value]
+    return message, _dumps(kept) if kept else ""
 
 
 def _single(

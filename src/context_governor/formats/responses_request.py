@@ -40,8 +40,9 @@ def govern_responses(
         max_output=decoded.max_output,
     )
     settings = replace(settings, policy=replace(settings.policy, allowed_keys=None))
-    inner, loaded = call_counter(settings, decoded.messages)
-    counter = CarryCounter(inner, decoded.extra, key=rs.CARRY)
+    views, unread = rs.model_views(decoded.messages)
+    inner, loaded = call_counter(settings, views)
+    counter = CarryCounter(inner, decoded.extra, key=rs.CARRY, unread=unread)
     result, _ = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
     out = rs.encode(result.messages, decoded)
