@@ -134,6 +134,50 @@ class _RoleTally:
         )
 
 
+class _Costs:
+    """What the messages of a range cost as the request sends them, in O(log n): prefix
+    sums of the written counts (system messages left out: no cut removes them), and
+    prefix sums of what clearing saved, by position. The counts never change; a message
+    cleared changes only its own entry. The one sum every question of "what does a cut
+    at c remove" is answered from (``_recent_span``, ``_dropped``, ``_total_with``)."""
+
+    def __init__(self, messages: list[Message], tokens: list[int]) -> None:
+        self.m, self.t = messages, tokens
+        self.pre = [0]  # pre[i]: written tokens of the non-system messages before i
+        self.cleared: list[int] = []  # cleared positions, ascending
+        self.saved = [0]  # saved[k]: what clearing the first k of them saved
+
+    def _written(self, end: int) -> int:
+        pre, m, t = self.pre, self.m, self.t
+        for i in range(len(pre) - 1, end):
+            pre.append(pre[-1] + (t[i] if m[i].get("role") != "system" else 0))
+        return pre[end]
+
+    def clear(self, i: int, saving: int) -> None:
+        """Message ``i`` is sent as its placeholder from now on, ``saving`` tokens less."""
+        cleared, saved = self.cleared, self.saved
+        if not cleared or i > cleared[-1]:
+            cleared.append(i)
+            saved.append(saved[-1] + saving)
+            return
+        # a clear behind a newer one (rare): insert it and rebuild the sums after it
+        k = bisect.bisect_left(cleared, i)
+        own = [saved[n + 1] - saved[n] for n in range(k, len(cleared))]
+        cleared.insert(k, i)
+        del saved[k + 1 :]
+        for value in (saving, *own):
+            saved.append(saved[-1] + value)
+
+    def between(self, start: int, end: int) -> int:
+        """Tokens the non-system messages in [start, end) cost as sent now."""
+        if end <= start:
+            return 0
+        cleared, saved = self.cleared, self.saved
+        written = self._written(end) - self.pre[start]
+        a, b = bisect.bisect_left(cleared, start), bisect.bisect_left(cleared, end)
+        return written - (saved[b] - saved[a])
+
+
 def _cut_note(
     messages: list[Message],
     head: int,
@@ -229,9 +273,13 @@ class Replay:
         self.grown = 0  # tokens of the messages after the head, as written (adaptive goal)
         self.results_grown = 0  # of which tool results (a cut at the ceiling: mask_first)
         self.calls = 0  # model turns so far (adaptive goal)
-        #: prefix sums of what a cut would drop (see _dropped), made on first need and
-        #: valid until the next compaction changes the costs
-        self._drops = [0]
+        #: what the messages of a range cost as sent (see _Costs)
+        self.costs = _Costs(messages, tokens)
+        #: prefix sums of what clearing each result from ``clear_ptr`` on would save (see
+        #: masked_total), and the position in ``results`` of the newest user message with
+        #: media while it is the newest (it becomes clearable when a newer one comes)
+        self._saves = [0]
+        self._user_k = -1
         #: the request whose compaction made the newest entry of ``plan.cuts``
         self._cut_at = -1
 
@@ -254,7 +302,12 @@ class Replay:
                 if i >= head:
                     self.results_grown += t[i]
             elif role == "user":
+                k = self._user_k - self.clear_ptr  # that message is clearable now
+                if 0 <= k < len(self._saves) - 1:
+                    del self._saves[k + 1 :]
+                self._user_k = -1
                 if has_media(m[i]):  # its media is masked as old results are cleared
+                    self._user_k = len(self.results)
                     self.results.append(i)
                 self.last_user = i
                 self.users.append(i)
@@ -287,6 +340,7 @@ class Replay:
         if not self.quiet(new, tokens):
             return False
         self.m = messages if len(messages) == n + len(new) else [*self.m[:n], *new]
+        self.costs.m = self.m
         if self.counted is not None:
             self.counted.extend(True for _ in new)
         self.t.extend(tokens)
@@ -384,10 +438,7 @@ class Replay:
             start -= 1
         if start <= cut:
             return 0
-        drops = self._drops
-        for i in range(len(drops) - 1, min(start, n)):
-            drops.append(drops[-1] + (self.cost(i) if self.m[i].get("role") != "system" else 0))
-        dropped = drops[min(start, n)] - drops[cut]
+        dropped = self.costs.between(cut, min(start, n))
         for c in range(n, start):  # new messages before the start (a burst of results)
             if role(c) != "system":
                 dropped += tokens[c - n]
@@ -434,6 +485,21 @@ class Replay:
                     total -= saving
             k += 1
         return chosen, total
+
+    def masked_total(self, keep: int | None = None) -> int:
+        """The request's total with every clearable result but the ``keep`` newest
+        cleared: ``clear_candidates(-1, keep)``'s total, from prefix sums made on first
+        need (results are only appended between compactions; a compaction starts them
+        again from ``clear_ptr``)."""
+        eligible = len(self.results) - (self.policy.keep_recent if keep is None else keep)
+        saves, base = self._saves, self.clear_ptr
+        for k in range(base + len(saves) - 1, eligible):
+            i = self.results[k]
+            saving = 0
+            if i not in self.plan.cleared and self.clearable(i):
+                saving = max(0, self.t[i] - self.ph(i))
+            saves.append(saves[-1] + saving)
+        return self.total - (saves[eligible - base] if eligible > base else 0)
 
     def compacted_now(self) -> bool:
         """Whether the request the replay stands at (the last one) compacted."""
@@ -565,7 +631,7 @@ class Replay:
         """``_compact`` under ``mask_first``: clear old results before cutting turns."""
         policy, budget = self.policy, self.budget
         keep, limit = policy.keep_recent, trigger
-        masked = self.clear_candidates(-1)[1]
+        masked = self.masked_total()
         goal: int | None = None
         if masked > trigger - policy.clear_chunk(trigger):
             # the masked trail does not fit under the trigger: turns are cut only past
@@ -579,7 +645,7 @@ class Replay:
             else:
                 limit = ceiling  # turns are cut: the goal is judged against the ceiling
                 keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
-                masked = self.clear_candidates(-1, keep)[1]
+                masked = self.masked_total(keep)
         if goal is None:
             goal = self._adapted(trigger, target)
         near = limit > trigger
@@ -602,6 +668,7 @@ class Replay:
         again = self.compacted_now()  # a further compaction of this request: one of it
         for i in chosen:
             self.plan.cleared[i] = j
+            self.costs.clear(i, self.t[i] - self.ph(i))
         if cut != self.plan.cut:
             self.plan.pinned = self._pin_for(cut)
             if again and self._cut_at == j:
@@ -618,13 +685,13 @@ class Replay:
             self.plan.compactions.append(j)
         if self.joins:
             self._join_owner()
-        self._drops = [0]  # cleared results cost their placeholder now
         while self.clear_ptr < len(self.results) and (
             self.results[self.clear_ptr] in self.plan.cleared
             or self.results[self.clear_ptr] < cut
             or not self.clearable(self.results[self.clear_ptr])
         ):
             self.clear_ptr += 1
+        self._saves = [0]  # (made again from clear_ptr on first need)
         return True
 
     def _clear_and_cut(self, goal: int, keep: int) -> tuple[list[int], int]:
@@ -659,13 +726,18 @@ class Replay:
         start = self.results[-keep]
         while start > self.plan.cut and not self._legal_cut(start):
             start -= 1
-        pin = self._pin_for(start)
-        dropped = sum(
-            self.cost(i)
-            for i in range(self.plan.cut, start)
-            if self.m[i].get("role") != "system" and i != self.last_user and i != pin
-        )
-        return self.total - dropped
+        return self.total - self._removed(start)
+
+    def _removed(self, cut: int) -> int:
+        """What moving the cut to ``cut`` takes off the request's messages (system
+        messages, the newest user message and the pin of a cut there stay)."""
+        first, lu, pin = self.plan.cut, self.last_user, self._pin_for(cut)
+        removed = self.costs.between(first, cut)
+        if first <= lu < cut:
+            removed -= self.cost(lu)
+        if pin is not None and pin != lu and first <= pin < cut:
+            removed -= self.cost(pin)
+        return removed
 
     def _join_owner(self) -> None:
         """Judge cuts as the replay of the output will: set ``owner`` from the plan.
@@ -719,11 +791,13 @@ class Replay:
         if cut == self.plan.cut:
             return total
         pin = self._pin_for(cut)
-        for i in range(self.plan.cut, cut):
-            if self.m[i].get("role") == "system" or i == pin:
-                continue
-            total -= self.ph(i) if (i in self.plan.cleared or i in chosen) else self.t[i]
-        return total - self._released(cut) - self.note_total + self._note_tokens(note)
+        removed = self.costs.between(self.plan.cut, cut)
+        if pin is not None and self.plan.cut <= pin < cut:
+            removed -= self.cost(pin)
+        for i in chosen:  # (none before a cut that moved: see _clear_and_cut)
+            if self.plan.cut <= i < cut and i != pin and i not in self.plan.cleared:
+                removed -= self.t[i] - self.ph(i)
+        return total - removed - self._released(cut) - self.note_total + self._note_tokens(note)
 
 
 def replay_history(
