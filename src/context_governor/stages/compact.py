@@ -111,12 +111,13 @@ def plan_replay(
     governed output to tell whether a second pass would compact it. ``counted``: see
     _cut_note."""
     policy = _policy(ctx)
-    placeholders: dict[int, Message] = {}
+    placeholders: dict[int, int] = {}  # the replay asks for some many times
 
     def placeholder_tokens(i: int) -> int:
-        if i not in placeholders:
-            placeholders[i] = placeholder_for(messages[i], policy)
-        return ctx.tokens(placeholders[i])
+        count = placeholders.get(i)
+        if count is None:
+            count = placeholders[i] = ctx.tokens(placeholder_for(messages[i], policy))
+        return count
 
     def note_tokens(note: CutNote, message: Message | None) -> int:
         text = None if policy.summary is None else summary_room(note, policy.summary)

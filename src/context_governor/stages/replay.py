@@ -555,10 +555,12 @@ class Replay:
         old = self.plan.pinned
         return self.t[old] if old is not None and old != self._pin_for(cut) else 0
 
-    def cut_to(self, total: int, goal: int, cleared: set[int]) -> tuple[int, int]:
-        """Smallest legal cut (see _legal_cut) that brings ``total`` down to ``goal``;
-        the furthest one if none does. System messages and the newest user message are
+    def cut_to(self, total: int, goal: int, chosen: set[int]) -> tuple[int, int]:
+        """Smallest legal cut (see _legal_cut) that brings ``total`` down to ``goal``
+        (``chosen``: results being cleared with it, which cost their placeholder); the
+        furthest one if none does. System messages and the newest user message are
         never cut."""
+        cleared = self.plan.cleared
         limit = self.max_cut()
         c = best = self.plan.cut
         best_total = total
@@ -566,7 +568,7 @@ class Replay:
         owner = self.owner  # removed only by a cut past its turn (see _pin_for)
         while c < limit:
             if self.m[c].get("role") != "system" and c != self.last_user and c != owner:
-                removed += self.ph(c) if c in cleared else self.t[c]
+                removed += self.ph(c) if c in cleared or c in chosen else self.t[c]
             c += 1
             if c == limit or self._legal_cut(c):
                 gone = removed + self._released(c)
@@ -700,7 +702,7 @@ class Replay:
         chosen, total = self.clear_candidates(goal, keep)
         cut = self.plan.cut
         if total > goal:
-            cut, _ = self.cut_to(total, goal, set(self.plan.cleared) | set(chosen))
+            cut, _ = self.cut_to(total, goal, set(chosen))
             if not self._removes_any(cut):
                 cut = self.plan.cut  # past system messages only: a note on nothing removed
             # results before the cut are gone: clearing them saved nothing
