@@ -20,7 +20,7 @@ from .policies import Compaction, CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import resolve
 from .providers.rules import find_violations
-from .report import Action, Report
+from .report import Action, Note, Report, moves_messages
 from .stages import Context, Stage
 from .stages.compact import would_compact
 from .stages.snip import SAFETY_BUFFER
@@ -114,12 +114,12 @@ def _governed(
         out = _run(profile.stages, prepared, ctx)
     except Exception as exc:  # a bug must not cost the caller its model call
         del ctx.actions[mark:]
-        ctx.record("pipeline", "fallback", 0, f"governance failed ({exc!r}); minimal repair used")
+        ctx.record(PIPELINE, "fallback", 0, f"governance failed ({exc!r}); minimal repair used")
         try:
             out = _run(profile.fallback, prepared, ctx)
         except Exception as exc2:
             ctx.record(
-                "pipeline", "fallback", 0, f"minimal repair failed too ({exc2!r}); sent as is"
+                PIPELINE, "fallback", 0, f"minimal repair failed too ({exc2!r}); sent as is"
             )
             out = prepared
     mark = len(ctx.actions)
@@ -127,10 +127,13 @@ def _governed(
         return out, _run(profile.finish, out, ctx)
     except Exception as exc:
         del ctx.actions[mark:]
-        ctx.record("pipeline", "fallback", 0, f"final pass failed ({exc!r}); skipped")
+        ctx.record(PIPELINE, "fallback", 0, f"final pass failed ({exc!r}); skipped")
         return out, out
 
 
+#: The pipeline's own actions (a fallback when governance fails: the list is repaired
+#: minimally, so positions move).
+PIPELINE = moves_messages("pipeline")
 #: How often snip is rerun with a smaller budget when provider repairs outgrow it.
 MAX_RESNIPS = 3
 
@@ -157,20 +160,14 @@ def _fit(
         # Governing the output again would compact it (the repairs carry it over the
         # trigger, or past the budget, where the minimum savings no longer hold it back):
         # compact now, so that the output is a fixed point.
-        ctx = replace(
-            ctx,
-            actions=[],
-            notes=[],
-            replay=None,
-            output_replay=None,
-            pairing=None,
-            disable_thinking=False,
-            compact_final=True,
-        )
+        ctx = ctx.fresh(compact_final=True)
         governed_before, governed = _governed(profile, messages, ctx)
         ctx.notes.append(
-            f"cache policy: compacted at this request because the provider repairs "
-            f"({after - before:+} tokens) carry it where the next request would compact"
+            Note(
+                f"cache policy: compacted at this request because the provider repairs "
+                f"({after - before:+} tokens) carry it where the next request would compact",
+                "cache",
+            )
         )
         before, after = sizes()
     for _ in range(MAX_RESNIPS):
@@ -500,7 +497,10 @@ def run(
     if s.profile.provider is not None:
         report.violations = [asdict(v) for v in find_violations(entry.rules, governed, s.target)]
         report.notes += [
-            f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
+            Note(
+                f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}",
+                "rule",
+            )
             for v in report.violations
         ]
     media = _media_note(counter, governed)

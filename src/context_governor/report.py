@@ -20,13 +20,63 @@ __all__ = [
     "SHOW_PER_GROUP",
     "Action",
     "Kind",
+    "Note",
+    "NoteKind",
     "Report",
+    "moved_messages",
+    "moves_messages",
+    "note_kind",
     "position",
     "positions",
     "render_report",
 ]
 
 Kind = Literal["drop", "insert", "merge", "move", "truncate", "replace", "repair", "fallback"]
+
+#: What a note is about, for code that acts on notes: "cache" (the cache policy's own
+#: account of what it did), "store" (the count store), "rule" (a provider rule the output
+#: breaks), "other" (everything else; what a plain string is).
+NoteKind = Literal["cache", "store", "rule", "other"]
+
+
+class Note(str):
+    """A report note: its text, which is all users and ``to_dict`` see, and its ``kind``,
+    which code reads instead of matching the text (a reworded note cannot change what
+    the Governor or an edge does with it)."""
+
+    kind: NoteKind
+
+    def __new__(cls, text: str, kind: NoteKind = "other") -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copies (asdict, deepcopy) keep the kind
+        return (Note, (str(self), self.kind))
+
+
+#: Stages declared, where each is defined, to move messages before the cache policy's
+#: replay runs (merge, drop, insert or reorder them): see ``moves_messages``.
+_MOVERS: set[str] = set()
+
+
+def moves_messages(stage: str) -> str:
+    """Declare that the stage named ``stage`` moves messages before the cache policy's
+    replay runs; returns the name (``STAGE = moves_messages("orphans")``). After an
+    action of such a stage the replay's positions are not the history's, so a Governor
+    cannot extend that result by appending (it governs the next call whole)."""
+    _MOVERS.add(stage)
+    return stage
+
+
+def moved_messages(action: Action) -> bool:
+    """Whether ``action`` is by a stage that moves messages before the replay."""
+    return action.stage in _MOVERS
+
+
+def note_kind(note: str) -> NoteKind:
+    """The kind of a note; "other" for a plain string."""
+    return note.kind if isinstance(note, Note) else "other"
 
 
 @dataclass(frozen=True, slots=True)

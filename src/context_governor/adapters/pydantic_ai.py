@@ -43,7 +43,7 @@ from ..governor import Governor
 from ..messages import Message
 from ..profiles import Profile
 from ..providers import validate
-from ..report import Report
+from ..report import Note, Report, note_kind
 from ..targets.windows import default_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
@@ -249,9 +249,11 @@ def _judged(report: Report, messages: Sequence[Message], governor: Governor) -> 
         asdict(v)
         for v in validate(sent, provider=report.provider, model=report.model, tools=governor.tools)
     ]
-    notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    notes = [n for n in report.notes if note_kind(n) != "rule"]
     notes += [
-        f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}"
+        Note(
+            f"rule not met: {v['rule']} at message {v['index']} of the output: {v['error']}", "rule"
+        )
         for v in found
     ]
     return replace(report, violations=found, notes=notes)

@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 from ..messages import Message
+from ..report import Note
 from ..stores import SqliteFile, check_retention, expire, parse_url, redis_client
 from .background import in_background
 from .counters import (
@@ -288,12 +289,14 @@ class CountLink:
         keys = [rules + key.hex() for key in wanted]
         found: dict[str, int] = {}
         if self._resting():
-            loaded.note = f"{self.failure}; not asked again yet: every count was made"
+            loaded.note = Note(
+                f"{self.failure}; not asked again yet: every count was made", "store"
+            )
         else:
             try:
                 found = self.store.get_many(keys)
             except Exception as exc:
-                loaded.note = self._fail("read", exc) + ": every count was made"
+                loaded.note = Note(self._fail("read", exc) + ": every count was made", "store")
         remembered: list[tuple[bytes, int]] = []
         for (key, same), name in zip(wanted.items(), keys, strict=True):
             count = found.get(name)

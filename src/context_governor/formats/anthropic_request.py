@@ -25,7 +25,7 @@ from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.rules import Violation, find_violations
-from ..report import Action, Report
+from ..report import Action, Note, Report, note_kind
 from ..targets.policy import Policy
 from ..targets.target import Target, claude_keeps_thinking
 from . import anthropic as an
@@ -110,10 +110,13 @@ def govern_anthropic(
     # the output body's messages).
     found = _violations(out, settings.model)
     report.violations = [asdict(v) for v in found]
-    report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    report.notes = [n for n in report.notes if note_kind(n) != "rule"]
     report.notes += [
-        f"rule not met: {v.rule} at {'request' if v.index < 0 else f'message {v.index}'} of the "
-        f"output body: {v.error}"
+        Note(
+            f"rule not met: {v.rule} at {'request' if v.index < 0 else f'message {v.index}'} "
+            f"of the output body: {v.error}",
+            "rule",
+        )
         for v in found
     ]
     report.messages_before = len(native)

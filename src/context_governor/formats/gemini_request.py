@@ -22,6 +22,7 @@ from ..profiles import PROFILES, Profile, get_profile
 from ..providers import resolve
 from ..providers.gemini import POLICY
 from ..providers.rules import Violation
+from ..report import Note, note_kind
 from . import gemini as ge
 from . import gemini_rules as rules
 from .base import CarryCounter, Options, RequestResult, record_lost
@@ -71,11 +72,14 @@ def govern_gemini(
     record_lost(report, lost, "user content")
     found = rules.native_violations(out, settings.target)
     report.violations = [asdict(v) for v in found]
-    report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    report.notes = [n for n in report.notes if note_kind(n) != "rule"]
     report.notes += _joined(decoded.body, out)
     report.notes += [
-        f"rule not met: {v.rule} at {'request' if v.index < 0 else f'contents[{v.index}]'} of "
-        f"the output body: {v.error}"
+        Note(
+            f"rule not met: {v.rule} at {'request' if v.index < 0 else f'contents[{v.index}]'} of "
+            f"the output body: {v.error}",
+            "rule",
+        )
         for v in found
     ]
     if decoded.server_state:

@@ -22,6 +22,7 @@ from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.rules import Violation
+from ..report import Note, note_kind
 from . import responses as rs
 from . import responses_rules as rules
 from .base import CarryCounter, Options, RequestResult
@@ -52,10 +53,13 @@ def govern_responses(
     # (with the output's own server state: a cut may have taken an item_reference with it)
     found = rules.native_violations(out, bool(rs.server_state(out)), target)
     report.violations = [asdict(v) for v in found]
-    report.notes = [n for n in report.notes if not n.startswith("rule not met: ")]
+    report.notes = [n for n in report.notes if note_kind(n) != "rule"]
     report.notes += [
-        f"rule not met: {v.rule} at {'request' if v.index < 0 else f'input[{v.index}]'} of the "
-        f"output body: {v.error}"
+        Note(
+            f"rule not met: {v.rule} at {'request' if v.index < 0 else f'input[{v.index}]'} of the "
+            f"output body: {v.error}",
+            "rule",
+        )
         for v in found
     ]
     if decoded.server_state:

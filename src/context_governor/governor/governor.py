@@ -82,7 +82,6 @@ from ..counting import (
 )
 from ..counting import KnownCounts as _KnownCounts
 from ..counting.pool import precount as _precount
-from ..counting.store import NOTE as _STORE_NOTE
 from ..counting.store import CountLink, CountStore, Loaded, count_link
 from ..errors import ConfigError, InputError, brief
 from ..messages import Message
@@ -91,7 +90,7 @@ from ..messages.roles import Developers, first_edge
 from ..pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
 from ..policies import Compaction, CompactionPolicy
 from ..profiles import Profile
-from ..report import Report
+from ..report import Report, moved_messages, note_kind
 from ..stages.base import Context
 from ..stages.compact import output_replay
 from ..stages.replay import Replay
@@ -100,10 +99,10 @@ from .probe import Resume, leaves_alone, plain_facts
 
 __all__ = ["Governor"]
 
-#: Stages whose actions move messages around before the cache policy's replay runs:
-#: after any of them, the replay's indices are not the history's.
-_SHIFTING_STAGES = frozenset({"input", "orphans", "backfill", "regroup", "pipeline"})
 _ANCHOR: Message = {"role": "user", "content": "(continued)"}
+#: Notes a result extended by appending may carry: the cache policy's account of itself
+#: and the count store's (any other note says something the next call must redo).
+_EXTENDABLE_NOTES = frozenset({"cache", "store"})
 
 
 def _same(value: Any) -> Any:
@@ -547,8 +546,8 @@ class Governor:
         if (
             not isinstance(self.settings.compaction, CompactionPolicy)
             or report.violations
-            or any(not note.startswith(("cache policy:", _STORE_NOTE)) for note in report.notes)
-            or any(a.stage in _SHIFTING_STAGES for a in report.actions)
+            or any(note_kind(note) not in _EXTENDABLE_NOTES for note in report.notes)
+            or any(moved_messages(a) for a in report.actions)
             or not report.within_budget
         ):
             return None
@@ -880,7 +879,7 @@ def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Re
             messages_after=old.messages_after + new,
             actions=list(old.actions),
             # a failed store read is reported by the call that read, not by each step after
-            notes=[note for note in old.notes if not note.startswith(_STORE_NOTE)],
+            notes=[note for note in old.notes if note_kind(note) != "store"],
             violations=[],
         )
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import InputError, brief
+from ..report import moves_messages
 from . import INPUT_ROLES, Message
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
     "unserializable_path",
 ]
 
-STAGE = "input"
+STAGE = moves_messages("input")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: How many containers (objects and lists) one message or tool definition may nest,

@@ -23,14 +23,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..report import Action, Report
+from ..report import Action, Report, moves_messages
 from . import Message
 from .legacy import FUNCTION, Legacy, first_legacy, is_legacy
 
 __all__ = ["DEVELOPER", "STAGE", "Developers", "first_developer", "first_edge", "with_entries"]
 
 DEVELOPER = "developer"
-STAGE = "input"
+STAGE = moves_messages("input")
 
 
 def first_developer(messages: Sequence[Message], start: int = 0) -> int | None:

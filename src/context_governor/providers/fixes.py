@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
-from ..report import Kind
+from ..report import Kind, moves_messages
 from ..stages.base import Context
 from ..stages.cap import truncate
 from ..stages.inserted import BRIDGE_CONTENT, SYNTHETIC_USER
@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 STAGE = "provider"
+#: the stage that puts tool results back in the order of their calls (it moves them)
+REGROUP = moves_messages("regroup")
 EMPTY_PLACEHOLDER = "(empty)"
 #: The value Gemini accepts in place of a lost thought signature.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -117,7 +119,7 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
         for result_index in by_assistant.get(index, ()):
             if result_index in moved:
                 ctx.record(
-                    "regroup",
+                    REGROUP,
                     "move",
                     result_index,
                     "tool result moved up to its call, after an interjected message"

@@ -7,12 +7,13 @@ providers reject that. The inserted result says plainly what happened.
 from __future__ import annotations
 
 from ..messages import Message, call_name, declared_calls
+from ..report import moves_messages
 from .base import Context
 from .pairing import pair_in
 
 __all__ = ["BACKFILL_CONTENT", "STAGE", "backfill_seed", "backfill_strict"]
 
-STAGE = "backfill"
+STAGE = moves_messages("backfill")
 BACKFILL_CONTENT = "[Tool result unavailable — call was interrupted or lost]"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..counting import TokenCounter
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .pairing import Pairing
     from .replay import Replay
 
-__all__ = ["Context", "Stage"]
+__all__ = ["FINDINGS", "Context", "Stage"]
 
 
 @dataclass(slots=True)
@@ -62,6 +62,13 @@ class Context:
     #: (formats/anthropic_rules.py decides it; the request edge writes it into the body)
     disable_thinking: bool = False
 
+    def fresh(self, **changes: Any) -> Context:
+        """A copy for another pass over the same input: the same settings (with
+        ``changes``), and every finding (``FINDINGS``) as a new call starts it. A field
+        added to Context is either a setting or listed in FINDINGS (a test holds it), so
+        no pass inherits what an earlier one found."""
+        return replace(self, **{**_fresh_findings(), **changes})
+
     def record(
         self,
         stage: str,
@@ -77,6 +84,17 @@ class Context:
 
     def tokens(self, message: Message) -> int:
         return self.counter.message_tokens(message)
+
+
+def _fresh_findings() -> dict[str, Any]:
+    """Each finding as a new pass starts it (new lists: never shared between passes)."""
+    return {"actions": [], "notes": [], "replay": None, "output_replay": None,
+            "pairing": None, "disable_thinking": False}  # fmt: skip
+
+
+#: What stages find during one pass (the rest of Context is its settings); ``fresh``
+#: starts each of them again.
+FINDINGS = tuple(_fresh_findings())
 
 
 Stage = Callable[[list[Message], Context], list[Message]]

@@ -40,6 +40,7 @@ from dataclasses import replace
 from ..counting.media import is_media_part
 from ..messages import Message
 from ..policies import CompactionPolicy, SeedPolicy, settings_of
+from ..report import Note
 from .base import Context
 from .media_mask import masked_media
 from .microcompact import microcompact
@@ -255,16 +256,22 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             else "no user message precedes it, so the note on the cut is one"
         )
         ctx.notes.append(
-            f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
-            f"{kept_text} and the turn resumes at message {at(plan.cut)}"
+            Note(
+                f"cache policy: one turn was too long to keep whole, so the cut is inside it: "
+                f"{kept_text} and the turn resumes at message {at(plan.cut)}",
+                "cache",
+            )
         )
     cleared = [i for i in plan.cleared if i >= plan.cut]
     masked = sum(1 for i in cleared if masks_media(seen[i], policy))
     media = f", media of {masked} messages masked" if masked else ""
     ctx.notes.append(
-        f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
-        f"{at(plan.compactions[-1])}; {len(cleared) - masked} tool results cleared{media}, "
-        f"{cut_count} messages cut"
+        Note(
+            f"cache policy: {len(plan.compactions)} compaction(s), the last at message "
+            f"{at(plan.compactions[-1])}; {len(cleared) - masked} tool results cleared{media}, "
+            f"{cut_count} messages cut",
+            "cache",
+        )
     )
     return out
 

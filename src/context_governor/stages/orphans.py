@@ -8,12 +8,13 @@ by cutting a call away from its answers, which is why this stage runs twice.
 from __future__ import annotations
 
 from ..messages import Message, declared_calls
+from ..report import moves_messages
 from .base import Context
 from .pairing import pair_in
 
 __all__ = ["STAGE", "drop_orphans_seed", "drop_orphans_strict"]
 
-STAGE = "orphans"
+STAGE = moves_messages("orphans")
 
 
 def drop_orphans_seed(messages: list[Message], ctx: Context) -> list[Message]:

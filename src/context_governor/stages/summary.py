@@ -28,6 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..messages import Message
+from ..report import Note
 from ..summary.settings import public
 from .base import Context
 
@@ -156,7 +157,9 @@ def _summary(
         _fallback(ctx, cut, f"summary store failed on read ({exc!r})")
         return None
     if k == newest:
-        ctx.notes.append(f"cache policy: the summary of {n} cut messages is the stored one")
+        ctx.notes.append(
+            Note(f"cache policy: the summary of {n} cut messages is the stored one", "cache")
+        )
         return found
     deadline = time.monotonic() + cfg.timeout
     made = 0
@@ -176,7 +179,10 @@ def _summary(
             return None
         made += 1
     ctx.notes.append(
-        f"cache policy: summarized {n} cut messages ({made} summary call(s), stored for reuse)"
+        Note(
+            f"cache policy: summarized {n} cut messages ({made} summary call(s), stored for reuse)",
+            "cache",
+        )
     )
     return found
 
@@ -241,8 +247,11 @@ def _governed(inputs: list[Message], cfg: Summaries, ctx: Context) -> list[Messa
         raise SummarizerError(f"its input could not be governed ({exc!r})") from None
     if report.tokens_before > cfg.input_tokens:
         ctx.notes.append(
-            f"cache policy: the summarizer's input was governed to its budget of "
-            f"{cfg.input_tokens} tokens ({report.tokens_before} -> {report.tokens_after})"
+            Note(
+                f"cache policy: the summarizer's input was governed to its budget of "
+                f"{cfg.input_tokens} tokens ({report.tokens_before} -> {report.tokens_after})",
+                "cache",
+            )
         )
     return list(messages)
 
