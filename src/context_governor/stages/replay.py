@@ -237,9 +237,9 @@ class Replay:
         #: which positions the note counts (None: all; see _cut_note)
         self.counted = counted
         self.budget, self.policy = budget, policy
-        #: the policy's trigger for this budget (both fixed for the replay's life; a
-        #: Governor asks for it at every appending step)
-        self.trigger = policy.thresholds(budget)[0]
+        #: the policy's trigger and target for this budget (both fixed for the replay's
+        #: life: made once here; a Governor asks for the trigger at every appending step)
+        self.trigger, self.target = policy.thresholds(budget)
         #: extra tokens the note of a cut adds (None: the policy has no note)
         has_note = policy.cut_note is not None or policy.summary is not None
         self.note_cost = note_tokens if has_note else None
@@ -600,7 +600,7 @@ class Replay:
         trigger, floor and minimum savings call for one (``forced``: whatever they say);
         whether it compacted."""
         policy, budget = self.policy, self.budget
-        trigger, goal = policy.thresholds(budget)
+        trigger, goal = self.trigger, self.target
         if self.total <= trigger and not forced:
             return False
         if policy.mask_first:
