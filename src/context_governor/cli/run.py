@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,16 +72,69 @@ _SUMMARIZER_API = {"openai": "chat"}
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 
 
+def _chat_client(
+    model: str, url: str | None, *, stream: bool, on_retry: Any, **_: Any
+) -> Any:
+    from ..llm import OpenAICompatClient
+
+    return OpenAICompatClient(model, base_url=url, stream=stream, on_retry=on_retry)
+
+
+def _anthropic_client(
+    model: str,
+    url: str | None,
+    *,
+    stream: bool,
+    thinking: int | str | None,
+    on_retry: Any,
+    **_: Any,
+) -> Any:
+    from ..llm.anthropic_client import AnthropicClient
+
+    return AnthropicClient(model, base_url=url, stream=stream, thinking=thinking, on_retry=on_retry)
+
+
+def _responses_client(
+    model: str,
+    url: str | None,
+    *,
+    stream: bool,
+    effort: str | None,
+    include_reasoning: bool,
+    on_retry: Any,
+    **_: Any,
+) -> Any:
+    from ..llm.responses_client import ResponsesClient
+
+    reasoning = {"effort": effort} if effort is not None else None
+    return ResponsesClient(
+        model,
+        base_url=url,
+        stream=stream,
+        reasoning=reasoning,
+        include_reasoning=include_reasoning,
+        on_retry=on_retry,
+    )
+
+
 @dataclass(frozen=True)
 class ApiSpec:
     """What differs between the APIs on the command line: where the server and key
-    come from, the profile used when none is given, and what a server is called."""
+    come from, the profile used when none is given, what a server is called, the
+    model client (imported when made: ``govern`` does not pay for it) and which of
+    the reasoning settings it takes."""
 
     url_env: str
     key_env: str
     default_profile: str
     server: str
     default_host: str
+    #: (model, url, stream=, thinking=, effort=, include_reasoning=, on_retry=) -> client
+    client: Callable[..., Any] = _chat_client
+    #: takes --thinking (Anthropic's thinking budget)
+    thinking: bool = False
+    #: takes --reasoning-effort and --no-encrypted-reasoning (the Responses API's)
+    reasoning: bool = False
 
 
 API_SPECS = {
@@ -89,10 +143,11 @@ API_SPECS = {
     ),
     "anthropic": ApiSpec(
         "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "anthropic", "an Anthropic-compatible",
-        "Anthropic",
+        "Anthropic", _anthropic_client, thinking=True,
     ),
     "responses": ApiSpec(
-        "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "a Responses API", "OpenAI"
+        "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "a Responses API", "OpenAI",
+        _responses_client, reasoning=True,
     ),
 }  # fmt: skip
 
@@ -188,7 +243,7 @@ def _thinking(value: str | None, api: str, max_output: int | None) -> int | str 
 
     if value is None or value == "off":
         return None
-    if api != "anthropic":
+    if not API_SPECS[api].thinking:
         fail("--thinking is a setting of --api anthropic (use --reasoning-effort for responses)")
     if value == "adaptive":
         return value
@@ -217,27 +272,15 @@ def _make_client(
     on_retry: Any,
 ) -> Any:
     """The model client for ``--api`` (imported here: ``govern`` does not pay for it)."""
-    if api == "anthropic":
-        from ..llm.anthropic_client import AnthropicClient
-
-        return AnthropicClient(
-            model, base_url=url, stream=stream, thinking=thinking, on_retry=on_retry
-        )
-    if api == "responses":
-        from ..llm.responses_client import ResponsesClient
-
-        reasoning = {"effort": effort} if effort is not None else None
-        return ResponsesClient(
-            model,
-            base_url=url,
-            stream=stream,
-            reasoning=reasoning,
-            include_reasoning=include_reasoning,
-            on_retry=on_retry,
-        )
-    from ..llm import OpenAICompatClient
-
-    return OpenAICompatClient(model, base_url=url, stream=stream, on_retry=on_retry)
+    return API_SPECS[api].client(
+        model,
+        url,
+        stream=stream,
+        thinking=thinking,
+        effort=effort,
+        include_reasoning=include_reasoning,
+        on_retry=on_retry,
+    )
 
 
 def _compaction(
@@ -456,9 +499,9 @@ def run_command(
             f"no server given: set {spec.key_env} for {spec.default_host}, or --base-url for "
             f"another server"
         )
-    if reasoning_effort is not None and api != "responses":
+    if reasoning_effort is not None and not spec.reasoning:
         fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
-    if no_encrypted_reasoning and api != "responses":
+    if no_encrypted_reasoning and not spec.reasoning:
         fail("--no-encrypted-reasoning is a setting of --api responses")
     budget = _thinking(thinking, api, max_output)
     context = click.get_current_context()

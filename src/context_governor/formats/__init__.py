@@ -2,14 +2,20 @@
 
 ``govern_request(body, api=...)`` governs a whole request body in its own format
 and returns a body of the same format; ``validate_request`` lists the rules it
-breaks. ``request.py`` is the table from an API's name (``APIS``: "openai" for Chat
-Completions, "anthropic", "responses", "gemini") to its request module; each API has
-one edge (decode/encode), one rules module and one request module:
+breaks. ``registry.py`` is the table from an API's name (``APIS``: "openai" for Chat
+Completions, "anthropic", "responses", "gemini") to its ``WireFormat`` (wire.py:
+everything that differs between the APIs, for the library, the proxy and the page);
+each API has one edge (decode/encode), one rules module, one request module and one
+wire module:
 
-- Chat Completions: ``chat.py``, the providers' own rules (providers/), ``chat_request.py``;
-- Anthropic Messages: ``anthropic.py``, ``anthropic_rules.py``, ``anthropic_request.py``;
-- OpenAI Responses: ``responses.py``, ``responses_rules.py``, ``responses_request.py``;
-- Gemini ``generateContent``: ``gemini.py``, ``gemini_rules.py``, ``gemini_request.py``.
+- Chat Completions: ``chat.py``, the providers' own rules (providers/),
+  ``chat_request.py``, ``chat_wire.py``;
+- Anthropic Messages: ``anthropic.py``, ``anthropic_rules.py``, ``anthropic_request.py``,
+  ``anthropic_wire.py``;
+- OpenAI Responses: ``responses.py``, ``responses_rules.py``, ``responses_request.py``,
+  ``responses_wire.py``;
+- Gemini ``generateContent``: ``gemini.py``, ``gemini_rules.py``, ``gemini_request.py``,
+  ``gemini_wire.py``.
 
 ``base.py`` is what they share (the API names, the result type, the options), a leaf
 the request modules import.

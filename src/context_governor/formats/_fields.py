@@ -5,10 +5,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..errors import InputError
-from ..messages import join_fields
+from ..messages import Message, join_fields
+
+
+@dataclass(frozen=True)
+class DecodedBody:
+    """A decoded native request: what the pipeline governs and what it must not lose.
+
+    What every native edge decodes (Messages, Responses, Gemini); each edge's
+    ``Decoded`` adds what it alone carries, and names the private key of its decoded
+    messages (``carry``) and the type of what it keeps there (``origin``)."""
+
+    carry: ClassVar[str]
+    origin: ClassVar[type[Any]]
+
+    body: dict[str, Any]
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    model: str | None
+    max_output: int | None
+
+    def native_index(self, message: Message) -> int:
+        """The native message (or first input item) a chat message came from; -1 for
+        the system prompt (instructions) and new ones."""
+        origin = message.get(self.carry)
+        return origin.index if isinstance(origin, self.origin) else -1
 
 
 def dumps(value: Any) -> str:

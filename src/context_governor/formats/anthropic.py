@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import InputError
 from ..messages import Message
 from ._fields import (
+    DecodedBody,
     carried_text,
     check_common,
     joined_fields,
@@ -89,14 +90,12 @@ class Origin:
 
 
 @dataclass(frozen=True)
-class Decoded:
+class Decoded(DecodedBody):
     """A decoded request: what the pipeline governs and what it must not lose."""
 
-    body: dict[str, Any]
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    model: str | None
-    max_output: int | None
+    carry: ClassVar[str] = CARRY
+    origin: ClassVar[type[Any]] = Origin
+
     thinking: bool
     #: chat messages decoded from each native message, by native index
     groups: dict[int, tuple[Message, ...]] = field(default_factory=dict)
@@ -105,11 +104,6 @@ class Decoded:
     head: tuple[Any, ...] = ()
     #: text of top-level fields we do not know (counted as prompt, to be safe)
     extra: str = ""
-
-    def native_index(self, message: Message) -> int:
-        """The native message a chat message came from; -1 for system and new ones."""
-        origin = message.get(CARRY)
-        return origin.index if isinstance(origin, Origin) else -1
 
 
 # -- decode -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ govern_request passes each one, and the counting and report helpers of the edges
 
 A leaf of ``formats/``: the request modules (``chat_request.py``,
 ``anthropic_request.py``, ``responses_request.py``, ``gemini_request.py``) import it;
-it imports none of them, nor ``request.py``, the table that dispatches to them.
+it imports none of them, nor ``registry.py``, the table of wire formats that names them.
 
 The API names are one table (``APIS``), used by the library, the CLI, the proxy and
 the docs alike: "openai" (Chat Completions), "anthropic" (Anthropic Messages),

@@ -16,11 +16,10 @@ from ..messages import Message
 from ..messages.inputs import check_messages
 from ..messages.legacy import tools_of
 from ._fields import type_name
-from .reserve import RESERVE_FIELDS
 
 #: The output reserve's fields, the current name first (newer clients send both with
 #: the same value, or only it): the first one set is the reserve.
-RESERVE = RESERVE_FIELDS["openai"]
+RESERVE = ("max_completion_tokens", "max_tokens")
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import InputError
 from ..messages import Message
 from ._fields import (
+    DecodedBody,
     carried_text,
     joined_fields,
     joined_native,
@@ -140,14 +141,12 @@ class Origin:
 
 
 @dataclass(frozen=True)
-class Decoded:
+class Decoded(DecodedBody):
     """A decoded request: what the pipeline governs and what it must not lose."""
 
-    body: dict[str, Any]
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    model: str | None
-    max_output: int | None
+    carry: ClassVar[str] = CARRY
+    origin: ClassVar[type[Any]] = Origin
+
     groups: dict[int, tuple[Message, ...]] = field(default_factory=dict)
     system: Message | None = None
     head: tuple[Any, ...] = ()
@@ -156,11 +155,6 @@ class Decoded:
     #: what lives server-side ("cachedContent=cachedContents/abc")
     server_state: tuple[str, ...] = ()
     extra: str = ""
-
-    def native_index(self, message: Message) -> int:
-        """The native content a chat message came from; -1 for system and new ones."""
-        origin = message.get(CARRY)
-        return origin.index if isinstance(origin, Origin) else -1
 
 
 # -- checks -----------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ the same format. The request's own settings drive the run: ``max_tokens`` is the
 output reserve, ``model`` the target, a trailing assistant message a prefill,
 and (Anthropic) ``thinking`` selects the thinking-mode rules.
 
-This module is the table from an API's name to its request module (GOVERN,
-VALIDATE) and what every API shares around it: the checks of ``api``, the window
-table and the output reserve fitted to the window (reserve.py).
+This module reads each API's request module from the registry (registry.py; GOVERN
+and VALIDATE are its view by name) and holds what every API shares around it: the
+checks of ``api``, the window table and the output reserve fitted to the window
+(reserve.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from ..profiles import Profile
 from ..providers.rules import Violation
 from ..targets.windows import default_window, known_window, window_table
 from . import reserve
-from .anthropic_request import govern_anthropic, validate_anthropic
 from .base import (
     APIS,
     DEFAULT_PROFILES,
@@ -34,26 +34,16 @@ from .base import (
     RequestResult,
     check_api,
 )
-from .chat_request import govern_chat, validate_chat
-from .gemini_request import govern_gemini, validate_gemini
-from .responses_request import govern_responses, validate_responses
+from .registry import WIRE_FORMATS
+from .wire import Validates
 
 __all__ = ["APIS", "Api", "RequestResult", "govern_request", "validate_request"]
 
-#: Each API's request function (its module: formats/<api>_request.py).
-GOVERN: dict[Api, Governs] = {
-    "anthropic": govern_anthropic,
-    "openai": govern_chat,
-    "responses": govern_responses,
-    "gemini": govern_gemini,
-}
+#: Each API's request function (its module: formats/<api>_request.py), as registered
+#: (registry.py).
+GOVERN: dict[Api, Governs] = {api: wire.govern for api, wire in WIRE_FORMATS.items()}
 #: Each API's rules check: (body, provider, model) -> violations.
-VALIDATE: dict[Api, Callable[[Any, str | None, str | None], list[Violation]]] = {
-    "anthropic": validate_anthropic,
-    "openai": validate_chat,
-    "responses": validate_responses,
-    "gemini": validate_gemini,
-}
+VALIDATE: dict[Api, Validates] = {api: wire.validate for api, wire in WIRE_FORMATS.items()}
 
 
 def govern_request(
@@ -113,7 +103,9 @@ def govern_request(
     from_table = None
     if context_window is None and windows is not None:
         from_table = known_window(name, window_table(windows))
-    planned = reserve.plan(body, checked, _usable(context_window, from_table, name))
+    wire = WIRE_FORMATS[checked]
+    window = _usable(context_window, from_table, name)
+    planned = reserve.plan(body, wire.reserve_fields, wire.reserve_thinking, window)
     sent = {**body, **planned.before()} if planned is not None else body
     options = Options(
         context_window=context_window if from_table is None else from_table,
@@ -125,7 +117,7 @@ def govern_request(
         cache_breakpoints=cache_breakpoints,
     )
     chosen = DEFAULT_PROFILES[checked] if profile is None else profile
-    result = GOVERN[checked](sent, chosen, model, options)
+    result = wire.govern(sent, chosen, model, options)
     if from_table is not None:
         result.report.window_source = "model"
     if planned is None:
@@ -176,4 +168,4 @@ def validate_request(
     rules (``provider`` None, or "openai" / "gemini").
     """
     checked = check_api(api, "validate_request")
-    return VALIDATE[checked](body, provider, model)
+    return WIRE_FORMATS[checked].validate(body, provider, model)

@@ -45,12 +45,6 @@ from ..stages.snip import SAFETY_BUFFER
 
 #: Anthropic's smallest thinking budget.
 MIN_THINKING_BUDGET = 1024
-#: The body field holding the output reserve, by API (Chat Completions: the first present).
-RESERVE_FIELDS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("max_tokens",),
-    "openai": ("max_completion_tokens", "max_tokens"),
-    "responses": ("max_output_tokens",),
-}
 
 
 #: The answer's floor is at most this fraction of the window (one eighth): answers
@@ -138,22 +132,27 @@ def _thinking_on(body: dict[str, Any]) -> bool:
     return isinstance(thinking, dict) and thinking.get("type") == "enabled"
 
 
-def plan(body: Any, api: str, window: int | None) -> Reserve | None:
-    """The reserve of ``body`` (a body of ``api``) for ``window``; None if governance
-    leaves it alone: no window, no readable reserve field, or one within the floor."""
+def plan(
+    body: Any, fields: tuple[str, ...], thinking: bool, window: int | None
+) -> Reserve | None:
+    """The reserve of ``body`` for ``window``; None if governance leaves it alone: no
+    window, no readable reserve field, or one within the floor. ``fields`` are the body's
+    reserve fields (its wire format's ``reserve_fields``: the first one set is the
+    reserve); ``thinking``: the body's ``thinking`` budget must stay below the reserve
+    (Messages, the format's ``reserve_thinking``)."""
     if window is None or not isinstance(body, dict) or max_reserve(window) < 1:
         return None
-    names = tuple(f for f in RESERVE_FIELDS.get(api, ()) if body.get(f) is not None)
+    names = tuple(f for f in fields if body.get(f) is not None)
     values = [body[f] for f in names]
     if not names or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         return None  # unreadable values are the edge's to report
     asked = values[0]
-    thinking_on = api == "anthropic" and _thinking_on(body)
+    thinking_on = thinking and _thinking_on(body)
     kept = floor(window, asked, thinking_on, _budget(body) if thinking_on else None)
     if asked <= kept:
         return None
-    thinking, detail = _thinking(body, kept) if api == "anthropic" else (None, "")
-    return Reserve(names, asked, kept, window, thinking, detail)
+    setting, detail = _thinking(body, kept) if thinking else (None, "")
+    return Reserve(names, asked, kept, window, setting, detail)
 
 
 def _budget(body: dict[str, Any]) -> int | None:

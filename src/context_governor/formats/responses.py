@@ -34,11 +34,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import InputError
 from ..messages import Message, join_fields, merge_contents
-from ._fields import check_common
+from ._fields import DecodedBody, check_common
 from ._fields import dumps as _dumps
 from ._fields import type_name as _type_name
 
@@ -92,14 +92,12 @@ class Origin:
 
 
 @dataclass(frozen=True)
-class Decoded:
+class Decoded(DecodedBody):
     """A decoded request: what the pipeline governs and what it must not lose."""
 
-    body: dict[str, Any]
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    model: str | None
-    max_output: int | None
+    carry: ClassVar[str] = CARRY
+    origin: ClassVar[type[Any]] = Origin
+
     #: the chat message decoded from each run, by the run's first item index
     groups: dict[int, Message] = field(default_factory=dict)
     instructions: Message | None = None
@@ -109,11 +107,6 @@ class Decoded:
     server_state: tuple[str, ...] = ()
     #: text of top-level fields we do not know (counted as prompt, to be safe)
     extra: str = ""
-
-    def native_index(self, message: Message) -> int:
-        """The first input item a chat message came from; -1 for instructions and new ones."""
-        origin = message.get(CARRY)
-        return origin.index if isinstance(origin, Origin) else -1
 
 
 def item_type(item: Any) -> str:

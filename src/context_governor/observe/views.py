@@ -1,13 +1,14 @@
 """What the client sent beside what the model received, with each change marked.
 
-Both bodies are read into the pipeline's message view (formats/*.decode for the
-native APIs, ``messages`` for Chat Completions) and aligned in order: a forwarded
-message is paired with the first client message still unpaired that it comes from
-(the same tool call id for a tool result; the same or a containing text otherwise).
-Client messages passed over are **cut**; forwarded messages with no source are
-**inserted** (a cut note, a summary, a backfilled result); a paired tool result
-that got shorter is **truncated** when its head survives and **cleared** otherwise;
-any other difference is **changed** (a note folded into a user message, a repair).
+Both bodies are read into the pipeline's message view (each wire format's
+``messages``: formats/*.decode for the native APIs, ``messages`` for Chat Completions)
+and aligned in order: a forwarded message is paired with the first client message
+still unpaired that it comes from (the same tool call id for a tool result; the same
+or a containing text otherwise). Client messages passed over are **cut**; forwarded
+messages with no source are **inserted** (a cut note, a summary, a backfilled result);
+a paired tool result that got shorter is **truncated** when its head survives and
+**cleared** otherwise; any other difference is **changed** (a note folded into a user
+message, a repair).
 
 Used by the proxy's page (a request's view, made on demand) and by the offline
 ``govern --html``. Pure; long texts are shortened to ``SHOWN_CHARS`` for display.
@@ -19,6 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..formats.registry import wire_or_fallback
 from ..messages import Message
 
 __all__ = ["LOOKAHEAD", "SHOWN_CHARS", "messages_of", "request_view", "side_by_side", "text_of"]
@@ -35,20 +37,7 @@ def messages_of(api: str, body: Any) -> list[Message]:
         data = json.loads(body) if isinstance(body, bytes | str) else body
         if not isinstance(data, dict):
             return []
-        if api == "anthropic":
-            from ..formats import anthropic
-
-            return list(anthropic.decode(data).messages)
-        if api == "responses":
-            from ..formats import responses
-
-            return list(responses.decode(data).messages)
-        if api == "gemini":
-            from ..formats import gemini
-
-            return list(gemini.decode(data).messages)
-        found = data.get("messages")
-        return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+        return wire_or_fallback(api).messages(data)
     except Exception:  # a body we cannot read is shown as unreadable, never a 500
         return []
 

@@ -1,11 +1,12 @@
-"""The APIs the proxy governs, and what differs between them: nothing but names and shapes.
+"""The APIs the proxy governs, and what differs between them: their wire formats' entries.
 
 Each governed route (Chat Completions, Anthropic Messages, OpenAI Responses, Gemini
-generateContent) runs the same machinery in app.py; an :class:`ApiRoute` says only
-which path it is, which body format ``govern_request`` reads (its table also gives
-the profile when none was configured), where the key goes, and how errors look, as
-JSON and as a streaming event, in that API's own shape (so each SDK raises its usual
-exception with our message), and how its streamed answers are framed (``framing``).
+generateContent) runs the same machinery in app.py; an :class:`ApiRoute` is one of
+its wire format's routes (formats/registry.py: every path, the body format
+``govern_request`` reads, where the key goes, and how errors look, as JSON and as a
+streaming event, in that API's own shape, so each SDK raises its usual exception with
+our message), and frames its streamed answers (``framing``). Nothing here names an
+API: the routes are the registry's, in its order.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from ..formats.anthropic_wire import WIRE as ANTHROPIC_WIRE
+from ..formats.anthropic_wire import anthropic_error
 from ..formats.base import Api
+from ..formats.chat_wire import openai_error
 from ..formats.gemini_stream import ArrayStream
+from ..formats.gemini_wire import WIRE as GEMINI_WIRE
+from ..formats.gemini_wire import google_error
+from ..formats.registry import FALLBACK, WIRE_FORMATS
+from ..formats.wire import WireFormat
 from .sse import EventFraming, Framing, is_event_stream
 
 __all__ = [
@@ -49,49 +57,6 @@ MAX_UNGOVERNED_HEADER = 1024
 _HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in ",%")
 
 
-def openai_error(
-    message: str, kind: str, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    """OpenAI's error body (Chat Completions, Responses, and any other OpenAI path)."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-#: Anthropic names errors by kind, not by code; ours map onto its kinds.
-_ANTHROPIC_KINDS = {
-    "invalid_request_error": "invalid_request_error",
-    "request_too_large": "request_too_large",
-    "upstream_error": "api_error",
-    # the proxy's own refusals (guard.py), named as Anthropic names them
-    "authentication_error": "authentication_error",
-    "permission_error": "permission_error",
-    "rate_limit_error": "rate_limit_error",
-}
-
-
-def anthropic_error(message: str, kind: str) -> dict[str, Any]:
-    """Anthropic's error body: ``{"type": "error", "error": {"type", "message"}}``."""
-    error = {"type": _ANTHROPIC_KINDS.get(kind, "api_error"), "message": message}
-    return {"type": "error", "error": error}
-
-
-#: Google's canonical status names for the HTTP statuses the proxy answers with itself
-#: (google.rpc.Code's HTTP mapping). A body over the limit is INVALID_ARGUMENT, as
-#: Gemini's own "Request payload size exceeds the limit" error is; so is a body that is
-#: not JSON (415); a Host not served (421, which the mapping does not name) is refused
-#: as PERMISSION_DENIED, as a page's origin is (403).
-_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                  413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 421: "PERMISSION_DENIED",
-                  429: "RESOURCE_EXHAUSTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
-                  504: "DEADLINE_EXCEEDED"}  # fmt: skip
-
-
-def google_error(message: str, status: int) -> dict[str, Any]:
-    """Google's error body: ``{"error": {"code", "message", "status"}}`` (what the
-    google-genai SDK reads into its ClientError / ServerError)."""
-    name = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
-    return {"error": {"code": status, "message": message, "status": name}}
-
-
 def _event(name: str | None, data: dict[str, Any]) -> bytes:
     head = f"event: {name}\n" if name else ""
     return (head + "data: " + json.dumps(data) + "\n\n").encode()
@@ -115,12 +80,19 @@ class ApiRoute:
     streams: bool = False
 
     @property
+    def wire(self) -> WireFormat:
+        """The route's wire format (formats/registry.py)."""
+        return WIRE_FORMATS[self.api]
+
+    @property
     def anthropic(self) -> bool:
-        return self.api == "anthropic"
+        """Whether the route speaks Anthropic Messages (a name kept for callers)."""
+        return self.wire is ANTHROPIC_WIRE
 
     @property
     def google(self) -> bool:
-        return self.api == "gemini"
+        """Whether the route speaks Gemini's ``generateContent`` (a name kept for callers)."""
+        return self.wire is GEMINI_WIRE
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -136,23 +108,11 @@ class ApiRoute:
         code: str | None = None,
         status: int = 400,
     ) -> dict[str, Any]:
-        if self.google:
-            return google_error(message, status)
-        if self.anthropic:  # one kind, no code: a code Anthropic names as a kind wins
-            return anthropic_error(message, code if code in _ANTHROPIC_KINDS else kind)
-        return openai_error(message, kind, param, code)
+        return self.wire.error_body(message, kind, param, code, status)
 
     def stream_error(self, message: str) -> bytes:
         """One server-sent event saying the answer broke off, in this API's shape."""
-        if self.anthropic:
-            return _event("error", anthropic_error(message, "upstream_error"))
-        if self.google:  # the SDK raises a chunk that is {"error": ...} as a ServerError
-            return _event(None, google_error(message, 502))
-        if self.api == "responses":
-            # The Responses API's own error event (what its SDKs yield as an ErrorEvent).
-            data = {"type": "error", "code": "upstream_error", "message": message, "param": None}
-            return _event("error", data)
-        return _event(None, openai_error(message, "upstream_error"))
+        return _event(*self.wire.stream_error(message))
 
     def framing(self, content_type: str) -> Framing | None:
         """How a streamed answer of ``content_type`` is relayed whole and ended if it
@@ -162,8 +122,9 @@ class ApiRoute:
         if is_event_stream(content_type):
             return EventFraming(self.stream_error)
         media = content_type.split(";")[0].strip().lower()
-        if self.google and self.streams and media == "application/json":
-            return ArrayStream(lambda message: google_error(message, 502))
+        wire = self.wire
+        if wire.array_stream and self.streams and media == "application/json":
+            return ArrayStream(lambda message: wire.stream_error(message)[1])
         return None
 
     def key_header(self, incoming: set[str], query: str = "") -> str:
@@ -174,9 +135,7 @@ class ApiRoute:
                 return name
         if has_query_key(query):
             return QUERY_KEY
-        if self.google:
-            return "x-goog-api-key"
-        return "x-api-key" if self.anthropic else "authorization"
+        return self.wire.key_header
 
 
 #: The headers a client's key travels in (a fixed --api-key replaces them all).
@@ -201,19 +160,22 @@ def with_query_key(query: str, key: str) -> str:
     )
 
 
-CHAT = ApiRoute("openai", "chat/completions", "messages")
-MESSAGES = ApiRoute("anthropic", "messages", "messages")
-RESPONSES = ApiRoute("responses", "responses", None)
-#: The google-genai SDK calls /v1/models/... (its default API version), others /v1beta/.
-_GOOGLE_VERSIONS = ("v1beta", "v1")
-GEMINI = ApiRoute("gemini", "models/{model}:generateContent", "contents", _GOOGLE_VERSIONS)
-GEMINI_STREAM = ApiRoute(
-    "gemini", "models/{model}:streamGenerateContent", "contents", _GOOGLE_VERSIONS, streams=True
+#: Every governed route: each wire format's, in the registry's order.
+ROUTES: tuple[ApiRoute, ...] = tuple(
+    ApiRoute(wire.api, route.path, wire.required, route.versions, route.streams)
+    for wire in WIRE_FORMATS.values()
+    for route in wire.routes
 )
-ROUTES: tuple[ApiRoute, ...] = (CHAT, MESSAGES, RESPONSES, GEMINI, GEMINI_STREAM)
 #: What governing needs of a route (its format, required field); both Gemini routes
 #: agree on it.
 BY_API: dict[str, ApiRoute] = {route.api: route for route in ROUTES}
+#: Each API's first route: the one whose error shape a passed-through path gets.
+_FIRST: dict[str, ApiRoute] = {route.api: route for route in reversed(ROUTES)}
+CHAT = _FIRST["openai"]
+MESSAGES = _FIRST["anthropic"]
+RESPONSES = _FIRST["responses"]
+GEMINI = _FIRST["gemini"]
+GEMINI_STREAM = BY_API["gemini"]
 #: The version prefixes passed-through paths are accepted under.
 VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(v for r in ROUTES for v in r.versions))
 #: Gemini's resource collections (files, cachedContents, tunedModels...) and a model's
@@ -222,13 +184,14 @@ _ACTION = re.compile(r"[A-Za-z]{1,40}")
 
 
 def route_for_path(path: str, version: str = "v1") -> ApiRoute:
-    """Whose error shape a passed-through path gets: Google's under /v1beta/ and for a
-    ``models/{model}:action`` path, Anthropic's under ``messages`` (count_tokens,
-    batches), OpenAI's elsewhere."""
-    first, _, rest = path.partition("/")
-    if version != "v1" or (first == "models" and ":" in rest):
-        return GEMINI
-    return MESSAGES if first == "messages" else CHAT
+    """Whose error shape a passed-through path gets: the first wire format's whose
+    ``passthrough`` claims it (Google's under /v1beta/ and for a
+    ``models/{model}:action`` path, Anthropic's under ``messages``: count_tokens,
+    batches), the fallback's (OpenAI's) elsewhere."""
+    for wire in WIRE_FORMATS.values():
+        if wire.passthrough is not None and wire.passthrough(path, version):
+            return _FIRST[wire.api]
+    return _FIRST[FALLBACK.api]
 
 
 _WORD = re.compile(r"[a-z_]{1,40}")

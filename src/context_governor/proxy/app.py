@@ -328,10 +328,10 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                     message = f"path not allowed: {exc}"
                     return error_response(400, message, "invalid_request_error", route=route)
             where = f"POST /{version}/{path}"
-            betas = betas_of(request) if route.anthropic else ()
+            betas = betas_of(request) if route.wire.reads_betas else ()
             try:
                 raw = await read_body(request, config.max_body_bytes)
-                if route.api == "responses":  # a compaction the proxy minted: its history
+                if route.wire.compacts:  # a compaction the proxy minted: its history
                     raw = expand_minted(raw)
                 governing = time.perf_counter()
                 governed = await govern_learned(raw, route, model, betas)
@@ -345,10 +345,10 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                 return error_response(
                     400, exc.message, "invalid_request_error", exc.param, route=route
                 )
-            if route.google:  # streaming is the path's choice, not a body field's
+            if route.wire.stream_by_path:  # streaming is the path's choice, not a body field's
                 governed = replace(governed, stream=route.streams)
             headers, query = keyed(route, request, "application/json")
-            if route.api == "anthropic" and config.count_tokens_upstream:
+            if route.wire.counts_upstream and config.count_tokens_upstream:
                 try:
                     governed = await calibrated(
                         governed,
@@ -367,7 +367,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
                         400, exc.message, "invalid_request_error", exc.param, route=route
                     )
             seen.governed(governed, raw, time.perf_counter() - governing)
-            if route.api == "responses" and asks_to_compact(governed.body):
+            if route.wire.compacts and asks_to_compact(governed.body):
                 return await compaction(where, governed, query, headers, raw, route, model)
             learned: list[tuple[str, str]] = []
             try:
@@ -430,7 +430,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             )
         except BadRequest:  # cannot happen: the same body was governed once
             return None
-        if route.google:
+        if route.wire.stream_by_path:
             again = replace(again, stream=route.streams)
         if again.body == governed.body:
             log.warning(

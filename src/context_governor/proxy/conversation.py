@@ -28,6 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..formats.registry import wire_or_fallback
+
 __all__ = ["MAX_ID", "SESSION_HEADERS", "clean", "digest", "from_body", "from_headers"]
 
 #: headers naming the client's session, most specific first
@@ -40,7 +42,6 @@ SESSION_HEADERS = (
 )
 MAX_ID = 80
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@/+=-]")
-_SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,64})")
 
 
 def clean(value: str) -> str | None:
@@ -60,68 +61,17 @@ def from_headers(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def _claude_session(metadata: Any) -> str | None:
-    """Claude Code's session id inside ``metadata.user_id`` (either of its spellings)."""
-    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
-    if not isinstance(user_id, str):
-        return None
-    if user_id.lstrip().startswith("{"):
-        try:
-            parsed = json.loads(user_id)
-        except ValueError:
-            parsed = None
-        session = parsed.get("session_id") if isinstance(parsed, dict) else None
-        return clean(session) if isinstance(session, str) else None
-    found = _SESSION_IN_USER_ID.search(user_id)
-    return clean(found.group(1)) if found else None
-
-
-def _first_user(items: Any, role_key: str = "role") -> Any:
-    """The first element of ``items`` whose role is user (Gemini's contents too)."""
-    if isinstance(items, str):  # a Responses input given as one string
-        return items
-    if not isinstance(items, list):
-        return None
-    return next(
-        (i for i in items if isinstance(i, dict) and i.get(role_key, "user") == "user"), None
-    )
-
-
-def _fixed_parts(api: str, data: dict[str, Any]) -> tuple[Any, Any]:
-    """(system, first user message) of a body, in its API's own shape."""
-    if api == "anthropic":
-        return data.get("system"), _first_user(data.get("messages"))
-    if api == "responses":
-        return data.get("instructions"), _first_user(data.get("input"))
-    if api == "gemini":
-        return data.get("systemInstruction"), _first_user(data.get("contents"))
-    messages = data.get("messages")
-    if not isinstance(messages, list):
-        return None, None
-    system = [
-        m for m in messages
-        if isinstance(m, dict) and m.get("role") in ("system", "developer")
-    ][:1]  # fmt: skip
-    return system, _first_user(messages)
-
-
 def digest(api: str, data: dict[str, Any], model: str | None) -> str:
     """A stable id of what stays fixed for a conversation: model, system, first user
     message (canonical JSON, so key order or spacing does not matter)."""
-    system, first = _fixed_parts(api, data)
+    system, first = wire_or_fallback(api).fixed_parts(data)
     text = json.dumps([api, model, system, first], sort_keys=True, separators=(",", ":"))
     return "d-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 def from_body(api: str, data: dict[str, Any], model: str | None) -> str:
-    """The conversation a body names (Claude Code's session, Codex's cache key), else
-    the digest of its fixed parts."""
-    if api == "anthropic":
-        session = _claude_session(data.get("metadata"))
-        if session is not None:
-            return session
-    if api == "responses":
-        key = data.get("prompt_cache_key")
-        if isinstance(key, str) and clean(key):
-            return clean(key) or ""
-    return digest(api, data, model)
+    """The conversation a body names (Claude Code's session, Codex's cache key: its
+    wire format's ``session``), else the digest of its fixed parts."""
+    named = wire_or_fallback(api).session(data)
+    session = clean(named) if named is not None else None
+    return session if session is not None else digest(api, data, model)

@@ -23,13 +23,15 @@ import logging
 import os
 from typing import Any
 
+from ..formats.registry import WIRE_FORMATS
+
 __all__ = ["ENDPOINT_ENVS", "OPERATIONS", "PROVIDERS", "Tracer", "otlp_provider"]
 
 log = logging.getLogger("context_governor.proxy")
 
-OPERATIONS = {"gemini": "generate_content"}
-PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "responses": "openai",
-             "gemini": "gcp.gemini"}  # fmt: skip
+#: GenAI's operation and provider names of each API (its wire format's trace names).
+OPERATIONS: dict[str, str] = {api: w.trace_operation for api, w in WIRE_FORMATS.items()}
+PROVIDERS: dict[str, str] = {api: w.trace_provider for api, w in WIRE_FORMATS.items()}
 ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 

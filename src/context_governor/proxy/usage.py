@@ -3,7 +3,8 @@
 Every answer of the governed APIs says how many input tokens the upstream counted:
 that is the exact figure of the prompt we forwarded, in the target's tokenizer, which
 offline we can only estimate (the Claude estimate, an o200k count for a Qwen model...).
-:func:`usage_of` reads it from one parsed answer or one streamed event, whichever API:
+:func:`usage_of` reads it from one parsed answer or one streamed event, whichever API
+(each API's reader is its wire format's ``usage``, in formats/<api>_wire.py):
 
 - Messages: ``usage.input_tokens`` plus ``cache_read_input_tokens`` and
   ``cache_creation_input_tokens`` (cached tokens are in the prompt too, not in
@@ -29,102 +30,21 @@ delays a stream.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from ..formats.registry import WIRE_FORMATS
+from ..formats.wire import Usage, count
 
 __all__ = ["Usage", "events", "may_carry_usage", "output_of", "usage_of"]
 
 #: Substrings without which an event cannot carry an input count: most events of a
 #: stream are text deltas (some with ``"usage": null``), and are not parsed at all.
-_USAGE_MARKS = (b'"input_tokens"', b'"prompt_tokens"', b'"promptTokenCount"')
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What the upstream counted: ``input_tokens`` is the whole prompt (cached parts
-    included), ``output_tokens`` the answer (None when not said yet); of the prompt,
-    ``cache_read_tokens`` were read from the provider's prompt cache and
-    ``cache_write_tokens`` written to it (the provider's own figures, the ones it bills)."""
-
-    input_tokens: int
-    output_tokens: int | None = None
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    @property
-    def uncached_tokens(self) -> int:
-        """The prompt's tokens billed at the plain input price."""
-        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _sum(usage: Any, *names: str) -> int | None:
-    """The sum of the named counts of ``usage``; None without the first."""
-    if not isinstance(usage, dict):
-        return None
-    first = _int(usage.get(names[0]))
-    if first is None:
-        return None
-    return first + sum(_int(usage.get(name)) or 0 for name in names[1:])
-
-
-def _detail(usage: dict[str, Any], details: str, name: str) -> int:
-    """``usage[details][name]`` as a count (0 when absent or not a count)."""
-    found = usage.get(details)
-    return (_int(found.get(name)) or 0) if isinstance(found, dict) else 0
-
-
-def _anthropic(data: dict[str, Any]) -> Usage | None:
-    message = data.get("message") if data.get("type") == "message_start" else data
-    usage = message.get("usage") if isinstance(message, dict) else None
-    total = _sum(usage, "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    if total is None:
-        return None
-    assert isinstance(usage, dict)
-    return Usage(
-        total,
-        _int(usage.get("output_tokens")),
-        _int(usage.get("cache_read_input_tokens")) or 0,
-        _int(usage.get("cache_creation_input_tokens")) or 0,
-    )
-
-
-def _chat(data: dict[str, Any]) -> Usage | None:
-    usage = data.get("usage")
-    total = _sum(usage, "prompt_tokens")
-    if total is None:
-        return None
-    assert isinstance(usage, dict)
-    read = _detail(usage, "prompt_tokens_details", "cached_tokens")
-    return Usage(total, _int(usage.get("completion_tokens")), min(read, total))
-
-
-_RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
-
-
-def _responses(data: dict[str, Any]) -> Usage | None:
-    response = data.get("response") if data.get("type") in _RESPONSE_ENDS else data
-    usage = response.get("usage") if isinstance(response, dict) else None
-    total = _sum(usage, "input_tokens")
-    if total is None:
-        return None
-    assert isinstance(usage, dict)
-    read = _detail(usage, "input_tokens_details", "cached_tokens")
-    return Usage(total, _int(usage.get("output_tokens")), min(read, total))
-
-
-def _gemini(data: dict[str, Any]) -> Usage | None:
-    usage = data.get("usageMetadata")
-    total = _sum(usage, "promptTokenCount")
-    if total is None:
-        return None
-    assert isinstance(usage, dict)
-    read = _int(usage.get("cachedContentTokenCount")) or 0
-    return Usage(total, _int(usage.get("candidatesTokenCount")), min(read, total))
+#: Each wire format's ``usage_mark``.
+_USAGE_MARKS = tuple(dict.fromkeys(wire.usage_mark for wire in WIRE_FORMATS.values()))
+_READERS: dict[str, Callable[[dict[str, Any]], Usage | None]] = {
+    api: wire.usage for api, wire in WIRE_FORMATS.items()
+}
 
 
 def output_of(data: bytes) -> int | None:
@@ -135,16 +55,14 @@ def output_of(data: bytes) -> int | None:
     except ValueError:
         return None
     usage = parsed.get("usage") if isinstance(parsed, dict) else None
-    return _int(usage.get("output_tokens")) if isinstance(usage, dict) else None
-
-
-_READERS = {"anthropic": _anthropic, "openai": _chat, "responses": _responses, "gemini": _gemini}
+    return count(usage.get("output_tokens")) if isinstance(usage, dict) else None
 
 
 def usage_of(api: str, event_or_json: Any) -> Usage | None:
     """The upstream's count in one answer or streamed event of ``api`` (apis.py's
     names: "anthropic", "openai" for Chat Completions, "responses", "gemini"), given
-    parsed (a dict) or as bytes/str of JSON; None when it carries none (or is not JSON)."""
+    parsed (a dict) or as bytes/str of JSON; None when it carries none (or is not JSON).
+    Each wire format reads its own (its ``usage``, formats/<api>_wire.py)."""
     data = event_or_json
     if isinstance(data, bytes | str):
         try:

@@ -22,95 +22,56 @@ when it may matter (a cheap substring test first).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..formats.registry import wire_or_fallback
 from .sse import Framing
 from .usage import Usage, events, may_carry_usage, output_of, usage_of
 
 __all__ = ["OnEnd", "StreamWatch", "WatchedFraming"]
 
-_RESPONSE_ENDS = frozenset(
-    {"response.completed", "response.incomplete", "response.failed", "error"}
-)
-
-
-def _json(data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
-
-
-def _gemini_ends(element: Any) -> bool:
-    if not isinstance(element, dict):
-        return False
-    if "error" in element:
-        return True
-    candidates = element.get("candidates")
-    return isinstance(candidates, list) and any(
-        isinstance(c, dict) and c.get("finishReason") for c in candidates
-    )
-
 
 class StreamWatch:
-    """Whether a stream of ``api`` showed its terminal event, and its last usage.
-    ``array``: Gemini's JSON-array form (pieces are array elements, not events)."""
+    """Whether a stream of ``api`` showed its terminal event (its wire format's
+    ``stream_end``), and its last usage. ``array``: Gemini's JSON-array form (pieces
+    are array elements, not events)."""
 
     def __init__(self, api: str, array: bool = False) -> None:
         self.api = api
         self.array = array
         self.finished = False
         self.usage: Usage | None = None
+        wire = wire_or_fallback(api)
+        self._ends = wire.stream_end
+        self._output_event = wire.output_event
 
     def see(self, whole: bytes) -> None:
         """Look at whole pieces, as relayed."""
         if not whole:
             return
         if self.array:
-            self._element(whole.strip(b" \t\r\n,[]"))
+            element = whole.strip(b" \t\r\n,[]")
+            if element:
+                self._event(None, element)
             return
         for name, data in events(whole):
             self._event(name, data)
 
-    def _element(self, data: bytes) -> None:
-        if not data:
-            return
-        mark = b"finishReason" in data or b'"error"' in data
-        usage = may_carry_usage(data)
-        if not (mark or usage):
-            return
-        element = _json(data)
-        if mark and _gemini_ends(element):
-            self.finished = True
-        if usage:
-            self._usage(element)
-
     def _event(self, name: str | None, data: bytes) -> None:
-        api = self.api
-        if api == "openai":
-            if data.strip() == b"[DONE]":
-                self.finished = True
-        elif api == "anthropic":
-            if name in ("message_stop", "error") or (
-                name is None and b"message_stop" in data and _type(data) == "message_stop"
-            ):
-                self.finished = True
-            elif name == "message_delta" and self.usage is not None and not may_carry_usage(data):
-                # the answer's final count comes apart from the input's (message_start)
-                out = output_of(data) if b'"output_tokens"' in data else None
-                if out is not None:
-                    self.usage = replace(self.usage, output_tokens=out)
-        elif api == "responses":
-            if name in _RESPONSE_ENDS or (
-                name is None and b"response." in data and _type(data) in _RESPONSE_ENDS
-            ):
-                self.finished = True
-        elif api == "gemini":  # every element carries usage: parsed once for both
-            self._element(data)
-            return
+        if self._ends(name, data):
+            self.finished = True
+        elif (
+            name is not None
+            and name == self._output_event
+            and self.usage is not None
+            and not may_carry_usage(data)
+        ):
+            # the answer's final count comes apart from the input's (message_start)
+            out = output_of(data) if b'"output_tokens"' in data else None
+            if out is not None:
+                self.usage = replace(self.usage, output_tokens=out)
         if may_carry_usage(data):
             self._usage(data)
 
@@ -118,11 +79,6 @@ class StreamWatch:
         found = usage_of(self.api, data)
         if found is not None:
             self.usage = found
-
-
-def _type(data: bytes) -> Any:
-    parsed = _json(data)
-    return parsed.get("type") if isinstance(parsed, dict) else None
 
 
 class WatchedFraming:
