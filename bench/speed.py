@@ -695,6 +695,36 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def measure_memories(
+    steps: int,
+    window: int,
+    series: dict[str, Series],
+    replay: Replay,
+    budget: int,
+    langchain: bool,
+    nano: NanobotProcess | None,
+) -> Memory:
+    """The memory part of run_speed, run after the timings (tracemalloc slows what it
+    watches): the Governor's memory and each contender's peak, put in ``series``;
+    ``replay`` is the session LangChain trims to ``budget``."""
+    progress("memory: Governor (tracemalloc, a fresh variant)")
+    mem = measure_memory(governor_fn, coding_session(steps, variant=50), window)
+    series["Governor"].peak_bytes = mem.peak_bytes
+    progress("memory: govern() peak")
+    g_replay = coding_session(steps, variant=51)
+    g_fn = govern_fn(g_replay, window)
+    series["govern()"].peak_bytes = measure_peak(lambda: time_replay(g_fn, g_replay))
+    if langchain:
+        progress("memory: LangChain peak")
+        series["LangChain trim_messages"].peak_bytes = measure_peak(
+            lambda: time_langchain(replay, budget)
+        )
+    if nano is not None:
+        progress("memory: Nanobot 0.2.2 peak")
+        series["Nanobot 0.2.2"].peak_bytes = nano.peak(0)
+    return mem
+
+
 def run_speed(
     *,
     steps: int = 300,
@@ -806,21 +836,7 @@ def run_speed(
 
         mem: Memory | None = None
         if memory:
-            progress("memory: Governor (tracemalloc, a fresh variant)")
-            mem = measure_memory(governor_fn, coding_session(steps, variant=50), window)
-            series["Governor"].peak_bytes = mem.peak_bytes
-            progress("memory: govern() peak")
-            g_replay = coding_session(steps, variant=51)
-            g_fn = govern_fn(g_replay, window)
-            series["govern()"].peak_bytes = measure_peak(lambda: time_replay(g_fn, g_replay))
-            if use_langchain:
-                progress("memory: LangChain peak")
-                series["LangChain trim_messages"].peak_bytes = measure_peak(
-                    lambda: time_langchain(replays[0], budget)
-                )
-            if nano is not None:
-                progress("memory: Nanobot 0.2.2 peak")
-                series["Nanobot 0.2.2"].peak_bytes = nano.peak(0)
+            mem = measure_memories(steps, window, series, replays[0], budget, use_langchain, nano)
     finally:
         if nano is not None:
             nano.close()

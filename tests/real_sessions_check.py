@@ -67,10 +67,16 @@ def _is_empty(content: Any) -> bool:
 
 
 def _anthropic_problems(body: dict[str, Any]) -> list[str]:
-    out = []
     messages = body.get("messages") or []
     if not messages:
         return ["messages: empty"]
+    return _anthropic_turn_problems(messages) + _anthropic_pairing_problems(messages)
+
+
+def _anthropic_turn_problems(messages: list[dict[str, Any]]) -> list[str]:
+    """Roles and contents: a user first, the roles alternating, nothing empty (but a
+    last assistant message, the prefill)."""
+    out = []
     if messages[0].get("role") != "user":
         out.append(f"messages[0]: first message is {messages[0].get('role')!r}, not 'user'")
     for i, message in enumerate(messages):
@@ -91,46 +97,41 @@ def _anthropic_problems(body: dict[str, Any]) -> list[str]:
                     and not block.get("text")
                 ):
                     out.append(f"messages[{i}].content[{j}]: empty text block")
+    return out
+
+
+def _blocks_of(message: dict[str, Any] | None, kind: str, key: str) -> list[Any]:
+    """The ``key`` of each ``kind`` block of a message's content, in order."""
+    content = (message or {}).get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b.get(key) for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+
+
+def _anthropic_pairing_problems(messages: list[dict[str, Any]]) -> list[str]:
+    """Every tool_use answered in the next message, every tool_result answering a
+    tool_use of the message before."""
+    out = []
     for i, message in enumerate(messages):
-        blocks = message.get("content") if isinstance(message.get("content"), list) else []
         if message.get("role") == "assistant":
-            uses = [
-                b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
+            uses = _blocks_of(message, "tool_use", "id")
             if not uses:
                 continue
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             if nxt is None:
                 out.append(f"messages[{i}]: tool_use {uses} with no user message after it")
                 continue
-            answered = {
-                b.get("tool_use_id")
-                for b in (nxt.get("content") if isinstance(nxt.get("content"), list) else [])
-                if isinstance(b, dict) and b.get("type") == "tool_result"
-            }
+            answered = set(_blocks_of(nxt, "tool_result", "tool_use_id"))
             missing = [u for u in uses if u not in answered]
             if missing:
                 out.append(
                     f"messages[{i}]: tool_use ids {missing} have no tool_result in messages[{i + 1}]"
                 )
         elif message.get("role") == "user":
-            results = [
-                b.get("tool_use_id")
-                for b in blocks
-                if isinstance(b, dict) and b.get("type") == "tool_result"
-            ]
+            results = _blocks_of(message, "tool_result", "tool_use_id")
             if not results:
                 continue
             prev = messages[i - 1] if i else None
-            calls = {
-                b.get("id")
-                for b in (
-                    (prev or {}).get("content")
-                    if isinstance((prev or {}).get("content"), list)
-                    else []
-                )
-                if isinstance(b, dict) and b.get("type") == "tool_use"
-            }
+            calls = set(_blocks_of(prev, "tool_use", "id"))
             orphans = [r for r in results if r not in calls]
             if orphans:
                 out.append(

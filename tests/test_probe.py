@@ -85,6 +85,19 @@ def _break(rng: random.Random, window: list[Message]) -> None:
         if isinstance(c, dict)
     ] or ["call_0"]
     roll = rng.randrange(17)
+    if not (_break_fields(rng, m, calls, ids, roll) or _break_order(rng, window, i, m, roll)):
+        m["extra_key"] = 1
+
+
+def _break_fields(
+    rng: random.Random,
+    m: Message,
+    calls: list[dict[str, Any]] | None,
+    ids: list[str],
+    roll: int,
+) -> bool:
+    """_break's rolls that change one message's fields; False when ``roll`` is not one
+    of them here (each roll is one way, so at most one of the two halves matches)."""
     if roll == 0 and calls:
         calls[0]["id"] = rng.choice(ids)  # an id used again
     elif roll == 1 and calls:
@@ -97,7 +110,21 @@ def _break(rng: random.Random, window: list[Message]) -> None:
         m["content"] = _SURROGATE
     elif roll == 5:
         m["cache_control"] = {"type": "ephemeral"}
-    elif roll == 6:
+    elif roll == 11 and calls:
+        calls[0]["function"]["arguments"] = rng.choice(["not json", "{}", '{"a": [1, 2]}'])
+    elif roll == 12:
+        m["content"] = [{"type": "text", "text": "a part"}, {"type": "image_url", "x": 1}]
+    elif roll == 13 and calls:
+        m["reasoning_content"] = "thinking"
+    else:
+        return False
+    return True
+
+
+def _break_order(rng: random.Random, window: list[Message], i: int, m: Message, roll: int) -> bool:
+    """_break's rolls that add, drop or move messages around ``window[i]`` (``m``); False
+    when ``roll`` is not one of them here."""
+    if roll == 6:
         window.insert(i, {"role": m.get("role", "user"), "content": "same role again"})
     elif roll == 7 and m.get("role") == "tool":
         del window[i]  # a call left unanswered
@@ -107,27 +134,26 @@ def _break(rng: random.Random, window: list[Message]) -> None:
         window.append({"role": "assistant", "content": "a trailing reply"})
     elif roll == 10:
         window.insert(i, {"role": "system", "content": "a system message mid-way"})
-    elif roll == 11 and calls:
-        calls[0]["function"]["arguments"] = rng.choice(["not json", "{}", '{"a": [1, 2]}'])
-    elif roll == 12:
-        m["content"] = [{"type": "text", "text": "a part"}, {"type": "image_url", "x": 1}]
-    elif roll == 13 and calls:
-        m["reasoning_content"] = "thinking"
     elif roll == 14 and m.get("role") == "tool":
         window.insert(i + 1, {"role": "user", "content": "a user right after a tool result"})
     elif roll in (15, 16):
-        # a whole turn again, later: its calls' ids used twice, each answered in its block
-        starts = [k for k, x in enumerate(window) if x.get("role") == "assistant"]
-        if starts:
-            k = rng.choice(starts)
-            end = k + 1
-            while end < len(window) and window[end].get("role") == "tool":
-                end += 1
-            tail = window[-1].get("role")
-            bridge = [{"role": "user", "content": "again"}] if tail == "assistant" else []
-            window.extend([*bridge, *copy.deepcopy(window[k:end])])
+        _repeat_turn(rng, window)
     else:
-        m["extra_key"] = 1
+        return False
+    return True
+
+
+def _repeat_turn(rng: random.Random, window: list[Message]) -> None:
+    """A whole turn again, later: its calls' ids used twice, each answered in its block."""
+    starts = [k for k, x in enumerate(window) if x.get("role") == "assistant"]
+    if starts:
+        k = rng.choice(starts)
+        end = k + 1
+        while end < len(window) and window[end].get("role") == "tool":
+            end += 1
+        tail = window[-1].get("role")
+        bridge = [{"role": "user", "content": "again"}] if tail == "assistant" else []
+        window.extend([*bridge, *copy.deepcopy(window[k:end])])
 
 
 def _nearly_plain(rng: random.Random, window: list[Message]) -> None:

@@ -468,6 +468,52 @@ def _context_window(rng: random.Random, msgs: list[Message], max_output: int) ->
     return max(200, max_output + 1024 + int(_approx_tokens(msgs) * pressure))
 
 
+def _end_history(s: _Session, msgs: list[Message]) -> None:
+    """The history's last turn, in place: a new request waiting for the model, a tool
+    loop in progress (sometimes its last calls interrupted) or the final answer."""
+    ending = s.rng.random()
+    if ending < 0.5:  # a new request waits for the model
+        msgs.extend(s.turn(answer=True))
+        msgs.append(s.user())
+    elif ending < 0.8:  # mid tool loop; sometimes the last calls were interrupted
+        msgs.extend(s.turn(answer=False, min_steps=1))
+        if s.chance(0.25):
+            while msgs[-1]["role"] == "tool" and s.chance(0.7):
+                msgs.pop()
+    else:  # the final answer is the last message
+        msgs.extend(s.turn(answer=True))
+
+
+def _start_midway(rng: random.Random, msgs: list[Message]) -> list[Message]:
+    """The history, sometimes cut at its front as a persisted history's start gets
+    dropped; else ``msgs`` as they are."""
+    start = rng.random()
+    if start < 0.2:  # history that starts mid-way (first kept message a tool or assistant)
+        if start < 0.08:
+            cuts = [i for i, m in enumerate(msgs) if m["role"] == "tool"]
+        else:  # mostly at a plain assistant reply: the case the synthetic user exists for
+            calls = start < 0.12
+            cuts = [
+                i
+                for i, m in enumerate(msgs)
+                if m["role"] == "assistant" and bool(m.get("tool_calls")) == calls
+            ]
+        if cuts:
+            system = msgs[:1] if msgs[0]["role"] == "system" and rng.random() < 0.6 else []
+            msgs = system + msgs[rng.choice(cuts) :]
+    return msgs
+
+
+def _tools(rng: random.Random) -> list[dict[str, Any]] | None:
+    """The request's tool definitions: sometimes none (absent or an empty list)."""
+    roll = rng.random()
+    if roll < 0.2:
+        return None
+    if roll < 0.3:
+        return []
+    return [_tool_schema(n, rng) for n in rng.sample(ALL_TOOLS, rng.randint(2, 10))]
+
+
 def random_case(rng: random.Random) -> dict[str, Any]:
     """One governance input: messages, tool definitions, context window and max_tokens."""
     s = _Session(rng)
@@ -483,32 +529,8 @@ def random_case(rng: random.Random) -> dict[str, Any]:
     turns = rng.randint(1, 5)
     for _ in range(turns - 1):
         msgs.extend(s.turn(answer=not s.chance(0.05)))
-    ending = rng.random()
-    if ending < 0.5:  # a new request waits for the model
-        msgs.extend(s.turn(answer=True))
-        msgs.append(s.user())
-    elif ending < 0.8:  # mid tool loop; sometimes the last calls were interrupted
-        msgs.extend(s.turn(answer=False, min_steps=1))
-        if s.chance(0.25):
-            while msgs[-1]["role"] == "tool" and s.chance(0.7):
-                msgs.pop()
-    else:  # the final answer is the last message
-        msgs.extend(s.turn(answer=True))
-
-    start = rng.random()
-    if start < 0.2:  # history that starts mid-way (first kept message a tool or assistant)
-        if start < 0.08:
-            cuts = [i for i, m in enumerate(msgs) if m["role"] == "tool"]
-        else:  # mostly at a plain assistant reply: the case the synthetic user exists for
-            calls = start < 0.12
-            cuts = [
-                i
-                for i, m in enumerate(msgs)
-                if m["role"] == "assistant" and bool(m.get("tool_calls")) == calls
-            ]
-        if cuts:
-            system = msgs[:1] if msgs[0]["role"] == "system" and rng.random() < 0.6 else []
-            msgs = system + msgs[rng.choice(cuts) :]
+    _end_history(s, msgs)
+    msgs = _start_midway(rng, msgs)
     if s.chaos:
         _inject_defects(s, msgs)
     if s.chance(0.05):
@@ -516,14 +538,7 @@ def random_case(rng: random.Random) -> dict[str, Any]:
     if s.chance(0.03):
         msgs.insert(0, {"role": "system", "content": "Extra system rules: " + _sentence(rng)})
 
-    tools: list[dict[str, Any]] | None
-    roll = rng.random()
-    if roll < 0.2:
-        tools = None
-    elif roll < 0.3:
-        tools = []
-    else:
-        tools = [_tool_schema(n, rng) for n in rng.sample(ALL_TOOLS, rng.randint(2, 10))]
+    tools = _tools(rng)
 
     present, max_tokens = _max_tokens(rng)
     max_output = max_tokens if isinstance(max_tokens, int) and present else 4096

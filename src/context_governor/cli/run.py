@@ -72,9 +72,7 @@ _SUMMARIZER_API = {"openai": "chat"}
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 
 
-def _chat_client(
-    model: str, url: str | None, *, stream: bool, on_retry: Any, **_: Any
-) -> Any:
+def _chat_client(model: str, url: str | None, *, stream: bool, on_retry: Any, **_: Any) -> Any:
     from ..llm import OpenAICompatClient
 
     return OpenAICompatClient(model, base_url=url, stream=stream, on_retry=on_retry)
@@ -234,6 +232,26 @@ def _check_budget(context_window: int | None, max_output: int | None) -> None:
             f"--context-window {context_window} leaves no room for the prompt: the budget is "
             f"the window - {reserve} (max output) - {SAFETY_BUFFER} (safety buffer)"
         )
+
+
+def _server_url(spec: ApiSpec, base_url: str | None) -> str | None:
+    """--base-url, else the API's URL variable, else None (the API's own host, for which
+    its key must be set): a usage error when neither a server nor that key is given."""
+    url = base_url or os.environ.get(spec.url_env) or None
+    if url is None and not os.environ.get(spec.key_env):
+        fail(
+            f"no server given: set {spec.key_env} for {spec.default_host}, or --base-url for "
+            f"another server"
+        )
+    return url
+
+
+def _check_reasoning(spec: ApiSpec, effort: str | None, no_encrypted_reasoning: bool) -> None:
+    """The Responses API's reasoning options are a usage error with any other --api."""
+    if effort is not None and not spec.reasoning:
+        fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
+    if no_encrypted_reasoning and not spec.reasoning:
+        fail("--no-encrypted-reasoning is a setting of --api responses")
 
 
 def _thinking(value: str | None, api: str, max_output: int | None) -> int | str | None:
@@ -493,16 +511,8 @@ def run_command(
     from ..tools import builtin_tools
 
     spec = API_SPECS[api]
-    url = base_url or os.environ.get(spec.url_env) or None
-    if url is None and not os.environ.get(spec.key_env):
-        fail(
-            f"no server given: set {spec.key_env} for {spec.default_host}, or --base-url for "
-            f"another server"
-        )
-    if reasoning_effort is not None and not spec.reasoning:
-        fail("--reasoning-effort is a setting of --api responses (use --thinking for anthropic)")
-    if no_encrypted_reasoning and not spec.reasoning:
-        fail("--no-encrypted-reasoning is a setting of --api responses")
+    url = _server_url(spec, base_url)
+    _check_reasoning(spec, reasoning_effort, no_encrypted_reasoning)
     budget = _thinking(thinking, api, max_output)
     context = click.get_current_context()
     if (

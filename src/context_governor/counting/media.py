@@ -507,14 +507,7 @@ def _sniff(head: bytes) -> str:
     if head[:4] in (b"II*\x00", b"MM\x00*"):
         return "image/tiff"
     if head[4:8] == b"ftyp":
-        brand = head[8:12]
-        if brand in (b"heic", b"heix", b"hevc", b"mif1", b"msf1"):
-            return "image/heic"
-        if brand in (b"avif", b"avis"):
-            return "image/avif"
-        if brand in (b"M4A ", b"M4B "):
-            return "audio/mp4"
-        return "video/quicktime" if brand == b"qt  " else "video/mp4"
+        return _iso_media(head[8:12])
     if head[:4] == b"\x1aE\xdf\xa3":
         return "video/webm"
     if head[:4] == b"OggS":
@@ -528,6 +521,18 @@ def _sniff(head: bytes) -> str:
     if head[:2] == b"BM":
         return "image/bmp"
     return ""
+
+
+def _iso_media(brand: bytes) -> str:
+    """The MIME type of an ISO base media file (an ``ftyp`` box) by its major brand:
+    HEIF and AVIF images, M4A audio, QuickTime, else MP4 video."""
+    if brand in (b"heic", b"heix", b"hevc", b"mif1", b"msf1"):
+        return "image/heic"
+    if brand in (b"avif", b"avis"):
+        return "image/avif"
+    if brand in (b"M4A ", b"M4B "):
+        return "audio/mp4"
+    return "video/quicktime" if brand == b"qt  " else "video/mp4"
 
 
 # -- images ------------------------------------------------------------------------------------

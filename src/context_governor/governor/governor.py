@@ -753,6 +753,33 @@ class Governor:
         assert turn is not None
         clean = len(window) - len(new)
         old_tokens = state.tokens[turn:]
+        counted = self._probe_counts(window, clean, old_tokens, new, bounds, plain)
+        if counted is None:
+            return None  # a count hook that fails: the full run gives the right error
+        counter, new_tokens, total = counted
+        if not self._probe_quiet(window, counter, clean, old_tokens, new, bounds, plain, total):
+            return None
+        added = sum(new_tokens)
+        if self._over_trigger(state, new, added):
+            held = self._held_exactly(state, new, new_tokens, bounds, added)
+            if held is None:
+                return None
+            new_tokens, added = held
+            bounds = None  # decided on exact counts (already so when there were no bounds)
+        return self._grow(state, messages, new, ids, bounds, new_tokens, added, plain)
+
+    def _probe_counts(
+        self,
+        window: list[Message],
+        clean: int,
+        old_tokens: list[int],
+        new: list[Message],
+        bounds: list[int] | None,
+        plain: bool,
+    ) -> tuple[_KnownCounts | None, list[int], int] | None:
+        """The probe window's counter (None where a plain window with bounds needs none),
+        the new messages' counts (``bounds``, or counted) and the window's total as the
+        counter adds it up (KnownCounts.prompt_tokens); None when a count fails."""
         counter: _KnownCounts | None = None
         try:
             new_tokens = bounds
@@ -765,52 +792,100 @@ class Governor:
             total = self._anchor() + sum(old_tokens) + sum(new_tokens) + self._tools_count[1]
         except Exception:
             return None  # a count hook that fails: the full run gives the right error
+        return counter, new_tokens, total
+
+    def _probe_quiet(
+        self,
+        window: list[Message],
+        counter: _KnownCounts | None,
+        clean: int,
+        old_tokens: list[int],
+        new: list[Message],
+        bounds: list[int] | None,
+        plain: bool,
+        total: int,
+    ) -> bool:
+        """Whether the pipeline leaves the probe window alone: shown cheaply
+        (probe.leaves_alone) or, failing that, by running the whole pipeline on it."""
         # the anchor and the old turn (window[:clean]) passed the input repair unchanged
         # (the old result ends with the turn untouched and has no repair action)
         # the old turn passed every per-message rule in an earlier list (a window or the
         # full run's output, neither with a violation): only the anchor and new are checked
         checked = range(1, clean)
-        if not leaves_alone(
+        if leaves_alone(
             window, self.settings, counter, clean=clean, plain=plain, total=total, checked=checked
         ):
-            # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
-            if counter is None:
-                counter = self._window_counter(window[1:clean], old_tokens, new, bounds)
-            try:
-                probe, _ = run(window, self.settings, counter)
-            except Exception:
-                return None  # the full run gives the right error, with the right path
-            report = probe.report
-            if probe.messages is not window or report.actions or report.notes or report.violations:
+            return True
+        # not shown cheaply: ask the whole pipeline (e.g. a window over the trigger)
+        if counter is None:
+            counter = self._window_counter(window[1:clean], old_tokens, new, bounds)
+        try:
+            probe, _ = run(window, self.settings, counter)
+        except Exception:
+            return False  # the full run gives the right error, with the right path
+        report = probe.report
+        return not (
+            probe.messages is not window or report.actions or report.notes or report.violations
+        )
+
+    def _over_trigger(self, state: _State, new: list[Message], added: int) -> bool:
+        """Whether appending ``new`` (``added`` tokens) takes the request over the trigger,
+        or is a step the history's replay does not accept as it stands."""
+        replay = state.replay
+        old = state.result.report
+        return (self._trigger is not None and old.tokens_after + added > self._trigger) or (
+            replay is not None and not replay.accepts(new, added)
+        )
+
+    def _held_exactly(
+        self,
+        state: _State,
+        new: list[Message],
+        new_tokens: list[int],
+        bounds: list[int] | None,
+        added: int,
+    ) -> tuple[list[int], int] | None:
+        """A step over the trigger: only the verbatim floor can hold every request (no
+        compaction, in the replay of the history nor in that of the output, which
+        pipeline._fit asks about), and it is decided on exact counts (a request's raised
+        trigger depends on them, not only above a threshold). The new messages' exact
+        counts and their sum when it holds, else None."""
+        if bounds is not None:
+            if not self._floor_possible(state):
                 return None
-        added = sum(new_tokens)
+            try:
+                new_tokens = [self.settings.counter.message_tokens(m) for m in new]
+            except Exception:
+                return None
+            added = sum(new_tokens)
+        if not self._held(state, new, new_tokens, state.result.report.tokens_after + added):
+            if self._store is not None:
+                # counted exactly here, so the full run finds them in the memo and
+                # would not write them back: store them now
+                known = new_tokens
+                frozen = [self._copy(m) for m in new]
+                self._store.write_counts_later(self.settings.counter, frozen, lambda: known)
+            return None
+        return new_tokens, added
+
+    def _grow(
+        self,
+        state: _State,
+        messages: list[Message],
+        new: list[Message],
+        ids: list[str],
+        bounds: list[int] | None,
+        new_tokens: list[int],
+        added: int,
+        plain: bool,
+    ) -> GovernResult:
+        """The accepted step: the state grows in place (one copy of the history per step,
+        not one per field) and the result is made, its counts exact now (``bounds`` None)
+        or left to the worker thread."""
+        turn = state.turn
+        assert turn is not None
         old = state.result.report
         replay = state.replay
-        if (self._trigger is not None and old.tokens_after + added > self._trigger) or (
-            replay is not None and not replay.accepts(new, added)
-        ):
-            # over the trigger: only the verbatim floor can hold every request (no
-            # compaction, in the replay of the history nor in that of the output, which
-            # pipeline._fit asks about), and it is decided on exact counts (a request's
-            # raised trigger depends on them, not only above a threshold)
-            if bounds is not None:
-                if not self._floor_possible(state):
-                    return None
-                try:
-                    new_tokens = [self.settings.counter.message_tokens(m) for m in new]
-                except Exception:
-                    return None
-                bounds, added = None, sum(new_tokens)
-            if not self._held(state, new, new_tokens, old.tokens_after + added):
-                if self._store is not None:
-                    # counted exactly here, so the full run finds them in the memo and
-                    # would not write them back: store them now
-                    known = new_tokens
-                    frozen = [self._copy(m) for m in new]
-                    self._store.write_counts_later(self.settings.counter, frozen, lambda: known)
-                return None
-        # From here on the step is accepted: the state grows in place (one copy of the
-        # history per step, not one per field).
         history = list(messages)  # the caller's list grows in place: keep our own
         state.sent.extend(new)
         frozen = [self._copy(m) for m in new]

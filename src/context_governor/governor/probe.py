@@ -466,7 +466,6 @@ def _plain(
     (and walks only those when ``resume`` says where it stands before them)."""
     if not p.plain or not messages or messages[0].get("role") != "user":
         return False
-    id_ok, allowed, cap, names, empty = p.id_ok, p.allowed, p.cap, p.names, p.empty
     seen: set[str] = set()
     open_calls: list[str] = []  # the calls of the current block not answered yet, in order
     previous: str | None = None
@@ -475,62 +474,108 @@ def _plain(
         seen, previous, first = set(resume.seen), resume.previous, start
     for index in range(first, len(messages)):
         message = messages[index]
-        if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
-            return False
-        if allowed is not None and not message.keys() <= allowed:
+        if not _fields_plain(message, p):
             return False
         role, content, name = message.get("role"), message.get("content"), message.get("name")
-        if content is not None and not _text(content):
+        counted = index >= start
+        step = _step(message, role, previous, p, seen, open_calls, ids if counted else None)
+        if step is None:
             return False
-        if name is not None and not (
-            _text(name)
-            and (names != "tool_only" or role == "tool")
-            and (names != "pattern" or NAME_OK.fullmatch(name))
-        ):
+        size, parts, calls = step
+        if not _content_kept(p.empty, content, calls):
             return False
-        calls = False
-        size = parts = 0  # the counted text: its UTF-8 bytes and parts (joined by "\n")
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if not open_calls or call_id != open_calls[0]:
-                return False  # an orphan, a duplicate, or out of order: the stages decide
-            open_calls.pop(0)
-            if "tool_calls" in message or (cap is not None and len(content or "") > cap):
-                return False
-            size, parts = _size(call_id), 1
-        elif open_calls or "tool_call_id" in message:
-            return False  # a call left unanswered before this message
-        elif role == "assistant" and previous != "assistant":
-            if "tool_calls" in message:
-                listed = message["tool_calls"]
-                if type(listed) is not list or not listed:
-                    return False
-                if p.single_tool_call and len(listed) > 1:
-                    return False
-                size = 2 * len(listed)  # "[", "]" and ", " between the calls
-                for call in listed:
-                    found = _call_id(call, id_ok)
-                    if found is None or found[0] in seen:
-                        return False
-                    seen.add(found[0])
-                    open_calls.append(found[0])
-                    size += found[1]
-                    if index >= start and ids is not None:
-                        ids.append(found[0])
-                parts = 1
-                calls = True
-        elif role == "user" and previous != "user" and "tool_calls" not in message:
-            if p.bridge and previous == "tool":
-                return False
-        else:
-            return False  # system messages, runs of one role, unknown roles: the stages
-        if not _content_kept(empty, content, calls):
-            return False
-        if index >= start and bounds is not None:
-            if content is not None:
-                size, parts = size + _size(content), parts + 1
-            if name:
-                size, parts = size + _size(name), parts + 1
-            bounds.append(max(PER_MESSAGE_OVERHEAD, size + parts - 1 + PER_MESSAGE_OVERHEAD))
+        if counted and bounds is not None:
+            bounds.append(_bound(size, parts, content, name))
         previous = role
     return not open_calls and previous in ("user", "tool")
+
+
+def _fields_plain(message: Any, p: Plan) -> bool:
+    """Whether a message's own fields are ones no stage touches: a dict of the keys an
+    agent loop sends (and the provider allows), its content text, and a name only where
+    the provider takes one, spelled as it accepts."""
+    if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
+        return False
+    if p.allowed is not None and not message.keys() <= p.allowed:
+        return False
+    role, content, name = message.get("role"), message.get("content"), message.get("name")
+    if content is not None and not _text(content):
+        return False
+    return name is None or bool(
+        _text(name)
+        and (p.names != "tool_only" or role == "tool")
+        and (p.names != "pattern" or NAME_OK.fullmatch(name))
+    )
+
+
+def _step(
+    message: Message,
+    role: Any,
+    previous: str | None,
+    p: Plan,
+    seen: set[str],
+    open_calls: list[str],
+    ids: list[str] | None,
+) -> tuple[int, int, bool] | None:
+    """A message's place in the walk, after ``previous``'s role: a tool result answering
+    the oldest open call, a model turn opening its calls (``seen``, ``open_calls`` and
+    ``ids`` grow), or a user message; None for anything the stages would decide on.
+    The counted text so far (its UTF-8 bytes and parts) and whether it has calls."""
+    if role == "tool":
+        size = _tool_result(message, open_calls, p.cap)
+        return None if size is None else (size, 1, False)
+    if open_calls or "tool_call_id" in message:
+        return None  # a call left unanswered before this message
+    if role == "assistant" and previous != "assistant":
+        if "tool_calls" not in message:
+            return 0, 0, False
+        size = _calls_size(message["tool_calls"], p, seen, open_calls, ids)
+        return None if size is None else (size, 1, True)
+    if role == "user" and previous != "user" and "tool_calls" not in message:
+        return None if p.bridge and previous == "tool" else (0, 0, False)
+    return None  # system messages, runs of one role, unknown roles: the stages
+
+
+def _tool_result(message: Message, open_calls: list[str], cap: int | None) -> int | None:
+    """The UTF-8 size of a tool result's call id when it answers the oldest open call
+    (taken off ``open_calls``), carries no calls and is within the cap; else None."""
+    call_id = message.get("tool_call_id")
+    if not open_calls or call_id != open_calls[0]:
+        return None  # an orphan, a duplicate, or out of order: the stages decide
+    open_calls.pop(0)
+    content = message.get("content")
+    if "tool_calls" in message or (cap is not None and len(content or "") > cap):
+        return None
+    return _size(call_id)
+
+
+def _calls_size(
+    listed: Any, p: Plan, seen: set[str], open_calls: list[str], ids: list[str] | None
+) -> int | None:
+    """The UTF-8 size of a model turn's calls as a JSON list, each call plain and its id
+    new (each opened, and added to ``ids``); None when any is not."""
+    if type(listed) is not list or not listed:
+        return None
+    if p.single_tool_call and len(listed) > 1:
+        return None
+    size = 2 * len(listed)  # "[", "]" and ", " between the calls
+    for call in listed:
+        found = _call_id(call, p.id_ok)
+        if found is None or found[0] in seen:
+            return None
+        seen.add(found[0])
+        open_calls.append(found[0])
+        size += found[1]
+        if ids is not None:
+            ids.append(found[0])
+    return size
+
+
+def _bound(size: int, parts: int, content: str | None, name: str | None) -> int:
+    """A plain message's upper bound (counting.message_bound): the UTF-8 bytes of its
+    counted text, the parts joined by newlines, plus the per-message overhead."""
+    if content is not None:
+        size, parts = size + _size(content), parts + 1
+    if name:
+        size, parts = size + _size(name), parts + 1
+    return max(PER_MESSAGE_OVERHEAD, size + parts - 1 + PER_MESSAGE_OVERHEAD)

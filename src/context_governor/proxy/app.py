@@ -33,7 +33,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from ..errors import ConfigError
 from ..report import Report
@@ -224,47 +224,96 @@ def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Obs
     )
 
 
-def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> Starlette:
-    """The proxy for ``config``; serve it with any ASGI server (the CLI uses uvicorn).
+async def _refusal_in(response: httpx.Response) -> Refusal | None:
+    """The window an error answer states (refusals.py), or None. The body is read
+    here (an error is relayed whole anyway; httpx keeps it for the relay)."""
+    if response.status_code < 400:
+        return None
+    await response.aread()
+    return refusal_of(response.content)
 
-    The configured models' encodings are loaded during the ASGI lifespan start-up,
-    so a server that runs it (uvicorn does) accepts no request before they are ready.
-    ``tracer_provider``: an OpenTelemetry tracer provider to put the request spans in
-    (default: OTLP when configured, else none).
-    """
-    mask_logged_query_secrets()  # a client's ?key= never reaches a log line
-    upstream = Upstream(config)
-    governance = Governance(config)
-    redact = upstream.redact
-    not_governed = NotGovernedLog()
-    learner = Learner(count_store_for(config))
-    observer = observer_for(config, tracer_provider)
 
-    async def govern_learned(
-        raw: bytes, route: ApiRoute, model: str | None, betas: tuple[str, ...]
+async def _healthz(request: Request) -> Response:
+    """For a load balancer or orchestrator: the process serves, nothing else asked."""
+    return JSONResponse({"status": "ok"})
+
+
+class _Proxy:
+    """What one app's handlers share, and the handlers: the upstream, the governance,
+    what is learned of the models, and the observer. One per app (create_app), so two
+    apps in a process share nothing; each step of a handler is a method of its own."""
+
+    def __init__(self, config: ProxyConfig, tracer_provider: Any | None) -> None:
+        self.config = config
+        self.upstream = Upstream(config)
+        self.governance = Governance(config)
+        self.redact = self.upstream.redact
+        self.not_governed = NotGovernedLog()
+        self.learner = Learner(count_store_for(config))
+        self.observer = observer_for(config, tracer_provider)
+
+    def routes(self) -> list[BaseRoute]:
+        """Health, the observing pages, the governed routes of every API and version,
+        the side endpoints, then everything else under each version passed through."""
+        config = self.config
+        return [
+            Route("/healthz", _healthz, methods=["GET"]),
+            *observing_routes(self.observer, config.ui_token, metrics=config.metrics, ui=config.ui),
+            *(
+                Route(f"/{v}/{r.path}", self.governed_route(r, v), methods=["POST"])
+                for r in ROUTES
+                for v in r.versions
+            ),
+            *(Route(f"/v1/{s.path}", self.side_route(s), methods=["POST"]) for s in SIDE_ROUTES),
+            *(
+                Route(f"/{v}/{{path:path}}", self.passthrough_under(v), methods=_METHODS)
+                for v in VERSIONS
+            ),
+        ]
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        """The encodings loaded and the upstream's pools made before the first request;
+        at shutdown the governing workers stopped, the pools closed, the spans flushed."""
+        await self.governance.start()
+        await run_in_threadpool(self.upstream.start)
+        try:
+            yield {}
+        finally:
+            self.governance.close()
+            await self.upstream.aclose()
+            self.observer.tracer.shutdown()
+
+    # -- what every governed request goes through
+
+    async def _govern_learned(
+        self, raw: bytes, route: ApiRoute, model: str | None, betas: tuple[str, ...]
     ) -> Governed:
         """Govern with what was learned of the model (learning.py): the process's
         knowledge first, then, when the count store is due to be read again for the
         model, governed again if the store knew better."""
-        governed = await governance.govern(
+        learner = self.learner
+        governed = await self.governance.govern(
             raw, route.api, model=model, hints=Hints(learner.snapshot(), betas)
         )
         if learner.due(governed.model) and await run_in_threadpool(
             learner.refresh, governed.model or ""
         ):
-            governed = await governance.govern(
+            governed = await self.governance.govern(
                 raw, route.api, model=model, hints=Hints(learner.snapshot(), betas)
             )
         return governed
 
-    def observe(governed: Governed, api: str, found: Any) -> Usage | None:
+    def _observe(self, governed: Governed, api: str, found: Any) -> Usage | None:
         """The upstream's usage of what we sent, against our count of it."""
         usage = usage_of(api, found) if not isinstance(found, StreamWatch) else found.usage
         if usage is not None and governed.model:
-            learner.observe(governed.model, usage.input_tokens, governed.report.tokens_after)
+            self.learner.observe(governed.model, usage.input_tokens, governed.report.tokens_after)
         return usage
 
-    async def answered(seen: Observation, governed: Governed, api: str, relayed: Response) -> None:
+    async def _answered(
+        self, seen: Observation, governed: Governed, api: str, relayed: Response
+    ) -> None:
         """A JSON answer has been written to the client: read its usage and file it
         (observer.py). Run as the response's background task, after the answer's last
         write, so filing adds nothing before the client has its bytes (bench
@@ -276,138 +325,171 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         socket yet, this one."""
         usage = None
         if relayed.status_code < 400:
-            usage = observe(governed, api, bytes(relayed.body))
+            usage = self._observe(governed, api, bytes(relayed.body))
         seen.finish(relayed.status_code, usage, governed=governed)
 
-    def ended(
-        seen: Observation, governed: Governed, api: str, watch: StreamWatch, status: int
+    def _ended(
+        self, seen: Observation, governed: Governed, api: str, watch: StreamWatch, status: int
     ) -> None:
         """A relayed stream is over: learn from its usage, and file it (observer.py)."""
-        usage = observe(governed, api, watch)
+        usage = self._observe(governed, api, watch)
         seen.finish(status, usage, complete=watch.finished, governed=governed)
 
-    async def refused(response: httpx.Response) -> Refusal | None:
-        """The window an error answer states (refusals.py), or None. The body is read
-        here (an error is relayed whole anyway; httpx keeps it for the relay)."""
-        if response.status_code < 400:
-            return None
-        await response.aread()
-        return refusal_of(response.content)
-
-    def keyed(
-        route: ApiRoute, request: Request, content_type: str | None = None
+    def _keyed(
+        self, route: ApiRoute, request: Request, content_type: str | None = None
     ) -> tuple[list[tuple[str, str]], str]:
         """The headers and query to forward, a fixed --api-key put where the client
         put its own (apis.ApiRoute.key_header): in a header, or Gemini's ``?key=``."""
         # the client's query too: the Anthropic SDK's beta calls add ?beta=true
         query = forward_query(request.scope.get("query_string", b""))
-        headers = upstream.headers(
+        headers = self.upstream.headers(
             request.headers,
             content_type=content_type,
             key_header=lambda names: route.key_header(names, query),
         )
-        if config.api_key is not None and has_query_key(query):
-            query = with_query_key(query, config.api_key)
+        if self.config.api_key is not None and has_query_key(query):
+            query = with_query_key(query, self.config.api_key)
         return headers, query
 
+    # -- the governed routes
+
     def governed_route(
-        route: ApiRoute, version: str = "v1"
+        self, route: ApiRoute, version: str = "v1"
     ) -> Callable[[Request], Awaitable[Response]]:
         """The handler of ``POST /<version>/<route.path>``: one code path for every API."""
 
         async def handle(request: Request) -> Response:
-            started = time.perf_counter()
-            seen = observer.begin(route.api, request.headers)
-            path, model = route.path, request.path_params.get("model")
-            if model is not None:  # Gemini's path names the model: forwarded as spelled, checked
-                raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
-                try:
-                    path = forward_path(raw_path, f"/{version}/")
-                except BadPath as exc:
-                    log.info("POST /%s/%s 400 (not forwarded): %s", version, route.path, exc)
-                    message = f"path not allowed: {exc}"
-                    return error_response(400, message, "invalid_request_error", route=route)
-            where = f"POST /{version}/{path}"
-            betas = betas_of(request) if route.wire.reads_betas else ()
-            try:
-                raw = await read_body(request, config.max_body_bytes)
-                if route.wire.compacts:  # a compaction the proxy minted: its history
-                    raw = expand_minted(raw)
-                governing = time.perf_counter()
-                governed = await govern_learned(raw, route, model, betas)
-            except TooLarge as exc:
-                log.info("%s 413 %s", where, exc.message)
-                seen.refused(413)
-                return too_large(exc, route)
-            except BadRequest as exc:
-                log.info("%s 400 %s", where, exc.message)
-                seen.refused(400)
-                return error_response(
-                    400, exc.message, "invalid_request_error", exc.param, route=route
-                )
-            if route.wire.stream_by_path:  # streaming is the path's choice, not a body field's
-                governed = replace(governed, stream=route.streams)
-            headers, query = keyed(route, request, "application/json")
-            if route.wire.counts_upstream and config.count_tokens_upstream:
-                try:
-                    governed = await calibrated(
-                        governed,
-                        config,
-                        upstream_counter(upstream, headers),
-                        lambda ratio: governance.govern(
-                            raw,
-                            route.api,
-                            ratio,
-                            model=model,
-                            hints=Hints(learner.snapshot(), betas),
-                        ),
-                    )
-                except BadRequest as exc:  # cannot happen: the same body governed once
-                    return error_response(
-                        400, exc.message, "invalid_request_error", exc.param, route=route
-                    )
-            seen.governed(governed, raw, time.perf_counter() - governing)
-            if route.wire.compacts and asks_to_compact(governed.body):
-                return await compaction(where, governed, query, headers, raw, route, model)
-            learned: list[tuple[str, str]] = []
-            try:
-                seen.sending()
-                response = await upstream.send("POST", path, query, headers, governed.body)
-                refusal = await refused(response) if governed.model else None
-                if refusal is not None and governed.model:
-                    again = await relearned(raw, route, model, betas, governed, refusal, where)
-                    if again is not None:
-                        await response.aclose()
-                        governed = again
-                        learned = [(f"{HEADER_PREFIX}window-learned", str(refusal.limit))]
-                        response = await upstream.send("POST", path, query, headers, governed.body)
-                final = governed
-                relayed = await relay(
-                    response,
-                    stream=governed.stream,
-                    redact=redact,
-                    extra=[*governed_headers(governed), *learned],
-                    framing=route.framing,
-                    watch=StreamWatch(route.api),
-                    on_end=lambda watch: ended(seen, final, route.api, watch, response.status_code),
-                )
-            except httpx.HTTPError as exc:
-                what = describe(exc, redact)
-                log.warning("%s %s → upstream: %s", where, summary(governed), what)
-                failed = _unreachable(exc, redact, route)
-                seen.finish(failed.status_code, outcome="unreachable", governed=governed)
-                return failed
-            if not isinstance(relayed, RelayedStream):
-                relayed.background = BackgroundTask(answered, seen, governed, route.api, relayed)
-            elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
-            log.info(
-                "%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed
-            )
-            return relayed
+            return await self._governed(request, route, version)
 
         return handle
 
-    async def relearned(
+    async def _governed(self, request: Request, route: ApiRoute, version: str) -> Response:
+        """A governed request: its path checked, its body read and governed (calibrated
+        on the upstream's count where asked), then a compaction or the forward."""
+        started = time.perf_counter()
+        seen = self.observer.begin(route.api, request.headers)
+        path, model = route.path, request.path_params.get("model")
+        if model is not None:  # Gemini's path names the model: forwarded as spelled, checked
+            raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
+            try:
+                path = forward_path(raw_path, f"/{version}/")
+            except BadPath as exc:
+                log.info("POST /%s/%s 400 (not forwarded): %s", version, route.path, exc)
+                message = f"path not allowed: {exc}"
+                return error_response(400, message, "invalid_request_error", route=route)
+        where = f"POST /{version}/{path}"
+        betas = betas_of(request) if route.wire.reads_betas else ()
+        try:
+            raw = await read_body(request, self.config.max_body_bytes)
+            if route.wire.compacts:  # a compaction the proxy minted: its history
+                raw = expand_minted(raw)
+            governing = time.perf_counter()
+            governed = await self._govern_learned(raw, route, model, betas)
+        except TooLarge as exc:
+            log.info("%s 413 %s", where, exc.message)
+            seen.refused(413)
+            return too_large(exc, route)
+        except BadRequest as exc:
+            log.info("%s 400 %s", where, exc.message)
+            seen.refused(400)
+            return error_response(400, exc.message, "invalid_request_error", exc.param, route=route)
+        if route.wire.stream_by_path:  # streaming is the path's choice, not a body field's
+            governed = replace(governed, stream=route.streams)
+        headers, query = self._keyed(route, request, "application/json")
+        if route.wire.counts_upstream and self.config.count_tokens_upstream:
+            try:
+                governed = await self._calibrated(governed, raw, route, model, betas, headers)
+            except BadRequest as exc:  # cannot happen: the same body governed once
+                return error_response(
+                    400, exc.message, "invalid_request_error", exc.param, route=route
+                )
+        seen.governed(governed, raw, time.perf_counter() - governing)
+        if route.wire.compacts and asks_to_compact(governed.body):
+            return await self._compaction(where, governed, query, headers, raw, route, model)
+        return await self._forward(
+            seen, started, where, path, query, headers, raw, route, model, betas, governed
+        )
+
+    async def _calibrated(
+        self,
+        governed: Governed,
+        raw: bytes,
+        route: ApiRoute,
+        model: str | None,
+        betas: tuple[str, ...],
+        headers: list[tuple[str, str]],
+    ) -> Governed:
+        """A Messages request calibrated on the upstream's count (count_tokens.py):
+        governed again with the estimate scaled as that count says, when it says so."""
+        return await calibrated(
+            governed,
+            self.config,
+            upstream_counter(self.upstream, headers),
+            lambda ratio: self.governance.govern(
+                raw,
+                route.api,
+                ratio,
+                model=model,
+                hints=Hints(self.learner.snapshot(), betas),
+            ),
+        )
+
+    async def _forward(
+        self,
+        seen: Observation,
+        started: float,
+        where: str,
+        path: str,
+        query: str,
+        headers: list[tuple[str, str]],
+        raw: bytes,
+        route: ApiRoute,
+        model: str | None,
+        betas: tuple[str, ...],
+        governed: Governed,
+    ) -> Response:
+        """The governed request sent upstream and its answer relayed; a refusal as too
+        long teaches the window and, when governing again changes the body, the request
+        is sent once more (said in a header). An unreachable upstream is a 502 or 504."""
+        learned: list[tuple[str, str]] = []
+        upstream = self.upstream
+        try:
+            seen.sending()
+            response = await upstream.send("POST", path, query, headers, governed.body)
+            refusal = await _refusal_in(response) if governed.model else None
+            if refusal is not None and governed.model:
+                again = await self._relearned(raw, route, model, betas, governed, refusal, where)
+                if again is not None:
+                    await response.aclose()
+                    governed = again
+                    learned = [(f"{HEADER_PREFIX}window-learned", str(refusal.limit))]
+                    response = await upstream.send("POST", path, query, headers, governed.body)
+            final = governed
+            relayed = await relay(
+                response,
+                stream=governed.stream,
+                redact=self.redact,
+                extra=[*governed_headers(governed), *learned],
+                framing=route.framing,
+                watch=StreamWatch(route.api),
+                on_end=lambda watch: self._ended(
+                    seen, final, route.api, watch, response.status_code
+                ),
+            )
+        except httpx.HTTPError as exc:
+            what = describe(exc, self.redact)
+            log.warning("%s %s → upstream: %s", where, summary(governed), what)
+            failed = _unreachable(exc, self.redact, route)
+            seen.finish(failed.status_code, outcome="unreachable", governed=governed)
+            return failed
+        if not isinstance(relayed, RelayedStream):
+            relayed.background = BackgroundTask(self._answered, seen, governed, route.api, relayed)
+        elapsed = (time.perf_counter() - started) * 1000  # to the first byte when streaming
+        log.info("%s %s → %d in %.0f ms", where, summary(governed), relayed.status_code, elapsed)
+        return relayed
+
+    async def _relearned(
+        self,
         raw: bytes,
         route: ApiRoute,
         model: str | None,
@@ -420,12 +502,13 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         and the ratio of its count to ours), or None when that changes nothing (then
         the refusal is relayed as it came)."""
         assert governed.model is not None
+        learner = self.learner
         if learner.learn_window(governed.model, refusal.limit):
-            observer.window_learned(governed.model)
+            self.observer.window_learned(governed.model)
         if refusal.prompt_tokens is not None:
             learner.observe(governed.model, refusal.prompt_tokens, governed.report.tokens_after)
         try:
-            again = await governance.govern(
+            again = await self.governance.govern(
                 raw, route.api, model=model, hints=Hints(learner.snapshot(), betas)
             )
         except BadRequest:  # cannot happen: the same body was governed once
@@ -448,15 +531,19 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         )  # fmt: skip
         return again
 
-    def passthrough_under(version: str) -> Callable[[Request], Awaitable[Response]]:
+    # -- every other path
+
+    def passthrough_under(self, version: str) -> Callable[[Request], Awaitable[Response]]:
         """The handler of every other path under ``/<version>/``."""
 
         async def passthrough(request: Request) -> Response:
-            return await passthrough_request(request, version)
+            return await self._passthrough(request, version)
 
         return passthrough
 
-    async def passthrough_request(request: Request, version: str) -> Response:
+    async def _passthrough(self, request: Request, version: str) -> Response:
+        """A request the proxy does not govern: its path checked, then relayed as it came
+        (said once per kind of path, NotGovernedLog)."""
         raw_path: bytes = request.scope.get("raw_path") or request.scope["path"].encode()
         path = ""
         # the error shape of a path refused as unsafe: judged on its text as sent
@@ -464,12 +551,12 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         try:
             path = forward_path(raw_path, f"/{version}/")
             route = route_for_path(path, version)
-            not_governed(request.method, path, version)
-            observer.passthrough(route.api)
-            body = await read_body(request, config.max_body_bytes)
-            headers, query = keyed(route, request)
-            response = await upstream.send(request.method, path, query, headers, body)
-            relayed = await relay(response, stream=True, redact=redact, framing=route.framing)
+            self.not_governed(request.method, path, version)
+            self.observer.passthrough(route.api)
+            body = await read_body(request, self.config.max_body_bytes)
+            headers, query = self._keyed(route, request)
+            response = await self.upstream.send(request.method, path, query, headers, body)
+            relayed = await relay(response, stream=True, redact=self.redact, framing=route.framing)
         except BadPath as exc:
             shown = raw_path.decode("latin-1")
             log.info("%s %s 400 (not forwarded): %s", request.method, shown, exc)
@@ -480,14 +567,17 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             log.info("%s /%s/%s 413 %s", request.method, version, path, exc.message)
             return too_large(exc, route)
         except httpx.HTTPError as exc:
-            what = describe(exc, redact)
+            what = describe(exc, self.redact)
             log.warning("%s /%s/%s → upstream: %s", request.method, version, path, what)
-            return _unreachable(exc, redact, route)
+            return _unreachable(exc, self.redact, route)
         status = relayed.status_code
         log.info("%s /%s/%s → %d (passed through)", request.method, version, path, status)
         return relayed
 
-    async def compaction(
+    # -- side endpoints and compactions (side.py)
+
+    async def _compaction(
+        self,
         where: str,
         governed: Governed,
         query: str,
@@ -500,8 +590,9 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
         compaction when it gives one, else one minted here from the governed history.
         A refusal as too long teaches the window (as on the main path) and the history
         is governed to it before the compaction is minted."""
+        redact = self.redact
         try:
-            response = await upstream.send("POST", "responses", query, headers, governed.body)
+            response = await self.upstream.send("POST", "responses", query, headers, governed.body)
             try:
                 answer = await response.aread()
             finally:
@@ -519,7 +610,7 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             return Response(answer, status_code=status, media_type=kind, headers=dict(extra))
         refusal = refusal_of(answer) if status >= 400 and governed.model else None
         if refusal is not None:
-            again = await relearned(raw, route, model, (), governed, refusal, where)
+            again = await self._relearned(raw, route, model, (), governed, refusal, where)
             if again is not None:
                 governed = again
         line = summary(governed)
@@ -530,73 +621,60 @@ def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> St
             return Response(response_events(minted), media_type="text/event-stream", headers=local)
         return JSONResponse(minted, headers=local)
 
-    def side_route(side: SideRoute) -> Callable[[Request], Awaitable[Response]]:
+    def side_route(self, side: SideRoute) -> Callable[[Request], Awaitable[Response]]:
         """The handler of a side endpoint (side.py): the governed body goes to the
         upstream's endpoint; where the upstream has none, the proxy answers itself."""
         route = route_for_path(side.path)
 
         async def handle(request: Request) -> Response:
-            where = f"POST /v1/{side.path}"
-            try:
-                raw = await read_body(request, config.max_body_bytes)
-                governed = await govern_side(side, raw, governance.govern)
-            except TooLarge as exc:
-                return too_large(exc, route)
-            except BadRequest as exc:
-                log.info("%s 400 %s", where, exc.message)
-                return error_response(
-                    400, exc.message, "invalid_request_error", exc.param, route=route
-                )
-            headers, query = keyed(route, request, "application/json")
-            extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
-            body = sendable(side, governed)
-            try:
-                response = await upstream.send("POST", side.path, query, headers, body)
-                if response.status_code not in LACKS_ENDPOINT:
-                    relayed = await relay(response, stream=False, redact=redact, extra=extra)
-                    log.info("%s %s → %d (upstream)", where, summary(governed), relayed.status_code)
-                    return relayed
-                await response.aclose()
-            except httpx.HTTPError as exc:
-                log.warning("%s → upstream: %s", where, describe(exc, redact))
-                return _unreachable(exc, redact, route)
-            status = response.status_code
-            log.info("%s %s → answered here (upstream: %d)", where, summary(governed), status)
-            local = [*governed_headers(governed), (SIDE_HEADER, "local")]
-            return JSONResponse(local_answer(side, governed), headers=dict(local))
+            return await self._side(request, side, route)
 
         return handle
 
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        await governance.start()
-        await run_in_threadpool(upstream.start)
+    async def _side(self, request: Request, side: SideRoute, route: ApiRoute) -> Response:
+        """A side request governed, then sent to the upstream's endpoint, or answered here
+        when the upstream has none (side.LACKS_ENDPOINT)."""
+        where = f"POST /v1/{side.path}"
         try:
-            yield {}
-        finally:
-            governance.close()
-            await upstream.aclose()
-            observer.tracer.shutdown()
+            raw = await read_body(request, self.config.max_body_bytes)
+            governed = await govern_side(side, raw, self.governance.govern)
+        except TooLarge as exc:
+            return too_large(exc, route)
+        except BadRequest as exc:
+            log.info("%s 400 %s", where, exc.message)
+            return error_response(400, exc.message, "invalid_request_error", exc.param, route=route)
+        headers, query = self._keyed(route, request, "application/json")
+        extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
+        body = sendable(side, governed)
+        try:
+            response = await self.upstream.send("POST", side.path, query, headers, body)
+            if response.status_code not in LACKS_ENDPOINT:
+                relayed = await relay(response, stream=False, redact=self.redact, extra=extra)
+                log.info("%s %s → %d (upstream)", where, summary(governed), relayed.status_code)
+                return relayed
+            await response.aclose()
+        except httpx.HTTPError as exc:
+            log.warning("%s → upstream: %s", where, describe(exc, self.redact))
+            return _unreachable(exc, self.redact, route)
+        status = response.status_code
+        log.info("%s %s → answered here (upstream: %d)", where, summary(governed), status)
+        local = [*governed_headers(governed), (SIDE_HEADER, "local")]
+        return JSONResponse(local_answer(side, governed), headers=dict(local))
 
+
+def create_app(config: ProxyConfig, *, tracer_provider: Any | None = None) -> Starlette:
+    """The proxy for ``config``; serve it with any ASGI server (the CLI uses uvicorn).
+
+    The configured models' encodings are loaded during the ASGI lifespan start-up,
+    so a server that runs it (uvicorn does) accepts no request before they are ready.
+    ``tracer_provider``: an OpenTelemetry tracer provider to put the request spans in
+    (default: OTLP when configured, else none).
+    """
+    mask_logged_query_secrets()  # a client's ?key= never reaches a log line
+    proxy = _Proxy(config, tracer_provider)
     return Starlette(
-        routes=[
-            Route("/healthz", healthz, methods=["GET"]),
-            *observing_routes(observer, config.ui_token, metrics=config.metrics, ui=config.ui),
-            *(
-                Route(f"/{v}/{r.path}", governed_route(r, v), methods=["POST"])
-                for r in ROUTES
-                for v in r.versions
-            ),
-            *(Route(f"/v1/{s.path}", side_route(s), methods=["POST"]) for s in SIDE_ROUTES),
-            *(
-                Route(f"/{v}/{{path:path}}", passthrough_under(v), methods=_METHODS)
-                for v in VERSIONS
-            ),
-        ],
-        lifespan=lifespan,
+        routes=proxy.routes(),
+        lifespan=proxy.lifespan,
         middleware=[Middleware(Guard, config=config)],  # who may call: before any body is read
     )
 

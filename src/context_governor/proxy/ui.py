@@ -87,22 +87,24 @@ def request_detail(observer: Observer, seq: int) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def routes(
-    observer: Observer, token: str | None, *, metrics: bool = True, ui: bool = True
-) -> list[BaseRoute]:
-    """/metrics and /ui's routes; either left out when switched off (``--no-metrics``,
-    ``--no-ui``), so the path is passed nowhere and answers 404."""
+def _guarded(handler: Any, token: str | None) -> Any:
+    """``handler`` served only to who may see the page (``allowed``), its answers kept
+    out of caches and never sniffed as another type."""
 
-    def guarded(handler: Any) -> Any:
-        async def guard(request: Request) -> Response:
-            if not allowed(request, token):
-                return _refused(token)
-            response: Response = await handler(request)
-            response.headers["cache-control"] = "no-store"
-            response.headers["x-content-type-options"] = "nosniff"
-            return response
+    async def guard(request: Request) -> Response:
+        if not allowed(request, token):
+            return _refused(token)
+        response: Response = await handler(request)
+        response.headers["cache-control"] = "no-store"
+        response.headers["x-content-type-options"] = "nosniff"
+        return response
 
-        return guard
+    return guard
+
+
+def _scrape(observer: Observer) -> Any:
+    """The handler of /metrics: the exposition, made off the loop (a 503 without
+    prometheus-client)."""
 
     async def scrape(request: Request) -> Response:
         if observer.metrics is None:
@@ -111,12 +113,26 @@ def routes(
         body = await run_in_threadpool(observer.metrics.exposition)
         return Response(body, media_type=CONTENT_TYPE)
 
-    async def page(request: Request) -> Response:
-        name = request.path_params.get("name") or "index.html"
-        if name not in FILES:
-            return JSONResponse({"error": {"message": "not found"}}, status_code=404)
-        body = served_page() if name == "index.html" else asset(name)
-        return Response(body, media_type=FILES[name])
+    return scrape
+
+
+async def _page(request: Request) -> Response:
+    """The page's files: the page itself and its assets, nothing else."""
+    name = request.path_params.get("name") or "index.html"
+    if name not in FILES:
+        return JSONResponse({"error": {"message": "not found"}}, status_code=404)
+    body = served_page() if name == "index.html" else asset(name)
+    return Response(body, media_type=FILES[name])
+
+
+async def _to_page(request: Request) -> Response:
+    """/ui without its slash: redirected to the page, with the query (a ?token=)."""
+    query = request.url.query  # a ?token= goes along
+    return RedirectResponse("/ui/" + (f"?{query}" if query else ""), status_code=307)
+
+
+def _ui_routes(observer: Observer, token: str | None) -> list[BaseRoute]:
+    """/ui's routes: the page and the records it reads, each guarded."""
 
     async def conversations(request: Request) -> Response:
         return JSONResponse(observer.journal.conversations())
@@ -139,21 +155,25 @@ def routes(
         journal = observer.journal
         return JSONResponse({"kept": journal.sizes(), "bounds": journal.bounds()})
 
-    async def to_page(request: Request) -> Response:
-        query = request.url.query  # a ?token= goes along
-        return RedirectResponse("/ui/" + (f"?{query}" if query else ""), status_code=307)
+    return [
+        Route("/ui", _guarded(_to_page, token), methods=["GET"]),
+        Route("/ui/", _guarded(_page, token), methods=["GET"]),
+        Route("/ui/api/conversations", _guarded(conversations, token), methods=["GET"]),
+        Route("/ui/api/conversations/{cid:path}", _guarded(conversation, token), methods=["GET"]),
+        Route("/ui/api/requests/{seq:int}", _guarded(one_request, token), methods=["GET"]),
+        Route("/ui/api/memory", _guarded(memory, token), methods=["GET"]),
+        Route("/ui/{name}", _guarded(_page, token), methods=["GET"]),
+    ]
 
+
+def routes(
+    observer: Observer, token: str | None, *, metrics: bool = True, ui: bool = True
+) -> list[BaseRoute]:
+    """/metrics and /ui's routes; either left out when switched off (``--no-metrics``,
+    ``--no-ui``), so the path is passed nowhere and answers 404."""
     found: list[BaseRoute] = []
     if metrics:
-        found.append(Route("/metrics", scrape, methods=["GET"]))
+        found.append(Route("/metrics", _scrape(observer), methods=["GET"]))
     if ui:
-        found += [
-            Route("/ui", guarded(to_page), methods=["GET"]),
-            Route("/ui/", guarded(page), methods=["GET"]),
-            Route("/ui/api/conversations", guarded(conversations), methods=["GET"]),
-            Route("/ui/api/conversations/{cid:path}", guarded(conversation), methods=["GET"]),
-            Route("/ui/api/requests/{seq:int}", guarded(one_request), methods=["GET"]),
-            Route("/ui/api/memory", guarded(memory), methods=["GET"]),
-            Route("/ui/{name}", guarded(page), methods=["GET"]),
-        ]
+        found += _ui_routes(observer, token)
     return found
