@@ -18,12 +18,14 @@ from .messages.legacy import first_legacy, refusal
 from .messages.roles import Developers, first_edge, with_entries
 from .policies import Compaction, CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
-from .providers import resolve
+from .providers import Provider, resolve
 from .providers.rules import find_violations
 from .report import Action, Note, Report, moves_messages
 from .stages import Context, Stage
 from .stages.compact import would_compact
 from .stages.snip import SAFETY_BUFFER
+from .targets.policy import Policy
+from .targets.target import Target
 from .targets.windows import WindowSource, resolve_window
 
 __all__ = [
@@ -311,9 +313,9 @@ class Settings:
     compaction: Compaction
     budget: int | None
     prefill: bool
-    provider: Any  # providers.Provider
-    target: Any  # providers.Target
-    policy: Any  # providers.Policy
+    provider: Provider
+    target: Target
+    policy: Policy
     counter: TokenCounter
     #: "given", "model" (the model's known window) or "none"
     window_source: WindowSource = "given"
