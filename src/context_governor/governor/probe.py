@@ -62,6 +62,7 @@ from ..stages import (
     Context,
     compact,
 )
+from ..stages.base import MessageCheck, Stage, message_check
 from ..stages.repair import repair_messages
 from ..targets.policy import Policy
 
@@ -239,6 +240,18 @@ class Plan:
     budget_refused: bool
     #: run() notes that the prefill is not accepted
     prefill_refused: bool
+    #: the checks of the profile's stages that declared one (stages.base.leaves_alone_if)
+    message_checks: tuple[MessageCheck, ...] = ()
+
+
+def _undeclared(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The stages that declared no per-message check: those the one pass knows by heart."""
+    return tuple(stage for stage in stages if message_check(stage) is None)
+
+
+def _declared_checks(s: Settings) -> tuple[MessageCheck, ...]:
+    stages = (*s.profile.stages, *s.profile.finish)
+    return tuple(check for stage in stages if (check := message_check(stage)) is not None)
 
 
 def _plain_possible(s: Settings) -> bool:
@@ -247,8 +260,8 @@ def _plain_possible(s: Settings) -> bool:
     return not (
         not _POLICY_KNOWN
         or s.profile.prepare != (repair_messages,)
-        or s.profile.stages != STRICT_STAGES
-        or s.profile.finish != PROVIDER_STAGES
+        or _undeclared(s.profile.stages) != _undeclared(STRICT_STAGES)
+        or _undeclared(s.profile.finish) != _undeclared(PROVIDER_STAGES)
         or not isinstance(s.compaction, CompactionPolicy)  # the seed's runs in clear_stage
         or target is None
         or policy.flatten_tools(target)
@@ -289,6 +302,7 @@ def _make_plan(s: Settings) -> Plan:
         limit=limit,
         budget_refused=budget is not None and (budget <= 0 or not cache),
         prefill_refused=bool(s.prefill and not (s.policy.prefill(target))),
+        message_checks=_declared_checks(s),
     )
 
 
@@ -475,6 +489,8 @@ def _plain(
     for index in range(first, len(messages)):
         message = messages[index]
         if not _fields_plain(message, p):
+            return False
+        if p.message_checks and not all(check(message) for check in p.message_checks):
             return False
         role, content, name = message.get("role"), message.get("content"), message.get("name")
         counted = index >= start

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .pairing import Pairing
     from .replay import Replay
 
-__all__ = ["FINDINGS", "Context", "Stage"]
+__all__ = ["FINDINGS", "Context", "MessageCheck", "Stage", "leaves_alone_if", "message_check"]
 
 
 @dataclass(slots=True)
@@ -98,3 +98,30 @@ FINDINGS = tuple(_fresh_findings())
 
 
 Stage = Callable[[list[Message], Context], list[Message]]
+#: A stage's promise about one message: True where it leaves the message as it is.
+MessageCheck = Callable[[Message], bool]
+
+
+def leaves_alone_if(check: MessageCheck) -> Callable[[Stage], Stage]:
+    """Declare, on a stage that looks at each message on its own, when it leaves one
+    alone: ``check(message)`` True means the stage neither changes that message nor
+    records anything for it. The Governor's fast path (governor/probe.py) runs the check
+    of every declared stage over the messages it walks, so such a stage needs no rule of
+    its own there: a new per-message stage is its module, its place in a profile and its
+    tests. A stage whose effect depends on other messages or on the settings cannot
+    make this promise."""
+
+    def declare(stage: Stage) -> Stage:
+        setattr(stage, _CHECK, check)  # a function has no typed place for it
+        return stage
+
+    return declare
+
+
+_CHECK = "leaves_alone"
+
+
+def message_check(stage: Stage) -> MessageCheck | None:
+    """The check a stage declared with ``leaves_alone_if``; None when it declared none."""
+    check = getattr(stage, _CHECK, None)
+    return check if callable(check) else None
