@@ -72,7 +72,7 @@ def tools_of(replay: Replay) -> list[dict[str, Any]]:
     ]
 
 
-def _assistant(message: Message) -> dict[str, Any]:
+def assistant_message(message: Message) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     if message.get("content"):
         blocks.append({"type": "text", "text": message["content"]})
@@ -96,7 +96,7 @@ def to_body(history: Sequence[Message], tools: list[dict[str, Any]]) -> dict[str
     for message in history:
         role = message.get("role")
         if role == "assistant":
-            messages.append(_assistant(message))
+            messages.append(assistant_message(message))
             continue
         if role == "tool":
             block = {

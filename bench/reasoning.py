@@ -45,6 +45,7 @@ from typing import Any
 from context_governor.counting import counting_encoding
 from context_governor.formats import govern_request
 
+from .anthropic_cache import assistant_message, tools_of
 from .section import section_main
 from .sessions import Message, Replay, coding_session
 
@@ -187,18 +188,7 @@ def _anthropic_step(
                 "thinking": turn.text,
                 "signature": _cipher(rng, SIGNATURE_CHARS),
             }
-            blocks: list[Body] = [think]
-            if message.get("content"):
-                blocks.append({"type": "text", "text": message["content"]})
-            for call in message.get("tool_calls") or ():
-                blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": call["id"],
-                        "name": call["function"]["name"],
-                        "input": json.loads(call["function"]["arguments"] or "{}"),
-                    }
-                )
+            blocks: list[Body] = [think, *assistant_message(message)["content"]]
             out.append({"role": "assistant", "content": blocks})
             continue
         if role == "tool":
@@ -219,14 +209,7 @@ def _anthropic_step(
 def anthropic_bodies(replay: Replay, turns: Sequence[Turn], *, renamed: bool = False) -> list[Body]:
     rng = random.Random(f"{replay.name}:anthropic")
     system = "\n\n".join(m["content"] for m in replay.steps[0] if m.get("role") == "system")
-    tools = [
-        {
-            "name": t["function"]["name"],
-            "description": t["function"].get("description", ""),
-            "input_schema": t["function"]["parameters"],
-        }
-        for t in replay.tools
-    ]
+    tools = tools_of(replay)
     history: list[Body] = []
     out = []
     for step, turn in zip(replay.steps, turns, strict=True):
