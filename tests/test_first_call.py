@@ -21,7 +21,7 @@ from long_sessions import long_session
 
 from context_governor.policies import CompactionPolicy
 from context_governor.stages.compact import _when
-from context_governor.stages.replay import Plan, _cut_note, _RoleTally, replay_history
+from context_governor.stages.replay import Plan, _Costs, _cut_note, _RoleTally, replay_history
 
 Message = dict[str, Any]
 
@@ -195,3 +195,28 @@ def test_when_reads_a_logarithmic_number_of_compactions() -> None:
         _when(plan, index)
     asked = len(range(0, 57_500, 7))
     assert 0 < CountingCuts.reads <= 15 * asked, (CountingCuts.reads, asked)
+
+
+@given(st.data())
+def test_range_costs_equal_the_walk_they_replace(data: st.DataObject) -> None:
+    """Differential: what a range of messages costs as sent, from the prefix sums with
+    clears in any order (a clear behind a newer one included), equals summing it message
+    by message (system messages left out, a cleared message at its placeholder)."""
+    roles = data.draw(st.lists(st.sampled_from(["system", "user", "assistant", "tool"]),
+                               min_size=1, max_size=40))  # fmt: skip
+    messages: list[Message] = [{"role": r, "content": str(i)} for i, r in enumerate(roles)]
+    tokens = data.draw(st.lists(st.integers(1, 500), min_size=len(roles), max_size=len(roles)))
+    costs = _Costs(messages, tokens)
+    cleared: dict[int, int] = {}
+    candidates = [i for i, r in enumerate(roles) if r != "system"]
+    for i in data.draw(st.lists(st.sampled_from(candidates), unique=True) if candidates
+                       else st.just([])):  # fmt: skip
+        placeholder = data.draw(st.integers(0, tokens[i]))
+        cleared[i] = placeholder
+        costs.clear(i, tokens[i] - placeholder)
+        start = data.draw(st.integers(0, len(roles)))
+        end = data.draw(st.integers(0, len(roles)))
+        walked = sum(
+            cleared.get(k, tokens[k]) for k in range(start, end) if roles[k] != "system"
+        )
+        assert costs.between(start, end) == walked
