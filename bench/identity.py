@@ -98,7 +98,10 @@ def _long_part() -> Iterator[tuple[str, bytes]]:
 
 def _corpus_parts() -> Iterator[tuple[str, bytes]]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from real_sessions import load_corpus, step_records  # the tests' loader
+    from real_sessions import (  # type: ignore[import-not-found]  # the tests' loader
+        load_corpus,
+        step_records,
+    )
 
     for session in load_corpus():
         digest = hashlib.sha256()

@@ -10,15 +10,22 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from levels import examples
 from test_governor import _clean_session
+from test_probe import VARIANTS, _windows
 
 from context_governor import Governor, govern
+from context_governor.counting import KnownCounts
 from context_governor.governor import governor as governor_module
-from context_governor.governor.probe import plain_facts, plan
+from context_governor.governor import probe
+from context_governor.governor.probe import WALKED, plain_facts, plan
 from context_governor.messages import Message
-from context_governor.pipeline import Settings, resolve_settings
+from context_governor.pipeline import Settings, context, resolve_settings
 from context_governor.profiles import STRICT_STAGES, get_profile
-from context_governor.stages.base import Context, leaves_alone_if, message_check
+from context_governor.providers import PROVIDERS
+from context_governor.stages.base import Context, check_for, leaves_alone_if, message_check
 
 MARK = "  "  # trailing whitespace the stage removes
 
@@ -94,3 +101,54 @@ def test_the_governor_agrees_with_govern_and_takes_the_fast_path(
     assert all(clean for fast, clean in answers if fast)  # never over a message it trims
     assert sum(fast for fast, _ in answers) > 10
     assert (trimmed > 0) == bool(marked_every)
+
+
+# -- the provider profiles' own declarations ---------------------------------------------------
+
+
+def _declared_stages(s: Settings) -> list[Any]:
+    return [stage for stage in (*s.profile.stages, *s.profile.finish) if check_for(stage)]
+
+
+def test_every_provider_stage_is_walked_or_declared() -> None:
+    """No stage of a provider profile is known to the fast path by heart except the ones
+    whose rule is the walk's shape (probe.WALKED); the repairs bring their own checks."""
+    for name in PROVIDERS:
+        s = resolve_settings(profile=name, context_window=60_000)
+        for stage in (*s.profile.stages, *s.profile.finish):
+            assert stage in WALKED or check_for(stage) is not None, (name, stage)
+        assert plan(s).plain
+
+
+@settings(
+    max_examples=examples(full=400, fast=40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**32 - 1), variant=st.sampled_from(VARIANTS))
+def test_each_declared_check_is_a_promise_its_stage_keeps(
+    seed: int, variant: dict[str, Any]
+) -> None:
+    """Each stage on its own, not the combination: on windows of the walk's shape (its
+    structure, with no stage's check applied), a stage whose check passes every message
+    returns the window itself and records nothing. A check too lax for its stage fails
+    here even when another stage's check would hide it in the fast path."""
+    rng = random.Random(seed)
+    s = resolve_settings(max_output=1000, **variant)
+    p = plan(s)
+    if not p.plain:
+        return
+    shape_only = replace(p, settings_checks=(), message_checks=())
+    for window in _windows(rng):
+        if not probe._plain(window, shape_only, len(window), None, None, None):
+            continue
+        for stage in _declared_stages(s):
+            make = check_for(stage)
+            assert make is not None
+            ctx = context(s, KnownCounts(s.counter, {}))
+            check = make(ctx)
+            if check is not None and not all(check(m) for m in window):
+                continue
+            event(f"kept by {stage.__name__}")
+            assert stage(window, ctx) is window, stage.__name__
+            assert not ctx.actions and not ctx.notes, stage.__name__

@@ -22,12 +22,17 @@ that changes the list or records anything.
 
 Before that, :func:`plain_window` looks for the shapes an agent loop appends (an
 assistant turn whose calls are each answered right after it, in order, by tool results;
-a user message; a plain reply before a user message) in one pass, reading the
-provider's Policy (id format, names, empty content, keys, caps, one call per turn,
-bridges, reasoning, signatures, flattening): a window of that shape, made only of plain
-values (strings without lone surrogates, the usual keys), is one every stage of a
-provider profile leaves alone, so only the provider's rules are run on it, less those a
-plain window already rules out (IMPLIED_BY_PLAIN). Anything else goes through the stages.
+a user message; a plain reply before a user message) in one pass. The stages whose rule
+is that shape are WALKED (pairing, alternation, the opening, the bridge after a tool
+result, the prefill, the compaction under its trigger); every other stage of the profile
+declared what it leaves alone (``stages.base.leaves_alone_if``/``leaves_alone_when``: the
+provider's repairs of ids, names, keys, empty content, reasoning, signatures, flattening
+and breakpoints, the cap), and the pass runs those checks, made once per Settings, on
+each message it walks. A window of that shape, made only of plain values (strings
+without lone surrogates, the usual keys), that passes them is one every stage of the
+profile leaves alone, so only the provider's rules are run on it, less those a plain
+window already rules out (IMPLIED_BY_PLAIN). Anything else goes through the stages; a
+profile with a stage that is neither walked nor declared never has a plain window.
 
 A Governor asks every step, so what the answer reads of the settings is worked out once
 per Settings (:func:`plan`), and :func:`plain_facts` gives, on the same walk, the new
@@ -42,9 +47,8 @@ is one the stages leave alone.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
@@ -54,21 +58,22 @@ from ..messages import Message
 from ..messages.inputs import has_surrogate
 from ..pipeline import Settings, context
 from ..policies import CompactionPolicy
-from ..profiles import PROVIDER_STAGES, STRICT_STAGES
-from ..providers import checks
-from ..providers.fixes import ID_RULES, NAME_OK
+from ..providers import checks, fixes
 from ..providers.rules import Check
 from ..stages import (
     Context,
+    backfill_strict,
     compact,
+    drop_orphans_strict,
+    enforce_alternation,
 )
-from ..stages.base import MessageCheck, Stage, message_check
+from ..stages.base import MessageCheck, Stage, check_for, message_check
 from ..stages.repair import repair_messages
-from ..targets.policy import Policy
 
 __all__ = [
     "IMPLIED_BY_PLAIN",
     "PER_MESSAGE_CODE",
+    "WALKED",
     "Plan",
     "Resume",
     "implied_by_plain",
@@ -81,40 +86,25 @@ __all__ = [
     "unwrapped",
 ]
 
-#: The Policy fields plain_window was written against. A Policy with other fields is
-#: never plain: a new repair turns the one-pass check off (tests/test_probe.py then
-#: fails) until plain_window reads it too. The stages are the provider profiles' own
-#: (profiles.STRICT_STAGES, PROVIDER_STAGES; tests/test_probe.py pins the ones
-#: plain_window knows).
-_KNOWN_POLICY = frozenset(
+#: The stages whose rule is the walk's own shape (plain_window): pairing and regrouping
+#: (calls answered right after their turn, in order, each id once), alternation (no run
+#: of one role), the opening (a user message first), the bridge after a tool result (read
+#: from the Policy), the prefill (a user or tool message last) and the compaction (at most
+#: the trigger: see leaves_alone). Every other stage of a profile declares what it leaves
+#: alone (stages.base.leaves_alone_if / leaves_alone_when), or nothing is plain.
+WALKED: frozenset[Stage] = frozenset(
     {
-        "id_style",
-        "system",
-        "user_before_tool_call_opening",
-        "needs_user",
-        "bridge_user_after_tool",
-        "empty",
-        "reasoning",
-        "reasoning_placeholder",
-        "allowed_keys",
-        "names",
-        "prefill",
-        "prefill_flag",
-        "rstrip_prefill",
-        "thought_signatures",
-        "max_cache_control",
-        "flatten_tools",
-        "flatten_why",
-        "text_only_content",
-        "text_only_roles",
-        "part_types",
-        "single_tool_call",
-        "developer_role",  # read by the edge (messages/roles.py): the stages never see that role
-        "legacy_functions",  # the same (messages/legacy.py)
+        drop_orphans_strict,
+        backfill_strict,
+        fixes.regroup_tool_results,
+        enforce_alternation,
+        fixes.opening,
+        fixes.bridge_user_after_tool,
+        fixes.prefill,
+        compact.clear_stage,
+        compact.fit_stage,
     }
 )
-#: False when Policy has a field plain_window does not know (then nothing is plain).
-_POLICY_KNOWN = frozenset(f.name for f in fields(Policy)) == _KNOWN_POLICY
 
 #: The keys a plain message, tool call and function may have (anything else: the stages).
 _MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
@@ -212,17 +202,12 @@ class Resume:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What the probe reads of one Settings, worked out once (a Governor asks about the
-    same settings every step): the Policy fields plain_window reads, the provider's rules
+    same settings every step): the checks its stages declared for them, the provider's rules
     that apply to the target, and the budget's limit."""
 
     #: False when no window can be plain under these settings (see plain_window)
     plain: bool
-    id_ok: re.Pattern[str]
-    allowed: frozenset[str] | None
-    cap: int | None
-    names: str
-    empty: str
-    single_tool_call: bool
+    #: a tool result must not be followed by a user message (fixes.bridge_user_after_tool)
     bridge: bool
     #: the checks of the rules that apply to the target, in the provider's order
     checks: tuple[Check, ...]
@@ -242,11 +227,9 @@ class Plan:
     prefill_refused: bool
     #: the checks of the profile's stages that declared one (stages.base.leaves_alone_if)
     message_checks: tuple[MessageCheck, ...] = ()
-
-
-def _undeclared(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
-    """The stages that declared no per-message check: those the one pass knows by heart."""
-    return tuple(stage for stage in stages if message_check(stage) is None)
+    #: the checks the profile's stages declared for these settings
+    #: (stages.base.leaves_alone_when: the provider's repairs, the cap)
+    settings_checks: tuple[MessageCheck, ...] = ()
 
 
 def _declared_checks(s: Settings) -> tuple[MessageCheck, ...]:
@@ -254,20 +237,31 @@ def _declared_checks(s: Settings) -> tuple[MessageCheck, ...]:
     return tuple(check for stage in stages if (check := message_check(stage)) is not None)
 
 
+def _settings_checks(s: Settings) -> tuple[MessageCheck, ...]:
+    """The checks the stages declared for these settings (those of ``leaves_alone_if``
+    are message_checks), made once from the settings' Context."""
+    ctx = context(s, s.counter)
+    made: list[MessageCheck] = []
+    for stage in (*s.profile.stages, *s.profile.finish):
+        make = check_for(stage)
+        if make is None or message_check(stage) is not None:
+            continue
+        check = make(ctx)
+        if check is not None:
+            made.append(check)
+    return tuple(made)
+
+
 def _plain_possible(s: Settings) -> bool:
-    """The settings plain_window was written against (see _KNOWN_POLICY)."""
-    policy, target = s.policy, s.target
-    return not (
-        not _POLICY_KNOWN
-        or s.profile.prepare != (repair_messages,)
-        or _undeclared(s.profile.stages) != _undeclared(STRICT_STAGES)
-        or _undeclared(s.profile.finish) != _undeclared(PROVIDER_STAGES)
-        or not isinstance(s.compaction, CompactionPolicy)  # the seed's runs in clear_stage
-        or target is None
-        or policy.flatten_tools(target)
-        or policy.thought_signatures(target)
-        # "strip" removes a reasoning_content key, which a plain message does not have
-        or policy.reasoning(target) not in ("keep", "strip")
+    """Whether plain_window can answer for these settings: every stage is walked or
+    declared what it leaves alone, the input repair is the usual one, and the cache
+    policy decides (the seed's runs in clear_stage)."""
+    stages = (*s.profile.stages, *s.profile.finish)
+    return (
+        s.profile.prepare == (repair_messages,)
+        and all(stage in WALKED or check_for(stage) is not None for stage in stages)
+        and isinstance(s.compaction, CompactionPolicy)
+        and s.target is not None
     )
 
 
@@ -284,14 +278,9 @@ def _make_plan(s: Settings) -> Plan:
     if budget is not None and isinstance(s.compaction, CompactionPolicy):
         limit = s.compaction.thresholds(budget)[0]
     plain_checks = tuple(c for c in applied if not implied_by_plain(c))
+    plain = _plain_possible(s)
     return Plan(
-        plain=_plain_possible(s),
-        id_ok=ID_RULES[policy.id_style],
-        allowed=policy.allowed_keys,
-        cap=s.cap,
-        names=policy.names,
-        empty=policy.empty,
-        single_tool_call=bool(policy.single_tool_call),
+        plain=plain,
         bridge=bool(policy.bridge_user_after_tool),
         checks=applied,
         plain_checks=plain_checks,
@@ -303,6 +292,7 @@ def _make_plan(s: Settings) -> Plan:
         budget_refused=budget is not None and (budget <= 0 or not cache),
         prefill_refused=bool(s.prefill and not (s.policy.prefill(target))),
         message_checks=_declared_checks(s),
+        settings_checks=_settings_checks(s) if plain else (),
     )
 
 
@@ -420,7 +410,7 @@ def _json_size(text: str) -> int:
 _CALL_JSON = 67
 
 
-def _call_id(call: Any, id_ok: re.Pattern[str]) -> tuple[str, int] | None:
+def _call_id(call: Any) -> tuple[str, int] | None:
     """The id of a plain tool call (what the input repair and the id rewrite leave alone),
     with the UTF-8 size of the call as ``json.dumps(..., ensure_ascii=False)`` writes it."""
     if type(call) is not dict or not call.keys() <= _CALL_KEYS or call.get("type") != "function":
@@ -431,19 +421,8 @@ def _call_id(call: Any, id_ok: re.Pattern[str]) -> tuple[str, int] | None:
     name, arguments, call_id = function.get("name"), function.get("arguments"), call.get("id")
     if not (name and _text(name) and _text(arguments) and call_id and _text(call_id)):
         return None
-    if not id_ok.fullmatch(call_id):
-        return None
     size = _json_size(call_id) + _json_size(name) + _json_size(arguments)
     return call_id, _CALL_JSON + size
-
-
-def _content_kept(empty: str, content: str | None, calls: bool) -> bool:
-    """Whether the empty-content repair leaves a plain message's content as it is: null
-    is kept only beside tool calls, and only where null is how the provider takes it;
-    a blank string only where blank is accepted."""
-    if content is None:
-        return calls and empty in ("openai", "blocks")
-    return empty in ("openai", "template") or bool(content.strip())
 
 
 def plain_window(messages: list[Message], s: Settings) -> bool:
@@ -492,14 +471,14 @@ def _plain(
             return False
         if p.message_checks and not all(check(message) for check in p.message_checks):
             return False
+        if not all(check(message) for check in p.settings_checks):
+            return False
         role, content, name = message.get("role"), message.get("content"), message.get("name")
         counted = index >= start
         step = _step(message, role, previous, p, seen, open_calls, ids if counted else None)
         if step is None:
             return False
-        size, parts, calls = step
-        if not _content_kept(p.empty, content, calls):
-            return False
+        size, parts, _ = step
         if counted and bounds is not None:
             bounds.append(_bound(size, parts, content, name))
         previous = role
@@ -512,16 +491,10 @@ def _fields_plain(message: Any, p: Plan) -> bool:
     the provider takes one, spelled as it accepts."""
     if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
         return False
-    if p.allowed is not None and not message.keys() <= p.allowed:
-        return False
-    role, content, name = message.get("role"), message.get("content"), message.get("name")
+    content, name = message.get("content"), message.get("name")
     if content is not None and not _text(content):
         return False
-    return name is None or bool(
-        _text(name)
-        and (p.names != "tool_only" or role == "tool")
-        and (p.names != "pattern" or NAME_OK.fullmatch(name))
-    )
+    return name is None or _text(name)
 
 
 def _step(
@@ -538,7 +511,7 @@ def _step(
     ``ids`` grow), or a user message; None for anything the stages would decide on.
     The counted text so far (its UTF-8 bytes and parts) and whether it has calls."""
     if role == "tool":
-        size = _tool_result(message, open_calls, p.cap)
+        size = _tool_result(message, open_calls)
         return None if size is None else (size, 1, False)
     if open_calls or "tool_call_id" in message:
         return None  # a call left unanswered before this message
@@ -552,15 +525,14 @@ def _step(
     return None  # system messages, runs of one role, unknown roles: the stages
 
 
-def _tool_result(message: Message, open_calls: list[str], cap: int | None) -> int | None:
+def _tool_result(message: Message, open_calls: list[str]) -> int | None:
     """The UTF-8 size of a tool result's call id when it answers the oldest open call
-    (taken off ``open_calls``), carries no calls and is within the cap; else None."""
+    (taken off ``open_calls``) and carries no calls; else None."""
     call_id = message.get("tool_call_id")
     if not open_calls or call_id != open_calls[0]:
         return None  # an orphan, a duplicate, or out of order: the stages decide
     open_calls.pop(0)
-    content = message.get("content")
-    if "tool_calls" in message or (cap is not None and len(content or "") > cap):
+    if "tool_calls" in message:
         return None
     return _size(call_id)
 
@@ -572,11 +544,9 @@ def _calls_size(
     new (each opened, and added to ``ids``); None when any is not."""
     if type(listed) is not list or not listed:
         return None
-    if p.single_tool_call and len(listed) > 1:
-        return None
     size = 2 * len(listed)  # "[", "]" and ", " between the calls
     for call in listed:
-        found = _call_id(call, p.id_ok)
+        found = _call_id(call)
         if found is None or found[0] in seen:
             return None
         seen.add(found[0])

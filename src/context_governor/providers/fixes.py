@@ -7,13 +7,14 @@ cost) in the report.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind, moves_messages
-from ..stages.base import Context
+from ..stages.base import Context, MessageCheck, leaves_alone_when
 from ..stages.cap import truncate
 from ..stages.inserted import BRIDGE_CONTENT, SYNTHETIC_USER
 from ..stages.pairing import pair_in
@@ -132,6 +133,20 @@ def regroup_tool_results(messages: list[Message], ctx: Context) -> list[Message]
     return out
 
 
+def _no_tool_traffic(message: Message) -> bool:
+    return message.get("role") != "tool" and not (
+        message.get("role") == "assistant" and has_tool_calls(message)
+    )
+
+
+def _flattens(ctx: Context) -> MessageCheck | None:
+    """flatten_tools rewrites tool calls and results, and only those, when it is on."""
+    target = ctx.target
+    on = target is not None and _policy(ctx).flatten_tools(target)
+    return _no_tool_traffic if on else None
+
+
+@leaves_alone_when(_flattens)
 def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
     """Turn tool calls and results into plain text, for chat templates without tool support
     and for Bedrock requests without tools (a toolUse or toolResult block needs a
@@ -166,6 +181,16 @@ def flatten_tools(messages: list[Message], ctx: Context) -> list[Message]:
     return edit.result()
 
 
+def _not_system(message: Message) -> bool:
+    return message.get("role") != "system"
+
+
+def _moves_systems(ctx: Context) -> MessageCheck | None:
+    """systems moves or folds system messages, and nothing when there are none."""
+    return None if _policy(ctx).system == "keep" else _not_system
+
+
+@leaves_alone_when(_moves_systems)
 def systems(messages: list[Message], ctx: Context) -> list[Message]:
     """Hoist system messages for providers that take one system prompt at the front,
     or fold them into the first user message where the template has no system role."""
@@ -273,6 +298,19 @@ def _drop_empty_calls_key(messages: list[Message], ctx: Context) -> list[Message
     return edit.result()
 
 
+def _one_call_at_most(message: Message) -> bool:
+    if "tool_calls" not in message:
+        return True
+    calls = message["tool_calls"]
+    return isinstance(calls, list) and len(calls) == 1
+
+
+def _splits(ctx: Context) -> MessageCheck | None:
+    """split_parallel_calls changes a turn of several calls, or an empty ``tool_calls``."""
+    return _one_call_at_most if _policy(ctx).single_tool_call else None
+
+
+@leaves_alone_when(_splits)
 def split_parallel_calls(messages: list[Message], ctx: Context) -> list[Message]:
     """One tool call per assistant message, each followed by its own result.
 
@@ -324,6 +362,24 @@ def split_parallel_calls(messages: list[Message], ctx: Context) -> list[Message]
 # -- fields ----------------------------------------------------------------------------------
 
 
+def _name_on_tool_only(message: Message) -> bool:
+    return message.get("name") is None or message.get("role") == "tool"
+
+
+def _name_spelled(message: Message) -> bool:
+    name = message.get("name")
+    return name is None or NAME_OK.fullmatch(str(name)) is not None
+
+
+def _renames(ctx: Context) -> MessageCheck | None:
+    """names drops or respells a name the provider does not take."""
+    rule = _policy(ctx).names
+    if rule == "keep":
+        return None
+    return _name_on_tool_only if rule == "tool_only" else _name_spelled
+
+
+@leaves_alone_when(_renames)
 def names(messages: list[Message], ctx: Context) -> list[Message]:
     policy = _policy(ctx)
     if policy.names == "keep":
@@ -345,6 +401,34 @@ def names(messages: list[Message], ctx: Context) -> list[Message]:
     return edit.result()
 
 
+def _no_reasoning(message: Message) -> bool:
+    return "reasoning_content" not in message
+
+
+@functools.cache  # one check per value: equal settings, equal plans
+def _reasoning_given(tool_calls_only: bool) -> MessageCheck:
+    def given(message: Message) -> bool:
+        return (
+            message.get("role") != "assistant"
+            or "reasoning_content" in message
+            or (tool_calls_only and not has_tool_calls(message))
+        )
+
+    return given
+
+
+def _reasons(ctx: Context) -> MessageCheck | None:
+    """reasoning strips ``reasoning_content`` or adds it to the model's turns."""
+    target = ctx.target
+    mode = _policy(ctx).reasoning(target) if target is not None else "keep"
+    if mode == "keep":
+        return None
+    if mode == "strip":
+        return _no_reasoning
+    return _reasoning_given(mode == "require_tool_calls")
+
+
+@leaves_alone_when(_reasons)
 def reasoning(messages: list[Message], ctx: Context) -> list[Message]:
     policy, target = _policy(ctx), ctx.target
     mode = policy.reasoning(target) if target is not None else "keep"
@@ -364,6 +448,21 @@ def reasoning(messages: list[Message], ctx: Context) -> list[Message]:
     return edit.result()
 
 
+@functools.cache  # one check per value: equal settings, equal plans
+def _keys_within(allowed: frozenset[str]) -> MessageCheck:
+    def within(message: Message) -> bool:
+        return message.keys() <= allowed
+
+    return within
+
+
+def _strips_keys(ctx: Context) -> MessageCheck | None:
+    """allowed_keys removes the keys the provider rejects."""
+    allowed = _policy(ctx).allowed_keys
+    return None if allowed is None else _keys_within(allowed)
+
+
+@leaves_alone_when(_strips_keys)
 def allowed_keys(messages: list[Message], ctx: Context) -> list[Message]:
     allowed = _policy(ctx).allowed_keys
     if allowed is None:
@@ -409,6 +508,30 @@ def _text_only(policy: Policy, role: Any, content: list[Any]) -> bool:
     )
 
 
+@functools.cache  # one check per value: equal settings, equal plans
+def _content_as_is(empty: str) -> MessageCheck:
+    """What empty_content leaves alone under each of its modes; a part list only where no
+    mode looks at parts (under the others, for simplicity, it is not promised)."""
+
+    def as_is(message: Message) -> bool:
+        content = message.get("content")
+        if isinstance(content, str):
+            if empty in ("openai", "template"):
+                return True
+            return bool(content.strip()) or (empty == "required" and has_tool_calls(message))
+        if content is None:
+            return empty in ("openai", "blocks") and has_tool_calls(message)
+        return empty == "openai"
+
+    return as_is
+
+
+def _fills(ctx: Context) -> MessageCheck | None:
+    """empty_content replaces null or blank content the way the provider takes it."""
+    return _content_as_is(_policy(ctx).empty)
+
+
+@leaves_alone_when(_fills)
 def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
     """Null or blank content, the way the provider accepts it."""
     policy = _policy(ctx)
@@ -486,6 +609,32 @@ def _derive_id(original: str, style: IdStyle, salt: int) -> str:
     return base if salt == 1 else f"{base}_{salt}"
 
 
+@functools.cache  # one check per value: equal settings, equal plans
+def _ids_valid(valid: re.Pattern[str]) -> MessageCheck:
+    def ids_valid(message: Message) -> bool:
+        result_id = message.get("tool_call_id")
+        if result_id is not None and not (
+            isinstance(result_id, str) and valid.fullmatch(result_id)
+        ):
+            return False
+        calls = message.get("tool_calls")
+        return not calls or all(
+            isinstance(call, dict)
+            and isinstance(call.get("id"), str)
+            and valid.fullmatch(call["id"]) is not None
+            for call in calls
+        )
+
+    return ids_valid
+
+
+def _rekeys(ctx: Context) -> MessageCheck:
+    """rekey_ids rewrites an id the provider's format refuses (and a repeated one: the
+    fast path's walk sees every id once)."""
+    return _ids_valid(ID_RULES[_policy(ctx).id_style])
+
+
+@leaves_alone_when(_rekeys)
 def rekey_ids(messages: list[Message], ctx: Context) -> list[Message]:
     """Rewrite tool-call ids to the provider's format, unique across the request; each
     result gets its call's new id. Ids that are valid and unique are kept."""
@@ -539,6 +688,23 @@ def rekey_ids(messages: list[Message], ctx: Context) -> list[Message]:
 # -- model features ---------------------------------------------------------------------------
 
 
+def _signed(message: Message) -> bool:
+    if message.get("role") != "assistant" or not has_tool_calls(message):
+        return True
+    first = message["tool_calls"][0]
+    extra = first.get("extra_content") if isinstance(first, dict) else None
+    google = extra.get("google") if isinstance(extra, dict) else None
+    return isinstance(google, dict) and bool(google.get("thought_signature"))
+
+
+def _signs(ctx: Context) -> MessageCheck | None:
+    """thought_signatures signs a model turn's first call where its signature was lost."""
+    target = ctx.target
+    on = target is not None and _policy(ctx).thought_signatures(target)
+    return _signed if on else None
+
+
+@leaves_alone_when(_signs)
 def thought_signatures(messages: list[Message], ctx: Context) -> list[Message]:
     target = ctx.target
     if target is None or not _policy(ctx).thought_signatures(target):
@@ -571,6 +737,16 @@ def _cache_marks(message: Message) -> list[int]:
     return marks
 
 
+def _unmarked(message: Message) -> bool:
+    return not _cache_marks(message)
+
+
+def _drops_marks(ctx: Context) -> MessageCheck | None:
+    """cache_control drops breakpoints beyond the provider's limit (none without marks)."""
+    return None if _policy(ctx).max_cache_control is None else _unmarked
+
+
+@leaves_alone_when(_drops_marks)
 def cache_control(messages: list[Message], ctx: Context) -> list[Message]:
     """Keep the newest ``max_cache_control`` breakpoints, drop older ones (AN-10)."""
     limit = _policy(ctx).max_cache_control

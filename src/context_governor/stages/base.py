@@ -17,7 +17,17 @@ if TYPE_CHECKING:
     from .pairing import Pairing
     from .replay import Replay
 
-__all__ = ["FINDINGS", "Context", "MessageCheck", "Stage", "leaves_alone_if", "message_check"]
+__all__ = [
+    "FINDINGS",
+    "CheckFor",
+    "Context",
+    "MessageCheck",
+    "Stage",
+    "check_for",
+    "leaves_alone_if",
+    "leaves_alone_when",
+    "message_check",
+]
 
 
 @dataclass(slots=True)
@@ -102,26 +112,59 @@ Stage = Callable[[list[Message], Context], list[Message]]
 MessageCheck = Callable[[Message], bool]
 
 
+#: What a stage leaves alone under one call's settings (read from its Context): the check
+#: of one message, or None where it leaves every message alone under those settings.
+CheckFor = Callable[["Context"], MessageCheck | None]
+
+
 def leaves_alone_if(check: MessageCheck) -> Callable[[Stage], Stage]:
     """Declare, on a stage that looks at each message on its own, when it leaves one
     alone: ``check(message)`` True means the stage neither changes that message nor
     records anything for it. The Governor's fast path (governor/probe.py) runs the check
     of every declared stage over the messages it walks, so such a stage needs no rule of
     its own there: a new per-message stage is its module, its place in a profile and its
-    tests. A stage whose effect depends on other messages or on the settings cannot
-    make this promise."""
+    tests. A stage whose effect depends on the settings declares with
+    :func:`leaves_alone_when` instead."""
 
     def declare(stage: Stage) -> Stage:
         setattr(stage, _CHECK, check)  # a function has no typed place for it
+        setattr(stage, _CHECK_FOR, lambda ctx: check)
+        return stage
+
+    return declare
+
+
+def leaves_alone_when(check_for: CheckFor) -> Callable[[Stage], Stage]:
+    """Declare, on a stage whose effect on a message depends on the settings (a provider's
+    repair reads its Policy and target), when it leaves one alone: ``check_for(ctx)`` is
+    the check under ``ctx``'s settings (as for :func:`leaves_alone_if`), or None when under
+    them the stage leaves every message alone. The fast path asks once per settings.
+
+    The promise may lean on the shape the fast path walks (governor/probe.py's
+    ``plain_window``: each call answered right after its turn, in order, every call id
+    once, a user message first and a user or tool message last, no system message): a
+    repair of ids, for one, checks each id's format here and relies on the walk for
+    their uniqueness."""
+
+    def declare(stage: Stage) -> Stage:
+        setattr(stage, _CHECK_FOR, check_for)
         return stage
 
     return declare
 
 
 _CHECK = "leaves_alone"
+_CHECK_FOR = "leaves_alone_for"
 
 
 def message_check(stage: Stage) -> MessageCheck | None:
     """The check a stage declared with ``leaves_alone_if``; None when it declared none."""
     check = getattr(stage, _CHECK, None)
     return check if callable(check) else None
+
+
+def check_for(stage: Stage) -> CheckFor | None:
+    """How a stage's check is made from the settings (``leaves_alone_when``, or the fixed
+    check of ``leaves_alone_if``); None when the stage declared neither."""
+    made = getattr(stage, _CHECK_FOR, None)
+    return made if callable(made) else None

@@ -6,10 +6,11 @@ a log) can otherwise take the whole budget and force snipping of everything else
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..messages import Message
-from .base import Context
+from .base import Context, MessageCheck, leaves_alone_when
 
 __all__ = ["STAGE", "cap_tool_results", "truncate", "truncation_marker"]
 
@@ -59,6 +60,21 @@ def _text_length(content: object) -> int:
     return 0
 
 
+@functools.cache  # one check per cap: equal settings, equal plans
+def _within(limit: int) -> MessageCheck:
+    def within(message: Message) -> bool:
+        return message.get("role") != "tool" or _text_length(message.get("content")) <= limit
+
+    return within
+
+
+def _caps(ctx: Context) -> MessageCheck | None:
+    """cap_tool_results cuts a tool result's text over the cap, and nothing else."""
+    limit = ctx.max_tool_result_chars
+    return None if limit is None else _within(limit)
+
+
+@leaves_alone_when(_caps)
 def cap_tool_results(messages: list[Message], ctx: Context) -> list[Message]:
     limit = ctx.max_tool_result_chars
     if limit is None:
