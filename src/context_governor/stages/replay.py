@@ -14,6 +14,7 @@ The walk costs O(n) integer work over cached per-message token counts.
 from __future__ import annotations
 
 import bisect
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -125,6 +126,13 @@ class _RoleTally:
         self.assistants.append(self.assistants[-1] + (counted and role == "assistant"))
         self.users.append(self.users[-1] + (counted and role == "user"))
 
+    def copy(self) -> _RoleTally:
+        twin = _RoleTally()
+        twin.kept, twin.assistants, twin.users = (
+            list(self.kept), list(self.assistants), list(self.users),
+        )  # fmt: skip
+        return twin
+
     def between(self, head: int, cut: int) -> tuple[int, int, int]:
         """(non-system, assistant, user) messages in [head, cut)."""
         return (
@@ -139,13 +147,19 @@ class _Costs:
     sums of the written counts (system messages left out: no cut removes them), and
     prefix sums of what clearing saved, by position. The counts never change; a message
     cleared changes only its own entry. The one sum every question of "what does a cut
-    at c remove" is answered from (``_recent_span``, ``_dropped``, ``_total_with``)."""
+    at c remove" is answered from (``_removed``, ``_total_with``)."""
 
     def __init__(self, messages: list[Message], tokens: list[int]) -> None:
         self.m, self.t = messages, tokens
         self.pre = [0]  # pre[i]: written tokens of the non-system messages before i
         self.cleared: list[int] = []  # cleared positions, ascending
         self.saved = [0]  # saved[k]: what clearing the first k of them saved
+
+    def copy(self, messages: list[Message], tokens: list[int]) -> _Costs:
+        """A copy over ``messages`` (this one's, with more after them), its sums its own."""
+        twin = _Costs(messages, tokens)
+        twin.pre, twin.cleared, twin.saved = list(self.pre), list(self.cleared), list(self.saved)
+        return twin
 
     def _written(self, end: int) -> int:
         pre, m, t = self.pre, self.m, self.t
@@ -363,90 +377,40 @@ class Replay:
         return total <= trigger or self._held_through(new, tokens)
 
     def _held_through(self, new: list[Message], tokens: list[int]) -> bool:
-        """``quiet`` where some request among ``new`` is over the trigger: walks the new
-        requests as ``advance`` and ``request`` would, with the floor's inputs (the
-        span of the newest results' turns and the results' own tokens) taken from
-        prefix sums, and says whether every request over the trigger is held by the
-        floor (``CompactionPolicy.floor``). The plan does not change between these
-        requests (none compacts), so the costs of the old part hold throughout."""
+        """``quiet`` where some request among ``new`` is over the trigger: the same walk
+        (``advance``) and the same judgement (``_judged``) over a trial copy of this
+        replay, request by request, and whether every request over the trigger is held
+        by the verbatim floor (``CompactionPolicy.floor``). The plan does not change
+        between these requests (none compacts), so the trial never applies anything."""
         policy = self.policy
         if not policy.verbatim_floor or policy.mask_first or self.force_final:
             return False
-        n, trigger, head = self.j, self.trigger, self.plan.head
-        total, last_user, first_user = self.total, self.last_user, self.first_user
-        owner, owner_end = self.owner, self.owner_end
-        added: list[int] = []  # the new messages' tool results
-        for k in range(len(new) + 1):
-            final = k == len(new)
-            if (final or (k and new[k].get("role") == "assistant")) and total > trigger:
-                keep = policy.keep_recent
-                recent = [*self.results[-keep:], *added][-keep:] if keep > 0 else []
-                span = total
-                if keep > 0 and len(self.results) + len(added) >= keep:
-                    span = total - self._dropped(
-                        recent[0], new, tokens, (last_user, first_user, owner_end)
-                    )
-                results = sum(self.cost(i) if i < n else tokens[i - n] for i in recent)
-                floor = policy.floor(self.budget, span, results)
-                if floor is None or total > floor[0]:
-                    return False
-            if final:
-                break
-            role = new[k].get("role")
-            total += tokens[k]
-            if role == "tool":
-                added.append(n + k)
-            elif role == "user":
-                if has_media(new[k]):
-                    added.append(n + k)
-                last_user = n + k
-                if first_user < 0 and n + k >= head:
-                    first_user = n + k
-                if owner is not None and owner_end < 0 and n + k > owner:
-                    owner_end = n + k
+        trial, n = self._trial(new, tokens), self.j
+        for k in range(1, len(new) + 1):
+            if k < len(new) and new[k].get("role") != "assistant":
+                continue
+            trial.advance(n + k)
+            if trial.total > trial.trigger and trial._judged(forced=False) is not None:
+                return False
         return True
 
-    def _dropped(
-        self, start: int, new: list[Message], tokens: list[int], users: tuple[int, int, int]
-    ) -> int:
-        """What ``_recent_span`` takes off the total for the oldest kept result at
-        ``start`` at a request of ``_held_through``'s walk (``new`` after the replayed
-        history; ``users``: the newest and first user messages and the end of the
-        owner's turn as they stand there): the cost of the messages from the cut to the
-        newest legal cut at or before ``start``, system messages and the pin of a cut
-        there left out. From prefix sums over the replayed part, extended on first need
-        and dropped at a compaction."""
-        n, cut, owner = self.j, self.plan.cut, self.owner
-        last_user, first_user, owner_end = users
-
-        def role(c: int) -> Any:
-            return (self.m[c] if c < n else new[c - n]).get("role")
-
-        def legal(c: int) -> bool:
-            kind = role(c)
-            return kind == "user" or (
-                kind == "assistant"
-                and (
-                    c > last_user
-                    or first_user < 0
-                    or c < first_user
-                    or (owner is not None and owner < c < owner_end)
-                )
-            )
-
-        while start > cut and not legal(start):
-            start -= 1
-        if start <= cut:
-            return 0
-        dropped = self.costs.between(cut, min(start, n))
-        for c in range(n, start):  # new messages before the start (a burst of results)
-            if role(c) != "system":
-                dropped += tokens[c - n]
-        if cut <= last_user < start:
-            dropped -= self.cost(last_user) if last_user < n else tokens[last_user - n]
-        elif owner is not None and cut <= owner < start < owner_end:
-            dropped -= self.cost(owner)  # the pin of a cut inside the owner's turn
-        return dropped
+    def _trial(self, new: list[Message], tokens: list[int]) -> Replay:
+        """A copy of this replay with ``new`` (``tokens`` their counts) appended, not yet
+        walked; what ``advance`` and the floor's inputs change is its own (lists copied),
+        the plan shared (only a compaction changes it)."""
+        trial = copy.copy(self)
+        n = self.j
+        trial.m = [*self.m[:n], *new]
+        trial.t = [*self.t[:n], *tokens]
+        if self.counted is not None:
+            trial.counted = [*self.counted[:n], *(True for _ in new)]
+        trial.results, trial.users, trial.systems = (
+            list(self.results), list(self.users), list(self.systems),
+        )  # fmt: skip
+        trial._saves = list(self._saves)
+        trial.tally = self.tally.copy()
+        trial.costs = self.costs.copy(trial.m, trial.t)
+        return trial
 
     def accepts(self, new: list[Message], added: int) -> bool:
         """Whether ``extend`` would accept the messages ``new`` whose counts add up to at
@@ -599,7 +563,7 @@ class Replay:
         """One compaction of the request at ``j`` (the replay stands there), if its
         trigger, floor and minimum savings call for one (``forced``: whatever they say);
         whether it compacted."""
-        policy, budget = self.policy, self.budget
+        policy = self.policy
         trigger, goal = self.trigger, self.target
         if self.total <= trigger and not forced:
             return False
@@ -607,19 +571,26 @@ class Replay:
             # no verbatim floor under mask_first (CompactionPolicy.floor); the span (a walk
             # over the kept turns) is taken only once the request is known to compact
             return self._masked(j, forced, trigger, goal)
+        judged = self._judged(forced)
+        return judged is not None and self._apply(j, forced, judged, policy.keep_recent)
+
+    def _judged(self, forced: bool) -> int | None:
+        """Without ``mask_first``: the goal of a compaction of the request the replay
+        stands at, over its trigger, or None where the verbatim floor holds it (its
+        trigger raised to keep the newest results' turns: ``CompactionPolicy.floor``)."""
+        policy, trigger, goal = self.policy, self.trigger, self.target
         span = self._recent_span() if policy.verbatim_floor or policy.adaptive_target else 0
         floor = (
-            policy.floor(budget, span, self._recent_results()) if policy.verbatim_floor else None
+            policy.floor(self.budget, span, self._recent_results())
+            if policy.verbatim_floor
+            else None
         )
         if floor is not None:
-            # the newest results' turns do not fit under the price-set trigger: this
-            # request's trigger rises to keep them (CompactionPolicy.floor)
             trigger, goal = floor
-            if self.total <= trigger and not forced:
-                return False
-        elif policy.adaptive_target:
-            goal = policy.adaptive_goal(trigger, goal, span, self._growth())
-        return self._apply(j, forced, goal, policy.keep_recent)
+            return None if self.total <= trigger and not forced else goal
+        if policy.adaptive_target:
+            return policy.adaptive_goal(trigger, goal, span, self._growth())
+        return goal
 
     def _adapted(self, trigger: int, goal: int) -> int:
         """The target's goal of a compaction at the request the replay stands at."""
