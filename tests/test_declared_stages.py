@@ -56,7 +56,8 @@ def test_the_declaration_is_read_and_planned() -> None:
     s = resolve_settings(profile=PROFILE, context_window=60_000, max_output=1000)
     p = plan(s)
     assert p.plain  # the fast path stays open for a profile with a declared stage
-    assert p.message_checks == (_plain_text,)
+    base = plan(resolve_settings(profile="anthropic", context_window=60_000, max_output=1000))
+    assert p.message_checks == (_plain_text, *base.message_checks)
 
     def undeclared(messages: list[Message], ctx: Context) -> list[Message]:
         return messages
