@@ -2,9 +2,9 @@
 summaries) and the count store.
 
 The summary option is built once per process from the config (a worker process of
-``govern_in="process"`` builds its own from the same config) and reused for every
-request: the store's connection and the record of failed summaries live in it.
-The summarizer is the ``summary_model`` over Chat Completions at ``summary_base_url``
+``governing.run_in="process"`` builds its own from the same config) and reused for
+every request: the store's connection and the record of failed summaries live in it.
+The summarizer is ``summaries.model`` over Chat Completions at ``summaries.base_url``
 (default: the upstream), with the proxy's ``api_key``, else $OPENAI_API_KEY.
 """
 
