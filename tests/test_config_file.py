@@ -186,8 +186,8 @@ def test_the_proxy_reads_its_table(tmp_path: Path, served: list[Any]) -> None:
     config = _write(
         tmp_path,
         'profile = "glm"\n[compaction]\ntrigger = 30000\n[proxy]\nupstream = "http://localhost:9"\n'
-        "port = 0\nread-timeout = 30\nmax-in-flight = 5\nui-requests = 100\n"
-        'model-window = { "gpt-4o" = 64000 }\n',
+        'port = 0\nmodel-window = { "gpt-4o" = 64000 }\n[proxy.timeouts]\nread-timeout = 30\n'
+        "[proxy.limits]\nmax-in-flight = 5\n[proxy.page]\nui-requests = 100\n",
     )
     result = _invoke("proxy", "--config", config)
     assert result.exit_code == 0, result.stderr

@@ -44,7 +44,7 @@ from context_governor.errors import ConfigError
 from context_governor.formats.base import DEFAULT_PROFILES
 from context_governor.pipeline import GovernResult
 from context_governor.profiles import _cached_exact_counter, get_profile
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import CountingConfig, ProxyConfig, create_app
 
 __all__ = ["redis_url"]  # the fixture, used by name
 
@@ -551,7 +551,7 @@ def test_a_restarted_proxy_counts_only_new_messages(
     upstream: FakeUpstream, tmp_path: Path
 ) -> None:
     url = f"sqlite:///{tmp_path / 'proxy-counts.db'}"
-    config = ProxyConfig(upstream=upstream.base_url, context_window=20_000, count_store=url)
+    config = ProxyConfig(upstream=upstream.base_url, context_window=20_000, counting=CountingConfig(store=url))
     history = _long_session(seed=5, steps=30)
     bodies = []
     for _ in range(2):  # the first proxy, then a restarted one (fresh counters, same file)
@@ -589,7 +589,8 @@ def test_bad_count_store_settings_stop_the_proxy(kwargs: dict[str, Any]) -> None
 
 def test_the_count_store_password_is_never_shown() -> None:
     config = ProxyConfig(
-        upstream="http://up.example/v1", count_store="redis://:hunter2secret@cache.example:6379/0"
+        upstream="http://up.example/v1",
+        counting=CountingConfig(store="redis://:hunter2secret@cache.example:6379/0"),
     )
     assert "hunter2secret" not in repr(config)
     assert "hunter2secret" not in config.redactor()("connecting to redis://:hunter2secret@x")

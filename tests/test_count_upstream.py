@@ -20,7 +20,7 @@ from context_governor.formats.anthropic_count import (
     quantized,
 )
 from context_governor.formats.request import RequestResult, govern_request
-from context_governor.proxy.config import ProxyConfig
+from context_governor.proxy.config import CountingConfig, GoverningConfig, ProxyConfig
 from context_governor.proxy.count_tokens import (
     COUNT_PATH,
     CountError,
@@ -154,7 +154,9 @@ def test_count_body_keeps_only_what_count_tokens_takes() -> None:
 
 
 def _upstream(handler: Any) -> Upstream:
-    config = ProxyConfig(upstream="https://upstream.test/v1", count_tokens_upstream=True)
+    config = ProxyConfig(
+        upstream="https://upstream.test/v1", counting=CountingConfig(calibrate_upstream=True)
+    )
     upstream = Upstream(config)
     upstream._clients = [httpx.AsyncClient(transport=httpx.MockTransport(handler))]
     return upstream
@@ -249,10 +251,9 @@ def test_the_messages_route_calibrates_with_the_upstreams_count(govern_in: str) 
         for flag in (False, True):
             config = ProxyConfig(
                 upstream=served_upstream.url + "/v1",
-                count_tokens_upstream=flag,
+                counting=CountingConfig(calibrate_upstream=flag),
                 context_window=12_000,
-                govern_in=govern_in,
-                govern_processes=1,
+                governing=GoverningConfig(run_in=govern_in, processes=1),
             )
             proxy = Served(create_app(config))
             try:

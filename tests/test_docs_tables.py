@@ -73,3 +73,49 @@ def test_the_cache_prices_on_the_session_shapes_page_are_the_tables() -> None:
         assert float(read.rstrip("×")) == price.read, row
         assert (1.0 if write == "none" else float(write.rstrip("×"))) == price.write, row
         assert _number(smallest) == price.min_cached, row
+
+
+def test_the_proxys_config_tables_on_the_cli_page_are_the_commands() -> None:
+    """cli.md's table of [proxy] and its tables: each table's settings are the ones
+    the command reads there (cli/proxy.py's TABLES), and [proxy]'s are the rest."""
+    from context_governor.cli import proxy as proxy_cli
+
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    rows = {table.strip("`"): _names(keys) for table, keys in _rows(text, "| table | settings |")}
+    assert {t: set(k) for t, k in rows.items() if t != "[proxy]"} == {
+        f"[proxy.{t}]": set(k) for t, k in proxy_cli.TABLES.items()
+    }
+    options = {
+        opt[2:]
+        for p in proxy_cli.proxy_command.params
+        for opt in p.opts
+        if opt.startswith("--") and p.name not in ("provider_alias", "config")
+    }
+    grouped = {k for keys in proxy_cli.TABLES.values() for k in keys}
+    assert set(rows["[proxy]"]) == options - grouped
+
+
+def test_the_proxyconfig_groups_on_the_proxy_page_are_the_code() -> None:
+    from dataclasses import fields
+
+    from context_governor.proxy.config import GROUPS
+
+    text = (DOCS / "proxy.md").read_text(encoding="utf-8")
+    rows = _rows(text, "| group | class | its settings |")
+    assert [r[0].strip("`") for r in rows] == list(GROUPS)
+    for group, cls, settings, table in rows:
+        code = GROUPS[group.strip("`")]
+        assert cls.strip("`") == code.__name__
+        assert _names(settings) == [f.name for f in fields(code)], group
+        assert table == f"`[proxy.{group.strip('`')}]`"
+
+
+def test_the_proxyconfig_example_on_the_proxy_page_runs() -> None:
+    text = (DOCS / "proxy.md").read_text(encoding="utf-8")
+    section = text.split("### In Python: ProxyConfig", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    scope: dict[str, object] = {}
+    exec(code.group(1), scope)
+    config = scope["config"]
+    assert config.timeouts.read == 300 and config.limits.max_in_flight == 512  # type: ignore[attr-defined]

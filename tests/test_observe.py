@@ -31,7 +31,13 @@ from test_proxy import Served
 from context_governor.cli import main
 from context_governor.errors import ConfigError
 from context_governor.observe.views import side_by_side
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import (
+    AccessConfig,
+    PageConfig,
+    ProxyConfig,
+    TelemetryConfig,
+    create_app,
+)
 from context_governor.proxy.app import observer_for
 from context_governor.proxy.conversation import from_body, from_headers
 from context_governor.proxy.metrics import OTHER, LabelCap
@@ -353,7 +359,7 @@ def test_the_page_is_for_loopback_or_the_token_and_content_only_when_asked(proxy
     assert detail["report"]["tokens_before"] > 0
     assert httpx.get(f"{root}/ui/api/requests/999").status_code == 404
     token = "t0ken-for-the-page-0123"
-    guarded = proxy("openai", ui_token=token, ui_content=True)
+    guarded = proxy("openai", page=PageConfig(token=token, content=True))
     run(guarded, "openai", 3)
     assert httpx.get(f"{guarded}/ui/api/conversations").status_code == 403
     assert httpx.get(f"{guarded}/ui/api/conversations", headers={"authorization": "Bearer wrong"}).status_code == 403
@@ -361,7 +367,7 @@ def test_the_page_is_for_loopback_or_the_token_and_content_only_when_asked(proxy
     assert seen["view"]["client"][1]["text"].startswith("Refactor")
     assert httpx.get(f"{guarded}/ui/?token={token}").status_code == 200
     assert httpx.get(f"{guarded}/metrics").status_code == 200  # no content, no ids: open
-    assert "t0ken" not in repr(ProxyConfig(upstream="http://x", ui_token=token))
+    assert "t0ken" not in repr(ProxyConfig(upstream="http://x", page=PageConfig(token=token)))
 
 
 def test_the_page_refuses_other_hosts_without_a_token(fake: FakeCache) -> None:
@@ -382,7 +388,7 @@ def test_with_client_keys_the_page_keeps_its_own_rule_and_metrics_need_a_key(fak
     from starlette.testclient import TestClient
 
     key, token = "ck-0123456789abcdef0123", "t0ken-for-the-page-0123"
-    config = ProxyConfig(upstream=fake.base_url, client_keys={"ci": key}, ui_token=token)
+    config = ProxyConfig(upstream=fake.base_url, access=AccessConfig(client_keys={"ci": key}), page=PageConfig(token=token))
     with TestClient(create_app(config), client=("203.0.113.9", 5000)) as client:
         page = client.get(f"/ui/?token={token}")
         assert page.status_code == 200 and "<style>" in page.text  # all in the one load
@@ -425,19 +431,19 @@ def test_govern_html_writes_one_self_contained_page(tmp_path: Path) -> None:
 def test_metrics_and_the_page_can_each_be_switched_off(proxy: Any) -> None:
     """--no-metrics and --no-ui: the path answers 404 and nothing is kept for it; the
     other goes on as before. Both off: the observer does nothing at all."""
-    quiet = proxy("openai", metrics=False)
+    quiet = proxy("openai", telemetry=TelemetryConfig(metrics=False))
     run(quiet, "openai", 3)
     assert httpx.get(f"{quiet}/metrics").status_code == 404
     assert [c["requests"] for c in httpx.get(f"{quiet}/ui/api/conversations").json()] == [3]
     counted = []
     for ui in (True, False):  # compactions are judged against the conversation, records or not
-        root = proxy("openai", ui=ui)
+        root = proxy("openai", page=PageConfig(enabled=ui))
         run(root, "openai", 20)
         counted.append([metric(root, f"context_governor_{name}_total") for name in ("requests", "compactions", "saved_tokens")])
     assert counted[0] == counted[1] and counted[1][1] >= 1
     assert httpx.get(f"{root}/ui/").status_code == 404
     assert httpx.get(f"{root}/ui/api/conversations").status_code == 404
-    observer = observer_for(ProxyConfig(upstream="http://x/v1", metrics=False, ui=False))
+    observer = observer_for(ProxyConfig(upstream="http://x/v1", telemetry=TelemetryConfig(metrics=False), page=PageConfig(enabled=False)))
     assert not observer.active and observer.metrics is None
     with pytest.raises(ConfigError, match="ui_content needs the page"):
         ProxyConfig(upstream="http://x/v1", ui=False, ui_content=True)
@@ -446,7 +452,7 @@ def test_metrics_and_the_page_can_each_be_switched_off(proxy: Any) -> None:
 
 
 def test_a_request_whose_report_was_forgotten_still_shows_its_figures(proxy: Any) -> None:
-    root = proxy("openai", ui_report_bytes=40_000)  # a few reports of this session
+    root = proxy("openai", page=PageConfig(report_bytes=40_000))  # a few reports of this session
     run(root, "openai", 30)
     first = httpx.get(f"{root}/ui/api/requests/1").json()
     assert first["report"] is None and "--ui-reports-mb" in first["report_note"]

@@ -21,7 +21,7 @@ from levels import examples
 from observe_session import metric, run
 from test_proxy import Served
 
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import PageConfig, ProxyConfig, create_app
 
 STEPS = examples(300, 80)  # long enough that a request both clears and cuts (clearing alone fits 60)
 
@@ -29,7 +29,7 @@ STEPS = examples(300, 80)  # long enough that a request both clears and cuts (cl
 @pytest.fixture(scope="module")
 def session() -> Iterator[tuple[str, FakeCache]]:
     fake = FakeCache().start()
-    served = Served(create_app(ProxyConfig(upstream=fake.base_url, context_window=12_000, ui_content=True, ui_content_bytes=256 * 1024 * 1024)))
+    served = Served(create_app(ProxyConfig(upstream=fake.base_url, context_window=12_000, page=PageConfig(content=True, content_bytes=256 * 1024 * 1024))))
     run(served.url, "openai", STEPS)
     yield served.url, fake
     served.stop()
@@ -120,7 +120,7 @@ def test_with_a_token_the_page_loads_and_shows_a_forgotten_report_by_its_figures
     A request whose report the proxy forgot (--ui-reports-mb) still shows its figures."""
     fake = FakeCache().start()
     token = "t0ken-for-the-page-0123"
-    config = ProxyConfig(upstream=fake.base_url, context_window=12_000, ui_token=token, ui_report_bytes=15_000)
+    config = ProxyConfig(upstream=fake.base_url, context_window=12_000, page=PageConfig(token=token, report_bytes=15_000))
     served = Served(create_app(config))
     try:
         run(served.url, "openai", 20)

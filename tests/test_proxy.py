@@ -35,7 +35,7 @@ from test_legacy_functions import FUNCTIONS, legacy_session, no_tool_form_left
 
 from context_governor import ConfigError, validate
 from context_governor.cli import main
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import ProxyConfig, TimeoutsConfig, create_app
 
 MODEL = "gpt-4o-mini"
 
@@ -362,7 +362,7 @@ def _closed_port() -> int:
 
 
 def test_unreachable_upstream_gives_502(start_proxy: StartProxy) -> None:
-    url = start_proxy(upstream=f"http://127.0.0.1:{_closed_port()}/v1", connect_timeout=2)
+    url = start_proxy(upstream=f"http://127.0.0.1:{_closed_port()}/v1", timeouts=TimeoutsConfig(connect=2))
     response = _post(url, {"model": MODEL, "messages": DAMAGED})
     assert response.status_code == 502
     error = response.json()["error"]
@@ -373,7 +373,7 @@ def test_unreachable_upstream_gives_502(start_proxy: StartProxy) -> None:
 
 
 def test_slow_upstream_gives_504(upstream: FakeUpstream, start_proxy: StartProxy) -> None:
-    url = start_proxy(read_timeout=0.2)
+    url = start_proxy(timeouts=TimeoutsConfig(read=0.2))
     upstream.push(Reply.text("too late", delay=0.5))
     response = _post(url, {"model": MODEL, "messages": DAMAGED})
     assert response.status_code == 504

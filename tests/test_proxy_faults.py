@@ -21,7 +21,13 @@ import pytest
 from fake_upstream import FakeUpstream, HangUp, Reply
 from test_proxy import DAMAGED, MODEL, Served, _post, _sdk
 
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import (
+    GoverningConfig,
+    LimitsConfig,
+    ProxyConfig,
+    TimeoutsConfig,
+    create_app,
+)
 
 LONG = "A long answer that the upstream will not finish sending to the client."
 
@@ -96,7 +102,7 @@ def test_upstream_hangs_up_before_answering(upstream: FakeUpstream, proxy: Any) 
 
 
 def test_upstream_silent_past_read_timeout_before_answering(upstream: FakeUpstream, proxy: Any) -> None:
-    url = proxy(read_timeout=0.3)
+    url = proxy(timeouts=TimeoutsConfig(read=0.3))
     upstream.push(Reply.text("too late", delay=1.0))
     with _sdk(url) as client, pytest.raises(openai.APIStatusError) as caught:
         client.chat.completions.create(model=MODEL, messages=DAMAGED)  # type: ignore[arg-type]
@@ -133,7 +139,7 @@ def test_stream_cut_ends_with_an_error_event_not_a_clean_end(upstream: FakeUpstr
 
 
 def test_stream_silent_past_read_timeout_raises_in_the_sdk(upstream: FakeUpstream, proxy: Any) -> None:
-    url = proxy(read_timeout=0.3)
+    url = proxy(timeouts=TimeoutsConfig(read=0.3))
     upstream.push(Reply("chat", content=LONG, finish_reason="stop", stall=1.0))
     with pytest.raises(openai.APIError) as caught:
         _stream_text(url)
@@ -178,7 +184,7 @@ def test_client_going_away_closes_the_upstream_stream_at_once(upstream: FakeUpst
     ids=["empty", "not-utf8", "nan", "deep", "negative-reserve", "too-large"],
 )
 def test_bad_bodies_then_still_serving(upstream: FakeUpstream, proxy: Any, body: bytes, status: int) -> None:
-    url = proxy(max_body_bytes=200_000)
+    url = proxy(limits=LimitsConfig(max_body_bytes=200_000))
     response = _post(url, body)
     assert response.status_code == status, response.text
     assert response.json()["error"]["message"]
@@ -200,7 +206,7 @@ def _big_history(messages: int) -> list[dict[str, Any]]:
 def test_healthz_answers_while_a_huge_body_is_governed(upstream: FakeUpstream, proxy: Any, govern_in: str) -> None:
     """Governance runs off the event loop: /healthz and a small request are answered
     while a huge body is still being governed (it has not reached the upstream yet)."""
-    url = proxy(context_window=8000, govern_in=govern_in, govern_processes=1)
+    url = proxy(context_window=8000, governing=GoverningConfig(run_in=govern_in, processes=1))
     big = json.dumps({"model": MODEL, "messages": _big_history(6000)}).encode()
     upstream.push(Reply.text("big done"))
     done: list[int] = []

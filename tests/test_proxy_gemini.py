@@ -30,7 +30,13 @@ from levels import examples
 from test_proxy import Served
 
 from context_governor import govern_request
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import (
+    GoverningConfig,
+    LimitsConfig,
+    ProxyConfig,
+    TimeoutsConfig,
+    create_app,
+)
 from context_governor.proxy.governing import encode
 from context_governor.proxy.redact import QuerySecretFilter
 
@@ -222,7 +228,7 @@ def _google_error(reply: httpx.Response, code: int, status: str) -> str:
 
 
 def test_errors_are_in_googles_shape_and_the_sdk_raises_them(fake: FakeGemini, proxy: Any) -> None:
-    url = proxy(max_body_bytes=50_000)
+    url = proxy(limits=LimitsConfig(max_body_bytes=50_000))
     path = f"{url}/v1beta/models/{MODEL}:generateContent"
     assert "not valid JSON" in _google_error(
         httpx.post(path, content=b"{nope", headers={"content-type": "application/json"}),
@@ -261,7 +267,7 @@ def test_an_unreachable_upstream_is_unavailable_and_a_silent_one_deadline_exceed
         client.models.generate_content(model=MODEL, contents="hi")
     assert raised.value.code == 502 and raised.value.status == "UNAVAILABLE"
     fake.delay = 2.0
-    url = proxy(read_timeout=0.3)
+    url = proxy(timeouts=TimeoutsConfig(read=0.3))
     reply = httpx.post(f"{url}/v1/models/{MODEL}:generateContent", json={"contents": []})
     assert "timed out" in _google_error(reply, 504, "DEADLINE_EXCEEDED")
 
@@ -271,8 +277,8 @@ def test_the_window_is_the_paths_models(fake: FakeGemini, proxy: Any, govern_in:
     """--model-window applies to the model the path names (a body's "model" does not
     override it), in either place governance runs."""
     url = proxy(
-        context_window=None, model_windows={"gemini-small": 3_000}, govern_in=govern_in,
-        govern_processes=1,
+        context_window=None, model_windows={"gemini-small": 3_000},
+        governing=GoverningConfig(run_in=govern_in, processes=1),
     )  # fmt: skip
     body = {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "go"}]}],
             "generationConfig": {"maxOutputTokens": 500}}  # fmt: skip
@@ -384,7 +390,7 @@ def test_an_array_stream_the_upstream_breaks_off_ends_with_an_error_element(
 def test_an_array_stream_gone_silent_ends_with_an_error_element(fake: FakeGemini, proxy: Any) -> None:
     """Past ``--read-timeout`` mid-array, the same ending: the whole elements, then the
     error (what a silent event stream gets as an error event)."""
-    url = proxy(read_timeout=0.3)
+    url = proxy(timeouts=TimeoutsConfig(read=0.3))
     fake.stall = 1.0
     path = f"{url}/v1beta/models/{SIGNED_MODEL}:streamGenerateContent?alt=json"
     body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}]}

@@ -35,7 +35,7 @@ from test_proxy import DAMAGED, MODEL, Served
 from test_proxy_security import _wait_healthy
 
 from context_governor import ConfigError
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import AccessConfig, LimitsConfig, ProxyConfig, create_app
 from context_governor.proxy.access import (
     client_keys,
     digest,
@@ -132,7 +132,7 @@ def test_a_refusal_is_logged_on_one_line_whatever_the_path(
 
 
 def test_preflights_are_answered_for_allowed_origins_only(upstream: FakeUpstream, served: Any) -> None:
-    url = served(api_key=FIXED, allow_origins=[PAGE + "/"]).url
+    url = served(api_key=FIXED, access=AccessConfig(allow_origins=(PAGE + "/",))).url
     asked = {
         "origin": PAGE,
         "access-control-request-method": "POST",
@@ -160,7 +160,7 @@ def test_preflights_are_answered_for_allowed_origins_only(upstream: FakeUpstream
 def test_a_forged_host_is_refused_on_loopback(upstream: FakeUpstream, served: Any) -> None:
     """A DNS-rebound page sends its own name as Host: refused; loopback names and
     --allow-host names are served."""
-    proxy = served(api_key=FIXED, allow_hosts=["llm.example.com"])
+    proxy = served(api_key=FIXED, access=AccessConfig(allow_hosts=("llm.example.com",)))
     url = proxy.url
     for host in ("attacker.example", f"attacker.example:{proxy.port}", "127.0.0.1.nip.io", "192.168.1.7"):
         refused = httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"host": host})
@@ -181,7 +181,7 @@ def test_chat_clients_must_present_a_client_key_which_never_goes_upstream(
     upstream: FakeUpstream, served: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    url = served(api_key=FIXED, client_keys=KEYS).url
+    url = served(api_key=FIXED, access=AccessConfig(client_keys=KEYS)).url
     missing = httpx.post(f"{url}/v1/chat/completions", json=CHAT)
     assert _error(missing, 401, "invalid_api_key").startswith("no client key")
     wrong = httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {WRONG}"})
@@ -210,7 +210,7 @@ def test_without_an_api_key_clients_send_their_own_and_the_client_key_apart(
 ) -> None:
     """Clients bring their provider key; the client key travels in our own header (or as
     the API key: either way, it is dropped before forwarding)."""
-    url = served(client_keys=KEYS).url
+    url = served(access=AccessConfig(client_keys=KEYS)).url
     upstream.push(Reply.text("ok"))
     client = openai.OpenAI(
         base_url=f"{url}/v1", api_key="sk-users-own-provider-key", max_retries=0,
@@ -232,7 +232,7 @@ def native(native_server: FakeNative) -> Iterator[FakeNative]:
 
 def test_the_anthropic_sdk_and_the_responses_api_with_client_keys(native: FakeNative, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    served = Served(create_app(ProxyConfig(upstream=native.base_url, api_key=FIXED, client_keys=KEYS)))
+    served = Served(create_app(ProxyConfig(upstream=native.base_url, api_key=FIXED, access=AccessConfig(client_keys=KEYS))))
     try:
         right = anthropic.Anthropic(base_url=served.url, api_key=ALICE, max_retries=0, timeout=20)
         native.push(NativeReply.answer("hi from claude"))
@@ -273,7 +273,7 @@ def _genai(url: str, key: str) -> genai.Client:
 
 def test_the_google_genai_sdk_with_client_keys(gemini: FakeGemini, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    config = ProxyConfig(upstream=gemini.base_url + "/v1beta", api_key=FIXED, client_keys=KEYS)
+    config = ProxyConfig(upstream=gemini.base_url + "/v1beta", api_key=FIXED, access=AccessConfig(client_keys=KEYS))
     served = Served(create_app(config))
     try:
         right, wrong = _genai(served.url, BOB), _genai(served.url, WRONG)  # kept: see _genai
@@ -315,7 +315,7 @@ def _never_seen(text: str) -> None:
 def test_a_burst_past_the_limits_gets_429s_and_leaves_others_served(upstream: FakeUpstream, served: Any) -> None:
     """alice bursts 8 slow requests at a limit of 3 per client (5 in all): 3 are
     forwarded, 5 refused at once; bob still gets the 2 slots left, not a third."""
-    url = served(client_keys=KEYS, max_in_flight=5, max_in_flight_per_client=3).url
+    url = served(access=AccessConfig(client_keys=KEYS), limits=LimitsConfig(max_in_flight=5, max_in_flight_per_client=3)).url
     upstream.push(*[Reply.text("slow", delay=1.5) for _ in range(5)])
 
     async def post(client: httpx.AsyncClient, key: str) -> httpx.Response:
@@ -361,8 +361,8 @@ PRESENTED = [(None, False), (ALICE, True), (BOB, True), (WRONG, False), (ALICE[:
 
 @pytest.fixture(scope="module")
 def guarded(upstream_server: FakeUpstream) -> Iterator[str]:
-    config = ProxyConfig(upstream=upstream_server.base_url, api_key=FIXED, client_keys=KEYS,
-                         allow_origins=[PAGE], allow_hosts=["team.example.com"])  # fmt: skip
+    access = AccessConfig(client_keys=KEYS, allow_origins=(PAGE,), allow_hosts=("team.example.com",))
+    config = ProxyConfig(upstream=upstream_server.base_url, api_key=FIXED, access=access)
     served = Served(create_app(config))
     yield served.url
     served.stop()
@@ -541,7 +541,7 @@ def test_client_key_options() -> None:
         assert ALICE not in str(raised.value) and BOB not in str(raised.value)
     keys = [(name, digest(key)) for name, key in KEYS.items()]
     assert matching_name(BOB, keys) == "bob" and matching_name(WRONG, keys) is None
-    config = ProxyConfig(upstream="http://127.0.0.1:9/v1", client_keys=KEYS, allow_origins=[PAGE])
+    config = ProxyConfig(upstream="http://127.0.0.1:9/v1", access=AccessConfig(client_keys=KEYS, allow_origins=(PAGE,)))
     assert ALICE not in repr(config) and "'alice': '***'" in repr(config)
     assert ProxyConfig.from_json(config.to_json()) == config  # crosses to worker processes
     assert config.redactor()(f"saw {ALICE}") == "saw ***"

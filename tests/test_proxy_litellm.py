@@ -33,7 +33,7 @@ import litellm
 from litellm.exceptions import MidStreamFallbackError
 
 from context_governor.formats import govern_request
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import LimitsConfig, ProxyConfig, create_app
 from context_governor.proxy.governing import encode
 
 litellm.suppress_debug_info = True
@@ -453,12 +453,12 @@ def test_the_proxys_errors_reach_litellm_with_our_message(
     """A body over ``--max-body`` is refused in each API's shape; LiteLLM raises its usual
     exception carrying our message. A stream the upstream breaks off raises too,
     instead of passing for a finished answer."""
-    chat = proxy(upstream=upstream.base_url, max_body_bytes=5_000)
+    chat = proxy(upstream=upstream.base_url, limits=LimitsConfig(max_body_bytes=5_000))
     messages = [{"role": "user", "content": "x" * 6_000}]
     with pytest.raises(litellm.APIError, match="larger than the proxy's limit") as raised:
         litellm.completion(model=CHAT_MODEL, api_base=f"{chat}/v1", api_key=KEY, messages=messages, max_retries=0)
     assert raised.value.status_code == 413
-    url = proxy(upstream=native.base_url, max_body_bytes=5_000)
+    url = proxy(upstream=native.base_url, limits=LimitsConfig(max_body_bytes=5_000))
     with pytest.raises(litellm.BadRequestError, match="larger than the proxy's limit"):
         litellm.completion(model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50)
     with pytest.raises(litellm.BadRequestError, match="larger than the proxy's limit"):

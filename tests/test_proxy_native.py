@@ -33,6 +33,7 @@ from native_proxy import (
 )
 
 from context_governor.formats import govern_request, validate_request
+from context_governor.proxy import CountingConfig, GoverningConfig, LimitsConfig, TimeoutsConfig
 from context_governor.proxy.governing import encode
 
 H = "x-context-governor-"
@@ -423,7 +424,7 @@ def test_bad_messages_bodies_get_a_400_in_anthropic_shape(
 
 
 def test_the_anthropic_sdk_raises_its_own_errors_with_our_message(native: FakeNative, start: ProxyStarter) -> None:
-    client = _claude(start(max_body_bytes=2000))
+    client = _claude(start(limits=LimitsConfig(max_body_bytes=2000)))
     with pytest.raises(anthropic.BadRequestError) as bad:
         client.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": 5}])  # type: ignore[arg-type]
     assert "messages[0].content" in str(bad.value)
@@ -438,7 +439,7 @@ def test_an_unreachable_upstream_gives_502_in_each_apis_shape(start: ProxyStarte
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    url = start(upstream=f"http://127.0.0.1:{port}/v1", connect_timeout=2)
+    url = start(upstream=f"http://127.0.0.1:{port}/v1", timeouts=TimeoutsConfig(connect=2))
     with pytest.raises(anthropic.InternalServerError) as caught:
         _claude(url).messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     assert caught.value.status_code == 502
@@ -554,7 +555,7 @@ def test_a_fixed_api_key_replaces_the_clients_in_its_own_header(native: FakeNati
 
 def test_native_routes_govern_in_a_process_pool_too(native: FakeNative, start: ProxyStarter) -> None:
     native.context_window = 3000
-    url = start(context_window=3000, govern_in="process", govern_processes=1)
+    url = start(context_window=3000, governing=GoverningConfig(run_in="process", processes=1))
     native.push(NativeReply.answer("ok"), NativeReply.answer("ok"))
     r1 = httpx.post(f"{url}/v1/messages", json=_anthropic_session(6), timeout=60)
     r2 = httpx.post(f"{url}/v1/responses", json=_responses_session(6), timeout=60)
@@ -617,7 +618,7 @@ def test_a_restarted_proxy_reads_the_count_store_for_responses_bodies(
         assert isinstance(counter, ExactCounter)
         spies.append(Spy(counter))
         native.push(NativeReply.answer("ok"))
-        proxy = start(context_window=12_000, count_store=url)
+        proxy = start(context_window=12_000, counting=CountingConfig(store=url))
         response = httpx.post(f"{proxy}/v1/responses", json=body, timeout=30)
         assert response.status_code == 200, response.text
         assert cs.flush()

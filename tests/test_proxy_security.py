@@ -26,7 +26,7 @@ import pytest
 from fake_upstream import FakeUpstream, Reply
 from test_proxy import DAMAGED, MODEL, Served, _closed_port, _post
 
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import LimitsConfig, ProxyConfig, create_app
 from context_governor.proxy.body import TooLarge, read_limited
 from context_governor.proxy.redact import RedactingFilter, Redactor, redact_url
 
@@ -219,7 +219,7 @@ def _wait_healthy(url: str) -> None:
 
 
 def test_body_over_the_limit_gets_413_and_is_not_forwarded(upstream: FakeUpstream, served: Any) -> None:
-    proxy = served(max_body_bytes=50_000)
+    proxy = served(limits=LimitsConfig(max_body_bytes=50_000))
     url = f"{proxy.url}/v1"
     big = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "x" * 2_000_000}]}).encode()
     for response in (

@@ -32,7 +32,7 @@ from test_proxy import Served
 from context_governor import govern
 from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import CountingConfig, ProxyConfig, create_app
 from context_governor.proxy.learning import (
     MAX_RATIO,
     Hints,
@@ -379,7 +379,7 @@ def test_a_second_proxy_process_uses_the_learned_window_without_a_refusal(
 ) -> None:
     store = f"sqlite:///{tmp_path / 'counts.db'}"
     fake = FakeLimits(LIMIT, "anthropic")
-    first = _start(fakes, proxies, fake, count_store=store)
+    first = _start(fakes, proxies, fake, counting=CountingConfig(store=store))
     body = _body("anthropic", "claude-opus-5-5", turns=20)
     assert httpx.post(first + "/v1/messages", json=body, timeout=60).status_code == 200
     assert [s.status for s in fake.seen] == [400, 200]

@@ -15,7 +15,7 @@ from test_compact import _session
 from test_proxy import Served
 
 from context_governor import ConfigError
-from context_governor.proxy import ProxyConfig, create_app
+from context_governor.proxy import ProxyConfig, SummariesConfig, create_app
 from context_governor.summary.summarizer import SUMMARY_PROMPT
 
 TOOLS = [
@@ -58,8 +58,9 @@ def test_replicas_sharing_a_store_forward_identical_bodies(
     upstream: FakeUpstream, serve: Any, tmp_path: Path
 ) -> None:
     store = f"sqlite:///{tmp_path / 'proxy.db'}"
-    common = {"upstream": upstream.base_url, "context_window": 16_000, "summary_store": store}
-    first = serve(ProxyConfig(summary_model="small", api_key="sk-proxy", **common))
+    common = {"upstream": upstream.base_url, "context_window": 16_000}
+    summaries = SummariesConfig(model="small", store=store)
+    first = serve(ProxyConfig(api_key="sk-proxy", summaries=summaries, **common))
     history = _session(100)[-1]  # long enough to cut turns, not only clear results
     upstream.push(*[_reply] * 30)
     assert _post(first, history).status_code == 200
@@ -72,7 +73,11 @@ def test_replicas_sharing_a_store_forward_identical_bodies(
 
     # another replica (its own Summaries object, same store): no summary call, same body
     replica = serve(
-        ProxyConfig(summary_model="small", api_key="sk-proxy", summary_timeout=5.0, **common)
+        ProxyConfig(
+            api_key="sk-proxy",
+            summaries=SummariesConfig(model="small", store=store, timeout=5.0),
+            **common,
+        )
     )
     upstream.push(Reply.text("ok"))
     assert _post(replica, history).status_code == 200
@@ -85,7 +90,10 @@ def test_a_failing_summary_model_never_fails_the_request(
 ) -> None:
     base = serve(
         ProxyConfig(
-            upstream=upstream.base_url, context_window=16_000, summary_model="gone", api_key="k"
+            upstream=upstream.base_url,
+            context_window=16_000,
+            summaries=SummariesConfig(model="gone"),
+            api_key="k",
         )
     )
     upstream.push(Reply.error(404, "no such model"), Reply.text("ok"))
@@ -115,8 +123,7 @@ def test_bad_summary_settings_stop_the_proxy(kwargs: dict[str, Any]) -> None:
 def test_the_store_password_is_never_shown() -> None:
     config = ProxyConfig(
         upstream="http://up.example/v1",
-        summary_model="m",
-        summary_store="redis://:hunter2secret@cache.example:6379/0",
+        summaries=SummariesConfig(model="m", store="redis://:hunter2secret@cache.example:6379/0"),
     )
     assert "hunter2secret" not in repr(config)
     assert "hunter2secret" not in config.redactor()("connecting to redis://:hunter2secret@x")

@@ -7,6 +7,10 @@ holds that command's own; ``[compaction]`` holds the cache policy's settings
 (policies.SETTINGS) and ``policy = "cache" | "seed"``. Keys are the options' long
 names, with dashes or underscores (``read-timeout`` or ``read_timeout``).
 
+A command may group its settings in tables of its own table (``sub_tables``: the
+proxy's ``[proxy.timeouts]``, ``[proxy.limits]``...); such a setting given in the
+command's table itself still loads for one release, with a warning naming its table.
+
 The values become click's ``default_map`` for the command: a flag on the command line
 (or its environment variable) wins, and each value is checked by the option's own
 type, so an error names the file, the table and the key. Options moved off the
@@ -19,8 +23,8 @@ from __future__ import annotations
 import functools
 import textwrap
 import tomllib
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -37,6 +41,7 @@ __all__ = [
     "config_epilog",
     "config_option",
     "register",
+    "sub_tables",
     "warn_moved",
 ]
 
@@ -128,16 +133,86 @@ def _shared(known: dict[str, click.Option], data: Mapping[str, Any], path: str) 
 def _own(
     command: click.Command, known: dict[str, click.Option], data: Mapping[str, Any], path: str
 ) -> dict[str, Any]:
-    """The command's own table: every key must be one of its options."""
-    found: dict[str, Any] = {}
-    for key, value in data.get(command.name or "", {}).items():
-        name = _key(key)
-        if name not in known:
-            listed = ", ".join(sorted(k.replace("_", "-") for k in known if k != "provider"))
-            fail(f"{path}: [{command.name}] has no setting {key!r}; settings: {listed}")
-        where = f"{path}: [{command.name}] {key}"
-        found[known[name].name or name] = _value(known[name], value, where)
-    return found
+    """The command's own table, and its tables (``sub_tables``): every key must be one
+    of its options, in its table; a setting given twice (in the command's table and in
+    its own) is an error."""
+    name = command.name or ""
+    layout = _tables.get(name, {})
+    given: dict[str, tuple[str, Any]] = {}  # option key -> (where it was given, value)
+    for key, value in data.get(name, {}).items():
+        if key in layout and isinstance(value, dict):
+            for sub_key, sub_value in value.items():
+                _given(given, _in_sub_table(name, known, key, sub_key, path), sub_value, path)
+        else:
+            _given(given, _in_own_table(name, known, key, value, path), value, path)
+    return {
+        known[option].name or option: _value(known[option], value, f"{path}: {where}")
+        for option, (where, value) in given.items()
+    }
+
+
+def _given(given: dict[str, tuple[str, Any]], at: tuple[str, str], value: Any, path: str) -> None:
+    option, where = at
+    if option in given:
+        first = given[option][0]
+        fail(f"{path}: {first} and {where} are one setting: give it once")
+    given[option] = (where, value)
+
+
+def _table_of(command: str, option: str) -> str | None:
+    """The table of the command's own table that holds ``option`` (a key), if any."""
+    return next((t for t, keys in _tables.get(command, {}).items() if option in keys), None)
+
+
+def _in_own_table(
+    command: str, known: dict[str, click.Option], key: str, value: Any, path: str
+) -> tuple[str, str]:
+    """A key of the command's table: its option and where it was given; a setting that
+    has a table of its own is warned about (deprecated there), a table that is none of
+    the command's is an error."""
+    option = _key(key)
+    if option not in known:
+        _unknown(command, known, key, value, path)
+    table = _table_of(command, option)
+    if table is not None:
+        click.echo(
+            f"warning: {path}: {key} in the [{command}] table is deprecated and will be "
+            f"removed in the next release: set it in the [{command}.{table}] table",
+            err=True,
+        )
+    return option, f"[{command}] {key}"
+
+
+def _unknown(
+    command: str, known: dict[str, click.Option], key: str, value: Any, path: str
+) -> NoReturn:
+    """Exit 2 for a key of [command] that is no setting there (nor one of its tables)."""
+    layout = _tables.get(command, {})
+    tables = ", ".join(f"[{command}.{t}]" for t in sorted(layout))
+    if isinstance(value, dict) and layout:
+        fail(f"{path}: unknown table [{command}.{key}]; tables: {tables}")
+    own = [k for k in known if k != "provider" and _table_of(command, k) is None]
+    listed = ", ".join(sorted(k.replace("_", "-") for k in own))
+    fail(
+        f"{path}: [{command}] has no setting {key!r}; settings: {listed}"
+        + (f"; tables: {tables}" if tables else "")
+    )
+
+
+def _in_sub_table(
+    command: str, known: dict[str, click.Option], table: str, key: str, path: str
+) -> tuple[str, str]:
+    """A key of the table ``[command.table]``: its option and where it was given."""
+    option = _key(key)
+    if option in known and _table_of(command, option) == table:
+        return option, f"[{command}.{table}] {key}"
+    home = _table_of(command, option) if option in known else None
+    if home is not None:
+        fail(f"{path}: [{command}.{table}] has no setting {key!r}; it goes in [{command}.{home}]")
+    if option in known:
+        fail(f"{path}: [{command}.{table}] has no setting {key!r}; it goes in [{command}]")
+    listed = ", ".join(k.replace("_", "-") for k in _tables[command][table])
+    fail(f"{path}: [{command}.{table}] has no setting {key!r}; settings: {listed}")
 
 
 def _policy(known: dict[str, click.Option], data: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -166,6 +241,25 @@ def _default_map(command: click.Command, data: dict[str, Any], path: str) -> dic
 
 
 _registry: dict[str, click.Command] = {}
+#: The tables of a command's own table (``sub_tables``): each table's option keys, by command.
+_tables: dict[str, dict[str, tuple[str, ...]]] = {}
+
+
+def sub_tables(layout: Mapping[str, Sequence[str]]) -> Callable[[click.Command], click.Command]:
+    """Declare tables of a command's own table: ``{"limits": ("max-body", ...)}`` puts
+    those settings in ``[command.limits]``. The same keys in ``[command]`` still load,
+    with a warning, for one release; --help and the moved flags' warnings name each
+    setting's table."""
+
+    def declare(command: click.Command) -> click.Command:
+        keys = set(_options(command))
+        tables = {t: tuple(_key(k) for k in names) for t, names in layout.items()}
+        stray = sorted({k for names in tables.values() for k in names} - keys)
+        assert not stray, f"{command.name}: no such options: {stray}"
+        _tables[command.name or ""] = tables
+        return command
+
+    return declare
 
 
 def _option_keys(name: str) -> set[str]:
@@ -231,15 +325,34 @@ def _moved(command: click.Command) -> list[tuple[click.Option, str]]:
 
 
 def config_epilog(command: click.Command) -> str | None:
-    """The --help lines naming the settings only a config file takes (hidden options)."""
-    moved = sorted(flag[2:] + _envvar(option) for option, flag in _moved(command))
-    if not moved:
+    """The --help lines naming the settings only a config file takes (hidden options),
+    each under its table."""
+    name = command.name or ""
+    by_table: dict[str, list[str]] = {}
+    for option, flag in _moved(command):
+        table = _table_of(name, _key(flag[2:]))
+        place = f"[{name}]" if table is None else f"[{name}.{table}]"
+        by_table.setdefault(place, []).append(flag[2:] + _envvar(option))
+    if not by_table:
         return command.epilog
-    lines = textwrap.wrap(", ".join(moved), 74, break_on_hyphens=False)
-    text = "\n".join(
-        ["\b", f"Settings only a --config file takes ([{command.name}] table):"]
-        + ["  " + line for line in lines]
-    )
+    if list(by_table) == [f"[{name}]"]:
+        head = f"Settings only a --config file takes ([{name}] table):"
+        lines = textwrap.wrap(", ".join(sorted(by_table[f"[{name}]"])), 74, break_on_hyphens=False)
+        body = ["  " + line for line in lines]
+    else:
+        head = "Settings only a --config file takes, by table:"
+        body = [
+            line
+            for place, keys in sorted(by_table.items())
+            for line in textwrap.wrap(
+                f"{place} {', '.join(sorted(keys))}",
+                76,
+                initial_indent="  ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            )
+        ]
+    text = "\n".join(["\b", head, *body])
     return text if not command.epilog else f"{command.epilog}\n\n{text}"
 
 
@@ -258,12 +371,14 @@ def compaction_settings(ctx: click.Context) -> tuple[str | None, dict[str, Any]]
 def warn_moved(ctx: click.Context) -> None:
     """One warning per hidden option given on the command line: it works for one more
     release, and its setting belongs in the config file."""
+    name = ctx.command.name or ""
     for option, flag in _moved(ctx.command):
         if ctx.get_parameter_source(option.name or "") is ParameterSource.COMMANDLINE:
+            table = _table_of(name, _key(flag[2:]))
+            place = name if table is None else f"{name}.{table}"
             click.echo(
                 f"warning: {flag} on the command line is deprecated and will be removed in "
-                f"the next release: set {flag[2:]} in the [{ctx.command.name}] table of a "
-                "--config file",
+                f"the next release: set {flag[2:]} in the [{place}] table of a --config file",
                 err=True,
             )
 

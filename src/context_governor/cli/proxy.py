@@ -19,13 +19,42 @@ from click.core import ParameterSource
 from ..errors import ContextGovernorError
 from ..profiles import PROFILES
 from ._common import PROXY, count_workers_option, fail, profile_option, summary_options
-from .config import compaction_for, compaction_settings
+from .config import compaction_for, compaction_settings, sub_tables
 
 if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported when run
     from ..proxy.config import ProxyConfig
     from ..proxy.redact import Redactor
 
-__all__ = ["proxy_command"]
+__all__ = ["TABLES", "proxy_command"]
+
+#: The tables of a config file's [proxy] table, after ProxyConfig's groups
+#: (proxy/settings.py), each with its settings (the options' long names); the others
+#: (upstream, host, port, profile, windows, max-output, compaction, workers, api-key)
+#: stay in [proxy] itself. docs/cli.md, "Config file".
+TABLES = {
+    "timeouts": ("connect-timeout", "read-timeout"),
+    "limits": ("max-body", "max-in-flight", "max-in-flight-per-client"),
+    "governing": ("govern-in", "govern-processes"),
+    "counting": ("count-store", "count-retention", "count-tokens-upstream", "count-workers"),
+    "summaries": (
+        "summary-model",
+        "summary-store",
+        "summary-base-url",
+        "summary-timeout",
+        "summary-retention",
+    ),
+    "access": ("client-key", "client-keys-file", "allow-origin", "allow-host", "allow-open-relay"),
+    "page": (
+        "no-ui",
+        "ui-conversations",
+        "ui-requests",
+        "ui-reports-mb",
+        "ui-content",
+        "ui-content-mb",
+        "ui-token",
+    ),
+    "telemetry": ("no-metrics", "otlp-endpoint"),
+}
 
 
 def _model_windows(pairs: tuple[str, ...]) -> dict[str, int]:
@@ -68,6 +97,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+@sub_tables(TABLES)
 @click.command("proxy")
 @click.option(
     "--upstream",
@@ -392,6 +422,16 @@ def proxy_command(
 
         from ..proxy import ProxyConfig, create_app
         from ..proxy.access import client_keys, open_relay_refusal
+        from ..proxy.settings import (
+            AccessConfig,
+            CountingConfig,
+            GoverningConfig,
+            LimitsConfig,
+            PageConfig,
+            SummariesConfig,
+            TelemetryConfig,
+            TimeoutsConfig,
+        )
     except ImportError as exc:
         fail(
             f"the proxy needs starlette and uvicorn ({exc}): pip install 'context-governor[proxy]'"
@@ -420,38 +460,43 @@ def proxy_command(
             max_output=max_output,
             compaction=compaction,
             compaction_settings=settings,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            max_body_bytes=max_body,
-            govern_in=govern_in,
-            govern_processes=govern_processes,
-            count_tokens_upstream=count_tokens_upstream,
-            summary_model=summary_model,
-            summary_store=summary_store,
-            summary_base_url=summary_base_url,
-            summary_timeout=summary_timeout,
-            summary_retention=summary_retention,
-            count_store=count_store,
-            count_retention=count_retention,
-            client_keys=keys,
-            allow_origins=allow_origins,
-            allow_hosts=allow_hosts,
-            max_in_flight=max_in_flight,
-            max_in_flight_per_client=max_in_flight_per_client,
-            metrics=not no_metrics,
-            ui=not no_ui,
-            ui_conversations=ui_conversations,
-            ui_requests=ui_requests,
-            ui_report_bytes=ui_reports_mb * 1024 * 1024,
-            ui_content=ui_content,
-            ui_content_bytes=ui_content_mb * 1024 * 1024,
-            ui_token=ui_token,
-            otlp_endpoint=otlp_endpoint,
+            timeouts=TimeoutsConfig(connect=connect_timeout, read=read_timeout),
+            limits=LimitsConfig(
+                max_body_bytes=max_body,
+                max_in_flight=max_in_flight,
+                max_in_flight_per_client=max_in_flight_per_client,
+            ),
+            governing=GoverningConfig(run_in=govern_in, processes=govern_processes),
+            counting=CountingConfig(
+                store=count_store,
+                retention=count_retention,
+                calibrate_upstream=count_tokens_upstream,
+            ),
+            summaries=SummariesConfig(
+                model=summary_model,
+                store=summary_store,
+                base_url=summary_base_url,
+                timeout=summary_timeout,
+                retention=summary_retention,
+            ),
+            access=AccessConfig(
+                allow_origins=allow_origins, allow_hosts=allow_hosts, client_keys=keys
+            ),
+            page=PageConfig(
+                enabled=not no_ui,
+                conversations=ui_conversations,
+                requests=ui_requests,
+                report_bytes=ui_reports_mb * 1024 * 1024,
+                content=ui_content,
+                content_bytes=ui_content_mb * 1024 * 1024,
+                token=ui_token,
+            ),
+            telemetry=TelemetryConfig(metrics=not no_metrics, otlp_endpoint=otlp_endpoint),
         )
     except ContextGovernorError as exc:
         fail(str(exc))
         raise  # unreachable
-    refusal = open_relay_refusal(host, config.api_key is not None, bool(config.client_keys))
+    refusal = open_relay_refusal(host, config.api_key is not None, bool(config.access.client_keys))
     if refusal is not None:
         if not allow_open_relay:
             fail(refusal)
@@ -510,7 +555,7 @@ def _serve(
     from ..proxy.config import CONFIG_ENV
 
     os.environ[CONFIG_ENV] = config.to_json()
-    made = _metrics_dir() if config.metrics else None
+    made = _metrics_dir() if config.telemetry.metrics else None
     uv_config = uvicorn.Config(
         "context_governor.proxy.app:app_from_env",
         factory=True,

@@ -4,10 +4,32 @@ each path).
 
 Needs the ``proxy`` extra (starlette, uvicorn): ``pip install 'context-governor[proxy]'``.
 Run it with ``context-governor proxy --upstream URL`` or serve ``create_app(config)``
-with any ASGI server.
+with any ASGI server; ``ProxyConfig`` holds its settings, grouped by concern
+(``TimeoutsConfig``, ``LimitsConfig``, ``PageConfig``...).
 """
 
 from .app import create_app
 from .config import ProxyConfig
+from .settings import (
+    AccessConfig,
+    CountingConfig,
+    GoverningConfig,
+    LimitsConfig,
+    PageConfig,
+    SummariesConfig,
+    TelemetryConfig,
+    TimeoutsConfig,
+)
 
-__all__ = ["ProxyConfig", "create_app"]
+__all__ = [
+    "AccessConfig",
+    "CountingConfig",
+    "GoverningConfig",
+    "LimitsConfig",
+    "PageConfig",
+    "ProxyConfig",
+    "SummariesConfig",
+    "TelemetryConfig",
+    "TimeoutsConfig",
+    "create_app",
+]

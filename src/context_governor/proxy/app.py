@@ -208,18 +208,18 @@ def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Obs
     (unless ``metrics`` is off), spans when a tracer provider is given or OTLP is
     configured (tracing.py), the page's records unless ``ui`` is off."""
     owned = tracer_provider is None
-    provider = otlp_provider(config.otlp_endpoint) if owned else tracer_provider
+    provider = otlp_provider(config.telemetry.otlp_endpoint) if owned else tracer_provider
     journal = Journal(
-        max_conversations=config.ui_conversations,
-        max_requests=config.ui_requests,
-        content_bytes=config.ui_content_bytes,
-        report_bytes=config.ui_report_bytes,
-        keep_records=config.ui,
+        max_conversations=config.page.conversations,
+        max_requests=config.page.requests,
+        content_bytes=config.page.content_bytes,
+        report_bytes=config.page.report_bytes,
+        keep_records=config.page.enabled,
     )
     return Observer(
-        Metrics() if config.metrics and available() else None,
+        Metrics() if config.telemetry.metrics and available() else None,
         Tracer(provider, owned=owned),
-        keep_content=config.ui_content,
+        keep_content=config.page.content,
         journal=journal,
     )
 
@@ -258,7 +258,12 @@ class _Proxy:
         config = self.config
         return [
             Route("/healthz", _healthz, methods=["GET"]),
-            *observing_routes(self.observer, config.ui_token, metrics=config.metrics, ui=config.ui),
+            *observing_routes(
+                self.observer,
+                config.page.token,
+                metrics=config.telemetry.metrics,
+                ui=config.page.enabled,
+            ),
             *(
                 Route(f"/{v}/{r.path}", self.governed_route(r, v), methods=["POST"])
                 for r in ROUTES
@@ -380,7 +385,7 @@ class _Proxy:
         where = f"POST /{version}/{path}"
         betas = betas_of(request) if route.wire.reads_betas else ()
         try:
-            raw = await read_body(request, self.config.max_body_bytes)
+            raw = await read_body(request, self.config.limits.max_body_bytes)
             if route.wire.compacts:  # a compaction the proxy minted: its history
                 raw = expand_minted(raw)
             governing = time.perf_counter()
@@ -396,7 +401,7 @@ class _Proxy:
         if route.wire.stream_by_path:  # streaming is the path's choice, not a body field's
             governed = replace(governed, stream=route.streams)
         headers, query = self._keyed(route, request, "application/json")
-        if route.wire.counts_upstream and self.config.count_tokens_upstream:
+        if route.wire.counts_upstream and self.config.counting.calibrate_upstream:
             try:
                 governed = await self._calibrated(governed, raw, route, model, betas, headers)
             except BadRequest as exc:  # cannot happen: the same body governed once
@@ -553,7 +558,7 @@ class _Proxy:
             route = route_for_path(path, version)
             self.not_governed(request.method, path, version)
             self.observer.passthrough(route.api)
-            body = await read_body(request, self.config.max_body_bytes)
+            body = await read_body(request, self.config.limits.max_body_bytes)
             headers, query = self._keyed(route, request)
             response = await self.upstream.send(request.method, path, query, headers, body)
             relayed = await relay(response, stream=True, redact=self.redact, framing=route.framing)
@@ -636,7 +641,7 @@ class _Proxy:
         when the upstream has none (side.LACKS_ENDPOINT)."""
         where = f"POST /v1/{side.path}"
         try:
-            raw = await read_body(request, self.config.max_body_bytes)
+            raw = await read_body(request, self.config.limits.max_body_bytes)
             governed = await govern_side(side, raw, self.governance.govern)
         except TooLarge as exc:
             return too_large(exc, route)

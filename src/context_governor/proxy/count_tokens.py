@@ -67,7 +67,7 @@ async def calibrated(
     """``governed`` (a Messages body), or the same request governed again with the
     estimate scaled as the upstream's count says; the note on what was asked goes
     into the report of the body that is sent."""
-    if not config.count_tokens_upstream:
+    if not config.counting.calibrate_upstream:
         return governed
     found = await calibrate(
         governed.report, json.loads(governed.body), count, compaction=compaction_for(config)

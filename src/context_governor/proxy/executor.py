@@ -51,7 +51,7 @@ def _ready() -> bool:
 
 
 class Governance:
-    """Runs govern_body for the app, in a thread or a worker process (config.govern_in)."""
+    """Runs govern_body for the app, in a thread or a worker process (config.governing.run_in)."""
 
     def __init__(self, config: ProxyConfig) -> None:
         self._config = config
@@ -59,12 +59,12 @@ class Governance:
 
     async def start(self) -> None:
         """Load the encodings (here, or in every worker) before the first request."""
-        if self._config.govern_in == "thread":
+        if self._config.governing.run_in == "thread":
             await run_in_threadpool(preload, self._config)
             return
         # spawn, not fork: forking a process that runs an event loop and threads is unsafe.
         pool = ProcessPoolExecutor(
-            self._config.govern_processes,
+            self._config.governing.processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
             initargs=(self._config.to_json(),),
@@ -72,7 +72,7 @@ class Governance:
         self._pool = pool
         loop = asyncio.get_running_loop()
         # One task per worker at once: the pool starts (and preloads) every worker now.
-        jobs = [loop.run_in_executor(pool, _ready) for _ in range(self._config.govern_processes)]
+        jobs = [loop.run_in_executor(pool, _ready) for _ in range(self._config.governing.processes)]
         await asyncio.gather(*jobs)
 
     async def govern(

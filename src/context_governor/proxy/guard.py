@@ -158,11 +158,11 @@ class Guard:
 
     def __init__(self, app: ASGIApp, config: ProxyConfig) -> None:
         self.app = app
-        self._origins = frozenset(config.allow_origins)
-        self._hosts = tuple(config.allow_hosts)
-        self._keys = [(name, digest(key)) for name, key in config.client_keys.items()]
-        self._max = config.max_in_flight
-        self._max_per_client = config.max_in_flight_per_client
+        self._origins = frozenset(config.access.allow_origins)
+        self._hosts = tuple(config.access.allow_hosts)
+        self._keys = [(name, digest(key)) for name, key in config.access.client_keys.items()]
+        self._max = config.limits.max_in_flight
+        self._max_per_client = config.limits.max_in_flight_per_client
         self._in_flight = 0
         self._per_client: Counter[str] = Counter()
         install_client_name_filter()

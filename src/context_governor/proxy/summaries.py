@@ -2,9 +2,9 @@
 summaries) and the count store.
 
 The summary option is built once per process from the config (a worker process of
-``govern_in="process"`` builds its own from the same config) and reused for every
-request: the store's connection and the record of failed summaries live in it.
-The summarizer is the ``summary_model`` over Chat Completions at ``summary_base_url``
+``governing.run_in="process"`` builds its own from the same config) and reused for
+every request: the store's connection and the record of failed summaries live in it.
+The summarizer is ``summaries.model`` over Chat Completions at ``summaries.base_url``
 (default: the upstream), with the proxy's ``api_key``, else $OPENAI_API_KEY.
 """
 
@@ -35,9 +35,9 @@ def count_store_for(config: ProxyConfig) -> CountLink | None:
     """The count store of ``config`` (one per process and URL: its connections are
     reused by every request), or None. A store that cannot even be made (the redis client
     missing) is logged once and left out: it never fails a request."""
-    if config.count_store is None:
+    if config.counting.store is None:
         return None
-    key = (config.count_store, config.count_retention)
+    key = (config.counting.store, config.counting.retention)
     with _lock:
         if key not in _links:
             try:
@@ -50,7 +50,7 @@ def count_store_for(config: ProxyConfig) -> CountLink | None:
 
 def compaction_for(config: ProxyConfig) -> str | Compaction:
     """What govern()'s ``compaction`` is for a request under ``config``."""
-    if config.summary_model is None and not config.compaction_settings:
+    if config.summaries.model is None and not config.compaction_settings:
         return config.compaction
     seen = _seen.get(id(config))
     if seen is not None and seen[0] is config:
@@ -67,14 +67,14 @@ def compaction_for(config: ProxyConfig) -> str | Compaction:
 
 def _build(config: ProxyConfig) -> Compaction:
     policy = policy_from_settings(config.compaction, config.compaction_settings)
-    if config.summary_model is None or not isinstance(policy, CompactionPolicy):
+    if config.summaries.model is None or not isinstance(policy, CompactionPolicy):
         return policy
     from ..llm import OpenAICompatClient
     from ..summary import Summaries, model_summarizer, open_store
 
-    model = config.summary_model
+    model = config.summaries.model
     assert model is not None
-    base_url = config.summary_base_url or config.upstream
+    base_url = config.summaries.base_url or config.upstream
     api_key = config.api_key or os.environ.get("OPENAI_API_KEY")
 
     def make_client() -> Any:
@@ -82,10 +82,10 @@ def _build(config: ProxyConfig) -> Compaction:
 
     store = (
         None
-        if config.summary_store is None
-        else open_store(config.summary_store, config.summary_retention)
+        if config.summaries.store is None
+        else open_store(config.summaries.store, config.summaries.retention)
     )
     summarizer = model_summarizer(make_client, name=f"chat:{model}")
     return replace(
-        policy, summary=Summaries(summarizer, store=store, timeout=config.summary_timeout)
+        policy, summary=Summaries(summarizer, store=store, timeout=config.summaries.timeout)
     )

@@ -86,7 +86,7 @@ class Upstream:
         of the first request."""
         if self._clients:
             return
-        timeout = httpx.Timeout(self._config.read_timeout, connect=self._config.connect_timeout)
+        timeout = httpx.Timeout(self._config.timeouts.read, connect=self._config.timeouts.connect)
         # No connection cap: concurrency is the clients' to choose, as if they called
         # the upstream directly (httpx's default cap of 100 would queue the rest).
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
