@@ -10,7 +10,7 @@ request is written. docs/benchmarks.md restates the table with its date.
 
 from __future__ import annotations
 
-from context_governor.targets.prices import (
+from context_governor.providers.prices import (
     ANTHROPIC,
     ANTHROPIC_1H,
     DEEPSEEK,
@@ -22,7 +22,7 @@ from context_governor.targets.prices import (
     CachePrice,
     CachingModel,
 )
-from context_governor.targets.prices import PRICES as LIBRARY_PRICES
+from context_governor.providers.prices import PRICES as LIBRARY_PRICES
 
 CachePricing = CachePrice
 

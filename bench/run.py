@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from context_governor.counting import counting_encoding, encoding_for_model
-from context_governor.targets.prices import cache_price
+from context_governor.providers.prices import cache_price
 
 from . import (
     anthropic_cache,

@@ -27,9 +27,9 @@ from context_governor.cli.lint_render import index_note
 from context_governor.demo._project import PROJECT_FILES
 from context_governor.policies import get_policy
 from context_governor.providers import Violation
+from context_governor.providers.windows import KNOWN_WINDOWS, resolve_window
 from context_governor.proxy import ProxyConfig, create_app
 from context_governor.report import Action, Report, position
-from context_governor.targets.windows import KNOWN_WINDOWS, resolve_window
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "coding-session.json"

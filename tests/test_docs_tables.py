@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from context_governor.targets.prices import PRICES
-from context_governor.targets.windows import KNOWN_WINDOWS, family_window
+from context_governor.providers.prices import PRICES
+from context_governor.providers.windows import KNOWN_WINDOWS, family_window
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

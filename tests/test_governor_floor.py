@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern
+from context_governor.providers.prices import OPENAI_4O, OPENAI_41, CachePrice
 from context_governor.stages.replay import Replay, replay_history
-from context_governor.targets.prices import OPENAI_4O, OPENAI_41, CachePrice
 
 Message = dict[str, Any]
 WINDOW = 32_000

@@ -31,6 +31,7 @@ from test_proxy import Served
 from context_governor.cli import main
 from context_governor.errors import ConfigError
 from context_governor.observe.views import side_by_side
+from context_governor.providers.prices import cache_price
 from context_governor.proxy import (
     AccessConfig,
     PageConfig,
@@ -44,7 +45,6 @@ from context_governor.proxy.metrics import OTHER, LabelCap
 from context_governor.proxy.observer import Journal, Record, report_size
 from context_governor.proxy.usage import Usage, usage_of
 from context_governor.report import Action, Report
-from context_governor.targets.prices import cache_price
 
 APIS = ["openai", "anthropic", "responses", "gemini"]
 

@@ -18,7 +18,7 @@ from context_governor.errors import ConfigError
 from context_governor.pipeline import resolve_settings
 from context_governor.policies import DEFAULT_TRIGGER_TOKENS, SEED, price_scale
 from context_governor.providers import validate
-from context_governor.targets.prices import (
+from context_governor.providers.prices import (
     ANTHROPIC,
     ANTHROPIC_1H,
     DEEPSEEK,

@@ -19,7 +19,7 @@ from long_sessions import MODELS, long_session
 from transcripts import cases, random_case
 
 from context_governor import CompactionPolicy, govern
-from context_governor.targets.prices import OPENAI_4O
+from context_governor.providers.prices import OPENAI_4O
 
 SETTINGS = settings(
     max_examples=examples(full=150, fast=40),

@@ -1,4 +1,4 @@
-"""A window for every model, and the upstream's word over ours (targets/windows.py, proxy/
+"""A window for every model, and the upstream's word over ours (providers/windows.py, proxy/
 learning.py, refusals.py, usage.py, watch.py).
 
 Units: the family rules, the 1M header, every collected refusal text, usage in each
@@ -32,6 +32,12 @@ from test_proxy import Served
 from context_governor import govern
 from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
+from context_governor.providers.windows import (
+    default_window,
+    family_window,
+    known_window,
+    resolve_window,
+)
 from context_governor.proxy import CountingConfig, ProxyConfig, create_app
 from context_governor.proxy.learning import (
     MAX_RATIO,
@@ -45,12 +51,6 @@ from context_governor.proxy.learning import (
 from context_governor.proxy.refusals import refusal_of
 from context_governor.proxy.usage import Usage, usage_of
 from context_governor.proxy.watch import StreamWatch
-from context_governor.targets.windows import (
-    default_window,
-    family_window,
-    known_window,
-    resolve_window,
-)
 
 DATA = json.loads((Path(__file__).parent / "data" / "refusals.json").read_text())
 LIMIT = 20_000

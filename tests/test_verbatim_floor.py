@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.policies import FLOOR_RESULTS
 from context_governor.providers import validate
-from context_governor.targets.prices import ANTHROPIC, OPENAI_4O, OPENAI_5, OPENAI_41, CachePrice
+from context_governor.providers.prices import ANTHROPIC, OPENAI_4O, OPENAI_5, OPENAI_41, CachePrice
 
 Message = dict[str, Any]
 WINDOW = 32_000

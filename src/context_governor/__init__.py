@@ -15,8 +15,8 @@ from .pipeline import GovernResult, govern
 from .policies import CompactionPolicy
 from .profiles import PROFILES, Profile
 from .providers import Violation, validate
+from .providers.windows import known_window
 from .report import Action, Report, render_report
-from .targets.windows import known_window
 
 if _TYPE_CHECKING:
     from .llm import OpenAICompatClient, ScriptedModel

@@ -25,8 +25,8 @@ MOVED: dict[str, str] = {
     "tokens": "counting",
     "count_pool": "counting.pool",
     "count_store": "counting.store",
-    "windows": "targets.windows",
-    "prices": "targets.prices",
+    "windows": "providers.windows",
+    "prices": "providers.prices",
     "render": "report",
     "late": "governor.late",
     "probe": "governor.probe",
@@ -35,6 +35,9 @@ MOVED: dict[str, str] = {
     "roles": "messages.roles",
     "providers.policy": "targets.policy",
     "providers.target": "targets.target",
+    "targets.windows": "providers.windows",
+    "targets.prices": "providers.prices",
+    "providers.fixes": "stages.provider_fixes",
 }
 
 

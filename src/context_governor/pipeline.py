@@ -20,13 +20,13 @@ from .policies import Compaction, CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
 from .providers import Provider, resolve
 from .providers.rules import find_violations
+from .providers.windows import WindowSource, resolve_window
 from .report import Action, Note, Report, moves_messages
 from .stages import Context, Stage
 from .stages.compact import would_compact
 from .stages.snip import SAFETY_BUFFER
 from .targets.policy import Policy
 from .targets.target import Target
-from .targets.windows import WindowSource, resolve_window
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",

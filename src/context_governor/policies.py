@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from .errors import ConfigError, brief
-from .targets.prices import CachePrice, cache_price
+from .providers.prices import cache_price
+from .targets.cache_price import CachePrice
 
 if TYPE_CHECKING:
     from .summary import Summaries
@@ -374,7 +375,7 @@ class CompactionPolicy:
                 raise ConfigError(f"{name} must be true or false (a bool), got {value!r}")
         if self.cache_price is not None and not isinstance(self.cache_price, CachePrice):
             raise ConfigError(
-                "cache_price must be a context_governor.targets.prices.CachePrice or None, "
+                "cache_price must be a context_governor.providers.prices.CachePrice or None, "
                 f"got {brief(self.cache_price)}"
             )
         if not isinstance(self.exclude_tools, frozenset):

@@ -14,7 +14,7 @@ from functools import lru_cache, partial
 from .counting import TokenCounter, exact_counter, seed_counter
 from .counting.media import MediaRule, media_rule_for
 from .errors import ConfigError
-from .providers import CATALOG, PROVIDERS, fixes
+from .providers import CATALOG, PROVIDERS
 from .stages import (
     Stage,
     backfill_seed,
@@ -26,6 +26,7 @@ from .stages import (
     enforce_alternation,
     enforce_alternation_seed,
     microcompact,
+    provider_fixes,
     snip,
 )
 from .stages.repair import repair_messages
@@ -113,7 +114,7 @@ NANOBOT = Profile(
 STRICT_STAGES: tuple[Stage, ...] = (
     drop_orphans_strict,
     backfill_strict,
-    fixes.regroup_tool_results,
+    provider_fixes.regroup_tool_results,
     compact.clear_stage,
     cap_tool_results,
     compact.fit_stage,
@@ -121,22 +122,22 @@ STRICT_STAGES: tuple[Stage, ...] = (
     backfill_strict,
 )
 PROVIDER_STAGES: tuple[Stage, ...] = (
-    fixes.flatten_tools,
-    fixes.systems,
+    provider_fixes.flatten_tools,
+    provider_fixes.systems,
     enforce_alternation,
-    fixes.opening,
-    fixes.bridge_user_after_tool,
+    provider_fixes.opening,
+    provider_fixes.bridge_user_after_tool,
     # before the split: it pairs each call with its result by id, which needs unique ids
     # (with a repeated id it would leave the message whole and split it on a second pass)
-    fixes.rekey_ids,
-    fixes.split_parallel_calls,
-    fixes.names,
-    fixes.reasoning,
-    fixes.allowed_keys,
-    fixes.empty_content,
-    fixes.thought_signatures,
-    fixes.cache_control,
-    fixes.prefill,
+    provider_fixes.rekey_ids,
+    provider_fixes.split_parallel_calls,
+    provider_fixes.names,
+    provider_fixes.reasoning,
+    provider_fixes.allowed_keys,
+    provider_fixes.empty_content,
+    provider_fixes.thought_signatures,
+    provider_fixes.cache_control,
+    provider_fixes.prefill,
 )
 
 
@@ -147,7 +148,7 @@ def _provider_profile(name: str) -> Profile:
         description=f"the seed pipeline with its defects fixed, then {entry.title}'s rules",
         prepare=(repair_messages,),
         stages=STRICT_STAGES,
-        fallback=(drop_orphans_strict, backfill_strict, fixes.regroup_tool_results),
+        fallback=(drop_orphans_strict, backfill_strict, provider_fixes.regroup_tool_results),
         finish=PROVIDER_STAGES,
         counter=_exact_counter_for(media_rule_for(name)),
         provider=name,

@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .targets.windows import window_phrase
-
 __all__ = [
     "COMPACTION_LEGEND",
     "INDEX_LEGEND",
@@ -29,6 +27,7 @@ __all__ = [
     "position",
     "positions",
     "render_report",
+    "window_phrase",
 ]
 
 Kind = Literal["drop", "insert", "merge", "move", "truncate", "replace", "repair", "fallback"]
@@ -181,6 +180,20 @@ COMPACTION_LEGEND = (
     "whose answer is message N; the same decision is replayed on every later request, "
     "so the cached prefix stays the same)"
 )
+
+
+def window_phrase(window: int | None, source: str, model: str | None) -> str:
+    """How a window reads in a report: '128,000 (gpt-4o's known window)', or why none."""
+    if window is None:
+        why = f"model {model!r} has no known window" if model else "no model or window given"
+        return f"none ({why}: nothing is cut; set a context window)"
+    if source == "model":
+        return f"{window:,} ({model}'s known window)"
+    if source == "family":
+        return f"{window:,} (the window of {model}'s family)"
+    if source == "learned":
+        return f"{window:,} (learned from the upstream for {model})"
+    return f"{window:,}"
 
 
 def _runs(indices: list[int]) -> str:

@@ -32,8 +32,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without langchai
 from ..governor import Governor
 from ..messages import Message
 from ..pipeline import GovernResult
+from ..providers.windows import default_window
 from ..report import Report
-from ..targets.windows import default_window
 from ._model_profile import named_profile
 
 __all__ = [

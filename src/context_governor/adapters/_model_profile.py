@@ -8,67 +8,16 @@ otherwise "openai" (the Chat Completions rules most compatible servers follow).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..profiles import PROFILES
+from ..providers.catalog import ALIASES, MODEL_HINTS
 
 __all__ = ["PROVIDER_PROFILES", "bare_model", "named_profile", "profile_for"]
 
-#: Provider names as the frameworks spell them -> our profile names: one table for every
-#: adapter (pydantic-ai's and the OpenAI Agents SDK's providers and model prefixes,
-#: LiteLLM's routes, LangChain's ``ls_provider``). A gateway that routes to many
-#: providers (OpenRouter) is not here: its model name says more (``profile_for``).
-PROVIDER_PROFILES: dict[str, str] = {
-    "openai": "openai",
-    "azure": "openai",
-    "azure_ai": "openai",
-    "azure_openai": "openai",
-    "text-completion-openai": "openai",
-    "anthropic": "anthropic",
-    "google_anthropic_vertex": "anthropic",
-    "gemini": "gemini",
-    "google": "gemini",
-    "google-gla": "gemini",
-    "google-vertex": "gemini",
-    "google_genai": "gemini",
-    "google_vertexai": "gemini",
-    "vertex_ai": "gemini",
-    "vertex_ai_beta": "gemini",
-    "bedrock": "bedrock",
-    "amazon_bedrock": "bedrock",
-    "bedrock_converse": "bedrock",
-    "mistral": "mistral",
-    "mistralai": "mistral",
-    "codestral": "mistral",
-    "deepseek": "deepseek",
-    "groq": "groq",
-    "moonshot": "moonshot",
-    "moonshotai": "moonshot",
-    "ollama": "ollama",
-    "ollama_chat": "ollama",
-    "chat-ollama": "ollama",
-    "vllm": "vllm",
-    "hosted_vllm": "vllm",
-    "zai": "glm",
-    "zhipu": "glm",
-    "zhipuai": "glm",
-    "qwen": "qwen",
-    "dashscope": "qwen",
-    "tongyi": "qwen",
-}
-#: Model-name families -> our profile names (first match wins).
-_FAMILIES = (
-    ("claude", "anthropic"),
-    ("gemini", "gemini"),
-    ("gemma", "gemini"),
-    ("mistral", "mistral"),
-    ("magistral", "mistral"),
-    ("codestral", "mistral"),
-    ("devstral", "mistral"),
-    ("deepseek", "deepseek"),
-    ("glm", "glm"),
-    ("qwen", "qwen"),
-    ("kimi", "moonshot"),
-    ("moonshot", "moonshot"),
-)
+#: Provider names as the frameworks spell them -> our profile names (each vendor module's
+#: ``VENDOR.aliases``, gathered by the catalogue): one table for every adapter.
+PROVIDER_PROFILES: Mapping[str, str] = ALIASES
 
 
 def profile_for(provider: str | None, model: str | None) -> str:
@@ -82,7 +31,7 @@ def profile_for(provider: str | None, model: str | None) -> str:
             prefix, found, _ = name.partition(sep)
             if found and prefix in PROVIDER_PROFILES:
                 return PROVIDER_PROFILES[prefix]
-        for family, profile in _FAMILIES:
+        for family, profile in MODEL_HINTS:  # each vendor's model_hints, in order
             if family in name:
                 return profile
     return "openai"

@@ -43,8 +43,8 @@ from ..governor import Governor
 from ..messages import Message
 from ..profiles import Profile
 from ..providers import validate
+from ..providers.windows import default_window
 from ..report import Note, Report, note_kind
-from ..targets.windows import default_window
 from . import _pydantic_ai_edge as edge
 from ._model_profile import bare_model, profile_for
 from ._report_log import log_report

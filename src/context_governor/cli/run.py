@@ -520,7 +520,7 @@ def run_command(
         and context.params.get("provider_alias") is None
     ):
         profile = spec.default_profile
-    from ..targets.windows import resolve_window
+    from ..providers.windows import resolve_window
 
     _check_budget(resolve_window(context_window, model)[0], max_output)
     history: list[Message] = []

@@ -31,12 +31,15 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import imagesize  # type: ignore[import-untyped]
 
-from ..targets.target import Target, claude_version, gemini_version
+from ..providers.anthropic import claude_version
+from ..providers.catalog import MEDIA_RULES
+from ..providers.gemini import gemini_version
+from ..targets.target import MediaRule, Target
 
 __all__ = [
     "MediaCount",
@@ -47,8 +50,6 @@ __all__ = [
     "media_rule_for",
     "stripped_text",
 ]
-
-MediaRule = Literal["anthropic", "openai", "gemini"]
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,6 @@ class MediaCount:
 
 # -- which rule ------------------------------------------------------------------------------
 
-_ANTHROPIC_PROVIDERS = frozenset({"anthropic", "bedrock", "claude", "vertex_anthropic"})
-_GEMINI_PROVIDERS = frozenset({"gemini", "google", "vertex", "vertex_ai", "google_genai"})
 _API_RULES: dict[str, MediaRule] = {
     "anthropic": "anthropic",
     "gemini": "gemini",
@@ -83,14 +82,12 @@ def media_rule_for(provider: str | None, api: str | None = None) -> MediaRule:
     Qwen, GLM, Moonshot...). Those document no image rule an agent can apply before the
     call, and OpenAI's tile rule is the conservative stand-in: a 512-px tile grid capped
     at 2048x768 px, well above a base64 payload's real share of a window yet far below
-    its text. When the provider is unknown the wire format (``api``) decides."""
+    its text. Each vendor module says which rule its provider's media follow
+    (``VENDOR.media``, gathered in providers.catalog.MEDIA_RULES). When the provider is
+    unknown the wire format (``api``) decides."""
     name = provider.strip().lower() if isinstance(provider, str) else ""
-    if name in _ANTHROPIC_PROVIDERS:
-        return "anthropic"
-    if name in _GEMINI_PROVIDERS:
-        return "gemini"
     if name:
-        return "openai"
+        return MEDIA_RULES.get(name, "openai")
     if isinstance(api, str):
         return _API_RULES.get(api.strip().lower(), "openai")
     return "openai"

@@ -24,10 +24,11 @@ from ..messages.inputs import check_messages
 from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
+from ..providers.anthropic import claude_keeps_thinking
 from ..providers.rules import Violation, find_violations
 from ..report import Action, Note, Report, note_kind
 from ..targets.policy import Policy
-from ..targets.target import Target, claude_keeps_thinking
+from ..targets.target import Target
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules

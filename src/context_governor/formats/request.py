@@ -23,7 +23,7 @@ from ..counting.store import CountLink, CountStore, count_link
 from ..policies import Compaction
 from ..profiles import Profile
 from ..providers.rules import Violation
-from ..targets.windows import default_window, known_window, window_table
+from ..providers.windows import default_window, known_window, window_table
 from . import reserve
 from .base import (
     APIS,

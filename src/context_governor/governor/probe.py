@@ -58,7 +58,7 @@ from ..messages import Message
 from ..messages.inputs import has_surrogate
 from ..pipeline import Settings, context
 from ..policies import CompactionPolicy
-from ..providers import checks, fixes
+from ..providers import checks
 from ..providers.rules import Check
 from ..stages import (
     Context,
@@ -66,6 +66,7 @@ from ..stages import (
     compact,
     drop_orphans_strict,
     enforce_alternation,
+    provider_fixes,
 )
 from ..stages.base import MessageCheck, Stage, check_for, message_check
 from ..stages.repair import repair_messages
@@ -96,11 +97,11 @@ WALKED: frozenset[Stage] = frozenset(
     {
         drop_orphans_strict,
         backfill_strict,
-        fixes.regroup_tool_results,
+        provider_fixes.regroup_tool_results,
         enforce_alternation,
-        fixes.opening,
-        fixes.bridge_user_after_tool,
-        fixes.prefill,
+        provider_fixes.opening,
+        provider_fixes.bridge_user_after_tool,
+        provider_fixes.prefill,
         compact.clear_stage,
         compact.fit_stage,
     }
@@ -207,7 +208,7 @@ class Plan:
 
     #: False when no window can be plain under these settings (see plain_window)
     plain: bool
-    #: a tool result must not be followed by a user message (fixes.bridge_user_after_tool)
+    #: a tool result must not be followed by a user message (provider_fixes.bridge_user_after_tool)
     bridge: bool
     #: the checks of the rules that apply to the target, in the provider's order
     checks: tuple[Check, ...]

@@ -1,130 +1,27 @@
 """Provider rules as code: what each provider rejects, and how to govern for it.
 
+One module per provider (``openai.py``, ``anthropic.py``...) holds everything known
+about it: its rules, the model facts they depend on, its repair Policy, the windows and
+cache prices of its models, the sources of its rules and the names frameworks give it.
+``catalog.py`` builds every table from the list of those modules; ``windows.py`` and
+``prices.py`` look models up in them.
+
 ``validate(messages, provider=..., model=...)`` lists the violations with the
 provider's own error text; each provider's Policy drives the repairs that
-``govern(profile=<provider>)`` applies after the seed pipeline.
+``govern(profile=<provider>)`` applies after the seed pipeline (stages/provider_fixes.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 from ..messages import Message
 from ..messages.inputs import check_messages, check_tools
 from ..messages.legacy import rules_view
 from ..targets.policy import Policy
-from ..targets.target import PROVIDERS, Target, check_provider
-from . import (
-    anthropic,
-    bedrock,
-    deepseek,
-    gemini,
-    glm,
-    groq,
-    local,
-    mistral,
-    moonshot,
-    openai,
-    qwen,
-)
+from ..targets.target import Target
+from .catalog import CATALOG, PROVIDERS, SOURCES, Provider, check_provider
 from .rules import Rule, Violation, find_violations
-from .sources import SOURCES
-
-
-@dataclass(frozen=True, slots=True)
-class Provider:
-    name: str
-    title: str
-    rules: tuple[Rule, ...]
-    not_checked: tuple[tuple[str, str], ...]
-    policy: Callable[[Target], Policy]
-
-
-def _fixed(policy: Policy) -> Callable[[Target], Policy]:
-    return lambda target: policy
-
-
-def _sourced(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
-    """The rules with their public sources (providers/sources.py) attached."""
-    return tuple(replace(rule, source=SOURCES.get(rule.id, ())) for rule in rules)
-
-
-CATALOG: dict[str, Provider] = {
-    p.name: p
-    for p in (
-        Provider(
-            "openai",
-            "OpenAI Chat Completions",
-            _sourced(openai.RULES),
-            openai.NOT_CHECKED,
-            _fixed(openai.POLICY),
-        ),
-        Provider(
-            "anthropic",
-            "Anthropic Messages",
-            _sourced(anthropic.RULES),
-            anthropic.NOT_CHECKED,
-            _fixed(anthropic.POLICY),
-        ),
-        Provider(
-            "gemini",
-            "Google Gemini",
-            _sourced(gemini.RULES),
-            gemini.NOT_CHECKED,
-            _fixed(gemini.POLICY),
-        ),
-        Provider(
-            "bedrock",
-            "AWS Bedrock Converse",
-            _sourced(bedrock.RULES),
-            bedrock.NOT_CHECKED,
-            _fixed(bedrock.POLICY),
-        ),
-        Provider(
-            "mistral",
-            "Mistral",
-            _sourced(mistral.RULES),
-            mistral.NOT_CHECKED,
-            _fixed(mistral.POLICY),
-        ),
-        Provider(
-            "deepseek", "DeepSeek", _sourced(deepseek.RULES), deepseek.NOT_CHECKED, deepseek.policy
-        ),
-        Provider(
-            "glm", "Zhipu GLM / Z.ai", _sourced(glm.RULES), glm.NOT_CHECKED, _fixed(glm.POLICY)
-        ),
-        Provider(
-            "qwen", "Qwen (DashScope)", _sourced(qwen.RULES), qwen.NOT_CHECKED, _fixed(qwen.POLICY)
-        ),
-        Provider(
-            "moonshot",
-            "Moonshot / Kimi",
-            _sourced(moonshot.RULES),
-            moonshot.NOT_CHECKED,
-            _fixed(moonshot.POLICY),
-        ),
-        Provider(
-            "groq", "Groq / Cerebras", _sourced(groq.RULES), groq.NOT_CHECKED, _fixed(groq.POLICY)
-        ),
-        Provider(
-            "ollama",
-            "Ollama / llama.cpp",
-            _sourced(local.OLLAMA_RULES),
-            local.OLLAMA_NOT_CHECKED,
-            _fixed(local.OLLAMA_POLICY),
-        ),
-        Provider(
-            "vllm",
-            "vLLM / TGI (Hugging Face chat templates, or the Mistral tokenizer)",
-            _sourced(local.VLLM_RULES),
-            local.NOT_CHECKED,
-            local.vllm_policy,
-        ),
-    )
-}
-assert tuple(CATALOG) == PROVIDERS
 
 
 def resolve(
@@ -173,6 +70,7 @@ def validate(
 __all__ = [
     "CATALOG",
     "PROVIDERS",
+    "SOURCES",
     "Policy",
     "Provider",
     "Rule",

@@ -3,16 +3,81 @@
 System messages become the top-level ``system``; tool results become ``tool_result``
 blocks of a user turn; tool calls become ``tool_use`` blocks. Hence the pairing checks
 run on the list without its system messages, and the errors' ``messages.N`` count turns.
+
+Claude's model facts (its version, prefill, kept thinking), windows (with the 1M beta
+header) and cache prices are here too: Bedrock's rules read the same facts.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
+
+from ..targets.cache_price import DATED, CachePrice
 from ..targets.policy import Policy
-from ..targets.target import Target, claude_accepts_prefill, claude_version
+from ..targets.target import Target
 from . import checks
 from .rules import Rule
+from .sources import GH, NANOBOT
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+__all__ = [
+    "ANTHROPIC",
+    "ANTHROPIC_1H",
+    "BETA_1M_MODELS",
+    "BETA_1M_PREFIX",
+    "BETA_1M_WINDOW",
+    "FAMILY_WINDOWS",
+    "NOT_CHECKED",
+    "POLICY",
+    "RULES",
+    "SOURCES",
+    "VENDOR",
+    "WINDOWS",
+    "asks_for_1m",
+    "claude_accepts_prefill",
+    "claude_keeps_thinking",
+    "claude_version",
+    "takes_1m",
+]
+
+
+def claude_version(target: Target) -> tuple[int, int] | None:
+    """(major, minor) from both naming schemes: claude-3-7-sonnet and claude-sonnet-4-5."""
+    model = target.lowered
+    if "claude" not in model:
+        return None
+    number = r"(\d{1,2})(?!\d)(?:[-.](\d)(?!\d))?"
+    found = re.search(rf"claude-{number}-(?:opus|sonnet|haiku)", model) or re.search(
+        rf"(?:opus|sonnet|haiku|fable|mythos)-{number}", model
+    )
+    if not found:
+        return None
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+def claude_accepts_prefill(target: Target) -> bool:
+    """Claude 3.x-4.5 continue a trailing assistant message; 4.6+ and 5 reject it (AN-6)."""
+    version = claude_version(target)
+    return version is not None and version < (4, 6)
+
+
+def claude_keeps_thinking(target: Target) -> bool:
+    """Whether the model keeps earlier assistant turns' thinking in its context (and bills
+    it as input): Opus 4.5 and later, Sonnet 4.6 and later, Fable and Mythos. Earlier
+    Opus and Sonnet models and every Haiku strip it when it is passed back (Anthropic's
+    context-windows page). A model we cannot place keeps it: counting it errs high."""
+    model = target.lowered
+    version = claude_version(target)
+    if version is None or "fable" in model or "mythos" in model:
+        return True
+    if "haiku" in model:
+        return False
+    if "opus" in model:
+        return version >= (4, 5)
+    if "sonnet" in model:
+        return version >= (4, 6)
+    return True
 
 
 def _prefill_rejected(target: Target) -> bool:
@@ -125,7 +190,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     (
         "AN-5",
         "consecutive same-role turns are combined by the API since 2025; we merge them "
@@ -148,4 +213,93 @@ POLICY = Policy(
     prefill=claude_accepts_prefill,
     rstrip_prefill=True,
     max_cache_control=4,
+)
+
+SOURCES: Sources = {
+    "AN-1": (GH + "anthropics/claude-code/issues/5989", GH + "Kilo-Org/kilocode/issues/5163"),
+    "AN-2": (GH + "anthropics/claude-code/issues/18947",),
+    "AN-3": (
+        GH + "anthropics/claude-code/issues/37",
+        GH + "anthropics/anthropic-sdk-typescript/issues/653",
+    ),
+    "AN-4": (GH + "lobehub/lobehub/issues/1601", GH + "anthropics/courses/issues/79"),
+    "AN-6": (
+        GH + "smallmain/vscode-unify-chat-provider/issues/249",
+        NANOBOT + "pull/3297",
+    ),
+    "AN-6b": (GH + "tailcallhq/forgecode/issues/1872",),
+    "AN-7": (GH + "anthropics/claude-code/issues/6774",),
+    "AN-7b": (GH + "continuedev/continue/issues/9605",),
+    "AN-7c": (GH + "anthropics/claude-code/issues/59812",),
+    "AN-8": (GH + "trycua/cua/issues/524",),
+    "AN-8b": (GH + "tailcallhq/forgecode/issues/1142", GH + "maximhq/bifrost/issues/5097"),
+    "AN-10": (GH + "tghamm/Anthropic.SDK/issues/50", GH + "Wei-Shaw/sub2api/issues/176"),
+    "AN-11": (NANOBOT + "blob/main/nanobot/providers/anthropic_provider.py",),
+}
+
+#: docs.anthropic.com/en/docs/about-claude/models ("Context window": 200K for every
+#: Claude 3, 3.5, 3.7 and 4.x model; the 1M beta needs a request header).
+WINDOWS: dict[str, int] = {
+    "claude-3": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-opus-4": 200_000,
+    "claude-haiku-4": 200_000,
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # docs.anthropic.com/en/docs/about-claude/models: 200K for every Claude 3 and 4.x
+    # model; larger windows need a request header (see the 1M beta below) or are newer
+    # than any table, and are learned from a refusal otherwise.
+    (r"claude-", 200_000),
+)
+
+#: Anthropic's 1M-token window, turned on per request by an ``anthropic-beta`` header
+#: value starting so (``context-1m-2025-08-07``): docs.anthropic.com/en/docs/build-with-
+#: claude/context-windows ("1M token context window": Claude Sonnet 4 and 4.5; Opus 4.6
+#: and Sonnet 4.6 too).
+BETA_1M_PREFIX = "context-1m-"
+BETA_1M_WINDOW = 1_000_000
+#: Table entries of the Claude models that take the 1M header. A Claude model the table
+#: does not know (newer than it) is taken at the client's word; older ones ignore it.
+BETA_1M_MODELS = ("claude-sonnet-4", "claude-opus-4-6")
+
+
+def asks_for_1m(betas: Iterable[str]) -> bool:
+    """Whether a request's ``anthropic-beta`` values ask for the 1M window."""
+    return any(b.strip().lower().startswith(BETA_1M_PREFIX) for b in betas)
+
+
+def takes_1m(names: Sequence[str], known: bool) -> bool:
+    """Whether a model asked for the 1M window gets it: a Claude model in BETA_1M_MODELS,
+    or one newer than the windows table (``known`` False), taken at the client's word.
+    ``names`` are the model's name with and without its provider prefixes."""
+    if not any(name.startswith("claude-") for name in names):
+        return False
+    if not known:
+        return True
+    return any(name.startswith(prefix) for prefix in BETA_1M_MODELS for name in names)
+
+
+ANTHROPIC = CachePrice(
+    "Anthropic", "Claude Sonnet 4.5 / Haiku 4.5 / Opus 4.5, 5-minute TTL", "breakpoint", 0.1, 1.25
+)
+ANTHROPIC_1H = CachePrice(
+    "Anthropic, 1-hour TTL", "Claude Sonnet 4.5 / Haiku 4.5 / Opus 4.5", "breakpoint", 0.1, 2.0
+)
+
+VENDOR = Vendor(
+    "anthropic",
+    "Anthropic Messages",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    windows=WINDOWS,
+    family_windows=FAMILY_WINDOWS,
+    prices={"anthropic": ANTHROPIC, "anthropic-1h": ANTHROPIC_1H},
+    price_families=((rf"claude-(?:sonnet|haiku|opus)-4-5{DATED}", ANTHROPIC),),
+    aliases=("anthropic", "google_anthropic_vertex"),
+    model_hints=("claude",),
+    media="anthropic",
+    media_aliases=("claude", "vertex_anthropic"),
 )

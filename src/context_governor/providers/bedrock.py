@@ -7,11 +7,14 @@ pairing checks run without them, and the errors' ``messages.N`` count turns.
 from __future__ import annotations
 
 from ..targets.policy import Policy
-from ..targets.target import Target, claude_accepts_prefill
+from ..targets.target import Target
 from . import checks
+from .anthropic import claude_accepts_prefill
 from .rules import Rule
+from .sources import GH
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+__all__ = ["NOT_CHECKED", "POLICY", "RULES", "SOURCES", "VENDOR"]
 
 
 def _no_tools(target: Target) -> bool:
@@ -115,7 +118,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     ("BR-6b", "toolResult JSON must be an object: depends on how the adapter wraps results"),
 )
 
@@ -137,4 +140,31 @@ POLICY = Policy(
     # model may call.
     flatten_tools=_no_tools,
     flatten_why="the request declares no tools, and Bedrock wants a toolConfig for tool blocks",
+)
+
+SOURCES: Sources = {
+    "BR-1": (GH + "elastic/kibana/pull/246393",),
+    "BR-1b": (GH + "pydantic/pydantic-ai/issues/4495",),
+    "BR-2": (GH + "aws-samples/bedrock-access-gateway/issues/25", GH + "cline/cline/issues/431"),
+    "BR-3": (GH + "agno-agi/agno/issues/6698",),
+    "BR-3b": (GH + "Just-Curieous/Curie/issues/16",),
+    "BR-3c": (GH + "Just-Curieous/Curie/issues/16",),
+    "BR-4": (GH + "langgenius/dify/issues/17545", GH + "vercel/ai/pull/7537"),
+    "BR-5": (GH + "aws-samples/bedrock-engineer/issues/8", GH + "earendil-works/pi/pull/3443"),
+    "BR-5b": (GH + "aws-samples/bedrock-engineer/issues/8",),
+    "BR-6": (GH + "run-llama/llama_index/pull/22775",),
+    "BR-7": (GH + "i-am-bee/beeai-framework/issues/753",),
+}
+
+VENDOR = Vendor(
+    "bedrock",
+    "AWS Bedrock Converse",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    aliases=("bedrock", "amazon_bedrock", "bedrock_converse"),
+    # Bedrock model ids name the vendor before a dot: ``us.anthropic.claude-...``
+    model_prefixes=("anthropic.", "openai.", "deepseek."),
+    media="anthropic",
 )

@@ -4,13 +4,34 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..targets.cache_price import CachePrice
 from ..targets.policy import Policy, ReasoningPolicy
-from ..targets.target import Target, deepseek_thinking
+from ..targets.target import Target
 from . import checks
-from .openai import pairing_rules
+from .openai import pairing_rules, pairing_sources
 from .rules import Rule
+from .sources import GH
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["NOT_CHECKED", "POLICY", "RULES", "policy"]
+__all__ = [
+    "DEEPSEEK",
+    "FAMILY_WINDOWS",
+    "NOT_CHECKED",
+    "POLICY",
+    "RULES",
+    "SOURCES",
+    "VENDOR",
+    "WINDOWS",
+    "deepseek_thinking",
+    "policy",
+]
+
+
+def deepseek_thinking(target: Target) -> bool:
+    """deepseek-reasoner and the V4 family run in thinking mode and need reasoning_content back."""
+    model = target.lowered
+    return "reasoner" in model or "deepseek-v4" in model or "thinking" in model
+
 
 _FOLLOWED = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to "
@@ -64,7 +85,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     ("DS-5", "an empty tools array is a request field, not a message"),
     (
         "DS-empty",
@@ -86,3 +107,51 @@ def policy(target: Target) -> Policy:
     if "reasoner" in target.lowered:
         return replace(POLICY, system="merge_front")
     return POLICY
+
+
+SOURCES: Sources = {
+    **pairing_sources(
+        "DS-0",
+        (GH + "qwersyk/Newelle/issues/425",),
+        (GH + "langgenius/dify/issues/32222",),
+    ),
+    "DS-1": (GH + "deepseek-ai/DeepSeek-R1/issues/21",),
+    "DS-2": (
+        "https://api-docs.deepseek.com/guides/chat_prefix_completion",
+        GH + "gptme/gptme/issues/467",
+    ),
+    "DS-6": (GH + "decolua/9router/pull/1011",),
+    "DS-3": (
+        "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
+        GH + "langchain-ai/langchain/issues/37713",
+    ),
+}
+
+#: api-docs.deepseek.com/quick_start/pricing ("Context length: 128K").
+WINDOWS: dict[str, int] = {
+    "deepseek-chat": 128_000,
+    "deepseek-reasoner": 128_000,
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # api-docs.deepseek.com: 64K was the API's window before V3.1 made it 128K; the
+    # smaller for names the table does not know.
+    (r"deepseek", 64_000),
+)
+
+DEEPSEEK = CachePrice("DeepSeek", "deepseek-chat, deepseek-reasoner", "automatic", 0.1)
+
+VENDOR = Vendor(
+    "deepseek",
+    "DeepSeek",
+    RULES,
+    NOT_CHECKED,
+    policy,
+    sources=SOURCES,
+    windows=WINDOWS,
+    family_windows=FAMILY_WINDOWS,
+    prices={"deepseek": DEEPSEEK},
+    price_families=((r"deepseek-(?:chat|reasoner)", DEEPSEEK),),
+    aliases=("deepseek",),
+    model_hints=("deepseek",),
+)

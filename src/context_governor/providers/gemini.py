@@ -1,13 +1,54 @@
-"""Google Gemini, native generateContent or its OpenAI-compatible endpoint."""
+"""Google Gemini, native generateContent or its OpenAI-compatible endpoint.
+
+Also Gemini's model facts (its version, prefill, thought signatures), and the windows
+and cache prices of Google's models (Gemma's too).
+"""
 
 from __future__ import annotations
 
+import re
+
+from ..targets.cache_price import CachePrice
 from ..targets.policy import Policy
-from ..targets.target import Target, gemini_accepts_prefill, gemini_needs_thought_signatures
+from ..targets.target import Target
 from . import checks
 from .rules import Rule
+from .sources import GH
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+__all__ = [
+    "FAMILY_WINDOWS",
+    "GEMINI_25",
+    "GEMINI_25_FLASH",
+    "NOT_CHECKED",
+    "POLICY",
+    "RULES",
+    "SOURCES",
+    "VENDOR",
+    "WINDOWS",
+    "gemini_accepts_prefill",
+    "gemini_needs_thought_signatures",
+    "gemini_version",
+]
+
+
+def gemini_version(target: Target) -> tuple[int, int] | None:
+    """'gemini-2.5-flash' -> (2, 5); 'gemini-3-pro' -> (3, 0); None without a number."""
+    match = re.search(r"gemini[-_a-z]*?-(\d+)(?:[-.](\d)(?!\d))?", target.lowered)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+def gemini_accepts_prefill(target: Target) -> bool:
+    """Gemini 2.x to 3.1 continue a trailing model turn; newer ones and gemini-pro (1.0) don't."""
+    version = gemini_version(target)
+    return version is not None and (2, 0) <= version <= (3, 1)
+
+
+def gemini_needs_thought_signatures(target: Target) -> bool:
+    version = gemini_version(target)
+    return version is not None and version >= (3, 0)
 
 
 def _gemini_1_0(target: Target) -> bool:
@@ -96,7 +137,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     (
         "GE-8",
         "roles other than user/model: the adapter maps OpenAI roles; our input check "
@@ -114,4 +155,74 @@ POLICY = Policy(
     reasoning=lambda target: "strip",
     prefill=gemini_accepts_prefill,
     thought_signatures=gemini_needs_thought_signatures,
+)
+
+SOURCES: Sources = {
+    "GE-1": (
+        GH + "google-gemini/gemini-cli/issues/11814",
+        GH + "lbjlaq/Antigravity-Manager/pull/3396",
+    ),
+    "GE-2": (GH + "lobehub/lobehub/issues/7298", GH + "langchain-ai/langchain/issues/27799"),
+    "GE-3": (GH + "microsoft/vscode/issues/299295", GH + "google-gemini/gemini-cli/issues/16415"),
+    "GE-4": (GH + "NousResearch/hermes-agent/pull/55623", GH + "Portkey-AI/gateway/pull/246"),
+    "GE-5": (GH + "langchain-ai/langchain-google/pull/1298",),
+    "GE-5b": (GH + "langchain-ai/langchain-google/issues/691",),
+    "GE-6": (
+        "https://ai.google.dev/gemini-api/docs/thought-signatures",
+        GH + "nanbingxyz/5ire/issues/405",
+    ),
+    "GE-7": (GH + "pipecat-ai/pipecat/pull/5821",),
+    "GE-7b": (GH + "songquanpeng/one-api/issues/836",),
+}
+
+#: ai.google.dev/gemini-api/docs/models ("Input token limit").
+WINDOWS: dict[str, int] = {
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-2.0-flash": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+    "gemini-2.5-pro": 1_048_576,
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # ai.google.dev/gemini-api/docs/models ("Input token limit"): 1,048,576 for every
+    # Gemini 2.x and 3.x model; Gemini 1.0 Pro took 30,720.
+    (r"gemini-[2-9]", 1_048_576),
+    (r"gemini-", 30_720),
+    # ai.google.dev/gemma/docs: Gemma 3 128K (131,072), Gemma 1 and 2 8,192.
+    (r"gemma-?3", 131_072),
+    (r"gemma", 8_192),
+)
+
+GEMINI_25 = CachePrice(
+    "Gemini 2.5 Pro (implicit)", "gemini-2.5-pro, up to 200k tokens", "automatic", 0.1, 1.0, 2048
+)
+GEMINI_25_FLASH = CachePrice(
+    "Gemini 2.5 Flash (implicit)", "gemini-2.5-flash", "automatic", 0.1, 1.0, 1024
+)
+
+VENDOR = Vendor(
+    "gemini",
+    "Google Gemini",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    windows=WINDOWS,
+    family_windows=FAMILY_WINDOWS,
+    prices={"gemini-2.5": GEMINI_25, "gemini-2.5-flash": GEMINI_25_FLASH},
+    price_families=((r"gemini-2\.5-pro", GEMINI_25), (r"gemini-2\.5-flash", GEMINI_25_FLASH)),
+    aliases=(
+        "gemini",
+        "google",
+        "google-gla",
+        "google-vertex",
+        "google_genai",
+        "google_vertexai",
+        "vertex_ai",
+        "vertex_ai_beta",
+    ),
+    model_hints=("gemini", "gemma"),
+    media="gemini",
+    media_aliases=("google", "vertex", "vertex_ai", "google_genai"),
 )

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from ..targets.policy import Policy
 from . import checks
-from .openai import pairing_rules
+from .openai import pairing_rules, pairing_sources
 from .rules import Rule
+from .sources import GH, NANOBOT
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["E1214", "NOT_CHECKED", "POLICY", "RULES"]
+__all__ = [
+    "E1214", "FAMILY_WINDOWS", "NOT_CHECKED", "POLICY", "RULES", "SOURCES", "VENDOR", "WINDOWS",
+]  # fmt: skip
 
 E1214 = "The messages parameter is illegal. Please check the documentation. (1214)"
 
@@ -45,7 +49,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = ()
+NOT_CHECKED: NotChecked = ()
 
 POLICY = Policy(
     user_before_tool_call_opening=True,
@@ -53,4 +57,47 @@ POLICY = Policy(
     empty="blocks",
     allowed_keys=frozenset({"role", "content", "name", "tool_calls", "tool_call_id"}),
     prefill=lambda target: True,
+)
+
+#: Error 1214 for every cause: the causes come from reports and fixes.
+_E1214_REPORTS = (
+    GH + "MetaGLM/zhipuai-sdk-python-v4/issues/14",
+    GH + "continuedev/continue/issues/13259",
+)
+
+SOURCES: Sources = {
+    **pairing_sources("GLM-0", _E1214_REPORTS, _E1214_REPORTS),
+    "GLM-0-4": (NANOBOT + "commit/d6d0a2b70",),
+    "GLM-1": (NANOBOT + "commit/44b526c4e", *_E1214_REPORTS),
+    "GLM-2": (NANOBOT + "commit/ac714803f",),
+    "GLM-3": (GH + "MetaGLM/zhipuai-sdk-python-v4/issues/14", GH + "VicBilibily/GCMP/pull/120"),
+    "GLM-4": (NANOBOT + "commit/222770ff3",),
+    "GLM-5": (GH + "songquanpeng/one-api/issues/1153", GH + "earendil-works/pi/pull/3309"),
+}
+
+#: docs.z.ai ("Context Length"): GLM-4.5 and -4.5-Air 128K, GLM-4.5V 64K, GLM-4.6 200K
+#: (Z.ai's Anthropic-compatible endpoint serves these names too).
+WINDOWS: dict[str, int] = {
+    "glm-4.5": 128_000,
+    "glm-4.5v": 64_000,
+    "glm-4.6": 200_000,
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # docs.z.ai ("Context Length"): GLM-4.5 and GLM-4 128K; -4.5V 64K (in the table).
+    (r"glm-", 128_000),
+)
+
+VENDOR = Vendor(
+    "glm",
+    "Zhipu GLM / Z.ai",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    windows=WINDOWS,
+    family_windows=FAMILY_WINDOWS,
+    # "glm" itself is not one: a framework's "glm" goes by the model's name
+    aliases=("zai", "zhipu", "zhipuai"),
+    model_hints=("glm",),
 )

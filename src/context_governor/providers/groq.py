@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from ..targets.policy import Policy
 from . import checks
-from .openai import pairing_rules
+from .openai import (
+    ORPHAN_SOURCES,
+    UNANSWERED_SOURCES,
+    pairing_rules,
+    pairing_sources,
+)
 from .rules import Rule
+from .sources import GH
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["ALLOWED", "NOT_CHECKED", "POLICY", "RULES"]
+__all__ = ["ALLOWED", "NOT_CHECKED", "POLICY", "RULES", "SOURCES", "VENDOR"]
 
 ALLOWED = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 
@@ -32,7 +39,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     (
         "GQ-empty",
         "an empty message list: no published Groq/Cerebras error text for it was found, so it is "
@@ -41,3 +48,22 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
 )
 
 POLICY = Policy(allowed_keys=ALLOWED, empty="openai", reasoning=lambda target: "strip")
+
+SOURCES: Sources = {
+    **pairing_sources("GQ-0", ORPHAN_SOURCES, UNANSWERED_SOURCES),
+    "GQ-1": (
+        GH + "tashfeenahmed/freellmapi/issues/1070",
+        GH + "Kilo-Org/kilocode/issues/10375",
+    ),
+    "GQ-2": (GH + "run-llama/llama_index/issues/14701",),
+}
+
+VENDOR = Vendor(
+    "groq",
+    "Groq / Cerebras",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    aliases=("groq",),
+)

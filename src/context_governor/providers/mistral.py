@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ..targets.policy import Policy
 from . import checks
-from .openai import pairing_rules
+from .openai import pairing_rules, pairing_sources
 from .rules import Rule
+from .sources import GH, MISTRAL_COMMON, NANOBOT
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["NEXT_ROLES", "NOT_CHECKED", "POLICY", "RULES"]
+__all__ = ["FAMILY_WINDOWS", "NEXT_ROLES", "NOT_CHECKED", "POLICY", "RULES", "SOURCES", "VENDOR"]
 
 #: mistral_common's validator: the roles allowed right after a role. 1.4.4's set after
 #: ``tool`` (the hosted API still rejects user after tool); nothing stated after assistant.
@@ -78,7 +80,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     (
         "MI-5c",
         "'content or tool_calls, but not both' holds only for old models "
@@ -103,4 +105,34 @@ POLICY = Policy(
     names="tool_only",
     prefill=lambda target: True,
     prefill_flag="prefix",
+)
+
+SOURCES: Sources = {
+    **pairing_sources("MI-0", (MISTRAL_COMMON,), (GH + "NousResearch/hermes-agent/pull/11722",)),
+    "MI-0-4": (MISTRAL_COMMON,),
+    "MI-1": (GH + "anomalyco/opencode/issues/1680", GH + "nearai/ironclaw/issues/1241"),
+    "MI-2": (GH + "datapizza-labs/datapizza-ai/issues/98", GH + "charmbracelet/crush/issues/279"),
+    "MI-3": (GH + "0xPlaygrounds/rig/issues/708",),
+    "MI-4": (MISTRAL_COMMON,),
+    "MI-5": (GH + "BerriAI/litellm/blob/main/litellm/llms/mistral/chat/transformation.py",),
+    "MI-5b": (NANOBOT + "commit/d5f5eb43e",),
+    "MI-6": (MISTRAL_COMMON,),
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # docs.mistral.ai/getting-started/models: 32K for Mistral 7B, Mixtral 8x7B, Codestral
+    # 22.05 and the older Small/Medium; newer ones have 128K-256K.
+    (r"(?:open-)?(?:mistral|mixtral|codestral|magistral|devstral|ministral|pixtral)", 32_768),
+)
+
+VENDOR = Vendor(
+    "mistral",
+    "Mistral",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    family_windows=FAMILY_WINDOWS,
+    aliases=("mistral", "mistralai", "codestral"),
+    model_hints=("mistral", "magistral", "codestral", "devstral"),
 )

@@ -1,19 +1,37 @@
-"""OpenAI Chat Completions and the OpenAI-style pairing rules others reuse."""
+"""OpenAI Chat Completions and the OpenAI-style pairing rules others reuse.
+
+Also the windows of the model families of OpenAI-compatible APIs that have no module of
+their own (xAI's Grok, Cohere's Command R): the ``openai`` profile governs them.
+"""
 
 from __future__ import annotations
 
+from ..targets.cache_price import DATED, CachePrice
 from ..targets.policy import Policy
 from . import checks
 from .rules import Rule
+from .sources import GH
+from .vendor import NotChecked, Sources, Vendor
 
 __all__ = [
     "DUPLICATE",
+    "DUPLICATE_SOURCES",
+    "FAMILY_WINDOWS",
     "MUST_BE_FOLLOWED",
     "NOT_CHECKED",
     "ONLY_AFTER_CALLS",
+    "OPENAI_4O",
+    "OPENAI_5",
+    "OPENAI_41",
+    "ORPHAN_SOURCES",
     "POLICY",
     "RULES",
+    "SOURCES",
+    "UNANSWERED_SOURCES",
+    "VENDOR",
+    "WINDOWS",
     "pairing_rules",
+    "pairing_sources",
 ]
 
 ONLY_AFTER_CALLS = (
@@ -115,7 +133,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     (
         "OA-3",
         "same condition as OA-1 (a result whose id is not in the previous message's calls); "
@@ -126,4 +144,98 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
 
 POLICY = Policy(
     id_style="openai", empty="openai", names="pattern", developer_role=True, legacy_functions=True
+)
+
+#: The pairing rules' sources: OpenAI's reports, which providers without their own cite.
+ORPHAN_SOURCES = (
+    GH + "smarter-sh/smarter/issues/264",
+    GH + "FoundationAgents/OpenManus/issues/744",
+)
+UNANSWERED_SOURCES = (GH + "BerriAI/litellm/issues/10083", GH + "sdcb/chats/pull/132")
+DUPLICATE_SOURCES = (GH + "agno-agi/agno/issues/5116",)
+
+
+def pairing_sources(
+    prefix: str, orphan: tuple[str, ...], unanswered: tuple[str, ...]
+) -> dict[str, tuple[str, ...]]:
+    """The sources of ``pairing_rules(prefix)``: the provider's own reports where one
+    exists, else OpenAI's."""
+    return {
+        f"{prefix}-1": orphan,
+        f"{prefix}-2": unanswered,
+        f"{prefix}-4": DUPLICATE_SOURCES,
+    }
+
+
+SOURCES: Sources = {
+    "OA-1": ORPHAN_SOURCES,
+    "OA-2": UNANSWERED_SOURCES,
+    "OA-4": DUPLICATE_SOURCES,
+    "OA-5": (GH + "docker/docker-agent/issues/63", GH + "vercel/ai/pull/14950"),
+    "OA-6": (GH + "openai/openai-python/issues/2061",),
+    "OA-6b": (GH + "CopilotKit/CopilotKit/issues/529",),
+    "OA-7": (GH + "FlowiseAI/Flowise/issues/2948",),
+    "OA-7b": (GH + "mcp-use/mcp-use/issues/90",),
+    "OA-8": (GH + "Portkey-AI/gateway/issues/1062", GH + "BerriAI/litellm/issues/17343"),
+}
+
+#: platform.openai.com/docs/models (each model's page, "Context window").
+WINDOWS: dict[str, int] = {
+    # gpt-4 (0613) is an 8,192 model and gpt-4-32k a 32,768 one; the 1106/0125 previews
+    # and gpt-4.5-preview are 128,000 (listed so the gpt-4 entry does not shrink them).
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-1106": 128_000,
+    "gpt-4-0125": 128_000,
+    "gpt-4.5": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,  # also gpt-4.1-mini and gpt-4.1-nano
+    # gpt-5 (and -mini, -nano): 400,000 in all, but the input is capped at 272,000 (the
+    # rest is kept for the answer; OpenAI's GPT-5 launch post): the prompt's bound is
+    # what the budget needs. gpt-5-chat-latest is a 128,000 model.
+    "gpt-5": 272_000,
+    "gpt-5-chat": 128_000,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o1-preview": 128_000,
+    "o3": 200_000,  # also o3-mini
+    "o4-mini": 200_000,
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # platform.openai.com/docs/models: 128,000 is the smallest window of the current GPT
+    # models (gpt-4o, gpt-4-turbo, gpt-5-chat, gpt-oss 131,072); the reasoning models
+    # (o1-mini, o1-preview) start at 128,000 too.
+    (r"gpt-", 128_000),
+    (r"chatgpt-", 128_000),
+    (r"o[1-9]", 128_000),
+    # xAI, docs.x.ai/docs/models: Grok 2 and 3 131,072 (Grok 4 256,000).
+    (r"grok-", 131_072),
+    # Cohere, docs.cohere.com/docs/models: Command R and R+ 128K.
+    (r"command-r", 128_000),
+)
+
+OPENAI_4O = CachePrice("OpenAI gpt-4o", "gpt-4o, gpt-4o-mini", "automatic", 0.5)
+OPENAI_41 = CachePrice("OpenAI gpt-4.1", "gpt-4.1, gpt-4.1-mini, gpt-4.1-nano", "automatic", 0.25)
+OPENAI_5 = CachePrice("OpenAI gpt-5", "gpt-5, gpt-5-mini, gpt-5-nano", "automatic", 0.1)
+
+VENDOR = Vendor(
+    "openai",
+    "OpenAI Chat Completions",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    windows=WINDOWS,
+    family_windows=FAMILY_WINDOWS,
+    prices={"openai-4o": OPENAI_4O, "openai-4.1": OPENAI_41, "openai-5": OPENAI_5},
+    price_families=(
+        (rf"gpt-4o(?:-mini)?{DATED}", OPENAI_4O),
+        (rf"gpt-4\.1(?:-mini|-nano)?{DATED}", OPENAI_41),
+        (rf"gpt-5(?:-mini|-nano)?{DATED}", OPENAI_5),
+    ),
+    aliases=("openai", "azure", "azure_ai", "azure_openai", "text-completion-openai"),
 )

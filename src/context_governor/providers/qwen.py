@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from ..targets.policy import Policy
-from ..targets.target import Target, qwen_thinking
+from ..targets.target import Target
 from . import checks
-from .openai import pairing_rules
+from .openai import pairing_rules, pairing_sources
 from .rules import Rule
+from .sources import GH
+from .vendor import NotChecked, Sources, Vendor
 
-__all__ = ["NOT_CHECKED", "POLICY", "RULES"]
+__all__ = ["FAMILY_WINDOWS", "NOT_CHECKED", "POLICY", "RULES", "SOURCES", "VENDOR", "qwen_thinking"]
+
+
+def qwen_thinking(target: Target) -> bool:
+    model = target.lowered
+    return "thinking" in model or model.startswith(("qwq", "qvq"))
+
 
 _P = "<400> InternalError.Algo.InvalidParameter: "
 
@@ -75,7 +83,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     ("QW-5", "strict alternation was the 2023 API; the current compatible mode accepts it"),
 )
 
@@ -84,4 +92,37 @@ POLICY = Policy(
     empty="required",
     prefill=_partial_ok,
     prefill_flag="partial",
+)
+
+SOURCES: Sources = {
+    **pairing_sources(
+        "QW-0",
+        (GH + "QwenLM/qwen-code/issues/2360",),
+        (GH + "QwenLM/qwen-code/issues/606",),
+    ),
+    "QW-3": (GH + "agentscope-ai/agentscope-java/issues/613",),
+    "QW-4": (GH + "QwenLM/qwen-code/issues/5265",),
+    "QW-4b": (GH + "smallmain/vscode-unify-chat-provider/pull/65",),
+    "QW-5b": (GH + "DayuanJiang/next-ai-draw-io/issues/304",),
+    "QW-6": ("https://help.aliyun.com/en/model-studio/partial-mode",),
+    "QW-6b": ("https://help.aliyun.com/en/model-studio/partial-mode",),
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # The Qwen2.5 and Qwen3 model cards (huggingface.co/Qwen): 32,768 native context
+    # (131,072 only with YaRN scaling turned on by the server).
+    (r"qwen", 32_768),
+    (r"qwq", 32_768),
+)
+
+VENDOR = Vendor(
+    "qwen",
+    "Qwen (DashScope)",
+    RULES,
+    NOT_CHECKED,
+    POLICY,
+    sources=SOURCES,
+    family_windows=FAMILY_WINDOWS,
+    aliases=("qwen", "dashscope", "tongyi"),
+    model_hints=("qwen",),
 )

@@ -24,19 +24,44 @@ from ..messages import Message, declared_calls
 from . import checks
 from .checks import Finding
 from .rules import Rule
+from .sources import MISTRAL_COMMON, MISTRAL_COMMON_DIR, VLLM_MISTRAL
+from .vendor import NotChecked, Sources
 
 __all__ = [
     "CHUNKS",
     "NEXT_ROLES",
     "NOT_CHECKED",
     "RULES",
+    "SOURCES",
     "call_ids",
     "function_names",
+    "mistral_tokenizer_model",
     "non_text_parts",
     "null_content_outside_assistant",
     "served_id",
     "unknown_part_types",
 ]
+
+#: Mistral's own model names: a major version, or a release date (YYMM) as the newer ones use.
+_MISTRAL_RELEASE = re.compile(
+    r"(?:mistral-(?:small|medium|large)|ministral)(?:-\d+b)?(?:-instruct)?-(\d+)(?:[.-](\d+))?"
+)
+
+
+def mistral_tokenizer_model(model: str) -> bool:
+    """Models vLLM serves with the Mistral tokenizer (``--tokenizer-mode mistral``, the mode
+    their model cards ask for): Devstral, Magistral, and Mistral Small 3 (2501) and later
+    releases, whose requests mistral_common validates instead of a chat template.
+
+    ``model`` is lowered and without its organisation (Target.lowered)."""
+    if "devstral" in model or "magistral" in model:
+        return True
+    for found in _MISTRAL_RELEASE.finditer(model):
+        number = int(found.group(1))
+        if 3 <= number < 100 or number >= 2501:  # a major version, or a YYMM date
+            return True
+    return False
+
 
 #: mistral_common 1.13's role order: the roles allowed right after each role.
 NEXT_ROLES: dict[str, frozenset[str]] = {
@@ -269,10 +294,23 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     (
         "MT-14",
         "a text part without text, or a part without a type, fails mistral_common's parsing "
         "(pydantic); the input check of govern already repairs or rejects such parts",
     ),
 )
+
+#: vLLM's request checks, then mistral_common's validator.
+SOURCES: Sources = {
+    **{f"MT-{n}": (MISTRAL_COMMON,) for n in (1, 2, 3, 4, 5, 6, 11)},
+    "MT-6": (VLLM_MISTRAL, MISTRAL_COMMON),
+    "MT-7": (VLLM_MISTRAL, MISTRAL_COMMON),
+    "MT-8": (MISTRAL_COMMON,),
+    "MT-9": (MISTRAL_COMMON_DIR + "messages.py",),
+    "MT-9b": (MISTRAL_COMMON,),
+    "MT-10": (MISTRAL_COMMON_DIR + "chunk.py",),
+    "MT-12": (MISTRAL_COMMON,),
+    "MT-13": (MISTRAL_COMMON_DIR + "messages.py",),
+}

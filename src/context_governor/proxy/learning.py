@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ..counting import in_background
 from ..counting.store import CountLink
-from ..targets.windows import WindowSource, default_window
+from ..providers.windows import WindowSource, default_window
 
 __all__ = [
     "KEY_VERSION",

@@ -46,8 +46,8 @@ from typing import Any, cast
 
 from ..formats.base import DEFAULT_PROFILES, Api
 from ..observe.figures import Figures, figures, new_compaction
+from ..providers.prices import cache_price
 from ..report import Report
-from ..targets.prices import cache_price
 from .config import (
     DEFAULT_UI_CONTENT_BYTES,
     DEFAULT_UI_CONVERSATIONS,

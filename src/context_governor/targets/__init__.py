@@ -1,13 +1,13 @@
-"""What is known about the model a request is for, as data every layer reads.
+"""The types of what is known about the model a request is for, which every layer reads.
 
-* ``target``: who the request is for (``Target``: provider, model) and the model facts
-  that change the rules (Claude's prefill, Gemini's thought signatures, chat-template
-  families), with the provider names (``PROVIDERS``);
+* ``target``: who the request is for (``Target``: provider, model, prefill, tools) and
+  the names of the media billing rules (``MediaRule``);
 * ``policy``: how a provider's list is repaired (``Policy``, read by the repair stages);
-* ``windows``: the context windows of well-known models and model families;
-* ``prices``: prompt-cache prices per provider and model family.
+* ``cache_price``: what a provider's prompt cache costs (``CachePrice``).
 
-Each is one table of one fact; nothing here imports anything above ``errors``.
+The facts themselves (each provider's rules, model facts, windows, prices) are in one
+module per vendor in providers/, which builds its catalogue from them. Nothing here
+imports anything above ``errors``, and no table here is keyed by a provider.
 """
 
 __all__: list[str] = []

@@ -1,5 +1,10 @@
-"""Open-weight serving: Ollama and servers that render a Hugging Face chat template
-(vLLM, TGI, LM Studio). A template's rules are its model family's."""
+"""Servers that render a Hugging Face chat template (vLLM, TGI, LM Studio), or serve a
+model with the Mistral tokenizer (vllm_mistral.py). A template's rules are its model
+family's.
+
+Also the windows of Meta's Llama models, which no provider of their own serves here:
+open weights, run by these servers (and Ollama, Groq, Bedrock).
+"""
 
 from __future__ import annotations
 
@@ -7,26 +12,62 @@ import re
 from dataclasses import replace
 
 from ..targets.policy import Policy
-from ..targets.target import TEMPLATE_FAMILIES, Target, template_family
+from ..targets.target import Target
 from . import checks, vllm_mistral
 from .rules import Rule
+from .sources import GH, HF, VLLM_MISTRAL
+from .vendor import NotChecked, Sources, Vendor
+from .vllm_mistral import mistral_tokenizer_model
 
 __all__ = [
     "ALTERNATE",
     "ALTERNATE_AFTER_SYSTEM",
     "ALTERNATE_TEXT",
+    "FAMILY_WINDOWS",
     "INDEX_FIRST",
     "NOT_CHECKED",
-    "OLLAMA_NOT_CHECKED",
-    "OLLAMA_POLICY",
-    "OLLAMA_RULES",
     "ONLY_USER_AND_ASSISTANT",
+    "POLICY",
+    "RULES",
+    "SOURCES",
     "STRICT",
+    "TEMPLATE_FAMILIES",
     "TEMPLATE_FAMILIES_ONLY",
     "TEXT_ONLY",
-    "VLLM_RULES",
-    "vllm_policy",
+    "VENDOR",
+    "policy",
+    "template_family",
 ]
+
+#: Chat-template families of open-weight models served by vLLM/TGI/LM Studio.
+TEMPLATE_FAMILIES = (
+    "llama2", "llama3", "mistral", "mistral_v02", "gemma", "gemma3", "qwen", "chatml",
+    "mistral_tokenizer",
+)  # fmt: skip
+
+
+def template_family(target: Target) -> str:
+    """The chat-template family a vLLM-served model renders with (chatml when unknown)."""
+    model = target.lowered
+    if "llama-2" in model or "llama2" in model or "codellama" in model:
+        return "llama2"
+    if "llama-3" in model or "llama3" in model:
+        return "llama3"
+    if mistral_tokenizer_model(model):
+        return "mistral_tokenizer"
+    if "mistral" in model or "mixtral" in model:
+        # v0.1/v0.2 templates have no tool support; v0.3 and later ones do, and so does
+        # Mixtral-8x22B-Instruct-v0.1, which ships the v0.3 template.
+        old = re.search(r"v0\.[12]\b", model) and "8x22b" not in model
+        return "mistral_v02" if old else "mistral"
+    if "gemma-3" in model or "gemma3" in model:
+        return "gemma3"
+    if "gemma" in model:
+        return "gemma"
+    if "qwen" in model or "qwq" in model:
+        return "qwen"
+    return "chatml"
+
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 #: Mistral's templates (v0.1/v0.2 and v0.3) spell the alternation error their own way.
@@ -67,7 +108,7 @@ TEMPLATE_FAMILIES_ONLY = tuple(f for f in TEMPLATE_FAMILIES if f != "mistral_tok
 #: Templates that concatenate ``content`` as a string (all but Gemma 3's, which iterates parts).
 TEXT_ONLY = ("llama2", "llama3", "mistral", "mistral_v02", "gemma", "qwen", "chatml")
 
-VLLM_RULES: tuple[Rule, ...] = (
+RULES: tuple[Rule, ...] = (
     Rule(
         "HF-1",
         "alternation templates: user first, then user and assistant strictly alternate",
@@ -189,17 +230,7 @@ VLLM_RULES: tuple[Rule, ...] = (
     *(replace(rule, applies=_family("mistral_tokenizer")) for rule in vllm_mistral.RULES),
 )
 
-OLLAMA_RULES: tuple[Rule, ...] = ()
-
-OLLAMA_NOT_CHECKED: tuple[tuple[str, str], ...] = (
-    (
-        "HF-5",
-        "Ollama and llama.cpp render Go templates that do not raise on role order and "
-        "continue a trailing assistant message: nothing to check",
-    ),
-)
-
-NOT_CHECKED: tuple[tuple[str, str], ...] = (
+NOT_CHECKED: NotChecked = (
     *vllm_mistral.NOT_CHECKED,
     (
         "HF-1h",
@@ -215,37 +246,37 @@ NOT_CHECKED: tuple[tuple[str, str], ...] = (
     ),
 )
 
-OLLAMA_POLICY = Policy(empty="template", prefill=lambda target: True)
-_VLLM = Policy(empty="template", system="keep", text_only_content=True, needs_user=True)
+#: The repairs of a template that enforces nothing more (``policy`` refines it per family).
+POLICY = Policy(empty="template", system="keep", text_only_content=True, needs_user=True)
 
 
 def _always(target: Target) -> bool:
     return True
 
 
-def vllm_policy(target: Target) -> Policy:
+def policy(target: Target) -> Policy:
     """Repairs per template family (see tests/chat_templates.py for the real templates)."""
     family = template_family(target)
     if family in STRICT:
         return replace(
-            _VLLM,
+            POLICY,
             system="into_first_user" if family == "gemma" else "merge_front",
             flatten_tools=_always,
             text_only_content=family != "gemma3",
         )
     if family == "mistral":
         return replace(
-            _VLLM,
+            POLICY,
             system="merge_front",
             id_style="mistral",
             user_before_tool_call_opening=True,
             bridge_user_after_tool=True,
         )
     if family == "llama3":
-        return replace(_VLLM, single_tool_call=True)
+        return replace(POLICY, single_tool_call=True)
     if family == "mistral_tokenizer":
         return replace(
-            _VLLM,
+            POLICY,
             # a system message after a tool result is rejected (MT-1)
             system="merge_front",
             # the validator's pairing walk skips the first message: calls made there are
@@ -259,4 +290,55 @@ def vllm_policy(target: Target) -> Policy:
             text_only_roles=frozenset({"system", "assistant", "tool"}),
             part_types=frozenset(vllm_mistral.CHUNKS),
         )
-    return _VLLM
+    return POLICY
+
+
+#: The chat templates of the models (their Hugging Face repositories).
+_TEMPLATES = {
+    "llama2": HF + "meta-llama/Llama-2-7b-chat-hf",
+    "llama3": HF + "meta-llama/Llama-3.1-8B-Instruct",
+    "mistral": HF + "mistralai/Mistral-7B-Instruct-v0.3",
+    "mistral_v02": HF + "mistralai/Mistral-7B-Instruct-v0.2",
+    "gemma": HF + "google/gemma-2-9b-it",
+    "qwen": HF + "Qwen/Qwen2.5-7B-Instruct",
+}
+
+SOURCES: Sources = {
+    "HF-1": (_TEMPLATES["llama2"], _TEMPLATES["gemma"]),
+    "HF-1b": (_TEMPLATES["mistral"], GH + "vllm-project/vllm/issues/6862"),
+    "HF-1c": (_TEMPLATES["mistral"],),
+    "HF-1d": (_TEMPLATES["llama2"], _TEMPLATES["gemma"]),
+    "HF-1e": (_TEMPLATES["gemma"],),
+    "HF-1f": (_TEMPLATES["mistral_v02"],),
+    "HF-1g": (_TEMPLATES["mistral_v02"],),
+    "HF-2": (
+        GH + "vllm-project/vllm/issues/36432",
+        GH + "lmstudio-ai/lmstudio-bug-tracker/issues/1572",
+    ),
+    "HF-3": (GH + "Blaizzy/mlx-vlm/pull/1864", _TEMPLATES["llama2"]),
+    "HF-3b": (_TEMPLATES["llama2"], _TEMPLATES["qwen"]),
+    "HF-4": (GH + "mistralai/mistral-vibe/issues/114", VLLM_MISTRAL),
+    "HF-6": (_TEMPLATES["llama3"],),
+    "HF-7": (_TEMPLATES["mistral"],),
+    "HF-9": (_TEMPLATES["llama2"],),
+    **vllm_mistral.SOURCES,
+}
+
+FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
+    # Meta, the Llama model cards: Llama 3.1-3.3 and 4 128K (131,072); Llama 3 8,192;
+    # Llama 2 4,096.
+    (r"(?:meta-)?llama-?(?:3\.[1-9]|4)", 131_072),
+    (r"(?:meta-)?llama-?2", 4_096),
+    (r"(?:meta-)?llama", 8_192),
+)
+
+VENDOR = Vendor(
+    "vllm",
+    "vLLM / TGI (Hugging Face chat templates, or the Mistral tokenizer)",
+    RULES,
+    NOT_CHECKED,
+    policy,
+    sources=SOURCES,
+    family_windows=FAMILY_WINDOWS,
+    aliases=("vllm", "hosted_vllm"),
+)

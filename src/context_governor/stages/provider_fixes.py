@@ -1,4 +1,5 @@
-"""Provider repairs: generic stages that read the target's Policy.
+"""Provider repairs: generic stages that read the target's Policy (each provider's is in
+its vendor module, providers/<name>.py).
 
 Each stage is pure like the pipeline's own: it returns the input list when it has
 nothing to do, never mutates a message, and books every change (with its token
@@ -14,13 +15,13 @@ from typing import Any
 
 from ..messages import Message, has_tool_calls, merge_contents, text_parts
 from ..report import Kind, moves_messages
-from ..stages.base import Context, MessageCheck, leaves_alone_when
-from ..stages.cap import truncate
-from ..stages.inserted import BRIDGE_CONTENT, SYNTHETIC_USER
-from ..stages.pairing import pair_in
-from ..stages.single_call import parallel_blocks, split_message
-from ..stages.snip import FLATTENED_RESULT
 from ..targets.policy import IdStyle, Policy
+from .base import Context, MessageCheck, leaves_alone_when
+from .cap import truncate
+from .inserted import BRIDGE_CONTENT, SYNTHETIC_USER
+from .pairing import pair_in
+from .single_call import parallel_blocks, split_message
+from .snip import FLATTENED_RESULT
 
 __all__ = [
     "EMPTY_PLACEHOLDER",
