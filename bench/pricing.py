@@ -1,6 +1,6 @@
-"""Prompt-cache pricing per provider, for bench/: the library's table (targets/prices.py).
+"""Prompt-cache pricing per provider, for bench/: the library's table (providers/prices.py).
 
-The prices, their date and their source live in ``context_governor.targets.prices`` (the cache
+The prices, their date and their source live in ``context_governor.providers.prices`` (the cache
 policy tunes its trigger from them); this module re-exports them under the names bench/
 uses and adds the flat model of the older tables. bench/ prices a request with
 ``CachePricing.request_cost``: a breakpoint on the request's last message (what Claude

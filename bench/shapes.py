@@ -741,7 +741,7 @@ def fidelity_table(results: Sequence[ShapeRun]) -> list[str]:
 def pricing_table(pricings: Sequence[CachePricing]) -> list[str]:
     lines = [
         f"Cache prices used (multiples of the uncached input price; taken {PRICES_TAKEN}, "
-        "src/context_governor/targets/prices.py, which the price-aware default reads too):",
+        "src/context_governor/providers/prices.py, which the price-aware default reads too):",
         "",
         "| pricing | models | caching | cached read | cache write | smallest cached prefix |",
         "|---|---|---|---|---|---|",

@@ -140,7 +140,7 @@ def _label(url: str) -> str:
 
 def _sources(rule: Rule) -> str:
     if not rule.source:
-        raise SystemExit(f"{rule.id} has no source: add it to providers/sources.py")
+        raise SystemExit(f"{rule.id} has no source: add it to its vendor module's SOURCES")
     return ", ".join(f"[{_label(url)}]({url})" for url in rule.source)
 
 

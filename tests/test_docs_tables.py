@@ -43,7 +43,7 @@ def test_the_known_windows_on_the_windows_page_are_the_tables() -> None:
         for part in entries.split(";"):
             names, colon, figure = part.rpartition(":")
             if not colon:
-                continue  # "see targets/windows.py", "by their names"
+                continue  # "see providers/openai.py, ...", "by their names"
             for name in _names(names):
                 assert KNOWN_WINDOWS[name] == _number(figure), name
                 checked += 1

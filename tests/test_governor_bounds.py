@@ -181,7 +181,7 @@ def test_a_trigger_between_the_exact_count_and_the_bound_decides_as_govern(
     low, high = totals[k], totals[k - 1] + bound  # exact total <= trigger < bound total
     assert low < high
     trigger = rng.randrange(low, high)
-    # the default as the Governor below gets it: priced for the model (targets/prices.py)
+    # the default as the Governor below gets it: priced for the model (providers/prices.py)
     policy = CACHE.priced("openai", model)
     budget = next(
         b for b in range(int(trigger / 0.99), 4 * high) if policy.thresholds(b)[0] >= trigger

@@ -1,4 +1,4 @@
-"""The price-aware default (targets/prices.py, policies.price_scale): the cache policy's trigger
+"""The price-aware default (providers/prices.py, policies.price_scale): the cache policy's trigger
 comes from the target's cache prices where they are known, stays today's otherwise, and
 the policy keeps its properties (a pure function of the request and settings, requests
 only append between compactions, inside the budget)."""

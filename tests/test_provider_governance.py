@@ -61,7 +61,7 @@ def _max_output(case: dict[str, Any]) -> Any:
 
 
 #: A window nothing reaches: ``None`` is no longer "no window" for a model of a known
-#: family (Llama 2, Gemma 2 ... get their family's window: targets/windows.py).
+#: family (Llama 2, Gemma 2 ... get their family's window: providers/windows.py).
 NO_LIMIT = 10**9
 
 

@@ -181,7 +181,7 @@ QWEN_THINKING = "qwen3-235b-a22b-thinking-2507"
 KIMI = "kimi-k2-0905-preview"
 KIMI_THINKING = "kimi-k2-thinking"
 GROQ = "llama-3.3-70b-versatile"
-# vLLM: one model per chat-template family (target.template_family)
+# vLLM: one model per chat-template family (providers.vllm.template_family)
 LLAMA2 = "meta-llama/Llama-2-7b-chat-hf"
 LLAMA31 = "meta-llama/Llama-3.1-8B-Instruct"
 MISTRAL_V02 = "mistralai/Mistral-7B-Instruct-v0.2"

@@ -218,7 +218,7 @@ def govern(
 
     The budget is ``context_window - max_output - 1024`` (the seed's safety
     buffer). ``context_window=None`` means the model's published window when
-    ``model`` is a well-known one (see targets/windows.py), else no window: nothing is cut
+    ``model`` is a well-known one (see providers/windows.py), else no window: nothing is cut
     and ``report.window_source`` is "none" (the nanobot profile reads 0 so too, as
     the seed does). ``messages`` and the dicts in it are never modified.
 

@@ -16,7 +16,7 @@ miss of what remains, so a deep cut that buys many append-only steps is cheaper
 than many shallow ones. Where the target model's cached reads are dear (gpt-4o
 reads at half the input price), re-sending a large cached request costs more than
 the misses saved, so the trigger moves toward the target (``price_scale``; prices
-from targets/prices.py, looked up from the provider and model).
+from providers/prices.py, looked up from the provider and model).
 The steps in between only append to an unchanged prefix. Where to cut is
 decided from the history alone (see stages/compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
@@ -270,7 +270,7 @@ class CompactionPolicy:
     using ``target`` as it is (``adaptive_goal``; docs/session-shapes.md).
     ``price_aware`` moves the trigger closer to the target where cached reads are dear
     (``price_scale``), from ``cache_price``: the target's prices, which govern() and the
-    Governor look up from the provider and model (targets/prices.py) unless given; None (an
+    Governor look up from the provider and model (providers/prices.py) unless given; None (an
     unknown model) keeps the fixed trigger. An explicit ``trigger`` wins;
     ``price_aware=False`` turns the rule off.
     ``verbatim_floor`` raises that lowered trigger for a request whose newest results'
@@ -510,10 +510,10 @@ class CompactionPolicy:
         return raised, span
 
     def priced(self, provider: str | None, model: str | None) -> CompactionPolicy:
-        """This policy with the cache prices of ``model`` at ``provider`` (targets/prices.py), when
-        it is price-aware and was given none; itself otherwise. govern() and the Governor
-        call it once with their settings, so the thresholds stay a function of the
-        request and the settings (any process gives the same answer)."""
+        """This policy with the cache prices of ``model`` at ``provider``
+        (providers/prices.py), when it is price-aware and was given none; itself otherwise.
+        govern() and the Governor call it once with their settings, so the thresholds stay
+        a function of the request and the settings (any process gives the same answer)."""
         if not self.price_aware or self.cache_price is not None:
             return self
         price = cache_price(provider, model)

@@ -7,7 +7,7 @@ never a traceback).
 
 Every command names its target ``--profile`` (``--provider`` is kept as a hidden
 alias) and finds the context window the same way: ``--context-window``, else
-the model's published window (targets/windows.py), else none, which a line on stderr
+the model's published window (providers/windows.py), else none, which a line on stderr
 says.
 """
 

@@ -12,8 +12,9 @@ module adds what the chat view cannot express: a reasoning item left without the
 item it must precede is dropped, and call ids longer than 64 characters are
 shortened (the call and its outputs alike).
 
-Sources (public reports quoting the API's errors), by rule id, in the shape of
-providers/sources.py so that they can move there: :data:`SOURCES`.
+Sources (public reports quoting the API's errors), by rule id, in the shape of a
+vendor module's ``SOURCES`` (providers/openai.py) so that they can move there:
+:data:`SOURCES`.
 """
 
 from __future__ import annotations

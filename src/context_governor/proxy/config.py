@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 COMPACTIONS = ("cache", "seed")
-#: None: a request's model's published window (targets/windows.py), as everywhere else; set
+#: None: a request's model's published window (providers/windows.py), as everywhere else; set
 #: --context-window or a per-model window for models the table does not know.
 DEFAULT_CONTEXT_WINDOW: int | None = None
 DEFAULT_MAX_OUTPUT = 4096

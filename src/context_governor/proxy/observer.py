@@ -113,7 +113,7 @@ def provider_of(api: str, model: str | None) -> str:
 
 def cost_units(api: str, model: str | None, usage: Usage) -> float | None:
     """The prompt's cost in uncached-input-token units at the model's cache prices
-    (targets/prices.py), from the provider's own figures; None for a model without prices."""
+    (providers/prices.py), from the provider's own figures; None for a model without prices."""
     price = cache_price(provider_of(api, model), model)
     if price is None:
         return None

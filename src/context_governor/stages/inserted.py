@@ -8,7 +8,7 @@ __all__ = ["BRIDGE_CONTENT", "SYNTHETIC_USER", "is_bridge"]
 
 SYNTHETIC_USER = "(conversation continued)"
 #: The assistant message put between tool results and a user message for providers that
-#: reject user right after tool (providers.fixes.bridge_user_after_tool).
+#: reject user right after tool (provider_fixes.bridge_user_after_tool).
 BRIDGE_CONTENT = "(tool results received)"
 
 

@@ -1,7 +1,7 @@
 """One tool call per model turn: how a history reaches a model that takes one call a turn.
 
 Llama 3.x chat templates raise on an assistant message with several tool calls, so
-the provider repairs (``providers.fixes.split_parallel_calls``) send
+the provider repairs (``provider_fixes.split_parallel_calls``) send
 ``[A(c1, c2), r1, r2]`` as ``[A(c1), r1, A(c2), r2]``. Those single-call turns are
 what the model, and a second ``govern()`` of the output, see: the cache policy must
 decide its cuts on them too, or a second pass finds cut points (between the calls of

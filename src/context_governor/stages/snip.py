@@ -25,7 +25,7 @@ __all__ = [
 STAGE = "snip"
 SAFETY_BUFFER = 1024
 FALLBACK_KEEP = 4
-#: How a tool result written as text starts (providers.fixes.flatten_tools): a user
+#: How a tool result written as text starts (provider_fixes.flatten_tools): a user
 #: message there, but a result, not a turn of its own.
 FLATTENED_RESULT = "[result of "
 
