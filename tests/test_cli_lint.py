@@ -151,8 +151,9 @@ def test_help_explains_exit_codes_and_lists_providers() -> None:
     assert result.exit_code == 0
     for text in ("0  no violations", "1  at least one violation", "2  bad input or usage"):
         assert text in result.output
+    width = max(len(name) for name in CATALOG)
     for provider in CATALOG.values():
-        assert f"{provider.name:<9}  {provider.title}" in result.output
+        assert f"{provider.name:<{width}}  {provider.title}" in result.output
     assert "--list-rules" in result.output and "JSON Lines" in result.output
 
 
