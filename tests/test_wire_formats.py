@@ -30,8 +30,10 @@ from context_governor.formats.base import APIS, DEFAULT_PROFILES, Options
 from context_governor.formats.registry import FALLBACK, WIRE_FORMATS, wire_format
 from context_governor.formats.wire import Route, Usage, WireFormat
 from context_governor.observe.views import messages_of, text_of
+from context_governor.proxy import ProxyConfig
 from context_governor.proxy.apis import BY_API, KEY_HEADERS, ROUTES, route_for_path
 from context_governor.proxy.conversation import digest, from_body
+from context_governor.proxy.governing import govern_body
 from context_governor.proxy.usage import may_carry_usage, usage_of
 from context_governor.proxy.watch import StreamWatch
 
@@ -312,6 +314,17 @@ def test_the_proxy_serves_its_routes(wire: WireFormat) -> None:
         claimed = [p for p in ("messages/batches", "models/x:countTokens", "files") if
                    wire.passthrough(p, "v1")]  # fmt: skip
         assert all(route_for_path(p).wire is wire for p in claimed)
+
+
+@pytest.mark.parametrize("wire", FORMATS, ids=IDS)
+def test_the_body_says_whether_the_answer_streams(wire: WireFormat) -> None:
+    """``"stream": true`` / ``false`` as the body says; without it, the format's default."""
+    config = ProxyConfig(upstream="http://127.0.0.1:9/v1", context_window=100_000)
+    body = {k: v for k, v in SAMPLES[wire.api].body.items() if k != "stream"}
+    for given, streams in ((True, True), (False, False), (None, wire.stream_default)):
+        sent = body if given is None else {**body, "stream": given}
+        raw = json.dumps(sent).encode()
+        assert govern_body(raw, config, wire.api).stream is streams, given
 
 
 # -- the recipe ----------------------------------------------------------------------------

@@ -132,6 +132,9 @@ class WireFormat:
     passthrough: Callable[[str, str], bool] | None = None
     #: whether an answer streams is the route's choice (``Route.streams``), not the body's
     stream_by_path: bool = False
+    #: whether the upstream streams the answer to a body that does not say ``stream``
+    #: (a boolean), as Ollama's native API does; else only ``"stream": true`` streams
+    stream_default: bool = False
     #: the path's streaming route sends a JSON array unless asked for server-sent events
     array_stream: bool = False
     #: the ``anthropic-beta`` header may change the model's window (learning.py)

@@ -122,6 +122,14 @@ def govern_body(
         raise BadRequest("request body is nested too deeply") from None
 
 
+def _streams(data: dict[str, Any], route: ApiRoute) -> bool:
+    """Whether the upstream streams its answer: the body's ``stream`` when it is a
+    boolean, else the wire format's default (Ollama's native API streams unless told
+    not to)."""
+    stream = data.get("stream")
+    return stream if isinstance(stream, bool) else route.wire.stream_default
+
+
 def _model(data: dict[str, Any]) -> str | None:
     return data.get("model") if isinstance(data.get("model"), str) else None
 
@@ -161,7 +169,7 @@ def _govern(
         encode(result.body),
         result.report,
         model,
-        data.get("stream") is True,
+        _streams(data, route),
         result.ungoverned,
         from_body(route.api, data, model),
     )
