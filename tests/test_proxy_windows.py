@@ -32,6 +32,7 @@ from test_proxy import Served
 from context_governor import govern
 from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
+from context_governor.formats.gemini_stream import elements
 from context_governor.providers.windows import (
     default_window,
     family_window,
@@ -197,11 +198,16 @@ def test_the_watch_knows_each_apis_last_event_and_keeps_the_last_usage() -> None
     assert not gemini.finished and gemini.usage == Usage(4)
     gemini.see(_sse((None, {"candidates": [{"finishReason": "STOP"}]})))
     assert gemini.finished
-    array = StreamWatch("gemini", array=True)
+    array = StreamWatch("gemini", elements)
     array.see(b'[{"candidates": [{"index": 0}]}')
     assert not array.finished
     array.see(b',\r\n{"candidates": [{"finishReason": "MAX_TOKENS"}], "usageMetadata": {"promptTokenCount": 6}}')
     assert array.finished and array.usage == Usage(6)
+    # the last elements relayed together (one upstream chunk) are read one by one
+    both = StreamWatch("gemini", elements)
+    both.see(b'[{"candidates": [{"index": 0}], "usageMetadata": {"promptTokenCount": 6}},\r\n'
+             b'{"candidates": [{"finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 7}}\r\n]')  # fmt: skip
+    assert both.finished and both.usage == Usage(7)
 
 
 # ----------------------------------------------------------------------------- the learner

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: Outside a string: everything up to the next bracket, whole strings (escapes
@@ -97,6 +97,11 @@ class ArrayStream:
         data, self._held = self._held, b""
         return data
 
+    def pieces(self, whole: bytes) -> Iterator[tuple[str | None, bytes]]:
+        """The elements of relayed bytes, each on its own (as (None, element)); what is
+        not whole elements (a part relayed over the limit) as one piece."""
+        return elements(whole)
+
     def broken(self, message: str) -> bytes | None:
         """The bytes that end the array after what was relayed, with the error element;
         None if no ending can make it whole (part of an element went out, or this
@@ -147,6 +152,28 @@ class ArrayStream:
                 self._closed = True
                 cut = pos
         return cut
+
+
+_DECODER = json.JSONDecoder()
+_BETWEEN = re.compile(r"[\s,\[\]]*")
+
+
+def elements(whole: bytes) -> Iterator[tuple[str | None, bytes]]:
+    """The JSON values of a run of an array's bytes (``[``, ``,`` and ``]`` between
+    them), each as (None, its bytes); from the first one that does not parse, the rest
+    as one piece."""
+    text = whole.decode("utf-8", "replace")
+    pos = _BETWEEN.match(text).end()  # type: ignore[union-attr]  # it matches "" at worst
+    while pos < len(text):
+        try:
+            _, end = _DECODER.raw_decode(text, pos)
+        except ValueError:
+            rest = text[pos:].strip(" \t\r\n,[]")
+            if rest:
+                yield None, rest.encode()
+            return
+        yield None, text[pos:end].encode()
+        pos = _BETWEEN.match(text, end).end()  # type: ignore[union-attr]
 
 
 def _ends_escaped(data: bytes, start: int) -> bool:

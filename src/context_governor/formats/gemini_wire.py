@@ -8,11 +8,13 @@ JSON array unless ``?alt=sse``). Registered in ``registry.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..messages import Message
 from . import gemini
 from .gemini_request import govern_gemini, validate_gemini
+from .gemini_stream import ArrayStream
 from .wire import Route, Usage, WireFormat, count, counts_sum, first_user, json_or_none
 
 __all__ = ["WIRE", "google_error"]
@@ -90,6 +92,13 @@ def _stream_end(name: str | None, data: bytes) -> bool:
     return mark and _ends(json_or_none(data))
 
 
+def _framing(
+    media: str, streams: bool, error: Callable[[str], dict[str, Any]]
+) -> ArrayStream | None:
+    """The JSON array the streaming route sends unless asked for server-sent events."""
+    return ArrayStream(error) if streams and media == "application/json" else None
+
+
 def _passthrough(path: str, version: str) -> bool:
     """Anything under /v1beta/, and a ``models/{model}:action`` path."""
     first, _, rest = path.partition("/")
@@ -119,7 +128,7 @@ WIRE = WireFormat(
     ),
     passthrough=_passthrough,
     stream_by_path=True,
-    array_stream=True,
+    stream_framing=_framing,
     trace_operation="generate_content",
     trace_provider="gcp.gemini",
 )

@@ -28,6 +28,7 @@ from .base import Api, Governs
 __all__ = [
     "ErrorBody",
     "Route",
+    "StreamFraming",
     "Usage",
     "Validates",
     "WireFormat",
@@ -42,6 +43,11 @@ __all__ = [
 Validates = Callable[[Any, str | None, str | None], list[Violation]]
 #: An error body in the API's shape: (message, kind, param, code, HTTP status) -> JSON.
 ErrorBody = Callable[[str, str, str | None, str | None, int], dict[str, Any]]
+#: How the proxy relays a streamed answer that is not server-sent events: given its media
+#: type (``application/json``...), whether the route streams by its path, and what makes
+#: the error element that ends a broken stream, a framing (proxy/sse.py's ``Framing``:
+#: whole pieces relayed, an honest end, the pieces a watch reads), or None: relayed raw.
+StreamFraming = Callable[[str, bool, Callable[[str], dict[str, Any]]], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +141,9 @@ class WireFormat:
     #: whether the upstream streams the answer to a body that does not say ``stream``
     #: (a boolean), as Ollama's native API does; else only ``"stream": true`` streams
     stream_default: bool = False
-    #: the path's streaming route sends a JSON array unless asked for server-sent events
-    array_stream: bool = False
+    #: how its streamed answers that are not server-sent events are relayed (Gemini's
+    #: JSON array); None: such a stream is relayed raw
+    stream_framing: StreamFraming | None = None
     #: the ``anthropic-beta`` header may change the model's window (learning.py)
     reads_betas: bool = False
     #: the upstream's count_tokens can calibrate the count (--count-tokens-upstream)

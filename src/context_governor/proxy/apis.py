@@ -21,7 +21,6 @@ from ..formats.anthropic_wire import WIRE as ANTHROPIC_WIRE
 from ..formats.anthropic_wire import anthropic_error
 from ..formats.base import Api
 from ..formats.chat_wire import openai_error
-from ..formats.gemini_stream import ArrayStream
 from ..formats.gemini_wire import WIRE as GEMINI_WIRE
 from ..formats.gemini_wire import google_error
 from ..formats.registry import FALLBACK, WIRE_FORMATS
@@ -116,16 +115,20 @@ class ApiRoute:
 
     def framing(self, content_type: str) -> Framing | None:
         """How a streamed answer of ``content_type`` is relayed whole and ended if it
-        breaks off: server-sent events with this API's error event; on Gemini's
-        streaming route, the JSON array it streams without ``?alt=sse`` with Google's
-        error as the last element (formats/gemini_stream.py); anything else raw."""
+        breaks off: server-sent events with this API's error event; another form as
+        its wire format's ``stream_framing`` relays it (on Gemini's streaming route, the
+        JSON array it streams without ``?alt=sse``, with Google's error as the last
+        element: formats/gemini_stream.py); anything else raw."""
         if is_event_stream(content_type):
             return EventFraming(self.stream_error)
-        media = content_type.split(";")[0].strip().lower()
         wire = self.wire
-        if wire.array_stream and self.streams and media == "application/json":
-            return ArrayStream(lambda message: wire.stream_error(message)[1])
-        return None
+        if wire.stream_framing is None:
+            return None
+        media = content_type.split(";")[0].strip().lower()
+        framing: Framing | None = wire.stream_framing(
+            media, self.streams, lambda message: wire.stream_error(message)[1]
+        )
+        return framing
 
     def key_header(self, incoming: set[str], query: str = "") -> str:
         """Where a configured --api-key goes: where the client put its own key (one of

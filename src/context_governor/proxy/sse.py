@@ -10,16 +10,19 @@ which the OpenAI SDKs raise as an APIError, and then the end of the stream.
 
 The relay (upstream.RelayedStream) knows a stream's framing only as
 :class:`Framing`: whole pieces in, and the bytes that end it honestly if it breaks
-off. :class:`EventFraming` is this module's, for server-sent events; Gemini's
-streamed JSON array has its own (formats/gemini_stream.py); apis.ApiRoute.framing
-picks one by the route and the answer's content type.
+off. :class:`EventFraming` is this module's, for server-sent events; a wire format
+whose streams take another form names its own (``WireFormat.stream_framing``: Gemini's
+streamed JSON array, formats/gemini_stream.py); apis.ApiRoute.framing picks one by the
+route and the answer's content type.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
+
+from .usage import events
 
 __all__ = [
     "MAX_HELD",
@@ -93,6 +96,11 @@ class Framing(Protocol):
         can, so the connection is dropped."""
         ...
 
+    def pieces(self, whole: bytes) -> Iterable[tuple[str | None, bytes]]:
+        """The (event name or None, data) of each piece in bytes this framing relayed:
+        what a watch (watch.py) reads."""
+        ...
+
 
 class EventFraming(EventSplitter):
     """Server-sent events relayed whole, ended by one more event (``error`` makes it
@@ -104,6 +112,9 @@ class EventFraming(EventSplitter):
 
     def broken(self, message: str) -> bytes | None:
         return self._error(message)
+
+    def pieces(self, whole: bytes) -> Iterable[tuple[str | None, bytes]]:
+        return events(whole)
 
 
 def error_event(message: str, kind: str = "upstream_error") -> bytes:

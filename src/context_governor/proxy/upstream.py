@@ -180,10 +180,11 @@ def sse_framing(content_type: str) -> Framing | None:
 class RelayedStream(Response):
     """The upstream's body relayed as it arrives, ending honestly.
 
-    - A stream with a framing (``framing(content_type)``: server-sent events, Gemini's
-      streamed JSON array) is relayed in whole pieces (sse.py); if the upstream
-      breaks off or goes silent past the read timeout, the framing ends it in the
-      API's own error shape (an error event, or an error element and ``]``).
+    - A stream with a framing (``framing(content_type)``: server-sent events, a wire
+      format's own, such as Gemini's streamed JSON array) is relayed in whole pieces
+      (sse.py); if the upstream breaks off or goes silent past the read timeout, the
+      framing ends it in the API's own error shape (an error event, or an error
+      element and ``]``).
     - Any other body that breaks off is not completed: the connection is
       dropped, so the client sees a truncated transfer, not a short file.
     - If the client goes away, the upstream response is closed at once instead
@@ -207,8 +208,8 @@ class RelayedStream(Response):
         self.raw_headers = []
         self._response = response
         found = framing(response.headers.get("content-type", ""))
-        if watch is not None:  # pieces are events, or (Gemini without alt=sse) array elements
-            watch.array = found is not None and not isinstance(found, EventFraming)
+        if watch is not None and found is not None:  # the watch reads what the framing relays
+            watch.pieces = found.pieces
         self._framing: Framing | None = (
             WatchedFraming(found, watch) if found is not None and watch is not None else found
         )

@@ -12,7 +12,8 @@ API has a last event that says the answer is whole:
 - Gemini: an element whose candidate has a ``finishReason`` (or an ``error`` element).
 
 :class:`StreamWatch` sees the whole pieces the relay passes on (sse.py's events,
-gemini_stream.py's array elements), after they were sent on their way, and notes
+gemini_stream.py's array elements: each framing's ``pieces``), after they were sent
+on their way, and notes
 whether the terminal one went by, and the last usage the upstream reported
 (usage.py). :class:`WatchedFraming` puts it on a framing. The relay then ends a
 stream that stopped without its terminal event as it ends one that broke off: with
@@ -22,7 +23,7 @@ when it may matter (a cheap substring test first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -30,17 +31,20 @@ from ..formats.registry import wire_or_fallback
 from .sse import Framing
 from .usage import Usage, events, may_carry_usage, output_of, usage_of
 
-__all__ = ["OnEnd", "StreamWatch", "WatchedFraming"]
+__all__ = ["OnEnd", "Pieces", "StreamWatch", "WatchedFraming"]
+
+#: The pieces (event name or None, data) in relayed bytes: a framing's ``pieces``.
+Pieces = Callable[[bytes], Iterable[tuple[str | None, bytes]]]
 
 
 class StreamWatch:
     """Whether a stream of ``api`` showed its terminal event (its wire format's
-    ``stream_end``), and its last usage. ``array``: Gemini's JSON-array form (pieces
-    are array elements, not events)."""
+    ``stream_end``), and its last usage. ``pieces`` reads the relayed bytes as its
+    framing relays them (default: server-sent events; the relay sets its framing's)."""
 
-    def __init__(self, api: str, array: bool = False) -> None:
+    def __init__(self, api: str, pieces: Pieces = events) -> None:
         self.api = api
-        self.array = array
+        self.pieces = pieces
         self.finished = False
         self.usage: Usage | None = None
         wire = wire_or_fallback(api)
@@ -51,12 +55,7 @@ class StreamWatch:
         """Look at whole pieces, as relayed."""
         if not whole:
             return
-        if self.array:
-            element = whole.strip(b" \t\r\n,[]")
-            if element:
-                self._event(None, element)
-            return
-        for name, data in events(whole):
+        for name, data in self.pieces(whole):
             self._event(name, data)
 
     def _event(self, name: str | None, data: bytes) -> None:
@@ -104,6 +103,9 @@ class WatchedFraming:
 
     def broken(self, message: str) -> bytes | None:
         return self.inner.broken(message)
+
+    def pieces(self, whole: bytes) -> Iterable[tuple[str | None, bytes]]:
+        return self.inner.pieces(whole)
 
 
 #: What the relay calls with a stream's watch once the stream is over (either way).
