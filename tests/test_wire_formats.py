@@ -371,6 +371,15 @@ def test_every_wire_module_is_registered() -> None:
         assert f"`{_prefix(wire)}_wire.py`" in formats_doc, wire.api
 
 
+def test_every_format_has_its_row_among_the_proxys_routes() -> None:
+    """docs/proxy.md's table of governed routes names each format's first route."""
+    page = (ROOT / "docs" / "proxy.md").read_text(encoding="utf-8")
+    table = page.split("## Governed routes", 1)[1].split("\n\n", 2)[1]
+    for wire in FORMATS:
+        first = wire.routes[0]
+        assert f"| `POST /{first.versions[0]}/{first.path}" in table, wire.api
+
+
 #: Where an API's name may be compared with: the names table, each format's own modules.
 ALLOWED = ("formats/base.py", "formats/registry.py", "formats/wire.py")
 #: Tables keyed by API names outside the registry, with the reason they are not in it.
