@@ -399,7 +399,9 @@ def _own_module(rel: str) -> bool:
         return True
     prefixes = {_prefix(wire) for wire in FORMATS}
     name = Path(rel).stem
-    return rel.startswith("formats/") and name.split("_")[0] in prefixes
+    return rel.startswith("formats/") and any(
+        name == prefix or name.startswith(prefix + "_") for prefix in prefixes
+    )
 
 
 def _mentions_api(node: ast.AST) -> bool:
