@@ -63,10 +63,10 @@ def tool_turns(n: int, size: int, prefix: str = "t") -> list[dict[str, Any]]:
     return out
 
 
-def compacted_body(turns: int = 30, size: int = 100_000) -> dict[str, Any]:
-    """The reproduced case of issue 36: 30 tool turns (782k tokens by the Claude
-    estimate), then the answer that compacted them (the docs' block and text), then a
-    new user message."""
+def compacted_body(turns: int = 30, size: int = 50_000) -> dict[str, Any]:
+    """The reproduced case of issue 36: 30 tool turns (782k tokens by the Claude estimate
+    there, 791k here), then the answer that compacted them (the docs' block and text),
+    then a new user message."""
     messages = tool_turns(turns, size)
     messages.append({"role": "assistant", "content": copy.deepcopy(THRESHOLD["response_content"])})
     messages.append({"role": "user", "content": "Now add error handling."})

@@ -115,7 +115,7 @@ class Options:
 def check_compacted(value: Any) -> Compacted:
     """``compacted`` as one of COMPACTED; ConfigError naming them otherwise."""
     if isinstance(value, str) and value in COMPACTED:
-        return value  # type: ignore[return-value]
+        return value
     raise ConfigError(f"compacted must be 'keep' or 'drop', got {value!r}")
 
 

@@ -49,8 +49,8 @@ def govern_responses(
     counter = CarryCounter(inner, decoded.extra, key=rs.CARRY, unread=unread)
     result, _ = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
-    unread = [it for it in decoded.dead if not rs.read_before(it)]
-    drop = options.compacted == "drop" and bool(unread) and not decoded.server_state
+    skipped = [it for it in decoded.dead if not rs.read_before(it)]
+    drop = options.compacted == "drop" and bool(skipped) and not decoded.server_state
     out = rs.encode(result.messages, decoded, drop)
     report = result.report
     _report_compaction(report, decoded, drop, options)
