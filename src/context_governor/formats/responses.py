@@ -147,18 +147,6 @@ def read_before(item: Any) -> bool:
     return item_type(item) == "message" and item.get("role") in INPUT_ROLES
 
 
-def is_pin(message: Message) -> bool:
-    """Whether a decoded message is the compaction item's (a system message holding the
-    item, sent back as it came)."""
-    origin = origin_of(message)
-    return (
-        message.get("role") == "system"
-        and origin is not None
-        and len(origin.items) == 1
-        and is_compaction(origin.items[0])
-    )
-
-
 def item_type(item: Any) -> str:
     """An item's type; a message item may omit it (the "easy" input message)."""
     if not isinstance(item, dict):
