@@ -34,8 +34,10 @@ Kind = Literal["drop", "insert", "merge", "move", "truncate", "replace", "repair
 
 #: What a note is about, for code that acts on notes: "cache" (the cache policy's own
 #: account of what it did), "store" (the count store), "rule" (a provider rule the output
-#: breaks), "other" (everything else; what a plain string is).
-NoteKind = Literal["cache", "store", "rule", "other"]
+#: breaks), "server" (context the provider's server manages: its compaction blocks and
+#: items, the context edits the client asked it for, and what governance did beside
+#: them), "other" (everything else; what a plain string is).
+NoteKind = Literal["cache", "store", "rule", "server", "other"]
 
 
 class Note(str):

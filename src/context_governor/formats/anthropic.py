@@ -19,6 +19,14 @@ is rebuilt, from its new content plus what it carried (unknown fields, the
 original ``tool_use``/``tool_result`` blocks and their extra fields). Messages of a
 role the edge does not know travel as they are, after the message they followed.
 Hence ``encode(decode(body)) == body`` for any body whose shape we can read.
+
+A ``compaction`` block (server-side compaction: Anthropic's API drops every content
+block before the newest one and reads its summary in their place) is the *boundary*:
+the native messages before it (and the blocks before it in its own message) are
+carried as they are and never decoded, counted or governed; the block itself is
+decoded as a system message holding its summary (what the model reads, and a role
+no stage cuts or edits), and the rest of its message as usual. See
+docs/native-compaction.md.
 """
 
 from __future__ import annotations
@@ -50,10 +58,14 @@ _SETTINGS = frozenset(
     {
         "model", "max_tokens", "messages", "system", "tools", "thinking", "stream",
         "temperature", "top_p", "top_k", "stop_sequences", "metadata", "tool_choice",
-        "service_tier",
+        "service_tier", "context_management", "compaction",
     }
 )  # fmt: skip
 _KNOWN_ROLES = frozenset({"user", "assistant"})
+#: The block type of server-side compaction (threshold: ``compact_20260112``; on demand:
+#: ``compaction: {"type": "summarize"}``): the API reads its summary in place of every
+#: block before it.
+COMPACTION = "compaction"
 THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -104,6 +116,51 @@ class Decoded(DecodedBody):
     head: tuple[Any, ...] = ()
     #: text of top-level fields we do not know (counted as prompt, to be safe)
     extra: str = ""
+    #: (message, block) of the newest compaction block: where what the model reads starts
+    boundary: tuple[int, int] | None = None
+    #: the native messages before the boundary's message: carried as they are, unread
+    dead: tuple[Any, ...] = ()
+
+
+def is_compaction(block: Any) -> bool:
+    """A compaction block the API reads: its ``content`` a summary. One whose content is
+    null (a failed compaction) is a no-op for the API, and an empty one is refused
+    (AN-12): neither is a boundary."""
+    if not isinstance(block, dict) or block.get("type") != COMPACTION:
+        return False
+    summary = block.get("content")
+    return isinstance(summary, str) and bool(summary)
+
+
+def boundary(messages: Any) -> tuple[int, int] | None:
+    """(message, block) of the newest compaction block in a body's ``messages``: the API
+    ignores every content block before it and reads its summary in their place
+    (Anthropic's compaction docs); None when there is none."""
+    if not isinstance(messages, list):
+        return None
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if not isinstance(message, dict) or message.get("role") not in _KNOWN_ROLES:
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for j in range(len(content) - 1, -1, -1):
+            if is_compaction(content[j]):
+                return i, j
+    return None
+
+
+def is_pin(message: Message) -> bool:
+    """Whether a decoded message is a compaction block's (a system message standing for
+    the summary, sent back as the native block itself)."""
+    origin = message.get(CARRY)
+    return (
+        message.get("role") == "system"
+        and isinstance(origin, Origin)
+        and isinstance(origin.block, dict)
+        and origin.block.get("type") == COMPACTION
+    )
 
 
 # -- decode -----------------------------------------------------------------------------------
@@ -209,10 +266,29 @@ def _decode_user(message: dict[str, Any], names: dict[Any, Any]) -> list[tuple[M
     return out
 
 
+def _decode_boundary(
+    message: dict[str, Any], at: int, names: dict[Any, Any]
+) -> list[tuple[Message, Any]]:
+    """The message holding the boundary: its compaction block as a system message (the
+    summary, which the model reads where the dropped blocks were), then the blocks after
+    it, decoded as its role's are. The blocks before it are not read."""
+    content = message["content"]
+    block = content[at]
+    pin: Message = {"role": "system", "content": block["content"]}
+    rest = {**message, "content": content[at + 1 :]}
+    if not rest["content"]:
+        return [(pin, block)]
+    if message["role"] == "assistant":
+        return [(pin, block), *((m, None) for m in _decode_assistant(rest))]
+    return [(pin, block), *_decode_user(rest, names)]
+
+
 def decode(body: Any) -> Decoded:
     """The pipeline's view of a Messages request body (which is never modified)."""
     body = _check_body(body)
     native = body["messages"]
+    bound = boundary(native)
+    start = 0 if bound is None else bound[0]
     messages: list[Message] = []
     groups: dict[int, tuple[Message, ...]] = {}
     system: Message | None = None
@@ -226,13 +302,19 @@ def decode(body: Any) -> Decoded:
     last_known: int | None = None
     decoded: dict[int, list[tuple[Message, Any]]] = {}
     for i, message in enumerate(native):
-        if not _known(message, i):
-            (pending if last_known is not None else head).append(message)
+        if not _known(message, i) or i < start:
+            if i >= start:
+                (pending if last_known is not None else head).append(message)
             continue
         if last_known is not None and pending:
             decoded[last_known] = _with_after(decoded[last_known], pending)
             pending = []
-        if message["role"] == "assistant":
+        if bound is not None and i == start:
+            decoded[i] = _decode_boundary(message, bound[1], names)
+            for b in message["content"][bound[1] + 1 :]:
+                if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    names[b["id"]] = b.get("name")
+        elif message["role"] == "assistant":
             decoded[i] = [(m, None) for m in _decode_assistant(message)]
             for b in message["content"] if isinstance(message["content"], list) else ():
                 if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
@@ -259,6 +341,8 @@ def decode(body: Any) -> Decoded:
         system=system,
         head=tuple(head),
         extra=_dumps([*head, unknown]) if head or unknown else "",
+        boundary=bound,
+        dead=tuple(native[:start]),
     )
 
 
@@ -458,19 +542,66 @@ def _joins(
     return _verbatim(messages, at, decoded) is None
 
 
-def _encode_messages(messages: Sequence[Message], decoded: Decoded, lost: list[str]) -> list[Any]:
-    out: list[Any] = list(decoded.head)
+def _kept(origin: Origin, decoded: Decoded, drop: bool) -> dict[str, Any]:
+    """A native message sent as it came; the boundary's without the blocks before its
+    compaction block when what the model does not read is dropped."""
+    bound = decoded.boundary
+    if not drop or bound is None or origin.index != bound[0] or bound[1] == 0:
+        return origin.message
+    return {**origin.message, "content": origin.message["content"][bound[1] :]}
+
+
+def _pinned(
+    messages: Sequence[Message], at: int, decoded: Decoded, lost: list[str], drop: bool
+) -> tuple[list[Any], int]:
+    """The native message of a compaction block whose message changed: the block (and,
+    unless dropped, the blocks before it) as it came, then what the pipeline made of the
+    rest of its message; and where the next message starts."""
+    origin = _origin(messages[at])
+    assert origin is not None and decoded.boundary is not None
+    end = at + 1
+    while end < len(messages):
+        later = _origin(messages[end])
+        if later is None or later.index != origin.index or later.part == 0:
+            break
+        end += 1
+    natives = _encode_messages(messages[at + 1 : end], decoded, lost, top=False)
+    content = origin.message["content"]
+    b = decoded.boundary[1]
+    pinned = list(content[b : b + 1] if drop else content[: b + 1])
+    role = origin.message["role"]
+    if natives and isinstance(natives[0], dict) and natives[0].get("role") == role:
+        natives[0] = {**natives[0], "content": pinned + _blocks(natives[0].get("content"))}
+    else:
+        natives.insert(0, {**_fields(origin), "role": role, "content": pinned})
+    if end == at + 1:
+        natives.extend(origin.after)
+    return natives, end
+
+
+def _encode_messages(
+    messages: Sequence[Message],
+    decoded: Decoded,
+    lost: list[str],
+    drop: bool = False,
+    top: bool = True,
+) -> list[Any]:
+    out: list[Any] = [*(() if drop else decoded.dead), *decoded.head] if top else []
     at = 0
     while at < len(messages):
         origin = _verbatim(messages, at, decoded)
         if origin is not None:
             size = len(decoded.groups[origin.index])
-            out.append(origin.message)
+            out.append(_kept(origin, decoded, drop))
             out.extend(_afters(messages[at : at + size]))
             at += size
             continue
         message = messages[at]
         role = message.get("role")
+        if is_pin(message):
+            natives, at = _pinned(messages, at, decoded, lost, drop)
+            out.extend(natives)
+            continue
         if role == "assistant":
             taken = [message]
             out.append(_assistant(message))
@@ -508,19 +639,22 @@ def encode(
     updates: dict[str, Any] | None = None,
     *,
     lost: list[str] | None = None,
+    drop: bool = False,
 ) -> dict[str, Any]:
     """The Messages body for governed chat messages: the input body's fields, in their
     order, with ``system`` and ``messages`` rebuilt and ``updates`` applied. Returns
-    the decoded body itself when nothing differs from it.
+    the decoded body itself when nothing differs from it. ``drop``: leave out what
+    precedes the newest compaction block (the API ignores it), instead of sending it as
+    it came.
 
     ``lost`` receives the places (``messages[3].metadata``) of the unknown fields that
     could not be kept: where chat messages of several native messages go out as one
     (all the tool results of a turn in one user message) and two of those hold one
     field with different values, only the later value fits."""
-    systems = [m for m in messages if m.get("role") == "system"]
-    rest = [m for m in messages if m.get("role") != "system"]
+    systems = [m for m in messages if m.get("role") == "system" and not is_pin(m)]
+    rest = [m for m in messages if m.get("role") != "system" or is_pin(m)]
     present, system = _system(systems, decoded)
-    native = _encode_messages(rest, decoded, [] if lost is None else lost)
+    native = _encode_messages(rest, decoded, [] if lost is None else lost, drop)
     body = decoded.body
     out = dict(body)
     if present:

@@ -18,7 +18,12 @@ prefix that stays the same is known from the body alone:
    parallel tool results);
 4. **the compaction boundary**: the head that compaction never cuts (the task's
    first user message); after a compaction it is the longest prefix that did not
-   change.
+   change. With a server-side ``compaction`` block, the first block after it (what
+   the model reads starts at the block's summary, and everything after it is only
+   appended to).
+
+Nothing before the newest ``compaction`` block is marked (the API ignores it), and
+the block itself never is: it goes out exactly as the API returned it.
 
 The client's own marks are kept, all of them (the pipeline has already dropped
 the oldest ones beyond the limit of 4); ours fill the slots they leave, in the
@@ -36,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .anthropic import boundary
 from .anthropic_rules import MAX_BREAKPOINTS, breakpoints
 
 #: Block types that take ``cache_control`` (thinking blocks do not; unknown types may not).
@@ -69,22 +75,30 @@ def _markable(block: Any) -> bool:
     return not (block.get("type") == "text" and not block.get("text"))
 
 
-def _last_markable(content: Any) -> int | None:
-    """Position of the last block that can carry a mark (a non-empty string counts as one)."""
+def _last_markable(content: Any, after: int = -1) -> int | None:
+    """Position of the last block after ``after`` that can carry a mark (a non-empty
+    string counts as one)."""
     if isinstance(content, str):
-        return 0 if content else None
+        return 0 if content and after < 0 else None
     if not isinstance(content, list):
         return None
-    return next((j for j in range(len(content) - 1, -1, -1) if _markable(content[j])), None)
+    return next((j for j in range(len(content) - 1, after, -1) if _markable(content[j])), None)
 
 
-def _message_spot(messages: list[Any], start: int, why: str) -> Spot | None:
-    """The last markable block of messages[start], else of the nearest one before it."""
-    for i in range(start, -1, -1):
+#: (message, block) before which nothing is marked: none, without a compaction block.
+_NO_FLOOR = (0, -1)
+
+
+def _message_spot(
+    messages: list[Any], start: int, why: str, floor: tuple[int, int] = _NO_FLOOR
+) -> Spot | None:
+    """The last markable block of messages[start], else of the nearest one before it,
+    after ``floor`` (the newest compaction block: nothing before it is read)."""
+    for i in range(start, floor[0] - 1, -1):
         message = messages[i]
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             continue
-        j = _last_markable(message.get("content"))
+        j = _last_markable(message.get("content"), floor[1] if i == floor[0] else -1)
         if j is not None:
             return Spot("messages", i, j, why)
     return None
@@ -105,9 +119,10 @@ def wanted(body: dict[str, Any]) -> list[Spot]:
     """Our spots in priority order (see the module docstring), each block at most once."""
     messages = body.get("messages")
     native = messages if isinstance(messages, list) else []
+    floor = boundary(native) or _NO_FLOOR
     spots: list[Spot | None] = []
     if native:
-        spots.append(_message_spot(native, len(native) - 1, "newest turn"))
+        spots.append(_message_spot(native, len(native) - 1, "newest turn", floor))
     spots.append(_head_spot(body))
     latest = next(
         (
@@ -118,8 +133,15 @@ def wanted(body: dict[str, Any]) -> list[Spot]:
         None,
     )
     if latest is not None and latest >= 1:
-        spots.append(_message_spot(native, latest - 1, "previous request's end"))
-    if native:
+        spots.append(_message_spot(native, latest - 1, "previous request's end", floor))
+    if native and floor != _NO_FLOOR:
+        why = "after the compaction block: what the model reads starts at its summary"
+        first = floor[0] + 1 if floor[0] + 1 < len(native) else floor[0]
+        spots.append(
+            _message_spot(native, floor[0], why, floor)
+            or _message_spot(native[: first + 1], first, why, floor)
+        )
+    elif native:
         spots.append(_message_spot(native[:1], 0, "the task: compaction cuts after it"))
     out: list[Spot] = []
     for spot in spots:

@@ -12,6 +12,7 @@ ends (anthropic_cache.py). The report judges the output body.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from functools import partial
@@ -32,7 +33,15 @@ from ..targets.target import Target
 from . import anthropic as an
 from . import anthropic_cache as cache
 from . import anthropic_rules as rules
-from .base import CarryCounter, Options, RequestResult, record_lost
+from .base import (
+    CarryCounter,
+    Options,
+    RequestResult,
+    ServerEdit,
+    record_lost,
+    server_note,
+    step_aside,
+)
 
 
 def _tools_within_limit(tools: list[dict[str, Any]], ctx_record: Any) -> list[dict[str, Any]]:
@@ -53,9 +62,65 @@ def _native_policy(policy: Policy, decoded: an.Decoded) -> Policy:
     limit (whoever serves it), less the tools' breakpoints; a kept prefill without
     trailing whitespace (the Messages API refuses it whoever serves it: AN-6b); and no
     chat-level key filter (it is about the Chat Completions wire; the edge writes only
-    Messages fields, and the filter would strip what each message carries)."""
+    Messages fields, and the filter would strip what each message carries).
+
+    With a compaction block, what the model reads opens with its summary (decoded as a
+    system message that no stage moves: ``system="keep"``, ``opened``), and the marks
+    before the block and on it, which governance never touches, take their slots."""
     room = max(0, rules.MAX_BREAKPOINTS - rules.tool_breakpoints(decoded.body))
-    return replace(policy, max_cache_control=room, allowed_keys=None, rstrip_prefill=True)
+    out = replace(policy, max_cache_control=room, allowed_keys=None, rstrip_prefill=True)
+    if decoded.boundary is None:
+        return out
+    at, block = decoded.boundary
+    native = decoded.body["messages"]
+    fixed = sum(rules.breakpoints({"messages": [m]}) for m in native[:at])
+    fixed += rules.breakpoints({"messages": [{"content": native[at]["content"][: block + 1]}]})
+    return replace(out, max_cache_control=max(0, room - fixed), system="keep", opened=True)
+
+
+def server_edits(body: dict[str, Any]) -> tuple[ServerEdit, ...]:
+    """The context edits a Messages body asks the server for (``context_management``),
+    and an on-demand compaction request (``compaction``), each with what governance does
+    beside it (docs/native-compaction.md)."""
+    found: list[ServerEdit] = []
+    managed = body.get("context_management")
+    edits = managed.get("edits") if isinstance(managed, dict) else None
+    for edit in edits if isinstance(edits, list) else ():
+        kind = edit.get("type") if isinstance(edit, dict) else None
+        found.append(_edit(kind if isinstance(kind, str) else repr(kind), edit))
+    if isinstance(body.get("compaction"), dict):
+        found.append(
+            ServerEdit(
+                f"compaction {body['compaction'].get('type', 'summarize')}",
+                True,
+                "an on-demand compaction request: the server summarizes every message it is "
+                "sent, so only what cannot fit the window is changed",
+            )
+        )
+    return tuple(found)
+
+
+def _edit(kind: str, edit: Any) -> ServerEdit:
+    trigger = edit.get("trigger") if isinstance(edit, dict) else None
+    at = trigger.get("value") if isinstance(trigger, dict) else None
+    when = f"at {at:,} input tokens" if isinstance(at, int) else "at its default trigger"
+    if kind.startswith("compact_"):
+        why = (
+            f"the server summarizes the history {when}: clearing or cutting it first would "
+            "keep the server from ever reaching its trigger"
+        )
+        return ServerEdit(kind, True, why)
+    if kind.startswith("clear_tool_uses_"):
+        why = (
+            f"the server clears old tool results {when}: clearing them here as well would "
+            "change the prompt's prefix at our points besides the server's (two cache "
+            "invalidations for one clearing)"
+        )
+        return ServerEdit(kind, True, why)
+    if kind.startswith("clear_thinking_"):
+        why = "governance never clears thinking blocks, so it does not compete with the server"
+        return ServerEdit(kind, False, why)
+    return ServerEdit(kind, True, "an edit this version does not know manages the context")
 
 
 def govern_anthropic(
@@ -67,22 +132,16 @@ def govern_anthropic(
     prof = get_profile(profile)
     prof = replace(prof, finish=(*prof.finish, partial(rules.repair_thinking, mode=mode)))
     native = decoded.body["messages"]
-    last_known = next(
-        (
-            m
-            for m in reversed(native)
-            if isinstance(m, dict) and m.get("role") in ("user", "assistant")
-        ),
-        None,
-    )
     settings = options.settings(
         profile=prof,
         tools=decoded.tools,
         model=model or decoded.model,
         max_output=decoded.max_output,
-        prefill=last_known is not None and last_known.get("role") == "assistant",
+        prefill=_prefill(decoded),
     )
     settings = replace(settings, policy=_native_policy(settings.policy, decoded))
+    edits = server_edits(decoded.body)
+    settings = step_aside(settings, edits)
     if options.count_tokens is None:  # no offline Claude tokenizer: an estimate erring high
         settings = replace(settings, counter=claude_counter(settings.model))
     inner, loaded = call_counter(settings, decoded.messages)
@@ -102,9 +161,13 @@ def govern_anthropic(
             ),
         )
     lost: list[str] = []
-    out = an.encode(result.messages, decoded, updates, lost=lost)
+    drop = _drops(decoded, options)
+    out = an.encode(result.messages, decoded, updates, lost=lost, drop=drop)
     report = result.report
     record_lost(report, lost, "user message")
+    _report_compaction(report, decoded, drop, options)
+    if edits:
+        report.notes.append(server_note(edits))
     if options.cache_breakpoints:
         out = _place_breakpoints(out, report)
     # The report judges what is sent: the output body, decoded again (positions are
@@ -123,6 +186,79 @@ def govern_anthropic(
     report.messages_before = len(native)
     report.messages_after = len(out["messages"])
     return RequestResult(out, report, result.messages)
+
+
+def _prefill(decoded: an.Decoded) -> bool:
+    """Whether the body asks for a prefill: it ends with an assistant message, other than
+    one that holds a compaction block and nothing after it (the documented way to let
+    the API continue after ``pause_after_compaction``)."""
+    native = decoded.body["messages"]
+    last = next(
+        (
+            i
+            for i in range(len(native) - 1, -1, -1)
+            if isinstance(native[i], dict) and native[i].get("role") in ("user", "assistant")
+        ),
+        None,
+    )
+    if last is None or native[last].get("role") != "assistant":
+        return False
+    bound = decoded.boundary
+    return not (
+        bound is not None and bound[0] == last and bound[1] == len(native[last]["content"]) - 1
+    )
+
+
+def _drops(decoded: an.Decoded, options: Options) -> bool:
+    """Whether what precedes the newest compaction block is left out: when asked to
+    (``compacted="drop"``: the API ignores it), and always before a block made on
+    demand (signed), which the API refuses anywhere but first (AN-12c)."""
+    bound = decoded.boundary
+    if bound is None or bound == (0, 0):
+        return False
+    block = decoded.body["messages"][bound[0]]["content"][bound[1]]
+    return options.compacted == "drop" or "signature" in block
+
+
+def _report_compaction(report: Report, decoded: an.Decoded, drop: bool, options: Options) -> None:
+    """Say what precedes the newest compaction block, and what became of it."""
+    bound = decoded.boundary
+    if bound is None:
+        return
+    at, block = bound
+    native = decoded.body["messages"]
+    before = [*native[:at], *native[at]["content"][:block]]
+    size = len(json.dumps(before, ensure_ascii=False).encode()) if before else 0
+    what = (
+        f"{at} message(s) and {block} block(s) of messages[{at}] ({size:,} bytes)"
+        if before
+        else "nothing"
+    )
+    if drop and before:
+        why = (
+            "a block made on demand must come first (AN-12c: compaction_block_misplaced)"
+            if options.compacted != "drop"
+            else "compacted='drop'"
+        )
+        report.actions.insert(
+            0,
+            Action(
+                "compacted",
+                "drop",
+                -1,
+                f"{what} before the newest compaction block (messages[{at}].content[{block}]) "
+                f"left out: the API ignores them ({why})",
+            ),
+        )
+    kept = "left out" if drop and before else "sent as it came"
+    report.notes.append(
+        Note(
+            f"compaction block at messages[{at}].content[{block}]: what precedes it ({what}) "
+            f"is not read by the model, so it was neither counted nor governed, and is "
+            f"{kept}; the block is sent as it came",
+            "server",
+        )
+    )
 
 
 def _unread_thinking(decoded: an.Decoded, target: Target) -> Callable[[Message], Message | None]:

@@ -20,7 +20,7 @@ from ..messages import Message
 from ..providers.rules import Rule, Violation, find_violations
 from ..stages.base import Context
 from ..targets.target import Target
-from .anthropic import THINKING_TYPES
+from .anthropic import COMPACTION, THINKING_TYPES, boundary
 
 ThinkingMode = Literal["off", "enabled", "adaptive"]
 MAX_BREAKPOINTS = 4
@@ -155,11 +155,98 @@ AN_10 = Rule(
     lambda messages: iter(()),  # counted over the whole body: see breakpoints()
 )
 
+# -- compaction blocks (server-side compaction) ----------------------------------------------
+
+_COMPACTION_DOCS = "https://platform.claude.com/docs/en/build-with-claude/compaction"
+_ON_DEMAND_DOCS = "https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand"
+#: The fields a compaction block takes (BetaCompactionBlockParam; ``signature`` on blocks
+#: made on demand): anything else is refused.
+COMPACTION_FIELDS = frozenset(
+    {"type", "content", "cache_control", "encrypted_content", "signature"}
+)
+
+
+def _compaction_blocks(messages: list[Message]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    for i, message in enumerate(messages):
+        for j, block in enumerate(_blocks(message)):
+            if isinstance(block, dict) and block.get("type") == COMPACTION:
+                yield i, j, block
+
+
+def compaction_content(messages: list[Message]) -> Iterator[Finding]:
+    for i, j, block in _compaction_blocks(messages):
+        summary = block.get("content")
+        if summary is not None and not (isinstance(summary, str) and summary):
+            yield i, {"block": j}
+
+
+def compaction_extra_fields(messages: list[Message]) -> Iterator[Finding]:
+    for i, j, block in _compaction_blocks(messages):
+        extra = sorted(k for k in block if k not in COMPACTION_FIELDS)
+        if extra:
+            yield i, {"block": j, "field": extra[0]}
+
+
+def signed_compaction_not_first(messages: list[Message]) -> Iterator[Finding]:
+    for i, j, block in _compaction_blocks(messages):
+        if "signature" in block and (i, j) != (0, 0):
+            yield i, {"block": j}
+
+
+AN_12 = Rule(
+    "AN-12",
+    "a compaction block's content is its summary (a non-empty string), or null for a "
+    "failed compaction",
+    "messages.{index}.content.{block}.content: a compaction block's content must be a "
+    "non-empty string, or null",
+    "send the block as the API returned it",
+    compaction_content,
+    verbatim=False,
+    source=(_COMPACTION_DOCS,),
+)
+AN_12B = Rule(
+    "AN-12b",
+    "a compaction block has no fields but type, content, cache_control, encrypted_content "
+    "and signature",
+    "messages.{index}.content.{block}.{field}: Extra inputs are not permitted",
+    "send the block as the API returned it (in Python: to_dict() or "
+    "model_dump(exclude_none=True), not a plain model_dump())",
+    compaction_extra_fields,
+    verbatim=False,
+    source=(_COMPACTION_DOCS + "-threshold",),
+)
+AN_12C = Rule(
+    "AN-12c",
+    "a compaction block made on demand (signed) comes first, in place of the messages it "
+    "summarizes",
+    "compaction_block_misplaced: the compaction block must be sent first, in place of the "
+    "messages it summarizes; remove those messages",
+    "drop the messages in front of the block",
+    signed_compaction_not_first,
+    verbatim=False,
+    source=(_ON_DEMAND_DOCS,),
+)
+AN_12D = Rule(
+    "AN-12d",
+    "an on-demand compaction request (compaction) carries no context_management",
+    "compaction cannot be combined with context_management on one request",
+    "send the edits on the other requests of the conversation",
+    lambda messages: iter(()),  # a setting of the request: see native_violations()
+    verbatim=False,
+    source=(_ON_DEMAND_DOCS,),
+)
+COMPACTION_RULES = (AN_12, AN_12B, AN_12C)
+
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
     (
         "AN-9e",
         "thinking blocks of the latest assistant message must be sent as returned: one body "
         "cannot show it (governance never edits, reorders or drops them)",
+    ),
+    (
+        "AN-12e",
+        "the role of the message holding a threshold compaction block (the API returns it in "
+        "an assistant message; no other place is documented or refused): not judged",
     ),
 )
 
@@ -200,10 +287,33 @@ def native_rules(mode: ThinkingMode) -> tuple[Rule, ...]:
     return (AN_9A, AN_9B, AN_9D)
 
 
+def read_view(messages: Any) -> tuple[list[Message], int]:
+    """What the model reads of a body's messages, for the thinking rules: from the newest
+    compaction block on (the API ignores every block before it), the block's own message
+    without the block and what precedes it; and the position of the first of them in
+    the body."""
+    native = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    found = boundary(native)
+    if found is None:
+        return native, 0
+    at, block = found
+    first = {**native[at], "content": native[at]["content"][block + 1 :]}
+    return [first, *native[at + 1 :]], at
+
+
 def native_violations(body: dict[str, Any], target: Target) -> list[Violation]:
-    """The rules only a native body can break, with the API's error texts."""
+    """The rules only a native body can break, with the API's error texts. The thinking
+    rules judge what the model reads (from the newest compaction block on); the
+    compaction blocks' own rules, the whole body."""
     messages = [m for m in body.get("messages", ()) if isinstance(m, dict)]
-    found = list(find_violations(native_rules(thinking_mode(body)), messages, target))
+    read, offset = read_view(messages)
+    found = [
+        Violation(v.rule, v.index + offset, v.error, v.hint, v.provider)
+        for v in find_violations(native_rules(thinking_mode(body)), read, target)
+    ]
+    found += find_violations(COMPACTION_RULES, messages, target)
+    if body.get("compaction") is not None and body.get("context_management") is not None:
+        found.append(Violation(AN_12D.id, -1, AN_12D.error, AN_12D.hint, target.provider))
     count = breakpoints(body)
     if count > MAX_BREAKPOINTS:
         error = AN_10.error.format(found=count)

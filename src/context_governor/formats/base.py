@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..counting import TokenCounter
@@ -22,9 +22,9 @@ from ..counting.store import CountLink
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Settings, resolve_settings
-from ..policies import Compaction
+from ..policies import Compaction, CompactionPolicy
 from ..profiles import Profile
-from ..report import Action, Report
+from ..report import Action, Note, Report
 
 #: A request body's wire format, as ``govern_request(api=...)`` names it.
 Api = Literal["anthropic", "openai", "responses", "gemini"]
@@ -33,6 +33,9 @@ APIS: tuple[Api, ...] = ("anthropic", "openai", "responses", "gemini")
 DEFAULT_PROFILES: dict[Api, str] = {
     "anthropic": "anthropic", "openai": "openai", "responses": "openai", "gemini": "gemini",
 }  # fmt: skip
+#: What precedes the newest compaction block or item: sent as it came, or left out.
+Compacted = Literal["keep", "drop"]
+COMPACTED: tuple[Compacted, ...] = ("keep", "drop")
 
 
 def check_api(api: Any, caller: str) -> Api:
@@ -80,6 +83,9 @@ class Options:
     count_store: CountLink | None = None
     #: Messages only: mark where the stable prefix ends with ``cache_control``
     cache_breakpoints: bool = True
+    #: what precedes the newest compaction block or item, which the provider does not
+    #: read: "keep" sends it as it came, "drop" leaves it out (docs/native-compaction.md)
+    compacted: Compacted = "keep"
 
     def settings(
         self,
@@ -104,6 +110,46 @@ class Options:
             count_tokens=self.count_tokens,
             count_store=self.count_store,
         )
+
+
+def check_compacted(value: Any) -> Compacted:
+    """``compacted`` as one of COMPACTED; ConfigError naming them otherwise."""
+    if isinstance(value, str) and value in COMPACTED:
+        return value
+    raise ConfigError(f"compacted must be 'keep' or 'drop', got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEdit:
+    """One thing the client asked the provider's server to do to the context (an entry
+    of ``context_management``, or an on-demand compaction request) and what governance
+    does beside it: ``aside`` steps aside (legality and the hard window limit only), or
+    runs as usual; ``why`` is the report's reason."""
+
+    kind: str
+    aside: bool
+    why: str
+
+
+def step_aside(settings: Settings, edits: Sequence[ServerEdit]) -> Settings:
+    """``settings`` with the cache policy's trigger at the whole budget when an edit asks
+    governance to step aside: it then changes the history only where the request would
+    not fit the window (the seed policy has no trigger and runs as it always does)."""
+    policy = settings.compaction
+    if not any(e.aside for e in edits) or not isinstance(policy, CompactionPolicy):
+        return settings
+    return replace(settings, compaction=replace(policy, trigger=1.0))
+
+
+def server_note(edits: Sequence[ServerEdit]) -> Note:
+    """The report's note of what governance did beside the server's context edits."""
+    said = "; ".join(
+        f"{e.kind}: governance "
+        + ("steps aside (legality and the hard window limit only)" if e.aside else "runs as usual")
+        + f", {e.why}"
+        for e in edits
+    )
+    return Note(f"server-side context management asked for: {said}", "server")
 
 
 #: A request function: a body of one API governed under a profile, a model override

@@ -29,10 +29,12 @@ from .base import (
     APIS,
     DEFAULT_PROFILES,
     Api,
+    Compacted,
     Governs,
     Options,
     RequestResult,
     check_api,
+    check_compacted,
 )
 from .registry import WIRE_FORMATS
 from .wire import Validates
@@ -60,6 +62,7 @@ def govern_request(
     cache_breakpoints: bool = True,
     windows: Mapping[str, int] | None = None,
     count_store: str | CountStore | CountLink | None = None,
+    compacted: Compacted = "keep",
 ) -> RequestResult:
     """Govern a whole request body in its own wire format; return a body of the same format.
 
@@ -96,6 +99,12 @@ def govern_request(
     ``count_store``: where exact token counts persist between processes, as for
     govern() (counting/store.py); used where the counter is an exact tokenizer (an
     estimate is cheaper to make than to look up).
+
+    ``compacted`` (Messages and Responses): what precedes the newest server-side
+    compaction block or item, which the model does not read and which is never counted
+    or governed: "keep" (default) sends it as it came, "drop" leaves it out, reported
+    (both providers document that it may be dropped; never with a
+    ``previous_response_id``). docs/native-compaction.md.
     """
     checked = check_api(api, "govern_request")
     body_model = model or (body.get("model") if isinstance(body, dict) else None)
@@ -115,6 +124,7 @@ def govern_request(
         count_tokens=count_tokens,
         count_store=count_link(count_store),
         cache_breakpoints=cache_breakpoints,
+        compacted=check_compacted(compacted),
     )
     chosen = DEFAULT_PROFILES[checked] if profile is None else profile
     result = wire.govern(sent, chosen, model, options)

@@ -27,6 +27,15 @@ With server-side state (``previous_response_id``, ``conversation``, a stored
 ``prompt`` or ``item_reference`` items), an output may answer a call the body
 does not carry: it is then decoded as an opaque user message, kept as it is,
 rather than dropped as an orphan.
+
+A ``compaction`` item (server-side compaction, or ``/responses/compact``) carries the
+state of what came before it, encrypted: OpenAI's guide lets a client drop the items
+before the newest one. Those items are carried as they are and never decoded or
+governed; of them, only the message items of the client's roles (user, system,
+developer) are counted, since a compacted window keeps them (``/responses/compact``
+answers "all user messages, followed by a single compaction item"). The newest
+compaction item is decoded as a system message holding it (a role no stage cuts or
+edits), sent back as it came. See docs/native-compaction.md.
 """
 
 from __future__ import annotations
@@ -53,7 +62,7 @@ _SETTINGS = frozenset(
         "temperature", "top_p", "stream", "stream_options", "store", "reasoning", "text",
         "include", "metadata", "parallel_tool_calls", "previous_response_id", "conversation",
         "truncation", "user", "service_tier", "background", "prompt", "prompt_cache_key",
-        "safety_identifier", "max_tool_calls", "top_logprobs",
+        "safety_identifier", "max_tool_calls", "top_logprobs", "context_management",
     }
 )  # fmt: skip
 CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
@@ -64,6 +73,8 @@ SERVER_STATE = ("previous_response_id", "conversation", "prompt")
 MAX_CALL_ID = 64
 #: Origin.index of the system message decoded from ``instructions``.
 INSTRUCTIONS = -2
+#: The item type of server-side compaction: the encrypted state of every item before it.
+COMPACTION = "compaction"
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,6 +118,33 @@ class Decoded(DecodedBody):
     server_state: tuple[str, ...] = ()
     #: text of top-level fields we do not know (counted as prompt, to be safe)
     extra: str = ""
+    #: the position of the newest compaction item in ``input``: what the model reads
+    #: starts there
+    boundary: int | None = None
+    #: the items before it: carried as they are, unread
+    dead: tuple[Any, ...] = ()
+
+
+def is_compaction(item: Any) -> bool:
+    """A compaction item the API can read: its ``encrypted_content`` a non-empty string
+    (one without is refused: RS-8)."""
+    if item_type(item) != COMPACTION:
+        return False
+    sealed = item.get("encrypted_content")
+    return isinstance(sealed, str) and bool(sealed)
+
+
+def boundary(items: Any) -> int | None:
+    """The position of the newest compaction item of ``input``; None when there is none."""
+    if not isinstance(items, list):
+        return None
+    return next((i for i in range(len(items) - 1, -1, -1) if is_compaction(items[i])), None)
+
+
+def read_before(item: Any) -> bool:
+    """An item before the newest compaction item that the model may still read: a
+    message of the client's roles (a compacted window keeps the user messages)."""
+    return item_type(item) == "message" and item.get("role") in INPUT_ROLES
 
 
 def item_type(item: Any) -> str:
@@ -421,16 +459,28 @@ def decode(body: Any) -> Decoded:
         groups[-1] = message
         messages.append(message)
         items = []
+    bound = boundary(items)
+    dead: tuple[Any, ...] = ()
+    if bound is not None:
+        assert isinstance(items, list)
+        dead = tuple(items[:bound])
+        pin: Message = {"role": "system", "content": [_sealed(items[bound])]}
+        pin[CARRY] = Origin(bound, (items[bound],))
+        groups[bound] = pin
+        messages.append(pin)
+    first = 0 if bound is None else bound + 1
+    live = [] if not isinstance(items, list) else items[first:]
     names: dict[str, Any] = {}
     declared: set[str] = set()
-    for item in items or ():
+    for item in live:
         if item_type(item) in CALLS and isinstance(item.get("call_id"), str):
             declared.add(item["call_id"])
             names.setdefault(item["call_id"], item.get("name"))
             call_types.setdefault(item["call_id"], item_type(item))
             call_types.setdefault(short_id(item["call_id"]), item_type(item))
     prompt = _newest_prompt(items or [])
-    for start, run in _runs(items or []):
+    for at, run in _runs(live):
+        start = at + first
         if input_side(run[0]):
             item = run[0]
             chat = _single(item, names, declared, bool(state))
@@ -442,6 +492,10 @@ def decode(body: Any) -> Decoded:
         groups[start] = chat
         messages.append(chat)
     unknown = {k: v for k, v in body.items() if k not in _SETTINGS}
+    kept = [
+        {"role": it.get("role"), "content": it.get("content")} for it in dead if read_before(it)
+    ]
+    carried = [_dumps(value) for value in (unknown, kept) if value]
     return Decoded(
         body=body,
         messages=messages,
@@ -452,8 +506,16 @@ def decode(body: Any) -> Decoded:
         instructions=instructions,
         call_types=call_types,
         server_state=state,
-        extra=_dumps(unknown) if unknown else "",
+        extra="\n".join(carried),
+        boundary=bound,
+        dead=dead,
     )
+
+
+def _sealed(item: dict[str, Any]) -> dict[str, Any]:
+    """What the model reads of a compaction item, for counting: its encrypted state
+    (counted by length, counting/payload.py), never its id."""
+    return {"type": COMPACTION, "encrypted_content": item["encrypted_content"]}
 
 
 # -- encode -----------------------------------------------------------------------------------
@@ -595,15 +657,17 @@ def _rebuild_inputs(message: Message, natives: tuple[Any, ...]) -> list[Any]:
     return [*outputs, {"role": "user", **fields, "content": message.get("content")}]
 
 
-def encode(messages: Sequence[Message], decoded: Decoded) -> dict[str, Any]:
+def encode(messages: Sequence[Message], decoded: Decoded, drop: bool = False) -> dict[str, Any]:
     """The Responses body for governed chat messages: the input body's fields, in their
-    order, with ``input`` rebuilt. Returns the decoded body itself when nothing differs."""
+    order, with ``input`` rebuilt. Returns the decoded body itself when nothing differs.
+    ``drop``: leave out the items before the newest compaction item (the API lets a
+    client drop them), instead of sending them as they came."""
     body = decoded.body
     # The pipeline never rewrites a system message: ``instructions`` stays as it was.
     rest = [m for m in messages if getattr(origin_of(m), "index", None) != INSTRUCTIONS]
     if isinstance(body.get("input"), str) and len(rest) == 1 and _unchanged(rest[0], decoded):
         return body
-    items: list[Any] = []
+    items: list[Any] = [it for it in decoded.dead if not drop or read_before(it)]
     for message in rest:
         origin = _unchanged(message, decoded)
         if origin is not None and origin.index >= 0:

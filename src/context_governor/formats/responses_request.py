@@ -13,6 +13,7 @@ the report says what was not (a note, and ``RequestResult.ungoverned``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -22,10 +23,10 @@ from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import resolve
 from ..providers.rules import Violation
-from ..report import Note, note_kind
+from ..report import Action, Note, Report, note_kind
 from . import responses as rs
 from . import responses_rules as rules
-from .base import CarryCounter, Options, RequestResult
+from .base import CarryCounter, Options, RequestResult, ServerEdit, server_note, step_aside
 
 
 def govern_responses(
@@ -41,13 +42,20 @@ def govern_responses(
         max_output=decoded.max_output,
     )
     settings = replace(settings, policy=replace(settings.policy, allowed_keys=None))
+    edits = server_edits(decoded.body)
+    settings = step_aside(settings, edits)
     views, unread = rs.model_views(decoded.messages)
     inner, loaded = call_counter(settings, views)
     counter = CarryCounter(inner, decoded.extra, key=rs.CARRY, unread=unread)
     result, _ = run(decoded.messages, settings, counter)
     store_counts(settings, inner, loaded, result.report)
-    out = rs.encode(result.messages, decoded)
+    skipped = [it for it in decoded.dead if not rs.read_before(it)]
+    drop = options.compacted == "drop" and bool(skipped) and not decoded.server_state
+    out = rs.encode(result.messages, decoded, drop)
     report = result.report
+    _report_compaction(report, decoded, drop, options)
+    if edits:
+        report.notes.append(server_note(edits))
     # The report judges what is sent: the output body's items (positions in its input).
     _, target = resolve("openai", settings.model)
     # (with the output's own server state: a cut may have taken an item_reference with it)
@@ -73,6 +81,58 @@ def govern_responses(
     sent = out.get("input")
     report.messages_after = len(sent) if isinstance(sent, list) else int(sent is not None)
     return RequestResult(out, report, result.messages, decoded.server_state)
+
+
+def server_edits(body: dict[str, Any]) -> tuple[ServerEdit, ...]:
+    """The context management a Responses body asks the server for (its
+    ``context_management`` entries), each with what governance does beside it
+    (docs/native-compaction.md)."""
+    entries = body.get("context_management")
+    found: list[ServerEdit] = []
+    for entry in entries if isinstance(entries, list) else ():
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind == "compaction":
+            at = entry.get("compact_threshold")
+            when = f"at {at:,} tokens" if isinstance(at, int) else "at its threshold"
+            why = (
+                f"the server compacts the context {when}: clearing or cutting it first "
+                "would keep the server from ever reaching its threshold"
+            )
+            found.append(ServerEdit("compaction", True, why))
+        else:
+            name = kind if isinstance(kind, str) else repr(kind)
+            why = "an entry this version does not know manages the context"
+            found.append(ServerEdit(name, True, why))
+    return tuple(found)
+
+
+def _report_compaction(report: Report, decoded: rs.Decoded, drop: bool, options: Options) -> None:
+    """Say what precedes the newest compaction item, and what became of it."""
+    if decoded.boundary is None:
+        return
+    at = decoded.boundary
+    unread = [it for it in decoded.dead if not rs.read_before(it)]
+    size = len(json.dumps(unread, ensure_ascii=False).encode()) if unread else 0
+    what = f"{len(unread)} item(s), {size:,} bytes" if unread else "nothing"
+    if drop:
+        report.actions.insert(0, Action(
+            "compacted", "drop", -1,
+            f"{what} before the newest compaction item (input[{at}]) left out: its encrypted "
+            "state stands for them (compacted='drop'; the client's messages before it stay)",
+        ))  # fmt: skip
+    kept = "left out" if drop else "sent as it came"
+    if options.compacted == "drop" and not drop and unread and decoded.server_state:
+        kept += " (not dropped: with previous_response_id chaining OpenAI says not to prune)"
+    read = len(decoded.dead) - len(unread)
+    report.notes.append(
+        Note(
+            f"compaction item at input[{at}]: what precedes it ({what}, besides {read} "
+            f"message item(s) of the client's, counted as read and sent as they came) is not "
+            f"read by the model, so it was neither counted nor governed, and is {kept}; the "
+            "item is sent as it came",
+            "server",
+        )
+    )
 
 
 def validate_responses(body: Any, provider: str | None, model: str | None) -> list[Violation]:

@@ -29,8 +29,10 @@ from ..targets.target import Target
 from .responses import (
     CALL_ORIGIN,
     CALLS,
+    COMPACTION,
     MAX_CALL_ID,
     OUTPUTS,
+    boundary,
     input_side,
     item_type,
     origin_of,
@@ -130,6 +132,13 @@ def duplicate_ids(items: list[Message]) -> Iterator[Finding]:
         seen.add(item_id)
 
 
+def unsealed_compaction(items: list[Message]) -> Iterator[Finding]:
+    for i, item in enumerate(items):
+        sealed = item.get("encrypted_content") if isinstance(item, dict) else None
+        if item_type(item) == COMPACTION and not (isinstance(sealed, str) and sealed):
+            yield i, {}
+
+
 def _empty(items: list[Message]) -> Iterator[Finding]:
     if not items:
         yield -1, {}
@@ -197,6 +206,19 @@ RS_6 = Rule(
     duplicate_ids,
 )
 
+RS_8 = Rule(
+    "RS-8",
+    "a compaction item carries its encrypted_content (a non-empty string)",
+    "Missing required parameter: 'input[{index}].encrypted_content'.",
+    "send the compaction item as the API returned it",
+    unsealed_compaction,
+    verbatim=False,
+    source=(
+        "https://github.com/openai/openai-python/blob/main/src/openai/types/responses/"
+        "response_compaction_item_param_param.py",
+    ),
+)
+
 NOT_CHECKED: tuple[tuple[str, str], ...] = (
     (
         "RS-7",
@@ -216,12 +238,29 @@ def native_rules(server_side: bool) -> tuple[Rule, ...]:
     return (RS_1, RS_1C, RS_2, RS_2C, RS_3, RS_4, RS_5, RS_6)
 
 
+#: Rules judged over the whole ``input``, compaction or not: an id is one item's in the
+#: whole request, and a compaction item must be readable wherever it is.
+WHOLE_INPUT = (RS_6, RS_8)
+
+
 def native_violations(body: dict[str, Any], server_side: bool, target: Target) -> list[Violation]:
+    """The rules of a body's items. Pairing, reasoning, call ids and emptiness are judged
+    on what the model reads: from the newest compaction item on (the items before it are
+    carried as they came; the API lets a client drop them)."""
     items = body.get("input")
     if isinstance(items, str):
         return []
     listed = [it for it in items or () if isinstance(it, dict)]
-    return list(find_violations(native_rules(server_side), listed, target))
+    start = boundary(listed) or 0
+    # the items before the boundary stand as inert ones: positions stay the body's
+    read = [_UNREAD if i < start else item for i, item in enumerate(listed)]
+    rules = [r for r in native_rules(server_side) if r not in WHOLE_INPUT]
+    found = list(find_violations(rules, read, target))
+    return found + list(find_violations(WHOLE_INPUT, listed, target))
+
+
+#: An item before the newest compaction item, to the rules that judge what is read.
+_UNREAD: dict[str, Any] = {"type": "compacted"}
 
 
 # -- repairs (finishing stages on the decoded chat messages) ---------------------------------

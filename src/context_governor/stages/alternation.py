@@ -159,7 +159,8 @@ def _enforce(messages: list[Message], ctx: Context, *, lossless: bool) -> list[M
             + (f"; its {', '.join(shed)} left out" if shed else ""),
             tokens_saved=-ctx.tokens(recovered),
         )
-    for index, message in enumerate(out):
+    opened = ctx.policy is not None and ctx.policy.opened  # a compaction block opens it
+    for index, message in enumerate(() if opened else out):
         if message.get("role") != "system":
             if message.get("role") == "assistant" and not has_tool_calls(message):
                 synthetic = {"role": "user", "content": SYNTHETIC_USER}

@@ -240,8 +240,10 @@ def opening(messages: list[Message], ctx: Context) -> list[Message]:
     """Make the conversation start with a user message where the provider requires it."""
     policy = _policy(ctx)
     first = next((i for i, m in enumerate(messages) if m.get("role") != "system"), None)
-    if not messages:
-        return messages  # nothing to send: the report names the rule (an empty request)
+    if not messages or policy.opened:
+        # nothing to send (the report names the rule: an empty request), or a history
+        # the server's own context opens (a compaction block): nothing to open
+        return messages
     if first is None:
         if not policy.needs_user:
             return messages

@@ -63,3 +63,7 @@ class Policy:
     #: the API takes the deprecated function calling (``function_call``, role function;
     #: OpenAI); elsewhere such a history is refused (messages/legacy.py)
     legacy_functions: bool = False
+    #: the history the model reads opens with context the server holds (a compaction
+    #: block, formats/anthropic.py): a leading assistant message is legal there and no
+    #: user message is needed (set per request by the edge, never by a provider)
+    opened: bool = False
