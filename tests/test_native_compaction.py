@@ -24,6 +24,7 @@ from fake_native import NativeReply
 from native_proxy import ProxyStarter, tool_result_text
 
 from context_governor import CompactionPolicy
+from context_governor.errors import InputError
 from context_governor.formats import govern_request, validate_request
 from context_governor.report import note_kind
 
@@ -564,3 +565,31 @@ def test_a_responses_session_with_server_compaction_through_the_proxy(
     assert whole.report.tokens_before > window
     for mine, billed in zip(ours, upstream.read_tokens, strict=True):
         assert abs(mine - billed) <= TOLERANCE * billed, (mine, billed)
+
+
+@pytest.mark.parametrize(
+    ("api", "body", "where"),
+    [
+        (
+            "anthropic",
+            {"model": "claude-sonnet-4-5", "max_tokens": 10,
+             "messages": [{"role": ["user"], "content": "hi"}]},
+            "messages[0].role",
+        ),
+        (
+            "responses",
+            {"model": "gpt-5",
+             "input": [{"type": "message", "role": ["user"], "content": "hi"}]},
+            "input[0].role",
+        ),
+    ],
+)  # fmt: skip
+def test_a_role_that_is_not_a_string_is_an_input_error_not_a_crash(
+    api: str, body: dict[str, Any], where: str
+) -> None:
+    """Looking for the compaction boundary reads every message's role: one that is a list
+    (unhashable) once raised TypeError there, a 500 through the proxy (found by
+    tests/test_proxy_native_fuzz.py)."""
+    with pytest.raises(InputError) as raised:
+        govern_request(body, api=api, context_window=10_000)
+    assert raised.value.path == where

@@ -140,8 +140,9 @@ def boundary(messages: Any) -> tuple[int, int] | None:
         return None
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
-        if not isinstance(message, dict) or message.get("role") not in _KNOWN_ROLES:
-            continue
+        role = message.get("role") if isinstance(message, dict) else None
+        if not isinstance(role, str) or role not in _KNOWN_ROLES:
+            continue  # junk is not a boundary (decode reports it)
         content = message.get("content")
         if not isinstance(content, list):
             continue

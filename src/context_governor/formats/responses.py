@@ -144,7 +144,7 @@ def boundary(items: Any) -> int | None:
 def read_before(item: Any) -> bool:
     """An item before the newest compaction item that the model may still read: a
     message of the client's roles (a compacted window keeps the user messages)."""
-    return item_type(item) == "message" and item.get("role") in INPUT_ROLES
+    return item_type(item) == "message" and _client_role(item)
 
 
 def item_type(item: Any) -> str:
@@ -162,8 +162,14 @@ def input_side(item: Any) -> bool:
     other item belongs to an assistant step."""
     kind = item_type(item)
     if kind == "message":
-        return item.get("role") in INPUT_ROLES
+        return _client_role(item)
     return kind in OUTPUTS
+
+
+def _client_role(item: dict[str, Any]) -> bool:
+    """A message item of the client's roles (a role that is not a string is none)."""
+    role = item.get("role")
+    return isinstance(role, str) and role in INPUT_ROLES
 
 
 def short_id(call_id: str) -> str:
@@ -268,7 +274,8 @@ _TEXT_PARTS = frozenset({"input_text", "output_text"})
 
 
 def _read_part(part: Any) -> Any:
-    if isinstance(part, dict) and part.get("type") in _TEXT_PARTS and "text" in part:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if isinstance(kind, str) and kind in _TEXT_PARTS and "text" in part:
         return {"type": "text", "text": part["text"]}
     return part
 

@@ -165,7 +165,8 @@ def content_text(content: Any) -> str:
             p["text"]
             for p in content
             if isinstance(p, dict)
-            and p.get("type") in TEXT_PARTS
+            and isinstance(p.get("type"), str)
+            and p["type"] in TEXT_PARTS
             and isinstance(p.get("text"), str)
         )
     return ""

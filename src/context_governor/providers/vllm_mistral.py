@@ -179,7 +179,11 @@ def non_text_parts(*roles: str) -> Any:
         for index, message in enumerate(messages):
             if message.get("role") not in roles:
                 continue
-            chunks = [CHUNKS[p["type"]] for p in _parts(message) if p.get("type") in CHUNKS]
+            chunks = [
+                CHUNKS[p["type"]]
+                for p in _parts(message)
+                if isinstance(p.get("type"), str) and p["type"] in CHUNKS
+            ]
             other = sorted({c for c in chunks if c != "TextChunk"})
             if other:
                 yield index, {"role": message.get("role"), "chunk": other[0], "chunks": other}
