@@ -29,7 +29,7 @@ from ..errors import ConfigError, InputError
 from ..messages import Message
 from .encodings import Encoding, count_ordinary, counting_encoding, encoding_for_model, shared_name
 from .media import MediaRule
-from .payload import carried_tokens, lightened, may_hold_media, media_summary
+from .payload import carried_tokens, lightened, may_carry, may_hold_media, media_summary
 from .runs import bounded_tokens, rules_fingerprint
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "SEED_EXACT_CHARS",
     "ExactCounter",
     "KnownCounts",
+    "Pending",
     "SeedCounter",
     "TokenCounter",
     "claude_counter",
@@ -49,6 +50,7 @@ __all__ = [
     "exact_counter",
     "json_text",
     "media_note",
+    "pending",
     "seed_counter",
     "seed_message_payload",
     "uncounted",
@@ -364,10 +366,13 @@ class ExactCounter:
     def remember(self, counts: Iterable[tuple[bytes, int]]) -> None:
         """Memoise counts by the digests of their texts (counts read from a store made
         under this counter's ``store_rules``); the least recently used go if it is full."""
-        self._cache.update(counts)
-        while len(self._cache) > self._cache_size:
-            with contextlib.suppress(KeyError):  # evicted by another thread
-                self._cache.popitem(last=False)
+        cache = self._cache
+        cache.update(counts)
+        excess = len(cache) - self._cache_size
+        if excess > 0:
+            with contextlib.suppress(KeyError):  # emptied by another thread
+                for _ in range(excess):
+                    cache.popitem(last=False)
 
     def text_tokens(self, text: str) -> int:
         key = digest(text)
@@ -407,22 +412,50 @@ class ExactCounter:
         return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
 
 
-def uncounted(
+class Pending:
+    """The texts of some messages whose counts a counter's memo lacks, kept flat: no
+    container per message (a first call on a long history asks for a hundred thousand
+    of them, and every container made costs the garbage collector a walk of the heap).
+
+    ``keys[i]`` is a text's digest and ``texts[i]`` the text, each text once, in the
+    order first met; ``messages[j]`` is counted as text ``at[j]`` (every such message, in
+    order); ``index`` maps a digest to its position in ``keys``."""
+
+    __slots__ = ("at", "index", "keys", "messages", "texts")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.texts: list[str] = []
+        self.messages: list[Message] = []
+        self.at: list[int] = []
+        self.index: dict[bytes, int] = {}
+
+    def owners(self) -> list[Message]:
+        """Per text, the first message counted as it."""
+        first: list[Message | None] = [None] * len(self.keys)
+        for message, i in zip(self.messages, self.at, strict=True):
+            if first[i] is None:
+                first[i] = message
+        return [m for m in first if m is not None]
+
+
+def pending(
     counter: ExactCounter,
     messages: Iterable[Message],
     known: dict[int, tuple[Message, int]],
-) -> dict[bytes, tuple[str, list[Message]]]:
-    """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks,
-    by digest: each text and the messages counted as it. The memo's counts go into
-    ``known`` (by message identity, as KnownCounts takes them) on the way. What a count
-    store asks for and what worker processes count (counting/store.py, counting/pool.py)."""
-    wanted: dict[bytes, tuple[str, list[Message]]] = {}
+) -> Pending:
+    """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks
+    (see Pending). The memo's counts go into ``known`` (by message identity, as
+    KnownCounts takes them) on the way. What a count store asks for and what worker
+    processes count (counting/store.py, counting/pool.py)."""
+    out = Pending()
+    keys, texts, found, at, index = out.keys, out.texts, out.messages, out.at, out.index
     memo = counter.memo
     for message in messages:
         if id(message) in known:
             continue
         try:
-            if lightened(message)[1]:
+            if may_carry(message) and lightened(message)[1]:
                 continue  # counted by the call itself: media and ciphertext by rule
             payload = seed_message_payload(message)
         except Exception:  # e.g. nested too deeply: the run reports it
@@ -430,13 +463,33 @@ def uncounted(
         if not payload:
             continue  # counted without tokenizing
         key = digest(payload)
-        count = memo(key)
-        if count is not None:
-            known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
-        elif key in wanted:
-            wanted[key][1].append(message)
-        else:
-            wanted[key] = (payload, [message])
+        i = index.get(key)
+        if i is None:
+            count = memo(key)
+            if count is not None:
+                known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+                continue
+            i = index[key] = len(keys)
+            keys.append(key)
+            texts.append(payload)
+        found.append(message)
+        at.append(i)
+    return out
+
+
+def uncounted(
+    counter: ExactCounter,
+    messages: Iterable[Message],
+    known: dict[int, tuple[Message, int]],
+) -> dict[bytes, tuple[str, list[Message]]]:
+    """``pending`` as a dict: each text the memo lacks, by digest, with the messages
+    counted as it."""
+    found = pending(counter, messages, known)
+    wanted: dict[bytes, tuple[str, list[Message]]] = {
+        key: (text, []) for key, text in zip(found.keys, found.texts, strict=True)
+    }
+    for message, i in zip(found.messages, found.at, strict=True):
+        wanted[found.keys[i]][1].append(message)
     return wanted
 
 
@@ -478,6 +531,14 @@ class KnownCounts:
         count = self.inner.message_tokens(message)
         self.known[id(message)] = (message, count)
         return count
+
+    def made_tokens(self, message: Message) -> int:
+        """``message_tokens`` of a message made only to be weighed once (Context.made_tokens):
+        the same count, not kept by identity."""
+        entry = self.known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        return self.inner.message_tokens(message)
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
         if self.tools is not None and tools is self.tools[0]:

@@ -44,7 +44,7 @@ from pathlib import Path
 from queue import SimpleQueue
 
 from ..messages import Message
-from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, uncounted
+from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, pending
 from .encodings import FAST_PROBE
 
 __all__ = [
@@ -155,16 +155,15 @@ def precount(
     except Exception:  # never fail a call: it counts what is left itself
         return 0
     try:
-        wanted = uncounted(counter, messages, known)
-        counts, by_workers = job.run([payload for payload, _ in wanted.values()])
+        wanted = pending(counter, messages, known)
+        counts, by_workers = job.run(wanted.texts)
     except Exception:  # never fail a call: it counts what is left itself
         job.cancel()
         return 0
-    counter.remember(zip(wanted, counts, strict=True))
-    for (_, same), made in zip(wanted.values(), counts, strict=True):
-        total = max(4, made + PER_MESSAGE_OVERHEAD)
-        for message in same:
-            known[id(message)] = (message, total)
+    counter.remember(zip(wanted.keys, counts, strict=True))
+    totals = [max(4, made + PER_MESSAGE_OVERHEAD) for made in counts]
+    for message, i in zip(wanted.messages, wanted.at, strict=True):
+        known[id(message)] = (message, totals[i])
     return by_workers
 
 

@@ -44,11 +44,12 @@ from .background import in_background
 from .counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
+    Pending,
     TokenCounter,
     digest,
     json_text,
+    pending,
     seed_message_payload,
-    uncounted,
 )
 
 __all__ = [
@@ -278,15 +279,19 @@ class CountLink:
             return None
         loaded = Loaded(rules)
         known = loaded.known
-        wanted = {key: same for key, (_, same) in uncounted(counter, messages, known).items()}
+        wanted = pending(counter, messages, known)
+        keys = wanted.keys
+        tools_key = None
         if tools:
             with contextlib.suppress(Exception):  # the run reports tools it cannot dump
                 key = digest(json_text(tools))
-                if counter.memo(key) is None:
-                    wanted.setdefault(key, [])
-        if not wanted:
+                if counter.memo(key) is None and key not in wanted.index:
+                    tools_key = key
+        if not keys and tools_key is None:
             return loaded
-        keys = [rules + key.hex() for key in wanted]
+        names = [rules + key.hex() for key in keys]
+        if tools_key is not None:
+            names.append(rules + tools_key.hex())
         found: dict[str, int] = {}
         if self._resting():
             loaded.note = Note(
@@ -294,20 +299,16 @@ class CountLink:
             )
         else:
             try:
-                found = self.store.get_many(keys)
+                found = self.store.get_many(names)
             except Exception as exc:
                 loaded.note = Note(self._fail("read", exc) + ": every count was made", "store")
-        remembered: list[tuple[bytes, int]] = []
-        for (key, same), name in zip(wanted.items(), keys, strict=True):
-            count = found.get(name)
+        _take(counter, loaded, wanted, [found.get(name) for name in names[: len(keys)]])
+        if tools_key is not None:
+            count = found.get(names[-1])
             if count is None:
-                loaded.missing.append((key, same[0] if same else None))
-                continue
-            remembered.append((key, count))
-            count += PER_MESSAGE_OVERHEAD
-            for message in same:
-                known[id(message)] = (message, count)
-        counter.remember(remembered)
+                loaded.missing.append((tools_key, None))
+            else:
+                counter.remember([(tools_key, count)])
         return loaded
 
     def write(
@@ -379,6 +380,22 @@ class CountLink:
                 warned, self._warned = self._warned, True
             if not warned:
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+def _take(counter: ExactCounter, loaded: Loaded, wanted: Pending, counts: list[int | None]) -> None:
+    """What a read found for ``wanted``'s texts (``counts``, None where the store has
+    none): found counts into the memo and, per message, into ``loaded.known``; the texts
+    not found into ``loaded.missing``, each with the first message counted as it."""
+    keys = wanted.keys
+    counter.remember((key, c) for key, c in zip(keys, counts, strict=True) if c is not None)
+    known = loaded.known
+    for message, i in zip(wanted.messages, wanted.at, strict=True):
+        count = counts[i]
+        if count is not None:
+            known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+    if None in counts:
+        owners = wanted.owners()
+        loaded.missing += [(keys[i], owners[i]) for i, c in enumerate(counts) if c is None]
 
 
 class _Call:

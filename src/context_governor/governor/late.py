@@ -146,10 +146,19 @@ class Bounds:
         entry = self._known.get(id(message))
         if entry is not None and entry[0] is message:
             return entry[1]
+        bound = self.made_tokens(message)
+        self._known[id(message)] = (message, bound)
+        return bound
+
+    def made_tokens(self, message: Message) -> int:
+        """``message_tokens`` of a message made only to be weighed (Context.made_tokens):
+        the same bound, not kept by identity."""
+        entry = self._known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
         bound = message_bound(self._counter, message)
         if bound is None:  # cannot happen: the Governor asked the counter first
             raise ValueError("the counter has no byte bound")
-        self._known[id(message)] = (message, bound)
         return bound
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:

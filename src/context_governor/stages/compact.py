@@ -117,12 +117,12 @@ def plan_replay(
     def placeholder_tokens(i: int) -> int:
         count = placeholders.get(i)
         if count is None:
-            count = placeholders[i] = ctx.tokens(placeholder_for(messages[i], policy))
+            count = placeholders[i] = ctx.made_tokens(placeholder_for(messages[i], policy))
         return count
 
     def note_tokens(note: CutNote, message: Message | None) -> int:
         text = None if policy.summary is None else summary_room(note, policy.summary)
-        extra = ctx.tokens(noted(note, policy, message, text))
+        extra = ctx.made_tokens(noted(note, policy, message, text))
         if policy.summary is not None:
             extra += policy.summary.max_tokens + SUMMARY_SLACK
         return extra if message is None else extra - ctx.tokens(message)
