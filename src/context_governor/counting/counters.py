@@ -74,11 +74,16 @@ class TokenCounter(Protocol):
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int: ...
 
 
+#: ``json.dumps(value, ensure_ascii=False)`` without making an encoder per call (a long
+#: history has one call list per assistant message).
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def json_text(value: Any) -> str:
     """JSON text of ``value``; too deep or cyclic input becomes an InputError (a
     ValueError, which govern() turns into one that names the place)."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _JSON.encode(value)
     except RecursionError:
         raise InputError("", "nested too deeply to serialize as JSON") from None
 
@@ -382,10 +387,12 @@ class ExactCounter:
                 self._cache.move_to_end(key)
             return cached
         cached = self._count(text)
-        self._cache[key] = cached
-        while len(self._cache) > self._cache_size:
-            with contextlib.suppress(KeyError):  # evicted by another thread
-                self._cache.popitem(last=False)
+        cache = self._cache
+        cache[key] = cached
+        if len(cache) > self._cache_size:
+            with contextlib.suppress(KeyError):  # emptied by another thread
+                while len(cache) > self._cache_size:
+                    cache.popitem(last=False)
         return cached
 
     def message_tokens(self, message: Message) -> int:
@@ -443,12 +450,13 @@ def pending(
     counter: ExactCounter,
     messages: Iterable[Message],
     known: dict[int, tuple[Message, int]],
+    into: Pending | None = None,
 ) -> Pending:
     """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks
-    (see Pending). The memo's counts go into ``known`` (by message identity, as
-    KnownCounts takes them) on the way. What a count store asks for and what worker
-    processes count (counting/store.py, counting/pool.py)."""
-    out = Pending()
+    (see Pending; added to ``into`` when given). The memo's counts go into ``known`` (by
+    message identity, as KnownCounts takes them) on the way. What a count store asks for
+    and what worker processes count (counting/store.py, counting/pool.py)."""
+    out = Pending() if into is None else into
     keys, texts, found, at, index = out.keys, out.texts, out.messages, out.at, out.index
     memo = counter.memo
     for message in messages:
