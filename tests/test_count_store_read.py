@@ -8,6 +8,7 @@ of a single look-up; a look-up that raises half way is a failed read, as before.
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 import sqlite3
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_governor import counting as tokens
-from context_governor.counting import ExactCounter, counting_encoding
+from context_governor.counting import ExactCounter, KnownCounts, counting_encoding
 from context_governor.counting import store as cs
 
 Message = dict[str, Any]
@@ -146,3 +147,41 @@ def test_a_value_that_is_not_a_count_fails_the_read_as_before(tmp_path: Path, ba
     conn.commit()
     with pytest.raises(ValueError, match="entry b is not a token count"):
         store.get_many(["a", "b"])
+
+
+def _containers_made(run: Any) -> int:
+    """How many objects the garbage collector tracks after ``run()`` that it did not
+    before (collection off meanwhile, so nothing made is untracked or collected)."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        kept = run()
+        made = len(gc.get_objects()) - before
+        del kept
+    finally:
+        gc.enable()
+    return made
+
+
+@pytest.mark.parametrize("n", [2_000, 4_000])
+def test_a_read_and_its_counts_make_no_container_per_message(n: int) -> None:
+    """Each container a long history's first call keeps made the garbage collector walk
+    the whole heap once more every quarter of it (a tuple per message in the counts by
+    identity, a tuple and a list per text in the read, at 100,000 messages two or three
+    full collections). What a read and a KnownCounts over its counts make is a handful of
+    containers whatever the length."""
+    history = _history(n)
+    store = Counting()
+    _filled(store, history, 1.0)
+
+    def read_and_ask() -> Any:
+        counter = _counter()
+        loaded = cs.CountLink(store).read(counter, history)
+        assert loaded is not None
+        known = KnownCounts(counter, loaded.known)
+        assert all(known.message_tokens(m) > 0 for m in history)
+        return loaded, known
+
+    read_and_ask()  # what a first read makes once per process (compiled patterns...)
+    assert _containers_made(read_and_ask) < 40

@@ -38,6 +38,7 @@ __all__ = [
     "PER_MESSAGE_OVERHEAD",
     "SEED_EXACT_CHARS",
     "ExactCounter",
+    "Known",
     "KnownCounts",
     "Pending",
     "SeedCounter",
@@ -449,7 +450,7 @@ class Pending:
 def pending(
     counter: ExactCounter,
     messages: Iterable[Message],
-    known: dict[int, tuple[Message, int]],
+    known: Known,
     into: Pending | None = None,
 ) -> Pending:
     """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks
@@ -475,7 +476,8 @@ def pending(
         if i is None:
             count = memo(key)
             if count is not None:
-                known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+                known[id(message)] = count + PER_MESSAGE_OVERHEAD
+                known.kept.append(message)
                 continue
             i = index[key] = len(keys)
             keys.append(key)
@@ -488,7 +490,7 @@ def pending(
 def uncounted(
     counter: ExactCounter,
     messages: Iterable[Message],
-    known: dict[int, tuple[Message, int]],
+    known: Known,
 ) -> dict[bytes, tuple[str, list[Message]]]:
     """``pending`` as a dict: each text the memo lacks, by digest, with the messages
     counted as it."""
@@ -507,6 +509,37 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+class Known(dict[int, int]):
+    """Message counts by identity (``id(message) -> count``), what KnownCounts answers from.
+
+    Every message added is kept alive (``kept``), so while these counts are held no other
+    object can have its id: a live message whose id is here is the message counted. No
+    container is made per message (a tuple of each message and its count kept a long
+    history's first call walking the heap in the garbage collector)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[Message] = []
+
+    def add(self, message: Message, count: int) -> None:
+        self[id(message)] = count
+        self.kept.append(message)
+
+    def add_all(
+        self, messages: Sequence[Message], counts: Iterable[int], strict: bool = False
+    ) -> None:
+        """``add`` each of ``messages`` with its count (as far as both go, unless
+        ``strict``: then both must go as far, ValueError otherwise)."""
+        self.update(zip(map(id, messages), counts, strict=strict))
+        self.kept += messages
+
+    def merge(self, other: Known) -> None:
+        self.update(other)
+        self.kept += other.kept
+
+
 class KnownCounts:
     """A counter that answers from counts already known (by object identity) and asks
     the real, additive one otherwise. Every count it hands out equals the real counter's.
@@ -514,16 +547,20 @@ class KnownCounts:
     One govern() call asks for the same message's count many times (each stage, the
     budget checks, the report); messages are never mutated while governed, so one count
     per message object is enough. A Governor also seeds it with the counts of the
-    history it governed last time."""
+    history it governed last time. ``known`` may also be a dict of ``id -> (message,
+    count)``, as it was before ``Known``: it is read into one."""
 
     def __init__(
         self,
         inner: TokenCounter,
-        known: dict[int, tuple[Message, int]],
+        known: Known | dict[int, tuple[Message, int]] | None = None,
         tools: tuple[Sequence[Any] | None, int] | None = None,
     ) -> None:
         self.inner = inner
-        # Each entry holds its message, so that its id cannot be reused while it lives.
+        if not isinstance(known, Known):
+            pairs = list((known or {}).values())
+            known = Known()
+            known.add_all([m for m, _ in pairs], [c for _, c in pairs])
         self.known = known
         #: tools known not to change (a Governor's own copy) and their count
         self.tools = tools
@@ -533,20 +570,20 @@ class KnownCounts:
         return self.inner.name
 
     def message_tokens(self, message: Message) -> int:
-        entry = self.known.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
+        known = self.known
+        count = known.get(id(message))
+        if count is not None:
+            return count
         count = self.inner.message_tokens(message)
-        self.known[id(message)] = (message, count)
+        known[id(message)] = count
+        known.kept.append(message)
         return count
 
     def made_tokens(self, message: Message) -> int:
         """``message_tokens`` of a message made only to be weighed once (Context.made_tokens):
         the same count, not kept by identity."""
-        entry = self.known.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
-        return self.inner.message_tokens(message)
+        count = self.known.get(id(message))
+        return self.inner.message_tokens(message) if count is None else count
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
         if self.tools is not None and tools is self.tools[0]:

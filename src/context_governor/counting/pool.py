@@ -44,7 +44,7 @@ from pathlib import Path
 from queue import SimpleQueue
 
 from ..messages import Message
-from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, pending
+from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, Known, TokenCounter, pending
 from .encodings import FAST_PROBE
 
 __all__ = [
@@ -119,7 +119,7 @@ def workers() -> int:
     return max(0, min(cores - 1, MAX_WORKERS))
 
 
-def rough_chars(messages: Sequence[Message], known: dict[int, tuple[Message, int]]) -> int:
+def rough_chars(messages: Sequence[Message], known: Known) -> int:
     """The characters of the string contents of ``messages`` not in ``known``: a cheap
     lower estimate of what is left to count (no payload is built). Every call asks it,
     so it is one comprehension (about 0.1 µs a message)."""
@@ -133,7 +133,7 @@ def rough_chars(messages: Sequence[Message], known: dict[int, tuple[Message, int
 def precount(
     counter: TokenCounter,
     messages: Sequence[Message],
-    known: dict[int, tuple[Message, int]],
+    known: Known,
     min_chars: int | None = None,
 ) -> int:
     """Count the messages of a big call not in ``known`` over worker processes and add
@@ -162,8 +162,7 @@ def precount(
         return 0
     counter.remember(zip(wanted.keys, counts, strict=True))
     totals = [max(4, made + PER_MESSAGE_OVERHEAD) for made in counts]
-    for message, i in zip(wanted.messages, wanted.at, strict=True):
-        known[id(message)] = (message, totals[i])
+    known.add_all(wanted.messages, [totals[i] for i in wanted.at])
     return by_workers
 
 

@@ -46,6 +46,7 @@ from .background import in_background
 from .counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
+    Known,
     Pending,
     TokenCounter,
     digest,
@@ -272,7 +273,7 @@ class Loaded:
     definitions), the rules read under and a note when the read failed."""
 
     rules: str
-    known: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    known: Known = field(default_factory=Known)
     missing: list[tuple[bytes, Message | None]] = field(default_factory=list)
     note: str | None = None
 
@@ -367,7 +368,7 @@ class CountLink:
         self,
         counter: TokenCounter,
         loaded: Loaded,
-        known: Mapping[int, tuple[Message, int]],
+        known: Mapping[int, int],
     ) -> None:
         """Store the counts a run made of what ``loaded`` lacked: each message's from
         ``known`` (the run's KnownCounts), the tools' from the counter's memo."""
@@ -376,10 +377,9 @@ class CountLink:
             if message is None:
                 count = counter.memo(key) if isinstance(counter, ExactCounter) else None
             else:
-                entry = known.get(id(message))
-                count = None
-                if entry is not None and entry[0] is message:
-                    count = entry[1] - PER_MESSAGE_OVERHEAD
+                count = known.get(id(message))
+                if count is not None:
+                    count -= PER_MESSAGE_OVERHEAD
             if count is not None:
                 items[loaded.rules + key.hex()] = count
         self.put(items)
@@ -388,7 +388,7 @@ class CountLink:
         self,
         counter: TokenCounter,
         loaded: Loaded,
-        known: Mapping[int, tuple[Message, int]],
+        known: Mapping[int, int],
     ) -> None:
         """``write`` in the worker thread (background.in_background), off the caller's path."""
         if loaded.missing:
@@ -438,7 +438,7 @@ def _asked(
     counter: ExactCounter,
     rules: str,
     messages: Sequence[Message],
-    known: dict[int, tuple[Message, int]],
+    known: Known,
     reader: _Reader | None,
 ) -> tuple[Pending, list[str]]:
     """The texts of ``messages`` the memo lacks and their names in the store, made a batch
@@ -508,7 +508,8 @@ def _take(counter: ExactCounter, loaded: Loaded, wanted: Pending, counts: list[i
     for message, i in zip(wanted.messages, wanted.at, strict=True):
         count = counts[i]
         if count is not None:
-            known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
+            known[id(message)] = count + PER_MESSAGE_OVERHEAD
+            known.kept.append(message)
     if None in counts:
         owners = wanted.owners()
         loaded.missing += [(keys[i], owners[i]) for i, c in enumerate(counts) if c is None]
