@@ -381,9 +381,13 @@ def why(results: Sequence[FirstCall]) -> str:
         "A long history in a fresh process is, in practice, a resumed "
         "session (an agent or proxy restarted, another replica): with a count store "
         "(`count_store=`, the proxy's `--count-store`, `count-store` in `run`'s config file) "
-        "its counts, made before, are read back instead of made again; the resumed-session "
-        "row is that first call, its store filled by another Governor governing the same "
-        "history."
+        "its counts, made before, are read back instead of made again (the digests of "
+        "8,192 messages at a time, each batch looked up in one query by a reader thread "
+        "while the next is made); the resumed-session row is that first call, its store "
+        "filled by another Governor governing the same history: it costs about the row "
+        "with every count known (which makes the same digests, to find its counts in the "
+        "memo) plus the look-ups; the texts the replay makes (its placeholders and notes) "
+        "are tokenized in both."
     )
 
 

@@ -47,9 +47,11 @@ def test_one_govern_call_counts_each_message_once(
     }
     expected = govern(history, **settings)
     asked: Counter[int] = Counter()
+    alive: list[Any] = []  # every message asked about, so that no id is reused
     real = tokens.ExactCounter.message_tokens
 
     def spy(self: tokens.ExactCounter, message: Any) -> int:
+        alive.append(message)
         asked[id(message)] += 1
         return real(self, message)
 

@@ -25,7 +25,13 @@ from levels import examples
 from bench.counters import corpus
 from bench.sessions import coding_session
 from context_governor import Governor, govern
-from context_governor.counting import ExactCounter, counting_encoding, custom_counter, exact_counter
+from context_governor.counting import (
+    ExactCounter,
+    Known,
+    counting_encoding,
+    custom_counter,
+    exact_counter,
+)
 from context_governor.counting import pool as count_pool
 
 Message = dict[str, Any]
@@ -150,14 +156,14 @@ def test_a_call_over_the_threshold_gets_every_message_count_from_the_pool(
     spec = counter.shared_encoding()
     assert spec is not None
     monkeypatch.setattr(counter, "shared_encoding", lambda: (spec[0], answered(spec[1])))
-    known: dict[int, tuple[Message, int]] = {}
+    known = Known()
     by_workers = count_pool.precount(counter, messages, known)
     assert by_workers > 0
     assert count_pool.started() == 1
     check = fresh("o200k_base")
-    assert [known[id(m)][1] for m in messages] == [check.message_tokens(m) for m in messages]
+    assert [known[id(m)] for m in messages] == [check.message_tokens(m) for m in messages]
     # the memo has them too: the next call tokenizes nothing
-    assert all(counter.message_tokens(m) == known[id(m)][1] for m in messages)
+    assert all(counter.message_tokens(m) == known[id(m)] for m in messages)
 
 
 def test_govern_and_the_governor_give_the_same_results_with_workers(
@@ -254,21 +260,22 @@ def test_a_worker_that_dies_mid_call_costs_nothing_but_time(
 def test_small_calls_and_hooks_start_no_worker(pool: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(count_pool, "MIN_CHARS", 10_000_000)
     messages = history(2)
-    assert count_pool.precount(fresh("o200k_base"), messages, {}) == 0
+    assert count_pool.precount(fresh("o200k_base"), messages, Known()) == 0
     monkeypatch.setattr(count_pool, "MIN_CHARS", 2_000)
     hook = custom_counter(lambda text: len(text) // 3, name="hook")
-    assert count_pool.precount(hook, messages, {}) == 0
+    assert count_pool.precount(hook, messages, Known()) == 0
     estimate = ExactCounter(None)
-    assert count_pool.precount(estimate, messages, {}) == 0
+    assert count_pool.precount(estimate, messages, Known()) == 0
     assert count_pool.started() == 0
 
 
 def test_messages_already_known_are_not_counted_again(pool: None) -> None:
     messages = history(3)
     counter = exact_counter("gpt-4o")
-    known = {id(m): (m, 7) for m in messages}
+    known = Known()
+    known.add_all(messages, [7] * len(messages))
     assert count_pool.precount(counter, messages, known) == 0
-    assert all(count == 7 for _, count in known.values())
+    assert all(count == 7 for count in known.values())
 
 
 def test_the_number_of_workers_comes_from_the_setting_then_the_environment(

@@ -180,6 +180,8 @@ def test_when_finds_the_compaction_whose_cut_passed_the_index(
     plan = Plan(cut=positions[-1], head=0, compactions=sorted(set(requests)),
                 cuts=list(zip(positions, pins, strict=True)), cut_at=requests)  # fmt: skip
     assert _when(plan, index) == _linear_when(plan, index)
+    # as compact() asks for every cut message: the cuts' positions made once
+    assert _when(plan, index, [c for c, _ in plan.cuts]) == _linear_when(plan, index)
 
 
 def test_when_reads_a_logarithmic_number_of_compactions() -> None:

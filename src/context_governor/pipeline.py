@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .counting import ExactCounter, KnownCounts, TokenCounter, custom_counter
+from .counting import ExactCounter, Known, KnownCounts, TokenCounter, custom_counter
 from .counting.counters import media_note
 from .counting.media import media_rule_for
 from .counting.pool import precount
@@ -431,7 +431,7 @@ def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter
     if not isinstance(counter, ExactCounter):
         return counter, None
     loaded = None if s.count_store is None else s.count_store.read(counter, messages, s.tools)
-    known = {} if loaded is None else loaded.known
+    known = Known() if loaded is None else loaded.known
     precount(counter, messages, known)  # a big history: spread over other cores
     return KnownCounts(counter, known), loaded
 

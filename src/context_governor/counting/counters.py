@@ -29,7 +29,7 @@ from ..errors import ConfigError, InputError
 from ..messages import Message
 from .encodings import Encoding, count_ordinary, counting_encoding, encoding_for_model, shared_name
 from .media import MediaRule
-from .payload import carried_tokens, lightened, may_hold_media, media_summary
+from .payload import carried_tokens, lightened, may_carry, may_hold_media, media_summary
 from .runs import bounded_tokens, rules_fingerprint
 
 __all__ = [
@@ -38,7 +38,9 @@ __all__ = [
     "PER_MESSAGE_OVERHEAD",
     "SEED_EXACT_CHARS",
     "ExactCounter",
+    "Known",
     "KnownCounts",
+    "Pending",
     "SeedCounter",
     "TokenCounter",
     "claude_counter",
@@ -49,6 +51,7 @@ __all__ = [
     "exact_counter",
     "json_text",
     "media_note",
+    "pending",
     "seed_counter",
     "seed_message_payload",
     "uncounted",
@@ -72,11 +75,16 @@ class TokenCounter(Protocol):
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int: ...
 
 
+#: ``json.dumps(value, ensure_ascii=False)`` without making an encoder per call (a long
+#: history has one call list per assistant message).
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def json_text(value: Any) -> str:
     """JSON text of ``value``; too deep or cyclic input becomes an InputError (a
     ValueError, which govern() turns into one that names the place)."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _JSON.encode(value)
     except RecursionError:
         raise InputError("", "nested too deeply to serialize as JSON") from None
 
@@ -364,10 +372,13 @@ class ExactCounter:
     def remember(self, counts: Iterable[tuple[bytes, int]]) -> None:
         """Memoise counts by the digests of their texts (counts read from a store made
         under this counter's ``store_rules``); the least recently used go if it is full."""
-        self._cache.update(counts)
-        while len(self._cache) > self._cache_size:
-            with contextlib.suppress(KeyError):  # evicted by another thread
-                self._cache.popitem(last=False)
+        cache = self._cache
+        cache.update(counts)
+        excess = len(cache) - self._cache_size
+        if excess > 0:
+            with contextlib.suppress(KeyError):  # emptied by another thread
+                for _ in range(excess):
+                    cache.popitem(last=False)
 
     def text_tokens(self, text: str) -> int:
         key = digest(text)
@@ -377,10 +388,12 @@ class ExactCounter:
                 self._cache.move_to_end(key)
             return cached
         cached = self._count(text)
-        self._cache[key] = cached
-        while len(self._cache) > self._cache_size:
-            with contextlib.suppress(KeyError):  # evicted by another thread
-                self._cache.popitem(last=False)
+        cache = self._cache
+        cache[key] = cached
+        if len(cache) > self._cache_size:
+            with contextlib.suppress(KeyError):  # emptied by another thread
+                while len(cache) > self._cache_size:
+                    cache.popitem(last=False)
         return cached
 
     def message_tokens(self, message: Message) -> int:
@@ -407,22 +420,51 @@ class ExactCounter:
         return sum(self.message_tokens(m) for m in messages) + self.tools_tokens(tools)
 
 
-def uncounted(
+class Pending:
+    """The texts of some messages whose counts a counter's memo lacks, kept flat: no
+    container per message (a first call on a long history asks for a hundred thousand
+    of them, and every container made costs the garbage collector a walk of the heap).
+
+    ``keys[i]`` is a text's digest and ``texts[i]`` the text, each text once, in the
+    order first met; ``messages[j]`` is counted as text ``at[j]`` (every such message, in
+    order); ``index`` maps a digest to its position in ``keys``."""
+
+    __slots__ = ("at", "index", "keys", "messages", "texts")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.texts: list[str] = []
+        self.messages: list[Message] = []
+        self.at: list[int] = []
+        self.index: dict[bytes, int] = {}
+
+    def owners(self) -> list[Message]:
+        """Per text, the first message counted as it."""
+        first: list[Message | None] = [None] * len(self.keys)
+        for message, i in zip(self.messages, self.at, strict=True):
+            if first[i] is None:
+                first[i] = message
+        return [m for m in first if m is not None]
+
+
+def pending(
     counter: ExactCounter,
     messages: Iterable[Message],
-    known: dict[int, tuple[Message, int]],
-) -> dict[bytes, tuple[str, list[Message]]]:
-    """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks,
-    by digest: each text and the messages counted as it. The memo's counts go into
-    ``known`` (by message identity, as KnownCounts takes them) on the way. What a count
-    store asks for and what worker processes count (counting/store.py, counting/pool.py)."""
-    wanted: dict[bytes, tuple[str, list[Message]]] = {}
+    known: Known,
+    into: Pending | None = None,
+) -> Pending:
+    """The texts of ``messages`` (not in ``known``) whose counts ``counter``'s memo lacks
+    (see Pending; added to ``into`` when given). The memo's counts go into ``known`` (by
+    message identity, as KnownCounts takes them) on the way. What a count store asks for
+    and what worker processes count (counting/store.py, counting/pool.py)."""
+    out = Pending() if into is None else into
+    keys, texts, found, at, index = out.keys, out.texts, out.messages, out.at, out.index
     memo = counter.memo
     for message in messages:
         if id(message) in known:
             continue
         try:
-            if lightened(message)[1]:
+            if may_carry(message) and lightened(message)[1]:
                 continue  # counted by the call itself: media and ciphertext by rule
             payload = seed_message_payload(message)
         except Exception:  # e.g. nested too deeply: the run reports it
@@ -430,13 +472,34 @@ def uncounted(
         if not payload:
             continue  # counted without tokenizing
         key = digest(payload)
-        count = memo(key)
-        if count is not None:
-            known[id(message)] = (message, count + PER_MESSAGE_OVERHEAD)
-        elif key in wanted:
-            wanted[key][1].append(message)
-        else:
-            wanted[key] = (payload, [message])
+        i = index.get(key)
+        if i is None:
+            count = memo(key)
+            if count is not None:
+                known[id(message)] = count + PER_MESSAGE_OVERHEAD
+                known.kept.append(message)
+                continue
+            i = index[key] = len(keys)
+            keys.append(key)
+            texts.append(payload)
+        found.append(message)
+        at.append(i)
+    return out
+
+
+def uncounted(
+    counter: ExactCounter,
+    messages: Iterable[Message],
+    known: Known,
+) -> dict[bytes, tuple[str, list[Message]]]:
+    """``pending`` as a dict: each text the memo lacks, by digest, with the messages
+    counted as it."""
+    found = pending(counter, messages, known)
+    wanted: dict[bytes, tuple[str, list[Message]]] = {
+        key: (text, []) for key, text in zip(found.keys, found.texts, strict=True)
+    }
+    for message, i in zip(found.messages, found.at, strict=True):
+        wanted[found.keys[i]][1].append(message)
     return wanted
 
 
@@ -446,6 +509,37 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+class Known(dict[int, int]):
+    """Message counts by identity (``id(message) -> count``), what KnownCounts answers from.
+
+    Every message added is kept alive (``kept``), so while these counts are held no other
+    object can have its id: a live message whose id is here is the message counted. No
+    container is made per message (a tuple of each message and its count kept a long
+    history's first call walking the heap in the garbage collector)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[Message] = []
+
+    def add(self, message: Message, count: int) -> None:
+        self[id(message)] = count
+        self.kept.append(message)
+
+    def add_all(
+        self, messages: Sequence[Message], counts: Iterable[int], strict: bool = False
+    ) -> None:
+        """``add`` each of ``messages`` with its count (as far as both go, unless
+        ``strict``: then both must go as far, ValueError otherwise)."""
+        self.update(zip(map(id, messages), counts, strict=strict))
+        self.kept += messages
+
+    def merge(self, other: Known) -> None:
+        self.update(other)
+        self.kept += other.kept
+
+
 class KnownCounts:
     """A counter that answers from counts already known (by object identity) and asks
     the real, additive one otherwise. Every count it hands out equals the real counter's.
@@ -453,16 +547,20 @@ class KnownCounts:
     One govern() call asks for the same message's count many times (each stage, the
     budget checks, the report); messages are never mutated while governed, so one count
     per message object is enough. A Governor also seeds it with the counts of the
-    history it governed last time."""
+    history it governed last time. ``known`` may also be a dict of ``id -> (message,
+    count)``, as it was before ``Known``: it is read into one."""
 
     def __init__(
         self,
         inner: TokenCounter,
-        known: dict[int, tuple[Message, int]],
+        known: Known | dict[int, tuple[Message, int]] | None = None,
         tools: tuple[Sequence[Any] | None, int] | None = None,
     ) -> None:
         self.inner = inner
-        # Each entry holds its message, so that its id cannot be reused while it lives.
+        if not isinstance(known, Known):
+            pairs = list((known or {}).values())
+            known = Known()
+            known.add_all([m for m, _ in pairs], [c for _, c in pairs])
         self.known = known
         #: tools known not to change (a Governor's own copy) and their count
         self.tools = tools
@@ -472,12 +570,20 @@ class KnownCounts:
         return self.inner.name
 
     def message_tokens(self, message: Message) -> int:
-        entry = self.known.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
+        known = self.known
+        count = known.get(id(message))
+        if count is not None:
+            return count
         count = self.inner.message_tokens(message)
-        self.known[id(message)] = (message, count)
+        known[id(message)] = count
+        known.kept.append(message)
         return count
+
+    def made_tokens(self, message: Message) -> int:
+        """``message_tokens`` of a message made only to be weighed once (Context.made_tokens):
+        the same count, not kept by identity."""
+        count = self.known.get(id(message))
+        return self.inner.message_tokens(message) if count is None else count
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:
         if self.tools is not None and tools is self.tools[0]:

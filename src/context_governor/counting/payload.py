@@ -146,12 +146,16 @@ def _part_may_carry(part: Any) -> bool:
     return not (isinstance(kind, str) and kind in _PLAIN_PARTS) or len(part) > 3
 
 
+#: Values that hold nothing (str first: the common case).
+_ATOMS = (str, int, float)
+
+
 def may_carry(message: Message) -> bool:
     """False when ``message`` surely holds no media and no ciphertext, told from its
     structure alone (no text is scanned): string content, plain text parts, tool calls
     without extra content. The common chat message costs a few dict lookups."""
     for key, value in message.items():
-        if _private(key) or value is None or isinstance(value, str | int | float | bool):
+        if value is None or isinstance(value, _ATOMS) or _private(key):
             continue
         if key == "content" and isinstance(value, list):
             if any(_part_may_carry(part) for part in value):

@@ -44,7 +44,7 @@ from pathlib import Path
 from queue import SimpleQueue
 
 from ..messages import Message
-from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, TokenCounter, uncounted
+from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, Known, TokenCounter, pending
 from .encodings import FAST_PROBE
 
 __all__ = [
@@ -119,7 +119,7 @@ def workers() -> int:
     return max(0, min(cores - 1, MAX_WORKERS))
 
 
-def rough_chars(messages: Sequence[Message], known: dict[int, tuple[Message, int]]) -> int:
+def rough_chars(messages: Sequence[Message], known: Known) -> int:
     """The characters of the string contents of ``messages`` not in ``known``: a cheap
     lower estimate of what is left to count (no payload is built). Every call asks it,
     so it is one comprehension (about 0.1 µs a message)."""
@@ -133,7 +133,7 @@ def rough_chars(messages: Sequence[Message], known: dict[int, tuple[Message, int
 def precount(
     counter: TokenCounter,
     messages: Sequence[Message],
-    known: dict[int, tuple[Message, int]],
+    known: Known,
     min_chars: int | None = None,
 ) -> int:
     """Count the messages of a big call not in ``known`` over worker processes and add
@@ -155,16 +155,14 @@ def precount(
     except Exception:  # never fail a call: it counts what is left itself
         return 0
     try:
-        wanted = uncounted(counter, messages, known)
-        counts, by_workers = job.run([payload for payload, _ in wanted.values()])
+        wanted = pending(counter, messages, known)
+        counts, by_workers = job.run(wanted.texts)
     except Exception:  # never fail a call: it counts what is left itself
         job.cancel()
         return 0
-    counter.remember(zip(wanted, counts, strict=True))
-    for (_, same), made in zip(wanted.values(), counts, strict=True):
-        total = max(4, made + PER_MESSAGE_OVERHEAD)
-        for message in same:
-            known[id(message)] = (message, total)
+    counter.remember(zip(wanted.keys, counts, strict=True))
+    totals = [max(4, made + PER_MESSAGE_OVERHEAD) for made in counts]
+    known.add_all(wanted.messages, [totals[i] for i in wanted.at])
     return by_workers
 
 

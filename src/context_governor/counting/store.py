@@ -27,6 +27,7 @@ fails a request and never changes a count.
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import threading
 import time
@@ -34,6 +35,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
@@ -44,11 +46,13 @@ from .background import in_background
 from .counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
+    Known,
+    Pending,
     TokenCounter,
     digest,
     json_text,
+    pending,
     seed_message_payload,
-    uncounted,
 )
 
 __all__ = [
@@ -72,6 +76,9 @@ KEY_PREFIX = "context-governor:count:"
 RETRY_AFTER = 60.0
 #: Every note about the store starts so (a Governor ignores them when it extends a result).
 NOTE = "count store:"
+#: Messages whose digests a big read makes before it hands their names to the store
+#: (CountLink.read: the store looks them up while the next are made).
+_READ_BATCH = 8192
 #: Keys per SELECT at most (SQLite's own limit on host parameters may be lower: 999
 #: before 3.32), and per MGET.
 _BATCH = 10_000
@@ -145,6 +152,39 @@ class SqliteCountStore:
 
     def get_many(self, keys: Sequence[str]) -> dict[str, int]:
         conn = self._file.connect()
+        if len(keys) > 1:
+            joined = self._joined(conn, keys)
+            if joined is not None:
+                return joined
+        return self._selected(conn, keys)
+
+    def _joined(self, conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, int] | None:
+        """The counts of ``keys`` from one query that returns one row (the positions and
+        counts found, as text): SQLite runs all of it without holding the GIL, so a
+        reader thread's query runs alongside the caller (CountLink.read). None when the
+        query cannot be made (no JSON functions, another schema) or an entry is not a
+        count: ``_selected`` then answers, or raises what a read must report."""
+        fresh = "" if self.retention is None else " AND c.created >= ?"
+        extra = () if self.retention is None else (time.time() - self.retention,)
+        try:
+            (text,) = conn.execute(
+                "SELECT group_concat(j.key || ' ' || CASE WHEN typeof(c.count) = 'integer' "
+                "AND c.count >= 0 THEN c.count ELSE '-' END, ' ') FROM json_each(?) AS j "
+                f"JOIN counts AS c ON c.key = j.value{fresh}",
+                (json.dumps(list(keys)), *extra),
+            ).fetchone()
+        except sqlite3.Error:
+            return None
+        if not text:
+            return {}
+        if "-" in text:
+            return None  # a value that is not a count: _selected names it
+        found = text.split(" ")
+        return {keys[int(found[i])]: int(found[i + 1]) for i in range(0, len(found), 2)}
+
+    def _selected(self, conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, int]:
+        """The counts of ``keys`` by ``SELECT ... IN`` in batches; ValueError for an entry
+        that is not a count."""
         size = min(_BATCH, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
         # without retention, no entry is too old: the age is not even read
         fresh = "" if self.retention is None else " AND created >= ?"
@@ -233,7 +273,7 @@ class Loaded:
     definitions), the rules read under and a note when the read failed."""
 
     rules: str
-    known: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    known: Known = field(default_factory=Known)
     missing: list[tuple[bytes, Message | None]] = field(default_factory=list)
     note: str | None = None
 
@@ -277,44 +317,58 @@ class CountLink:
         if rules is None:
             return None
         loaded = Loaded(rules)
-        known = loaded.known
-        wanted = {key: same for key, (_, same) in uncounted(counter, messages, known).items()}
-        if tools:
-            with contextlib.suppress(Exception):  # the run reports tools it cannot dump
-                key = digest(json_text(tools))
-                if counter.memo(key) is None:
-                    wanted.setdefault(key, [])
-        if not wanted:
+        resting = self._resting()
+        if not isinstance(messages, Sequence):
+            messages = list(messages)
+        # a big read: the store looks up each batch of names in a thread of its own while
+        # this one makes the digests of the next (a SQLite query leaves the GIL)
+        reader = None if resting or len(messages) <= _READ_BATCH else _Reader(self.store)
+        wanted, names = _asked(counter, rules, messages, loaded.known, reader)
+        tools_key = _tools_key(counter, tools, wanted)
+        if tools_key is not None:
+            names.append(rules + tools_key.hex())
+            if reader is not None:
+                reader.ask(names[-1:])
+        found, error = self._look_up(names, reader, resting)
+        if not names:
             return loaded
-        keys = [rules + key.hex() for key in wanted]
-        found: dict[str, int] = {}
-        if self._resting():
+        if resting:
             loaded.note = Note(
                 f"{self.failure}; not asked again yet: every count was made", "store"
             )
-        else:
-            try:
-                found = self.store.get_many(keys)
-            except Exception as exc:
-                loaded.note = Note(self._fail("read", exc) + ": every count was made", "store")
-        remembered: list[tuple[bytes, int]] = []
-        for (key, same), name in zip(wanted.items(), keys, strict=True):
-            count = found.get(name)
+        elif error is not None:
+            loaded.note = Note(self._fail("read", error) + ": every count was made", "store")
+        keys = wanted.keys
+        _take(counter, loaded, wanted, [found.get(name) for name in names[: len(keys)]])
+        if tools_key is not None:
+            count = found.get(names[-1])
             if count is None:
-                loaded.missing.append((key, same[0] if same else None))
-                continue
-            remembered.append((key, count))
-            count += PER_MESSAGE_OVERHEAD
-            for message in same:
-                known[id(message)] = (message, count)
-        counter.remember(remembered)
+                loaded.missing.append((tools_key, None))
+            else:
+                counter.remember([(tools_key, count)])
         return loaded
+
+    def _look_up(
+        self, names: list[str], reader: _Reader | None, resting: bool
+    ) -> tuple[dict[str, int], Exception | None]:
+        """What the store has of ``names`` (from ``reader``, which was asked them all, or
+        asked now), or nothing and what the look-up raised."""
+        found: dict[str, int] = {}
+        error: Exception | None = None
+        if reader is not None:
+            found, error = reader.result()
+        elif names and not resting:
+            try:
+                found = self.store.get_many(names)
+            except Exception as exc:
+                error = exc
+        return ({}, error) if error is not None else (found, None)
 
     def write(
         self,
         counter: TokenCounter,
         loaded: Loaded,
-        known: Mapping[int, tuple[Message, int]],
+        known: Mapping[int, int],
     ) -> None:
         """Store the counts a run made of what ``loaded`` lacked: each message's from
         ``known`` (the run's KnownCounts), the tools' from the counter's memo."""
@@ -323,10 +377,9 @@ class CountLink:
             if message is None:
                 count = counter.memo(key) if isinstance(counter, ExactCounter) else None
             else:
-                entry = known.get(id(message))
-                count = None
-                if entry is not None and entry[0] is message:
-                    count = entry[1] - PER_MESSAGE_OVERHEAD
+                count = known.get(id(message))
+                if count is not None:
+                    count -= PER_MESSAGE_OVERHEAD
             if count is not None:
                 items[loaded.rules + key.hex()] = count
         self.put(items)
@@ -335,7 +388,7 @@ class CountLink:
         self,
         counter: TokenCounter,
         loaded: Loaded,
-        known: Mapping[int, tuple[Message, int]],
+        known: Mapping[int, int],
     ) -> None:
         """``write`` in the worker thread (background.in_background), off the caller's path."""
         if loaded.missing:
@@ -379,6 +432,87 @@ class CountLink:
                 warned, self._warned = self._warned, True
             if not warned:
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+def _asked(
+    counter: ExactCounter,
+    rules: str,
+    messages: Sequence[Message],
+    known: Known,
+    reader: _Reader | None,
+) -> tuple[Pending, list[str]]:
+    """The texts of ``messages`` the memo lacks and their names in the store, made a batch
+    at a time; each batch's names are handed to ``reader`` as soon as they are made."""
+    wanted = Pending()
+    names: list[str] = []
+    for start in range(0, len(messages), _READ_BATCH):
+        pending(counter, messages[start : start + _READ_BATCH], known, wanted)
+        made = len(names)
+        names += [rules + key.hex() for key in wanted.keys[made:]]
+        if reader is not None:
+            reader.ask(names[made:])
+    return wanted, names
+
+
+def _tools_key(counter: ExactCounter, tools: Sequence[Any] | None, wanted: Pending) -> bytes | None:
+    """The digest of the tool definitions' text when neither the memo nor ``wanted`` has it."""
+    if tools:
+        with contextlib.suppress(Exception):  # the run reports tools it cannot dump
+            key = digest(json_text(tools))
+            if counter.memo(key) is None and key not in wanted.index:
+                return key
+    return None
+
+
+class _Reader:
+    """A count store's ``get_many`` of batches of names, in a thread of its own: a big
+    read asks for each batch as soon as its digests are made, and takes what was found
+    once the last is asked. After a batch raises, the others are not asked."""
+
+    def __init__(self, store: CountStore) -> None:
+        self._store = store
+        self._batches: SimpleQueue[list[str] | None] = SimpleQueue()
+        self._found: dict[str, int] = {}
+        self._error: Exception | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="context-governor-count-read", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (names := self._batches.get()) is not None:
+            if self._error is None:
+                try:
+                    self._found.update(self._store.get_many(names))
+                except Exception as exc:
+                    self._error = exc
+
+    def ask(self, names: list[str]) -> None:
+        if names:
+            self._batches.put(names)
+
+    def result(self) -> tuple[dict[str, int], Exception | None]:
+        """What the store had for every name asked, and what a look-up raised (if any)."""
+        self._batches.put(None)
+        self._thread.join()
+        return self._found, self._error
+
+
+def _take(counter: ExactCounter, loaded: Loaded, wanted: Pending, counts: list[int | None]) -> None:
+    """What a read found for ``wanted``'s texts (``counts``, None where the store has
+    none): found counts into the memo and, per message, into ``loaded.known``; the texts
+    not found into ``loaded.missing``, each with the first message counted as it."""
+    keys = wanted.keys
+    counter.remember((key, c) for key, c in zip(keys, counts, strict=True) if c is not None)
+    known = loaded.known
+    for message, i in zip(wanted.messages, wanted.at, strict=True):
+        count = counts[i]
+        if count is not None:
+            known[id(message)] = count + PER_MESSAGE_OVERHEAD
+            known.kept.append(message)
+    if None in counts:
+        owners = wanted.owners()
+        loaded.missing += [(keys[i], owners[i]) for i, c in enumerate(counts) if c is None]
 
 
 class _Call:

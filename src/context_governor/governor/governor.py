@@ -76,6 +76,7 @@ from typing import Any
 
 from ..counting import (
     ExactCounter,
+    Known,
     count_in_background,
     message_bound,
     tools_bound,
@@ -360,21 +361,21 @@ class Governor:
         state = self._state
         if state is not None:
             self._settle(state)
-        known: dict[int, tuple[Message, int]] = {}
+        known = Known()
         same = 0  # messages[:same] equal the last history: their copies and counts hold
         if state is not None:
             for i, (old, new) in enumerate(zip(state.frozen, messages, strict=False)):
                 if old is not new and old != new:
                     break
-                known[id(new)] = (new, state.tokens[i])
                 same = i + 1
+            known.add_all(messages[:same], state.tokens)
         loaded = None
         unseen = messages[same:]
         if self._store is not None:
             # before the tools' count: the store may have it too
             loaded = self._store.read(self.settings.counter, unseen, self.settings.tools)
             if loaded is not None:
-                known.update(loaded.known)
+                known.merge(loaded.known)
         _precount(self.settings.counter, unseen, known)
         counter = _KnownCounts(self.settings.counter, known, self._tools_count)
         result, ctx = run(messages, self.settings, counter)
@@ -432,7 +433,7 @@ class Governor:
         tokens = [*counts, *state.tokens[n:]]
         if budget is None or len(tokens) != len(state.sent):
             return None
-        counter = _KnownCounts(self.settings.counter, {}, self._tools_count)
+        counter = _KnownCounts(self.settings.counter, None, self._tools_count)
         ctx = Context(
             counter=counter, tools=self.settings.tools, compaction=self.settings.compaction
         )
@@ -467,7 +468,8 @@ class Governor:
         bounds = self._bounds(messages, limit - tools)
         if bounds is None:
             return None
-        known = {id(m): (m, b) for m, b in zip(messages, bounds, strict=True)}
+        known = Known()
+        known.add_all(messages, bounds, strict=True)
         try:
             result, ctx = run(messages, settings, Bounds(counter, known, (settings.tools, tools)))
         except Exception:
@@ -495,7 +497,7 @@ class Governor:
 
         def work() -> Exact:
             loaded = None if store is None else store.read(settings.counter, frozen, settings.tools)
-            known = {} if loaded is None else loaded.known
+            known = Known() if loaded is None else loaded.known
             _precount(settings.counter, frozen, known)
             counter = _KnownCounts(settings.counter, known, self._tools_count)
             result, ctx = run(frozen, settings, counter)
@@ -728,10 +730,11 @@ class Governor:
     ) -> _KnownCounts:
         """A counter that knows the probe window's counts: the anchor's (counted once per
         Governor), the old turn's and, with ``bounds``, those bounds for the new messages."""
-        known = {id(_ANCHOR): (_ANCHOR, self._anchor())}
-        known.update((id(m), (m, t)) for m, t in zip(old, old_tokens, strict=False))
+        known = Known()
+        known.add(_ANCHOR, self._anchor())
+        known.add_all(old, old_tokens)
         if bounds is not None:
-            known.update((id(m), (m, b)) for m, b in zip(new, bounds, strict=True))
+            known.add_all(new, bounds, strict=True)
         return _KnownCounts(self.settings.counter, known, self._tools_count)
 
     def _accept(

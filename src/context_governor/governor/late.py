@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..counting import BackgroundCounts, TokenCounter, message_bound, tools_bound
+from ..counting import BackgroundCounts, Known, TokenCounter, message_bound, tools_bound
 from ..messages import Message
 from ..messages.roles import with_entries
 from ..pipeline import GovernResult
@@ -131,7 +131,7 @@ class Bounds:
     def __init__(
         self,
         counter: TokenCounter,
-        known: dict[int, tuple[Message, int]],
+        known: Known,
         tools: tuple[Sequence[Any] | None, int],
     ) -> None:
         self._counter = counter
@@ -143,13 +143,21 @@ class Bounds:
         return "bounds"
 
     def message_tokens(self, message: Message) -> int:
-        entry = self._known.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
+        bound = self._known.get(id(message))
+        if bound is None:
+            bound = self.made_tokens(message)
+            self._known.add(message, bound)
+        return bound
+
+    def made_tokens(self, message: Message) -> int:
+        """``message_tokens`` of a message made only to be weighed (Context.made_tokens):
+        the same bound, not kept by identity."""
+        known = self._known.get(id(message))
+        if known is not None:
+            return known
         bound = message_bound(self._counter, message)
         if bound is None:  # cannot happen: the Governor asked the counter first
             raise ValueError("the counter has no byte bound")
-        self._known[id(message)] = (message, bound)
         return bound
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> int:

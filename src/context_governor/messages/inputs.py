@@ -53,6 +53,9 @@ MAX_DEPTH = 256
 #: message (a 1 MB JSON document of empty lists has 500,000).
 MAX_CONTAINERS = 1_000_000
 _CONTAINERS = (dict, list, tuple)
+#: The containers a message's JSON is made of.
+_NESTED = (dict, list)
+_TEXT_OR_NESTED = (str, dict, list)
 
 
 def _type_name(value: Any) -> str:
@@ -251,17 +254,22 @@ def structure_problem(value: Any, where: str) -> tuple[str, str] | None:
 def _plain_tree(value: Any) -> bool:
     """The fast check for the common case: at most MAX_DEPTH levels and MAX_CONTAINERS
     containers, counting a shared one each time (so a cycle, being infinitely deep,
-    fails too). False means "look closer" with structure_problem."""
+    fails too). False means "look closer" with structure_problem. Walked a level at a
+    time (every message of a history passes here: no tuple per container)."""
     budget = MAX_CONTAINERS
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        budget -= 1
+    level = [value]
+    depth = 1
+    while level:
+        budget -= len(level)
         if depth > MAX_DEPTH or budget < 0:
             return False
-        for child in item.values() if isinstance(item, dict) else item:
-            if isinstance(child, _CONTAINERS):
-                pending.append((child, depth + 1))
+        below: list[Any] = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if type(child) is not str and isinstance(child, _CONTAINERS):
+                    below.append(child)
+        level = below
+        depth += 1
     return True
 
 
@@ -276,6 +284,18 @@ def check_structure(value: Any, where: str) -> None:
 
 def _clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
+
+
+def _plain_call(call: Any) -> bool:
+    """Whether ``call`` surely needs no repair (_repair_call would change nothing): the
+    common case, told without a copy or a message."""
+    if type(call) is not dict or call.get("type") != "function":
+        return False
+    call_id, function = call.get("id"), call.get("function")
+    if type(call_id) is not str or not call_id or type(function) is not dict:
+        return False
+    name = function.get("name")
+    return type(name) is str and name != "" and type(function.get("arguments")) is str
 
 
 def _repair_call(call: Any, where: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -313,15 +333,28 @@ def _repair_call(call: Any, where: str) -> tuple[dict[str, Any] | None, list[str
 def has_surrogate(value: Any) -> bool:
     """Whether a lone surrogate hides anywhere in ``value`` (cheap: most text is ASCII).
 
-    Iterative, and each container is looked at once, so depth and sharing cost nothing."""
-    pending = [value]
-    seen: set[int] = set()
+    Iterative, and each container is looked at once, so depth and sharing cost nothing.
+    A message's own strings are looked at first, without the walk's bookkeeping."""
+    if type(value) is not dict:
+        return _surrogate_in([value], set())
+    nested: list[Any] = []
+    for item in value.values():
+        if type(item) is str:
+            if not item.isascii() and _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, _TEXT_OR_NESTED):
+            nested.append(item)
+    return bool(nested) and _surrogate_in(nested, {id(value)})
+
+
+def _surrogate_in(pending: list[Any], seen: set[int]) -> bool:
+    """has_surrogate's walk over ``pending`` (containers in ``seen`` are not looked at)."""
     while pending:
         item = pending.pop()
         if isinstance(item, str):
             if not item.isascii() and _SURROGATE.search(item) is not None:
                 return True
-        elif isinstance(item, dict | list):
+        elif isinstance(item, _NESTED):
             if id(item) in seen:
                 continue
             seen.add(id(item))
@@ -408,7 +441,7 @@ def repair_message(message: Message, i: int) -> tuple[Message | None, list[str]]
     if role != "assistant" and calls is not None:
         repaired = {k: v for k, v in repaired.items() if k != "tool_calls"}
         fixes.append(f"{where}.tool_calls: only assistant messages make tool calls, removed")
-    elif role == "assistant" and calls:
+    elif role == "assistant" and calls and not all(_plain_call(call) for call in calls):
         new_calls: list[dict[str, Any]] = []
         call_fixes: list[str] = []
         for j, call in enumerate(calls):

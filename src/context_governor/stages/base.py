@@ -95,6 +95,17 @@ class Context:
     def tokens(self, message: Message) -> int:
         return self.counter.message_tokens(message)
 
+    def made_tokens(self, message: Message) -> int:
+        """``tokens`` of a message made only to be weighed (the replay's placeholders and
+        notes, made again for each look): the same count, not kept by the counter's
+        identity memo when it has one (``made_tokens``), which would keep every such
+        message alive to the end of the call for nothing."""
+        made = getattr(self.counter, "made_tokens", None)
+        if made is None:
+            return self.counter.message_tokens(message)
+        count: int = made(message)
+        return count
+
 
 def _fresh_findings() -> dict[str, Any]:
     """Each finding as a new pass starts it (new lists: never shared between passes)."""

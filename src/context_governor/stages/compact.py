@@ -117,15 +117,22 @@ def plan_replay(
     def placeholder_tokens(i: int) -> int:
         count = placeholders.get(i)
         if count is None:
-            count = placeholders[i] = ctx.tokens(placeholder_for(messages[i], policy))
+            count = placeholders[i] = ctx.made_tokens(placeholder_for(messages[i], policy))
         return count
 
+    notes: dict[CutNote, int] = {}  # the replay weighs each note twice
+
     def note_tokens(note: CutNote, message: Message | None) -> int:
+        # ``message`` is the one at ``note.at`` (None for an inserted note): the note says it
+        count = notes.get(note)
+        if count is not None:
+            return count
         text = None if policy.summary is None else summary_room(note, policy.summary)
-        extra = ctx.tokens(noted(note, policy, message, text))
+        extra = ctx.made_tokens(noted(note, policy, message, text))
         if policy.summary is not None:
             extra += policy.summary.max_tokens + SUMMARY_SLACK
-        return extra if message is None else extra - ctx.tokens(message)
+        count = notes[note] = extra if message is None else extra - ctx.tokens(message)
+        return count
 
     return replay_history(
         messages,
@@ -208,6 +215,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         if text is None and policy.cut_note is None:
             note = None  # no summary to be had, and the plain note is off
     cut_count = 0
+    starts = [c for c, _ in plan.cuts]  # what _when searches, made once for every cut message
     for i, message in enumerate(messages):
         turns = [i] if view is None else view.where[i]
         kept = [v for v in turns if plan.kept(v, seen[v])]
@@ -217,7 +225,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
                 STAGE,
                 "drop",
                 i,
-                f"old turn cut (compaction at message {at(_when(plan, turns[-1]))})",
+                f"old turn cut (compaction at message {at(_when(plan, turns[-1], starts))})",
                 tool_call_id=message.get("tool_call_id"),
                 tokens_saved=ctx.tokens(message),
             )
@@ -340,14 +348,18 @@ def _place_note(
     return folded
 
 
-def _when(plan: Plan, index: int) -> int:
+def _when(plan: Plan, index: int, starts: list[int] | None = None) -> int:
     """The compaction whose cut removed ``index``: the first cut past it that does not
     keep it as its pin (cuts only move forward: a binary search, as every cut message
     asks, and a scan made a 100,000-message first call spend ~3 s here). A compaction
     that only cleared results cuts nothing, so the first compaction after a message
-    is not always the one that cut it."""
+    is not always the one that cut it. ``starts``: each cut's position (``plan.cuts``'
+    first items), when the caller asks for many messages."""
     cuts = plan.cuts
-    k = bisect.bisect_right(cuts, index, key=lambda entry: entry[0])
+    if starts is None:
+        k = bisect.bisect_right(cuts, index, key=lambda entry: entry[0])
+    else:
+        k = bisect.bisect_right(starts, index)
     while k < len(cuts) and cuts[k][1] == index:
         k += 1  # pinned by that cut: removed by a later one
     if k < len(cuts):
