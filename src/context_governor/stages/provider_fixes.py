@@ -714,13 +714,9 @@ def thought_signatures(messages: list[Message], ctx: Context) -> list[Message]:
         return messages
     edit = _Editor(messages, ctx, "signatures")
     for index, message in enumerate(messages):
-        if message.get("role") != "assistant" or not has_tool_calls(message):
+        if _signed(message):
             continue
         first = message["tool_calls"][0]
-        extra = first.get("extra_content") if isinstance(first, dict) else None
-        google = extra.get("google") if isinstance(extra, dict) else None
-        if isinstance(google, dict) and google.get("thought_signature"):
-            continue
         signed = {**first, "extra_content": {"google": {"thought_signature": SKIP_SIGNATURE}}}
         calls = [signed, *message["tool_calls"][1:]]
         edit.replace(
