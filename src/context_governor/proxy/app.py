@@ -145,6 +145,8 @@ def governed_headers(governed: Governed) -> list[tuple[str, str]]:
     """The report's headers, and what the request left ungoverned server-side, if anything."""
     headers = report_headers(governed.report)
     headers.append((f"{HEADER_PREFIX}window-source", governed.report.window_source))
+    if governed.client_compaction is not None:  # the client's own summary request
+        headers.append((f"{HEADER_PREFIX}client-compaction", governed.client_compaction))
     if governed.ungoverned:
         headers.append((f"{HEADER_PREFIX}ungoverned", header_value(governed.ungoverned)))
     return headers
@@ -161,6 +163,8 @@ def summary(governed: Governed) -> str:
     )
     if report.violations:
         line += f" violations={len(report.violations)}"
+    if governed.client_compaction is not None:
+        line += f" client-compaction={governed.client_compaction}"
     if governed.ungoverned:
         line += f" not governed (server-side): {header_value(governed.ungoverned)}"
     return line

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..counting import warm_up
 from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request
 from ..formats.anthropic_count import scaled_estimate
-from ..report import Report
+from ..policies import Compaction, CompactionPolicy
+from ..report import Note, Report
 from .apis import BY_API, CHAT, ApiRoute
+from .client_compaction import ClientCompaction, client_compaction
 from .config import ProxyConfig
 from .conversation import from_body
 from .learning import Hints, Window, request_window
@@ -52,6 +54,8 @@ class Governed:
     ungoverned: tuple[str, ...] = ()
     #: the conversation the body names or its fixed parts' digest (conversation.py)
     conversation: str | None = None
+    #: the client whose own compaction request this is (client_compaction.py), or None
+    client_compaction: str | None = None
 
 
 def encode(body: Any) -> bytes:
@@ -148,6 +152,7 @@ def _govern(
     target's rules are the configured profile's, else the API's own provider's."""
     model = path_model or _model(data)
     window = request_window(config.window_for(model), model, hints)
+    compacting = client_compaction(route.api, data)
     try:
         result = govern_request(
             data,
@@ -156,7 +161,7 @@ def _govern(
             model=model,
             context_window=window.governed,
             max_output=config.max_output,
-            compaction=compaction_for(config),
+            compaction=_policy(config, compacting),
             count_tokens=None if ratio is None else scaled_estimate(ratio),
             count_store=count_store_for(config),
         )
@@ -165,6 +170,8 @@ def _govern(
     except ContextGovernorError as exc:
         raise BadRequest(str(exc)) from None
     _say_window(result.report, window)
+    if compacting is not None:
+        result.report.notes.append(Note(compacting.note()))
     return Governed(
         encode(result.body),
         result.report,
@@ -172,7 +179,29 @@ def _govern(
         _streams(data, route),
         result.ungoverned,
         from_body(route.api, data, model),
+        None if compacting is None else compacting.client,
     )
+
+
+def _policy(config: ProxyConfig, compacting: ClientCompaction | None) -> str | Compaction:
+    """The configured compaction; for a client's own compaction request, the cache
+    policy set for a summary instead.
+
+    A summary request is made once, at the end of what the session can hold: keeping
+    the cache warm does not matter there, keeping what the summary must say does. So
+    nothing is cleared below the budget itself (``trigger=1.0``, not moved by cache
+    prices), old tool output is masked before any turn is cut (``mask_first``), and no
+    model summary of our own is written into the client's (``summary=None``). The seed
+    policy, asked for by name, is left as it is.
+    """
+    configured = compaction_for(config)
+    if compacting is None:
+        return configured
+    if configured == "cache":
+        configured = CompactionPolicy()
+    if not isinstance(configured, CompactionPolicy):
+        return configured
+    return replace(configured, trigger=1.0, price_aware=False, mask_first=True, summary=None)
 
 
 def _say_window(report: Report, window: Window) -> None:
