@@ -214,6 +214,12 @@ class CliUpstream(ThreadedServer):
         #: Gemini thought signature -> the part (as JSON) it was issued on
         self.thought_parts: dict[str, str] = {}
         self._count = 0
+        #: Report the context full (input usage at least ``window``) for a request that
+        #: shows this many files read and none of this server's summaries (None: never).
+        #: A CLI compacts when the usage it is told reaches its threshold; through the
+        #: proxy it is told the usage of the governed request, which stays under the
+        #: window, so without this it would never compact its own session.
+        self.full_from: int | None = None
         #: Anthropic: answer every message with this one id (None: a new id each time).
         #: Some Anthropic-compatible servers do; Claude Code then joins the whole tool
         #: session into one assistant message (every thinking + text + tool_use group)
@@ -273,6 +279,17 @@ class CliUpstream(ThreadedServer):
         if self.window is not None and seen.prompt_tokens + seen.reserve > self.window:
             seen.over = True
         return seen
+
+    def reported(self, seen: Seen, body: dict[str, Any]) -> int:
+        """The input usage the answer reports: the request's prompt tokens, or the whole
+        window from ``full_from`` files on (until this server's summary is in the request)."""
+        if self.full_from is None or self.window is None:
+            return seen.prompt_tokens
+        text = json.dumps(body)
+        read = max((int(n) for n in _MARK.findall(text)), default=0)
+        if read < self.full_from or _SUMMARY.search(text):
+            return seen.prompt_tokens
+        return max(seen.prompt_tokens, self.window)
 
     def count(self, api: str, body: dict[str, Any]) -> int:
         """The request's prompt tokens as the window check counts them."""
@@ -370,7 +387,7 @@ class CliUpstream(ThreadedServer):
             "id": self.message_id or self._next("msg_"), "type": "message", "role": "assistant",
             "model": body.get("model"), "content": content,
             "stop_reason": "tool_use" if what == "call" else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": seen.prompt_tokens, "output_tokens": 20,
+            "usage": {"input_tokens": self.reported(seen, body), "output_tokens": 20,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
         }  # fmt: skip
         if not body.get("stream"):
@@ -418,9 +435,9 @@ class CliUpstream(ThreadedServer):
             "incomplete_details": None, "instructions": None, "metadata": {},
             "text": {"format": {"type": "text"}}, "truncation": "disabled",
             "store": body.get("store", False), "previous_response_id": None,
-            "usage": {"input_tokens": seen.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
+            "usage": {"input_tokens": self.reported(seen, body), "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": seen.prompt_tokens + 20},
+                      "total_tokens": self.reported(seen, body) + 20},
         }  # fmt: skip
         if not body.get("stream"):
             return JSONResponse(response)
@@ -454,8 +471,9 @@ class CliUpstream(ThreadedServer):
             delta["content"] = detail
         finish = "tool_calls" if what == "call" else "stop"
         cid, created, model = self._next("chatcmpl-"), int(time.time()), body.get("model")
-        usage = {"prompt_tokens": seen.prompt_tokens, "completion_tokens": 20,
-                 "total_tokens": seen.prompt_tokens + 20}  # fmt: skip
+        reported = self.reported(seen, body)
+        usage = {"prompt_tokens": reported, "completion_tokens": 20,
+                 "total_tokens": reported + 20}  # fmt: skip
         if not body.get("stream"):
             message = {k: v for k, v in delta.items() if k != "tool_calls"}
             if "tool_calls" in delta:
@@ -519,8 +537,8 @@ class CliUpstream(ThreadedServer):
             parts = [{"text": detail}]
         answer = {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": seen.prompt_tokens, "candidatesTokenCount": 20,
-                              "totalTokenCount": seen.prompt_tokens + 20},
+            "usageMetadata": {"promptTokenCount": self.reported(seen, body), "candidatesTokenCount": 20,
+                              "totalTokenCount": self.reported(seen, body) + 20},
             "modelVersion": model,
         }  # fmt: skip
         if not request.url.path.endswith(":streamGenerateContent"):
@@ -564,6 +582,8 @@ def _last_user_text(api: str, body: dict[str, Any]) -> str:
 def _asks_for_summary(api: str, body: dict[str, Any]) -> bool:
     """Whether the CLI asks for a summary of its session (its own compaction turn)."""
     text = _last_user_text(api, body).lower()
+    if "<state_snapshot>" in text or "anchored summary" in text:  # Gemini CLI, opencode
+        return True
     return "summar" in text and "f01.txt to f16.txt" not in text
 
 
