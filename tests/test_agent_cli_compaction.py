@@ -35,6 +35,8 @@ from agent_clis import CLIS, Cli, OutsideCalls, ProxyProcess, run_cli
 from cli_upstream import FINAL_TEXT, PROMPT, CliUpstream, make_workspace
 from levels import FULL
 
+from context_governor.proxy.client_compaction import client_compaction
+
 pytestmark = pytest.mark.skipif(
     not FULL, reason="the real agent CLIs run at CG_TEST_LEVEL=full (make test-full, CI)"
 )
@@ -53,6 +55,10 @@ class Scenario:
     env: dict[str, str] = field(default_factory=dict)
     #: (home, model, window) -> None: writes the CLI's compaction settings
     configure: Callable[[Path, str, int], None] | None = None
+    #: without the proxy, the CLI gets past its refused compaction request by dropping
+    #: the oldest items of it itself (Codex), so the session ends, with what was dropped
+    #: missing from its summary, after one refusal per retry
+    recovers: bool = False
 
 
 def _codex_limit(home: Path, model: str, window: int) -> None:
@@ -76,7 +82,7 @@ SCENARIOS = {
         "claude", 40_000, 3,
         env={"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000", "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "40"},
     ),
-    "codex": Scenario("codex", 36_000, 7, configure=_codex_limit),
+    "codex": Scenario("codex", 36_000, 7, configure=_codex_limit, recovers=True),
     "opencode": Scenario("opencode", 40_000, 3, configure=_opencode_limit),
 }  # fmt: skip
 
@@ -91,7 +97,9 @@ def outside() -> Iterator[OutsideCalls]:
 def _with_settings(cli: Cli, scenario: Scenario) -> Cli:
     """``cli`` with the scenario's compaction settings written and its env added."""
 
-    def prepare(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    def prepare(
+        home: Path, ws: Path, root: str, model: str, prompt: str
+    ) -> tuple[list[str], dict[str, str]]:
         argv, env = cli.prepare(home, ws, root, model, prompt)
         if scenario.configure is not None:
             scenario.configure(home, model, scenario.window)
@@ -100,7 +108,9 @@ def _with_settings(cli: Cli, scenario: Scenario) -> Cli:
     return replace(cli, prepare=prepare)
 
 
-def _run(name: str, tmp_path: Path, outside: OutsideCalls, *, proxied: bool) -> tuple[CliUpstream, list[str], str, int, str]:
+def _run(
+    name: str, tmp_path: Path, outside: OutsideCalls, *, proxied: bool
+) -> tuple[CliUpstream, list[str], str, int, str]:
     scenario = SCENARIOS[name]
     cli = _with_settings(CLIS[name], scenario)
     workspace = tmp_path / "workspace"
@@ -124,9 +134,14 @@ def _run(name: str, tmp_path: Path, outside: OutsideCalls, *, proxied: bool) -> 
         upstream.stop()
     lines = proxy.request_lines() if proxy is not None else []
     if os.environ.get("CG_CLI_DUMP"):  # every request body as the upstream got it, to debug
-        dump = Path(os.environ["CG_CLI_DUMP"]) / f"compaction-{name}-{'proxy' if proxied else 'direct'}.jsonl"
+        dump = (
+            Path(os.environ["CG_CLI_DUMP"])
+            / f"compaction-{name}-{'proxy' if proxied else 'direct'}.jsonl"
+        )
         dump.parent.mkdir(parents=True, exist_ok=True)
-        dump.write_text("".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies))
+        dump.write_text(
+            "".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies)
+        )
     return upstream, lines, done.stdout, done.returncode, done.stderr
 
 
@@ -137,20 +152,26 @@ def _story(upstream: CliUpstream, lines: list[str]) -> str:
         for i, s in enumerate(upstream.log)
     ]
     return (
-        f"window {upstream.window}\nupstream saw:\n" + "\n".join(seen)
-        + "\nproxy said:\n" + "\n".join("  " + line[:300] for line in lines)
+        f"window {upstream.window}\nupstream saw:\n"
+        + "\n".join(seen)
+        + "\nproxy said:\n"
+        + "\n".join("  " + line[:300] for line in lines)
     )
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_cli_compacts_at_the_window_through_the_proxy(name: str, tmp_path: Path, outside: OutsideCalls) -> None:
+def test_cli_compacts_at_the_window_through_the_proxy(
+    name: str, tmp_path: Path, outside: OutsideCalls
+) -> None:
     """The CLI's own compaction request is recognised, governed inside the window and
     answered; the CLI finishes its task after compacting, with no request refused."""
     upstream, lines, stdout, code, stderr = _run(name, tmp_path, outside, proxied=True)
     story = _story(upstream, lines)
     assert outside.attempts == [], f"{name} tried to reach beyond localhost: {outside.attempts}"
     assert not upstream.invalid, f"{len(upstream.invalid)} invalid requests\n{story}"
-    assert not upstream.over_window, f"{len(upstream.over_window)} requests over the window\n{story}"
+    assert not upstream.over_window, (
+        f"{len(upstream.over_window)} requests over the window\n{story}"
+    )
     summaries = [s for s in upstream.log if s.answer == "summary"]
     assert summaries, f"{name} did not compact\n{story}"
     governed = [line for line in lines if "client-compaction=" in line]
@@ -160,10 +181,23 @@ def test_cli_compacts_at_the_window_through_the_proxy(name: str, tmp_path: Path,
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_without_the_proxy_the_same_session_fails(name: str, tmp_path: Path, outside: OutsideCalls) -> None:
-    """The counterpart: straight to the upstream, the session is refused as too long."""
-    upstream, _, stdout, code, stderr = _run(name, tmp_path, outside, proxied=False)
+def test_without_the_proxy_the_same_session_fails(
+    name: str, tmp_path: Path, outside: OutsideCalls
+) -> None:
+    """The counterpart: straight to the upstream, requests are refused as too long and
+    the CLI fails; Codex, which retries its refused compaction request with its oldest
+    items dropped, has that request refused first."""
+    scenario = SCENARIOS[name]
+    upstream, _, stdout, code, _ = _run(name, tmp_path, outside, proxied=False)
     story = _story(upstream, [])
     assert upstream.over_window, f"no request was over the window without the proxy\n{story}"
+    if scenario.recovers:
+        judged = [seen for seen in upstream.log if seen.api is not None]
+        refused = [
+            seen for seen, (api, body) in zip(judged, upstream.bodies, strict=True)
+            if seen.over and client_compaction(api, body) is not None
+        ]  # fmt: skip
+        assert refused, f"{name}'s compaction request was not refused without the proxy\n{story}"
+        return
     failed = code != 0 or FINAL_TEXT not in stdout
     assert failed, f"{name} finished without the proxy\n{story}"

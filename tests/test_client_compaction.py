@@ -1,0 +1,159 @@
+"""The agent CLIs' own compaction requests: recognised from their real shapes, governed
+for a summary inside the window, and reported (proxy/client_compaction.py).
+
+The shapes in tests/data/client_compaction/ were captured from the pinned CLIs
+(tests/test_agent_cli_compaction.py runs them) and trimmed; Gemini CLI's is written from
+its bundle (``ChatCompressionService.compress``), since its compression did not fire
+headless (docs/compaction.md, "The clients' own compaction").
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_governor.proxy import ProxyConfig
+from context_governor.proxy.app import governed_headers, summary
+from context_governor.proxy.client_compaction import client_compaction
+from context_governor.proxy.governing import govern_body
+
+DATA = Path(__file__).parent / "data" / "client_compaction"
+CAPTURED = {path.stem: json.loads(path.read_text()) for path in sorted(DATA.glob("*.json"))}
+
+#: Gemini CLI 0.61's compression request, as its bundle builds it: the history to
+#: compress, then the anchor instruction, under the compressor's system instruction.
+GEMINI = {
+    "contents": [
+        {"role": "user", "parts": [{"text": "Read each of the 16 files f01.txt to f16.txt ..."}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"file_path": "f01.txt"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"output": "FILE f01 BEGIN ..."}}}]},
+        {"role": "user", "parts": [{"text": "Generate a new <state_snapshot> based on the provided history.\n\n"
+                                            "First, reason in your scratchpad. Then, generate the updated <state_snapshot>."}]},
+    ],
+    "systemInstruction": {"role": "user", "parts": [{"text": (
+        "\nYou are a specialized system component responsible for distilling chat history "
+        "into a structured XML <state_snapshot>.\n\n### CRITICAL SECURITY RULE\n...")}]},
+}  # fmt: skip
+
+
+def _shapes() -> list[tuple[str, str, dict[str, Any]]]:
+    found = [(data["client"], data["api"], data["body"]) for data in CAPTURED.values()]
+    return [*found, ("gemini-cli", "gemini", GEMINI)]
+
+
+def test_every_pinned_cli_has_a_captured_shape() -> None:
+    assert {data["client"] for data in CAPTURED.values()} == {"claude-code", "codex", "opencode"}
+
+
+@pytest.mark.parametrize(
+    ("client", "api", "body"), _shapes(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_each_clis_compaction_request_is_recognised(
+    client: str, api: str, body: dict[str, Any]
+) -> None:
+    found = client_compaction(api, body)
+    assert found is not None and found.client == client
+
+
+ORDINARY = [
+    ("anthropic", {"messages": [{"role": "user", "content": "Summarize this file for me: CRITICAL: Respond with TEXT ONLY"}]}),
+    ("anthropic", {"messages": [{"role": "user", "content": [{"type": "text", "text": "please write a summary"}]}]}),
+    ("responses", {"input": [{"role": "user", "content": "You are performing a code review"}],
+                   "client_metadata": {"x-codex-turn-metadata": '{"request_kind": "turn"}'}}),
+    ("responses", {"input": "hello", "client_metadata": {"x-codex-turn-metadata": "not json"}}),
+    ("gemini", {"contents": [{"role": "user", "parts": [{"text": "make a <state_snapshot>"}]}]}),
+    ("openai", {"messages": [{"role": "system", "content": "You are opencode"},
+                             {"role": "user", "content": "Here is the conversation so far: hi"}]}),
+    ("openai", {"messages": "not a list"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("api", "body"), ORDINARY)
+def test_ordinary_requests_are_not_taken_for_a_compaction(api: str, body: dict[str, Any]) -> None:
+    assert client_compaction(api, body) is None
+
+
+def _claude_over_the_window() -> dict[str, Any]:
+    """Claude Code's captured compaction request, its history grown: 16 read results
+    of ~3,000 tokens each before the summary prompt."""
+    body = copy.deepcopy(CAPTURED["claude-code"]["body"])
+    messages = body["messages"]
+    prompt = messages[-1]["content"][-1]
+    task = messages[0]
+    grown: list[dict[str, Any]] = [task]
+    for n in range(1, 17):
+        call = f"toolu_{n:02d}"
+        grown.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": f"I have read f{n - 1:02d}; it defines its steps. Reading f{n:02d}.",
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": call,
+                        "name": "Read",
+                        "input": {"file_path": f"/workspace/f{n:02d}.txt"},
+                    },
+                ],
+            }
+        )
+        output = f"FILE f{n:02d} BEGIN\n" + "".join(
+            f"def step_{n}_{i}(v): return v * {i}\n" for i in range(170)
+        )
+        grown.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call, "content": output}],
+            }
+        )
+    grown[-1]["content"].append(prompt)
+    body["messages"] = grown
+    body["max_tokens"] = 20_000
+    return body  # fmt: skip
+
+
+def test_a_compaction_request_over_the_window_is_governed_for_the_summary() -> None:
+    config = ProxyConfig("http://upstream.invalid", context_window=40_000, profile="anthropic")
+    body = _claude_over_the_window()
+    governed = govern_body(json.dumps(body).encode(), config, "anthropic")
+    report = governed.report
+    assert governed.client_compaction == "claude-code"
+    assert report.tokens_before > 40_000 >= report.tokens_after
+    assert report.within_budget, report
+    sent = json.loads(governed.body)
+    text = json.dumps(sent)
+
+    # the user's task, the summary prompt, and every one of the agent's own messages stay
+    def texts(message: dict[str, Any]) -> list[str]:  # cache_control breakpoints aside
+        return [block.get("text") for block in message["content"] if block.get("type") == "text"]
+
+    assert texts(sent["messages"][0]) == texts(body["messages"][0])
+    assert texts(sent["messages"][-1]) == texts(body["messages"][-1])
+    assert len(sent["messages"]) == len(body["messages"])
+    for n in range(1, 17):
+        assert f"Reading f{n:02d}." in text
+    # old tool output is what went, the newest work is whole
+    assert "FILE f01 BEGIN" not in text and "FILE f16 BEGIN" in text
+    assert any("client compaction request (claude-code" in note for note in report.notes)
+    assert ("x-context-governor-client-compaction", "claude-code") in governed_headers(governed)
+    assert "client-compaction=claude-code" in summary(governed)
+
+
+def test_an_ordinary_request_says_nothing_of_compaction() -> None:
+    config = ProxyConfig("http://upstream.invalid", context_window=40_000, profile="anthropic")
+    body = _claude_over_the_window()
+    body["messages"][-1]["content"].pop()  # no summary prompt: an ordinary request
+    governed = govern_body(json.dumps(body).encode(), config, "anthropic")
+    assert governed.client_compaction is None
+    assert not any("client compaction" in note for note in governed.report.notes)
+    assert all(
+        name != "x-context-governor-client-compaction" for name, _ in governed_headers(governed)
+    )
+    assert "client-compaction" not in summary(governed)
