@@ -127,7 +127,8 @@ def _run(
         root = proxy.root
     try:
         done = run_cli(cli, home=tmp_path / "home", workspace=workspace, root=root,
-                       model=cli.model, prompt=PROMPT, outside=outside, timeout=90)  # fmt: skip
+                       model=cli.model, prompt=PROMPT, outside=outside,
+                       timeout=90 if proxied else 45)  # fmt: skip
     finally:
         if proxy is not None:
             proxy.stop()
