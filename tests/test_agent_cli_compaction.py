@@ -196,7 +196,7 @@ def test_without_the_proxy_the_same_session_fails(
         judged = [seen for seen in upstream.log if seen.api is not None]
         refused = [
             seen for seen, (api, body) in zip(judged, upstream.bodies, strict=True)
-            if seen.over and client_compaction(api, body) is not None
+            if seen.over and client_compaction(body) is not None
         ]  # fmt: skip
         assert refused, f"{name}'s compaction request was not refused without the proxy\n{story}"
         return

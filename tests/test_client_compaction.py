@@ -55,7 +55,7 @@ def test_every_pinned_cli_has_a_captured_shape() -> None:
 def test_each_clis_compaction_request_is_recognised(
     client: str, api: str, body: dict[str, Any]
 ) -> None:
-    found = client_compaction(api, body)
+    found = client_compaction(body)
     assert found is not None and found.client == client
 
 
@@ -74,7 +74,7 @@ ORDINARY = [
 
 @pytest.mark.parametrize(("api", "body"), ORDINARY)
 def test_ordinary_requests_are_not_taken_for_a_compaction(api: str, body: dict[str, Any]) -> None:
-    assert client_compaction(api, body) is None
+    assert client_compaction(body) is None
 
 
 def _claude_over_the_window() -> dict[str, Any]:

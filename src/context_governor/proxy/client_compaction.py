@@ -64,16 +64,15 @@ class ClientCompaction:
         )
 
 
-def client_compaction(api: str, body: dict[str, Any]) -> ClientCompaction | None:
-    """The client compaction ``body`` (a request of ``api``) is, or None."""
-    if api == "anthropic":
-        return _claude_code(body)
-    if api == "responses":
-        return _codex(body)
-    if api == "gemini":
-        return _gemini_cli(body)
-    if api == "openai":
-        return _opencode(body)
+def client_compaction(body: dict[str, Any]) -> ClientCompaction | None:
+    """The client compaction ``body`` is, or None. Each CLI's marker lives in fields of
+    its own API (Messages' ``messages`` of blocks, Responses' ``input`` and
+    ``client_metadata``, Gemini's ``systemInstruction``, Chat's ``messages`` of a system
+    prompt), so every detector is asked and none needs the API's name."""
+    for detect in (_claude_code, _codex, _gemini_cli, _opencode):
+        found = detect(body)
+        if found is not None:
+            return found
     return None
 
 

@@ -152,7 +152,7 @@ def _govern(
     target's rules are the configured profile's, else the API's own provider's."""
     model = path_model or _model(data)
     window = request_window(config.window_for(model), model, hints)
-    compacting = client_compaction(route.api, data)
+    compacting = client_compaction(data)
     try:
         result = govern_request(
             data,
