@@ -323,6 +323,8 @@ def _place_note(
     is returned. Reported either way, at ``index`` (``message``'s own)."""
     when = at(_when(plan, plan.cut - 1))
     what = "note" if text is None else "summary"
+    if note.receipt:
+        _report_receipt(note, when, ctx)
     if note.how == "insert":
         inserted = noted(note, policy, None, text)
         out.append(inserted)
@@ -346,6 +348,21 @@ def _place_note(
         tokens_saved=ctx.tokens(message) - ctx.tokens(folded),
     )
     return folded
+
+
+def _report_receipt(note: CutNote, when: int, ctx: Context) -> None:
+    """Say that the note carries a receipt (stages/receipt.py) and its size: it is part of
+    the request the budget pays for, and the user may want to know what it lists."""
+    lines = note.receipt.count("\n") - 1  # its head and tail are frame
+    tokens = ctx.made_tokens({"role": "user", "content": note.receipt})
+    ctx.notes.append(
+        Note(
+            f"cache policy: the note on the cut (compaction at message {when}) carries a "
+            f"receipt of what was removed: {lines} lines, {len(note.receipt)} characters, "
+            f"about {tokens} tokens; written when that cut was made, unchanged until the next",
+            "cache",
+        )
+    )
 
 
 def _when(plan: Plan, index: int, starts: list[int] | None = None) -> int:

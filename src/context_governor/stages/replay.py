@@ -16,13 +16,14 @@ from __future__ import annotations
 import bisect
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
 from ..policies import MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
 from .inserted import is_bridge
 from .media_mask import has_media, masked_media, media_in
+from .receipt import Ledger
 
 __all__ = [
     "CutNote",
@@ -70,13 +71,16 @@ class CutNote:
     (into the head's task, when the cut is inside the task's own turn) or "insert" (a
     user message of its own before ``at``: there is no user message to carry it). It
     is fixed when the cut is made, so between two compactions every request carries
-    the same note."""
+    the same note. ``receipt`` is what the removed messages did (stages/receipt.py:
+    files, commands, errors, the user's messages), "" when the policy's receipt is off
+    or they did nothing it lists; a function of the removed messages alone."""
 
     at: int
     how: NoteHow
     messages: int
     turns: int
     user_messages: int
+    receipt: str = ""
 
 
 @dataclass(slots=True)
@@ -296,6 +300,8 @@ class Replay:
         self._user_k = -1
         #: the request whose compaction made the newest entry of ``plan.cuts``
         self._cut_at = -1
+        #: what the cuts so far removed, for the receipt on the note (None: off)
+        self.ledger = Ledger(self.plan.head) if policy.receipt and has_note else None
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -652,6 +658,8 @@ class Replay:
                 self._cut_at = j
             self.plan.note = note
             self.note_total = self._note_tokens(note)
+            if self.ledger is not None:
+                self.ledger.add(self.m, cut)
         self.plan.cut = cut
         self.total = after
         if not again:
@@ -748,7 +756,11 @@ class Replay:
             return self.plan.note
         if self.note_cost is None:
             return None
-        return _cut_note(self.m, self.plan.head, cut, self._pin_for(cut), self.tally, self.counted)
+        pin = self._pin_for(cut)
+        note = _cut_note(self.m, self.plan.head, cut, pin, self.tally, self.counted)
+        if self.ledger is None:
+            return note
+        return replace(note, receipt=self.ledger.text(self.m, cut, pin))
 
     def _note_tokens(self, note: CutNote | None) -> int:
         if note is None or self.note_cost is None:
@@ -840,9 +852,12 @@ def noted(
     note: CutNote, policy: CompactionPolicy, message: Message | None, text: str | None = None
 ) -> Message:
     """The message carrying the note: ``message`` with the note folded in, or (``insert``)
-    a user message of its own. ``text`` replaces the policy's note (a summary)."""
+    a user message of its own. ``text`` replaces the policy's note (a summary); the
+    note's receipt follows either."""
     if text is None:
         text = note_text(note, policy)
+    if note.receipt:
+        text = f"{text}\n{note.receipt}"
     if message is None or note.how == "insert":
         return {"role": "user", "content": text}
     content = message.get("content")
