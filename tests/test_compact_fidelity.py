@@ -250,7 +250,9 @@ def test_without_any_user_message_the_note_is_the_user_turn(provider: str) -> No
     result = govern(history, profile=provider, model=model, context_window=12_000, max_output=1000)
     out = result.messages
     assert [m["role"] for m in out[:3]] == ["system", "user", "assistant"]
-    found = NOTE.fullmatch(out[1]["content"])
+    note, receipt, _ = out[1]["content"].partition("\n" + RECEIPT_HEAD)
+    assert receipt  # the files the cut turns read come after the note
+    found = NOTE.fullmatch(note)
     assert found is not None and int(found.group(1)) == len(_cut(result))
     assert validate(out, provider=provider, model=model) == []
     assert [a.kind for a in result.report.actions if "note" in a.detail] == ["insert"]
