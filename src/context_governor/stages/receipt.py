@@ -28,6 +28,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from typing import Any, Literal
 
 from ..messages import Message, content_text
@@ -87,7 +88,7 @@ RECEIPT_TAIL = "[End of receipt.]"
 ERRORS_PER_RESULT = 2
 #: Where errors are looked for in a result: its head and its tail (a traceback's last
 #: lines, a test run's summary), so a huge output costs the same as a small one.
-SCAN_HEAD, SCAN_TAIL = 2_000, 4_000
+SCAN_HEAD, SCAN_TAIL = 1_000, 3_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,19 +206,26 @@ def call_entries(name: str, args: dict[str, Any]) -> list[Entry]:
     return _command_entries(args)
 
 
-_ERROR_LINES = (  # by rank: the first patterns say the most in one line
-    re.compile(r"^(?:FAILED|ERROR)\s+\S"),
-    re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)"),
-    re.compile(r"^(?:fatal|error|panic)(?:\[\w+\])?:", re.I),
-    re.compile(r"^\S+:\d+(?::\d+)?: (?:error|fatal error):"),
-    re.compile(r"command not found|No such file or directory|Permission denied|Segmentation fault"),
-    re.compile(r"^E\s{2,}\S"),
-    re.compile(r"^(?:exit code|exit status|exited with code):? [1-9]\d*\b", re.I),
+_ERROR_LINES = tuple(
+    re.compile(p)
+    for p in (  # by rank: the first say the most in one line
+        r"^(?:FAILED|ERROR)\s+\S",
+        r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)",
+        r"^(?i:fatal|error|panic)(?:\[\w+\])?:",
+        r"^\S+:\d+(?::\d+)?: (?:error|fatal error):",
+        r"command not found|No such file or directory|Permission denied|Segmentation fault",
+        r"^E\s{2,}\S",
+        r"^(?i:exit code|exit status|exited with code):? [1-9]\d*\b",
+    )
 )
+#: Every line a pattern above matches holds one of these (in lower case) or starts with
+#: ``E`` and a blank (pytest's detail): only such lines are matched, found with
+#: str.find (matching every line of every result cost seconds on 20k messages).
 _ERROR_HINTS = (
-    "Error", "error", "FAILED", "Exception", "fatal", "exit code", "exit status",
-    "exited with code", "not found", "No such file", "denied", "Segmentation", "panic",
+    "error", "failed", "exception", "exit", "interrupt", "failure", "fatal", "panic",
+    "not found", "no such file", "denied", "segmentation",
 )  # fmt: skip
+_DETAIL_HINTS = ("\nE ", "\nE\t")
 
 
 def _rank(line: str) -> int | None:
@@ -227,24 +235,36 @@ def _rank(line: str) -> int | None:
     return None
 
 
+def _hinted(text: str) -> list[int]:
+    """The starts of the lines of ``text`` that hold one of ``_ERROR_HINTS``, in order."""
+    starts: set[int] = set()
+    lower = text.lower()  # the same length and line breaks as ``text``
+    for where, hints in ((lower, _ERROR_HINTS), ("\n" + text, _DETAIL_HINTS)):
+        shift = len(where) - len(text)
+        for hint in hints:
+            at = where.find(hint)
+            while at >= 0:
+                starts.add(max(0, text.rfind("\n", 0, at - shift + 1) + 1))
+                stop = where.find("\n", at + 1)
+                at = -1 if stop < 0 else where.find(hint, stop)
+    return sorted(starts)
+
+
 def error_lines(text: str, limit: int = ERRORS_PER_RESULT) -> list[str]:
     """The lines of a tool result that read like errors, the most telling first (a
     failed test or an exception before an ``E`` detail or an exit code), at most
     ``limit``. Only the head and tail of a long output are read."""
     if len(text) > SCAN_HEAD + SCAN_TAIL:
         text = text[:SCAN_HEAD] + "\n" + text[-SCAN_TAIL:]
-    if not any(hint in text for hint in _ERROR_HINTS):
-        return []
-    ranked: list[tuple[int, int, str]] = []
-    seen: set[str] = set()
-    for n, raw in enumerate(text.splitlines()):
-        line = raw.strip()
-        rank = _rank(line) if line else None
-        if rank is not None and line not in seen:
-            seen.add(line)
-            ranked.append((rank, n, line))
-    ranked.sort()
-    return [_short(line, ENTRY_CHARS["error"]) for _, _, line in ranked[:limit]]
+    ranked: dict[str, tuple[int, int]] = {}
+    for begin in _hinted(text):
+        stop = text.find("\n", begin)
+        line = text[begin : len(text) if stop < 0 else stop].strip()
+        rank = _rank(line) if line not in ranked else None
+        if rank is not None:
+            ranked[line] = (rank, begin)
+    best = sorted(ranked, key=ranked.__getitem__)[:limit]
+    return [_short(line, ENTRY_CHARS["error"]) for line in best]
 
 
 def user_entries(text: str) -> list[Entry]:
@@ -317,14 +337,36 @@ class Ledger:
         are not lost: it is sent)."""
         extra: dict[Kind, dict[str, int]] = {}
         _fold(extra, self._span(messages, self.upto, end))
-        lists: dict[Kind, list[str]] = {}
+        kept = self.of(messages, pin) if pin is not None and self.start <= pin < end else ()
+        heads: dict[Kind, tuple[list[str], int]] = {}
         for kind in ORDER:
-            newer = extra.get(kind, {})
-            older = self.kinds.get(kind, {})
-            merged = [(t, at) for t, at in reversed(newer.items())]
-            merged += [(t, at) for t, at in reversed(older.items()) if t not in newer]
-            lists[kind] = [t for t, at in merged if at != pin]
-        return render(lists)
+            newer, older = extra.get(kind, {}), self.kinds.get(kind, {})
+            heads[kind] = _newest(kind, newer, older, pin, kept)
+        return _render(heads)
+
+
+def _newest(
+    kind: Kind,
+    newer: dict[str, int],
+    older: dict[str, int],
+    pin: int | None,
+    kept: tuple[Entry, ...],
+) -> tuple[list[str], int]:
+    """A kind's newest ``PER_KIND`` entries over ``older`` then ``newer`` (each entry's
+    newest place wins; those whose newest place is the kept ``pin`` left out, ``kept``
+    its entries) and how many there are in all. Reads only what it shows and the new
+    part, not the whole ledger: the replay asks at every cut it weighs."""
+    overlap = sum(1 for t in newer if t in older)
+    pinned = sum(
+        1
+        for e in kept
+        if e.kind == kind and (newer[e.text] if e.text in newer else older.get(e.text)) == pin
+    )
+    total = len(newer) + len(older) - overlap - pinned
+    merged = chain(
+        reversed(newer.items()), ((t, at) for t, at in reversed(older.items()) if t not in newer)
+    )
+    return [t for t, _ in islice(((t, at) for t, at in merged if at != pin), PER_KIND[kind])], total
 
 
 def _fold(kinds: dict[Kind, dict[str, int]], found: Iterable[tuple[int, Entry]]) -> None:
@@ -348,12 +390,13 @@ def _line(kind: Kind, shown: list[str], more: int) -> str:
     return f"- {LABELS[kind]}: " + "; ".join(_quoted(kind, t) for t in shown) + tail
 
 
-def _fit_kind(kind: Kind, texts: list[str], room: int) -> str | None:
+def _fit_kind(kind: Kind, texts: list[str], total: int, room: int) -> str | None:
     """The line of one kind in at most ``room`` characters: as many of its newest
-    ``texts`` as fit (up to ``PER_KIND``), the rest counted; None if not even one fits."""
+    ``texts`` as fit (up to ``PER_KIND``), the rest of ``total`` counted; None if not
+    even one fits."""
     best: str | None = None
     for n in range(1, min(len(texts), PER_KIND[kind]) + 1):
-        line = _line(kind, texts[:n], len(texts) - n)
+        line = _line(kind, texts[:n], total - n)
         if len(line) + 1 > room:
             break
         best = line
@@ -364,16 +407,21 @@ def render(lists: dict[Kind, list[str]]) -> str:
     """The receipt of each kind's entries (newest first), in ``RECEIPT_CHARS`` at most;
     "" when there is nothing to list. A kind that does not fit at all is left out and
     counted on the last line."""
-    if not any(lists.values()):
+    return _render({k: (v[: PER_KIND[k]], len(v)) for k, v in lists.items()})
+
+
+def _render(heads: dict[Kind, tuple[list[str], int]]) -> str:
+    """``render`` of each kind's newest entries (at most ``PER_KIND``) and its count."""
+    if not any(total for _, total in heads.values()):
         return ""
     lines = [RECEIPT_HEAD]
     room = RECEIPT_CHARS - len(RECEIPT_HEAD) - len(RECEIPT_TAIL) - 1
     left = 0
     for kind in ORDER:
-        texts = lists.get(kind, [])
-        line = _fit_kind(kind, texts, room - 40) if texts else None  # 40: the last line's
+        texts, total = heads.get(kind, ([], 0))
+        line = _fit_kind(kind, texts, total, room - 40) if texts else None  # 40: the last line
         if line is None:
-            left += len(texts)
+            left += total
             continue
         lines.append(line)
         room -= len(line) + 1
