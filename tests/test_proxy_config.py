@@ -177,6 +177,7 @@ def _everything() -> ProxyConfig:
         max_output=1_000,
         compaction="cache",
         compaction_settings={"trigger": 30_000, "exclude_tools": ["memory"]},
+        compacted="drop",
         timeouts=TimeoutsConfig(connect=3.0, read=45.5),
         limits=LimitsConfig(max_body_bytes=1_000_000, max_in_flight=9, max_in_flight_per_client=4),
         governing=GoverningConfig(run_in="process", processes=3),
@@ -382,7 +383,7 @@ def test_the_moved_flags_name_their_table(tmp_path: Path, served: list[ProxyConf
         ("[proxy.limits]\nupstream = 'http://x'\n", "[proxy.limits] has no setting 'upstream'; it goes in [proxy]"),
         ("[proxy.limits]\ncolour = 1\n", "[proxy.limits] has no setting 'colour'; settings: max-body, max-in-flight"),
         ("[proxy.colours]\nred = 1\n", "unknown table [proxy.colours]; tables: [proxy.access], [proxy.counting]"),
-        ("[proxy]\ncolour = 1\n", "[proxy] has no setting 'colour'; settings: api-key, compaction, context-window, host"),
+        ("[proxy]\ncolour = 1\n", "[proxy] has no setting 'colour'; settings: api-key, compacted, compaction, context-window"),
         ("[proxy.limits]\nmax-in-flight = 0\n", "[proxy.limits] max-in-flight: 0 is not in the range x>=1"),
     ],
 )  # fmt: skip

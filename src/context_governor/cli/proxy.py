@@ -29,7 +29,8 @@ __all__ = ["TABLES", "proxy_command"]
 
 #: The tables of a config file's [proxy] table, after ProxyConfig's groups
 #: (proxy/settings.py), each with its settings (the options' long names); the others
-#: (upstream, host, port, profile, windows, max-output, compaction, workers, api-key)
+#: (upstream, host, port, profile, windows, max-output, compaction, compacted, workers,
+#: api-key)
 #: stay in [proxy] itself. docs/cli.md, "Config file".
 TABLES = {
     "timeouts": ("connect-timeout", "read-timeout"),
@@ -133,6 +134,15 @@ def _bind(host: str, port: int) -> socket.socket:
     default=4096,
     show_default=True,
     help="Tokens reserved for the answer when a request sets no max_tokens.",
+)
+@click.option(
+    "--compacted",
+    type=click.Choice(["keep", "drop"]),
+    default="keep",
+    show_default=True,
+    help="What precedes the newest compaction block (Anthropic) or item (Responses), "
+    "which the provider does not read: keep forwards it as it came, drop leaves it out "
+    "(fewer bytes; docs/native-compaction.md).",
 )
 @click.option(
     "--compaction",
@@ -358,6 +368,7 @@ def proxy_command(
     context_window: int | None,
     model_windows: tuple[str, ...],
     max_output: int,
+    compacted: str,
     compaction: str,
     connect_timeout: float,
     read_timeout: float,
@@ -460,6 +471,7 @@ def proxy_command(
             max_output=max_output,
             compaction=compaction,
             compaction_settings=settings,
+            compacted=compacted,
             timeouts=TimeoutsConfig(connect=connect_timeout, read=read_timeout),
             limits=LimitsConfig(
                 max_body_bytes=max_body,

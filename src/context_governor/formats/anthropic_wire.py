@@ -74,23 +74,51 @@ def _session(data: dict[str, Any]) -> str | None:
     return found.group(1) if found else None
 
 
+_PROMPT_COUNTS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 def _usage(data: dict[str, Any]) -> Usage | None:
     """``usage.input_tokens`` plus ``cache_read_input_tokens`` and
     ``cache_creation_input_tokens``; streamed, in ``message_start``'s message (and
-    ``message_delta`` when it carries ``input_tokens``)."""
+    ``message_delta`` when it carries ``input_tokens``). With ``usage.iterations`` (the
+    server compacted in this request), see :func:`_iterated`."""
     message = data.get("message") if data.get("type") == "message_start" else data
     usage = message.get("usage") if isinstance(message, dict) else None
-    total = counts_sum(
-        usage, "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"
-    )
+    total = counts_sum(usage, *_PROMPT_COUNTS)
     if total is None:
         return None
     assert isinstance(usage, dict)
+    steps = usage.get("iterations")
+    if isinstance(steps, list):
+        iterated = _iterated([s for s in steps if isinstance(s, dict)])
+        if iterated is not None:
+            return iterated
     return Usage(
         total,
         count(usage.get("output_tokens")),
         count(usage.get("cache_read_input_tokens")) or 0,
         count(usage.get("cache_creation_input_tokens")) or 0,
+    )
+
+
+def _iterated(steps: list[dict[str, Any]]) -> Usage | None:
+    """The figures of a request the server compacted (``compact_20260112``): its top-level
+    ``usage`` is the last step's alone, the answer sampled from the summary, while the
+    first step (``"type": "compaction"``) read the prompt we sent. That step's input is
+    the prompt's count (what calibration compares with ours); the later steps' input is
+    billed on top (``extra_input_tokens``); cache figures and output are summed over all
+    steps, as Anthropic bills them. None when no step is a compaction."""
+    totals = [counts_sum(step, *_PROMPT_COUNTS) for step in steps]
+    if not steps or steps[0].get("type") != "compaction" or None in totals:
+        return None
+    prompt, *later = [t or 0 for t in totals]
+    outputs = [count(step.get("output_tokens")) for step in steps]
+    return Usage(
+        prompt,
+        None if None in outputs else sum(o or 0 for o in outputs),
+        sum(count(step.get("cache_read_input_tokens")) or 0 for step in steps),
+        sum(count(step.get("cache_creation_input_tokens")) or 0 for step in steps),
+        extra_input_tokens=sum(later),
     )
 
 

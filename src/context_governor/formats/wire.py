@@ -61,11 +61,20 @@ class Usage:
     output_tokens: int | None = None
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    #: input the provider read in further sampling steps of the same request and bills
+    #: on top of the prompt (Anthropic's server-side compaction: the answer is sampled
+    #: again from the summary, ``usage.iterations``); its cache figures are in the two above
+    extra_input_tokens: int = 0
+
+    @property
+    def billed_input_tokens(self) -> int:
+        """Every input token the request is billed for (the prompt and any further step)."""
+        return self.input_tokens + self.extra_input_tokens
 
     @property
     def uncached_tokens(self) -> int:
-        """The prompt's tokens billed at the plain input price."""
-        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+        """The input tokens billed at the plain input price."""
+        return max(0, self.billed_input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any, TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..formats.base import Compacted, check_compacted
 from ..policies import policy_from_settings
 from ..profiles import PROFILES
 from .redact import Redactor, redact_url, url_secrets
@@ -212,6 +213,9 @@ class ProxyConfig:
     max_output: int
     compaction: str
     compaction_settings: Mapping[str, Any]
+    #: what precedes the newest compaction block or item (which the provider does not
+    #: read): "keep" forwards it as it came, "drop" leaves it out (govern_request's)
+    compacted: Compacted
     timeouts: TimeoutsConfig
     limits: LimitsConfig
     governing: GoverningConfig
@@ -232,6 +236,7 @@ class ProxyConfig:
         compaction: str = "cache",
         compaction_settings: Mapping[str, Any] = _EMPTY,
         *,
+        compacted: str = "keep",
         timeouts: TimeoutsConfig | None = None,
         limits: LimitsConfig | None = None,
         governing: GoverningConfig | None = None,
@@ -251,6 +256,7 @@ class ProxyConfig:
             "max_output": max_output,
             "compaction": compaction,
             "compaction_settings": compaction_settings,
+            "compacted": compacted,
         }
         given = {
             "timeouts": timeouts,
@@ -317,6 +323,7 @@ class ProxyConfig:
                 f"compaction_settings must be a mapping, got {self.compaction_settings!r}"
             )
         policy_from_settings(self.compaction, self.compaction_settings)  # its ConfigError
+        object.__setattr__(self, "compacted", check_compacted(self.compacted))
         if self.context_window is not None:
             check_positive("context_window", self.context_window)
         if not isinstance(self.model_windows, Mapping):

@@ -159,6 +159,7 @@ def _govern(
             compaction=compaction_for(config),
             count_tokens=None if ratio is None else scaled_estimate(ratio),
             count_store=count_store_for(config),
+            compacted=config.compacted,
         )
     except InputError as exc:
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None

@@ -143,7 +143,10 @@ class Metrics:
             "windows_learned", "Windows learned from the upstream's refusals.", ("model",)
         )
         self.upstream_input = counter(
-            "upstream_input_tokens", "Prompt tokens the upstream counted (cached included).", am
+            "upstream_input_tokens",
+            "Input tokens the upstream counted and bills (cached included, and the further "
+            "steps of a request it compacted on the server).",
+            am,
         )
         self.upstream_output = counter(
             "upstream_output_tokens", "Answer tokens the upstream counted.", am
@@ -220,7 +223,7 @@ class Metrics:
         if usage is None:
             self.child(self.usage_missing, api, model).inc()
             return
-        self.child(self.upstream_input, api, model).inc(usage.input_tokens)
+        self.child(self.upstream_input, api, model).inc(usage.billed_input_tokens)
         self.child(self.upstream_output, api, model).inc(usage.output_tokens or 0)
         self.child(self.cache_read, api, model).inc(usage.cache_read_tokens)
         self.child(self.cache_write, api, model).inc(usage.cache_write_tokens)

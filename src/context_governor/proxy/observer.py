@@ -169,7 +169,7 @@ class Record:
             "outcome": self.outcome, "model": self.model,
             "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
             "budget": self.budget,
-            "input": None if usage is None else usage.input_tokens,
+            "input": None if usage is None else usage.billed_input_tokens,
             "output": None if usage is None else usage.output_tokens,
             "cache_read": None if usage is None else usage.cache_read_tokens,
             "cache_write": None if usage is None else usage.cache_write_tokens,
@@ -461,14 +461,14 @@ class Observation:
             conv.add("forwarded", found.tokens_after)
             if usage is not None:
                 for name, value in (
-                    ("input", usage.input_tokens), ("cache_read", usage.cache_read_tokens),
+                    ("input", usage.billed_input_tokens), ("cache_read", usage.cache_read_tokens),
                     ("cache_write", usage.cache_write_tokens), ("output", usage.output_tokens),
                 ):  # fmt: skip
                     conv.add(name, value)
                 cost = cost_units(self.api, model, usage)
                 if cost is not None:
                     conv.add("cost", cost)
-                    conv.add("priced_input", usage.input_tokens)
+                    conv.add("priced_input", usage.billed_input_tokens)
             if bust is not None:
                 conv.busts += 1
                 conv.add("bust_tokens", bust)
@@ -549,7 +549,7 @@ class Observation:
             attributes[f"context_governor.{effect}.{stage}"] = n
         if usage is not None:
             attributes.update({
-                "gen_ai.usage.input_tokens": usage.input_tokens,
+                "gen_ai.usage.input_tokens": usage.billed_input_tokens,
                 "gen_ai.usage.output_tokens": usage.output_tokens,
                 "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
                 "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens,
