@@ -335,6 +335,9 @@ def test_upstream_500_is_relayed(upstream: FakeUpstream, proxy_url: str) -> None
         (b'{"model": "gpt-4o-mini"}', "'messages' is a required property", "messages"),
         (b'{"model": "gpt-4o-mini", "messages": [{"role": "wizard", "content": "x"}]}', "messages[0]", "messages"),
         (b'{"model": "gpt-4o-mini", "messages": "hello"}', "messages", "messages"),
+        # a lone orphan tool result is dropped, which leaves nothing to send
+        (b'{"model": "gpt-4o-mini", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "r"}]}',
+         "nothing is left to send: message 0: tool result answers no earlier tool call", "messages"),
     ],
 )
 def test_bad_request_gives_openai_shaped_400(

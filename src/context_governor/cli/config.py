@@ -36,6 +36,7 @@ from ._common import fail
 __all__ = [
     "COMMAND_TABLES",
     "CONFIG_ENV",
+    "Setting",
     "compaction_for",
     "compaction_settings",
     "config_epilog",
@@ -368,11 +369,21 @@ def compaction_settings(ctx: click.Context) -> tuple[str | None, dict[str, Any]]
     return (None, {}) if found is None else found
 
 
+class Setting(click.Option):
+    """A setting only a config file shows (hidden, listed at the end of --help) that was
+    never a documented flag: given on the command line it works, with no warning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "hidden": True})
+
+
 def warn_moved(ctx: click.Context) -> None:
-    """One warning per hidden option given on the command line: it works for one more
-    release, and its setting belongs in the config file."""
+    """One warning per hidden option given on the command line (but a ``Setting``): it
+    works for one more release, and its setting belongs in the config file."""
     name = ctx.command.name or ""
     for option, flag in _moved(ctx.command):
+        if isinstance(option, Setting):
+            continue
         if ctx.get_parameter_source(option.name or "") is ParameterSource.COMMANDLINE:
             table = _table_of(name, _key(flag[2:]))
             place = name if table is None else f"{name}.{table}"

@@ -19,7 +19,7 @@ from click.core import ParameterSource
 from ..errors import ContextGovernorError
 from ..profiles import PROFILES
 from ._common import PROXY, count_workers_option, fail, profile_option, summary_options
-from .config import compaction_for, compaction_settings, sub_tables
+from .config import Setting, compaction_for, compaction_settings, sub_tables
 
 if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported when run
     from ..proxy.config import ProxyConfig
@@ -29,8 +29,8 @@ __all__ = ["TABLES", "proxy_command"]
 
 #: The tables of a config file's [proxy] table, after ProxyConfig's groups
 #: (proxy/settings.py), each with its settings (the options' long names); the others
-#: (upstream, host, port, profile, windows, max-output, compaction, compacted, workers,
-#: api-key)
+#: (upstream, host, port, profile, windows, max-output, compaction, compacted,
+#: cache-breakpoints, workers, api-key)
 #: stay in [proxy] itself. docs/cli.md, "Config file".
 TABLES = {
     "timeouts": ("connect-timeout", "read-timeout"),
@@ -110,9 +110,11 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True)
 @profile_option(
     sorted(PROFILES),
-    help="The upstream's rules and policy. Not given: openai for /v1/chat/completions and "
-    "/v1/responses, anthropic for /v1/messages (e.g. --profile glm for an Anthropic-style "
-    "client in front of GLM).",
+    help="The upstream's rules and policy, on every route. Not given: each route's own "
+    "provider (openai for /v1/chat/completions and /v1/responses, anthropic for "
+    "/v1/messages, gemini for generateContent); e.g. --profile glm for an Anthropic-style "
+    "client in front of GLM.",
+    shown_default="each route's own provider",
 )
 @click.option(
     "--context-window",
@@ -136,7 +138,17 @@ def _bind(host: str, port: int) -> socket.socket:
     help="Tokens reserved for the answer when a request sets no max_tokens.",
 )
 @click.option(
+    "--cache-breakpoints/--no-cache-breakpoints",
+    cls=Setting,
+    default=True,
+    show_default=True,
+    help="Messages: mark where the stable prefix ends with cache_control, so Anthropic's "
+    "prompt cache is read on the next request (in the slots of the API's 4 the client's "
+    "own marks leave). --no-cache-breakpoints adds none (the client's stay).",
+)
+@click.option(
     "--compacted",
+    cls=Setting,
     type=click.Choice(["keep", "drop"]),
     default="keep",
     show_default=True,
@@ -368,6 +380,7 @@ def proxy_command(
     context_window: int | None,
     model_windows: tuple[str, ...],
     max_output: int,
+    cache_breakpoints: bool,
     compacted: str,
     compaction: str,
     connect_timeout: float,
@@ -472,6 +485,7 @@ def proxy_command(
             compaction=compaction,
             compaction_settings=settings,
             compacted=compacted,
+            cache_breakpoints=cache_breakpoints,
             timeouts=TimeoutsConfig(connect=connect_timeout, read=read_timeout),
             limits=LimitsConfig(
                 max_body_bytes=max_body,

@@ -43,6 +43,7 @@ __all__ = [
     "count_ordinary",
     "counting_encoding",
     "encoding_for_model",
+    "every_model_family",
     "load_encoding",
     "shared_name",
     "warm_up",
@@ -164,6 +165,16 @@ def warm_up(models: Iterable[str | None] = (None,)) -> list[str]:
     could be loaded; ``[]`` means counting will use the chars/4 estimate."""
     wanted = ["cl100k_base", *(encoding_for_model(model) for model in models)]
     return [name for name in dict.fromkeys(wanted) if counting_encoding(name) is not None]
+
+
+def every_model_family() -> tuple[str, ...]:
+    """One model-name prefix per encoding a model can be counted with: ``warm_up`` of
+    them builds every encoding (a proxy, which cannot know its clients' models, does
+    this in the background at start so no first request waits for a build)."""
+    first: dict[str, str] = {}
+    for prefix, name in _MODEL_ENCODINGS:
+        first.setdefault(name, prefix)
+    return tuple(first.values())
 
 
 def warm_up_in_background(models: Iterable[str | None] = (None,)) -> threading.Thread:

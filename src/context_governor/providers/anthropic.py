@@ -181,6 +181,14 @@ RULES: tuple[Rule, ...] = (
         checks.cache_control_count(4),
     ),
     Rule(
+        "AN-13",
+        "messages must not be empty (the system prompt aside)",
+        "messages: at least one message is required",
+        "send at least one user message",
+        checks.only_system,
+        verbatim=False,
+    ),
+    Rule(
         "AN-11",
         "content blocks need a type",
         "content.0.type: Field required",
@@ -197,11 +205,6 @@ NOT_CHECKED: NotChecked = (
         "anyway, so a merged list is what AN-1/AN-3 are checked on",
     ),
     ("AN-9", "thinking blocks and signatures do not exist in OpenAI-format messages"),
-    (
-        "AN-empty",
-        "an empty message list: no published Anthropic error text for it was found, so it is not "
-        "flagged; send at least one message",
-    ),
 )
 
 POLICY = Policy(
@@ -234,6 +237,7 @@ SOURCES: Sources = {
     "AN-8": (GH + "trycua/cua/issues/524",),
     "AN-8b": (GH + "tailcallhq/forgecode/issues/1142", GH + "maximhq/bifrost/issues/5097"),
     "AN-10": (GH + "tghamm/Anthropic.SDK/issues/50", GH + "Wei-Shaw/sub2api/issues/176"),
+    "AN-13": (GH + "langchain-ai/langchain/pull/31696", GH + "Helicone/helicone/pull/5257"),
     "AN-11": (NANOBOT + "blob/main/nanobot/providers/anthropic_provider.py",),
 }
 

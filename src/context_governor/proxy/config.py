@@ -201,6 +201,8 @@ class ProxyConfig:
     Credentials in ``upstream`` (``user:password@`` or a ``key=``/``token=`` query
     parameter) are used but never shown: ``repr`` and every log line redact them,
     as they do ``api_key``, the store URLs, the client keys and the page's token.
+    Userinfo is sent as basic auth in the ``Authorization`` header, so it and
+    ``api_key`` together are refused (one would silently replace the other).
     """
 
     upstream: str
@@ -216,6 +218,8 @@ class ProxyConfig:
     #: what precedes the newest compaction block or item (which the provider does not
     #: read): "keep" forwards it as it came, "drop" leaves it out (govern_request's)
     compacted: Compacted
+    #: Messages: mark where the stable prefix ends with cache_control (govern_request's)
+    cache_breakpoints: bool
     timeouts: TimeoutsConfig
     limits: LimitsConfig
     governing: GoverningConfig
@@ -237,6 +241,7 @@ class ProxyConfig:
         compaction_settings: Mapping[str, Any] = _EMPTY,
         *,
         compacted: str = "keep",
+        cache_breakpoints: bool = True,
         timeouts: TimeoutsConfig | None = None,
         limits: LimitsConfig | None = None,
         governing: GoverningConfig | None = None,
@@ -257,6 +262,7 @@ class ProxyConfig:
             "compaction": compaction,
             "compaction_settings": compaction_settings,
             "compacted": compacted,
+            "cache_breakpoints": cache_breakpoints,
         }
         given = {
             "timeouts": timeouts,
@@ -299,6 +305,11 @@ class ProxyConfig:
             raise ConfigError(f"upstream must be an http(s) URL, got {shown_url!r}")
         if parts.fragment:
             raise ConfigError(f"upstream must not have a #fragment: {redact_url(self.upstream)!r}")
+        if "@" in parts.netloc and self.api_key is not None:
+            raise ConfigError(
+                "upstream carries credentials (user:password@, sent as basic auth in the "
+                "Authorization header, where api_key would go too): give one of them"
+            )
         object.__setattr__(self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl())
         if self.profile is not None and self.profile not in PROFILES:
             raise ConfigError(
@@ -324,6 +335,10 @@ class ProxyConfig:
             )
         policy_from_settings(self.compaction, self.compaction_settings)  # its ConfigError
         object.__setattr__(self, "compacted", check_compacted(self.compacted))
+        if not isinstance(self.cache_breakpoints, bool):
+            raise ConfigError(
+                f"cache_breakpoints must be true or false, got {self.cache_breakpoints!r}"
+            )
         if self.context_window is not None:
             check_positive("context_window", self.context_window)
         if not isinstance(self.model_windows, Mapping):

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import threading
 from concurrent.futures import Executor, ProcessPoolExecutor
 
 from starlette.concurrency import run_in_threadpool
 
+from ..counting.encodings import every_model_family, warm_up_in_background
 from .apis import CHAT
 from .config import ProxyConfig
 from .governing import Governed, govern_body, preload
@@ -56,11 +58,17 @@ class Governance:
     def __init__(self, config: ProxyConfig) -> None:
         self._config = config
         self._pool: Executor | None = None
+        #: the background build of every encoding (thread mode), once started
+        self.warming: threading.Thread | None = None
 
     async def start(self) -> None:
-        """Load the encodings (here, or in every worker) before the first request."""
+        """Load the encodings (here, or in every worker) before the first request: the
+        configured models' now; in threads, every other encoding in the background, so
+        the first request for a model nobody configured does not wait seconds for its
+        tokenizer (a count that comes first waits for the one build under its lock)."""
         if self._config.governing.run_in == "thread":
             await run_in_threadpool(preload, self._config)
+            self.warming = warm_up_in_background(every_model_family())
             return
         # spawn, not fork: forking a process that runs an event loop and threads is unsafe.
         pool = ProcessPoolExecutor(

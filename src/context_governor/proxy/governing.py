@@ -160,12 +160,14 @@ def _govern(
             count_tokens=None if ratio is None else scaled_estimate(ratio),
             count_store=count_store_for(config),
             compacted=config.compacted,
+            cache_breakpoints=config.cache_breakpoints,
         )
     except InputError as exc:
         raise BadRequest(str(exc), exc.path.split(".")[0].split("[")[0] or None) from None
     except ContextGovernorError as exc:
         raise BadRequest(str(exc)) from None
     _say_window(result.report, window)
+    _something_left(result.report, route.required)
     return Governed(
         encode(result.body),
         result.report,
@@ -173,6 +175,20 @@ def _govern(
         _streams(data, route),
         result.ungoverned,
         from_body(route.api, data, model),
+    )
+
+
+def _something_left(report: Report, param: str | None) -> None:
+    """BadRequest when governance left no message of a request that had some (a lone
+    orphan tool result): the provider refuses an empty conversation, so the client is
+    told why here rather than sent the provider's bare "empty array"."""
+    if report.messages_after or not report.messages_before:
+        return
+    why = "; ".join(f"message {a.index}: {a.detail}" for a in report.actions if a.index >= 0)
+    raise BadRequest(
+        f"nothing is left to send: {why or 'every message was removed'}. The provider "
+        "refuses an empty conversation: send the call a tool result answers, or a user message",
+        param,
     )
 
 

@@ -28,8 +28,9 @@ from .observer import Observer
 __all__ = ["GONE", "NO_CONTENT", "allowed", "request_detail", "routes"]
 
 NO_CONTENT = (
-    "Message content is not kept: start the proxy with --ui-content to see what the "
-    "client sent and what the model received (kept in memory, bounded)."
+    "Message content is not kept: set ui-content = true in the [proxy.page] table of the "
+    "proxy's --config file to see what the client sent and what the model received (kept "
+    "in memory, bounded)."
 )
 GONE = "This request's content is no longer kept (the oldest content is dropped first)."
 REPORT_GONE = (
