@@ -157,7 +157,7 @@ def _upstream(handler: Any) -> Upstream:
     config = ProxyConfig(
         upstream="https://upstream.test/v1", counting=CountingConfig(calibrate_upstream=True)
     )
-    upstream = Upstream(config)
+    upstream = Upstream(config, "https://upstream.test/v1")
     upstream._clients = [httpx.AsyncClient(transport=httpx.MockTransport(handler))]
     return upstream
 

@@ -355,7 +355,7 @@ def test_the_page_is_for_loopback_or_the_token_and_content_only_when_asked(proxy
     assert "<link" not in page.text and " src=" not in page.text and "https://" not in page.text
     assert httpx.get(f"{root}/ui/ui.js").headers["content-type"].startswith("text/javascript")
     detail = httpx.get(f"{root}/ui/api/requests/1").json()
-    assert detail["view"] is None and "--ui-content" in detail["content_note"]
+    assert detail["view"] is None and "ui-content = true" in detail["content_note"]
     assert detail["report"]["tokens_before"] > 0
     assert httpx.get(f"{root}/ui/api/requests/999").status_code == 404
     token = "t0ken-for-the-page-0123"

@@ -358,6 +358,13 @@ def test_sdk_sees_a_bad_request_error(upstream: FakeUpstream, proxy_url: str) ->
     assert "messages[0]" in caught.value.message
 
 
+def log_line(stderr: Any) -> str:
+    """The proxy's next line on stderr after its banner's indented lines."""
+    while (line := stderr.readline()).startswith("  "):
+        pass
+    return str(line)
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -558,7 +565,7 @@ def test_cli_serves_a_governing_proxy(upstream: FakeUpstream) -> None:
         response = _post(url, {"model": MODEL, "messages": DAMAGED, "max_tokens": 100})
         assert response.status_code == 200
         assert response.headers["x-context-governor-budget"] == str(100_000 - 100 - 1024)
-        log = process.stderr.readline()
+        log = log_line(process.stderr)
         assert "POST /v1/chat/completions" in log and "→ 200" in log and "orphans 1" in log, log
     finally:
         process.terminate()

@@ -172,6 +172,7 @@ def _everything() -> ProxyConfig:
     """A config whose every setting differs from its default."""
     return ProxyConfig(
         upstream="https://upstream.example/v1?token=tk",
+        upstreams={"anthropic": "https://anthropic.example?token=at"},
         api_key="sk-the-upstream-key",
         profile="glm",
         context_window=64_000,

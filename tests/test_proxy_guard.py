@@ -31,7 +31,7 @@ from google.genai import errors, types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
-from test_proxy import DAMAGED, MODEL, Served
+from test_proxy import DAMAGED, MODEL, Served, log_line
 from test_proxy_security import _wait_healthy
 
 from context_governor import ConfigError
@@ -458,7 +458,7 @@ def test_the_cli_serves_on_all_addresses_with_client_keys_from_a_file_and_the_en
         for key in (ALICE, BOB):
             assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": key}).status_code == 200
         assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": WRONG}).status_code == 401
-        logged = [process.stderr.readline() for _ in range(3)]
+        logged = [log_line(process.stderr), process.stderr.readline(), process.stderr.readline()]
     finally:
         process.terminate()
         rest = process.communicate(timeout=10)[1]

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_upstream import FakeUpstream, Reply
-from test_proxy import DAMAGED, MODEL, Served, _closed_port, _post
+from test_proxy import DAMAGED, MODEL, Served, _closed_port, _post, log_line
 
 from context_governor.proxy import LimitsConfig, ProxyConfig, create_app
 from context_governor.proxy.body import TooLarge, read_limited
@@ -197,7 +197,7 @@ def test_cli_banner_and_log_hide_credentials(upstream: FakeUpstream) -> None:
         _wait_healthy(url)
         upstream.push(Reply.text("hello"))
         assert _post(url, {"model": MODEL, "messages": DAMAGED}).status_code == 200
-        log = process.stderr.readline()
+        log = log_line(process.stderr)
         assert "POST /v1/chat/completions" in log, log
     finally:
         process.terminate()

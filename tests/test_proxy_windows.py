@@ -416,12 +416,21 @@ def test_budgets_shrink_by_the_upstreams_ratio_to_our_count(
     model = "claude-opus-5-5" if api == "anthropic" else "gpt-6"
     url = _start(fakes, proxies, fake, context_window=window, compaction="seed")
     budgets = []
+    said: list[tuple[str | None, str | None, str]] = []
     for turns in (4, 10, 20, 30, 40, 50):
         body = _body(api, model, turns, words=200, stream=turns % 20 == 0)
         response = httpx.post(_url(url, api, model), json=body, timeout=60)
         assert response.status_code == 200, response.text
         response.read()
         budgets.append(int(response.headers["x-context-governor-budget"]))
+        h = response.headers
+        said.append((h.get("x-context-governor-upstream-ratio"), h.get("x-context-governor-window-governed"),
+                     h["x-context-governor-window"]))  # fmt: skip
+    # the ratio and the window governed to are said, not only applied (issue 38)
+    assert said[0] == (None, None, str(window))
+    ratio, governed, stands = said[-1]
+    assert ratio is not None and 1.3 <= float(ratio) <= 1.35 and stands == str(window)
+    assert governed == str(governed_window(window, float(ratio)))
     assert all(s.status == 200 for s in fake.seen), [s.count for s in fake.seen]
     assert all(s.count + s.reserve <= window for s in fake.seen)
     assert fake.seen[-1].count + fake.seen[-1].reserve > 0.8 * window  # filled, not starved

@@ -17,6 +17,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import ContextGovernorError
+from ..formats.base import APIS
 from ..profiles import PROFILES
 from ._common import PROXY, count_workers_option, fail, profile_option, summary_options
 from .config import Setting, compaction_for, compaction_settings, sub_tables
@@ -56,6 +57,27 @@ TABLES = {
     ),
     "telemetry": ("no-metrics", "otlp-endpoint"),
 }
+
+
+def _upstreams(entries: tuple[str, ...]) -> tuple[str | None, dict[str, str]]:
+    """The --upstream values: a bare URL (every API's, at most one) and API=URL ones."""
+    if not entries:
+        fail("give --upstream URL (or one per API: --upstream anthropic=URL ...)")
+    bare: list[str] = []
+    per_api: dict[str, str] = {}
+    for entry in entries:
+        name, equals, url = entry.partition("=")
+        if not equals or "://" in name:
+            bare.append(entry)
+        elif name not in APIS:
+            fail(f"--upstream {entry}: no API is named {name!r}; choose from {', '.join(APIS)}")
+        elif name in per_api:
+            fail(f"--upstream {name}= is given twice")
+        else:
+            per_api[name] = url
+    if len(bare) > 1:
+        fail("--upstream: give one URL for every API, and API=URL for the others")
+    return (bare[0] if bare else None), per_api
 
 
 def _model_windows(pairs: tuple[str, ...]) -> dict[str, int]:
@@ -102,9 +124,13 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.command("proxy")
 @click.option(
     "--upstream",
-    required=True,
-    metavar="URL",
-    help="The provider's base URL, as an SDK takes it (e.g. https://api.openai.com/v1).",
+    "upstream_entries",
+    multiple=True,
+    metavar="[API=]URL",
+    help="The provider's base URL, as an SDK takes it (https://api.openai.com/v1; with no "
+    "path, /v1 is added, /v1beta for Gemini); API=URL gives one API its own (openai, "
+    "anthropic, gemini; responses, else openai's), so one proxy serves every agent "
+    "(repeatable; at least one).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True)
@@ -373,7 +399,7 @@ def _bind(host: str, port: int) -> socket.socket:
     "extra); default: OTEL_EXPORTER_OTLP_ENDPOINT if set, else no spans.",
 )
 def proxy_command(
-    upstream: str,
+    upstream_entries: tuple[str, ...],
     host: str,
     port: int,
     profile: str,
@@ -425,9 +451,8 @@ def proxy_command(
     also under /v1/) body is repaired and fitted to its model's window in its
     own format, then forwarded; the answer (streamed or not) comes back unchanged, with
     x-context-governor-* headers giving the token figures. Other /v1 paths
-    pass through (logged once per kind). Stateless: replicas forward
-    identical requests. For Gemini, --upstream ends with the API version
-    (https://generativelanguage.googleapis.com/v1beta).
+    pass through (logged once per kind). For Gemini, --upstream ends with the API
+    version (https://generativelanguage.googleapis.com/v1beta) or has no path.
 
     Credentials in --upstream (user:password@, key=/token= parameters),
     --api-key and client keys are never printed or logged.
@@ -437,9 +462,12 @@ def proxy_command(
     clients must present a --client-key (docs/proxy.md, "Security").
 
     \b
-    Example:
+    Examples:
       context-governor proxy --upstream https://api.openai.com/v1 \\
           --model-window gpt-4o-mini=128000 --model-window gpt-3.5-turbo=16385
+      context-governor proxy --upstream openai=https://api.openai.com \\
+          --upstream anthropic=https://api.anthropic.com \\
+          --upstream gemini=https://generativelanguage.googleapis.com
     """
     try:
         import uvicorn
@@ -473,10 +501,12 @@ def proxy_command(
     settings = compaction_settings(context)[1] if compaction == "cache" else {}
     compaction_for(context, compaction)
     chosen = profile if explicit else None
+    upstream, upstreams = _upstreams(upstream_entries)
     try:
         keys = client_keys([*client_key_entries, *_key_file_lines(client_keys_file)])
         config = ProxyConfig(
             upstream=upstream,
+            upstreams=upstreams,
             api_key=api_key,
             profile=chosen,
             context_window=context_window,
@@ -529,15 +559,57 @@ def proxy_command(
         click.echo(f"warning: open relay on {host}: anyone who reaches it spends the key", err=True)
     sock = _bind(host, port)
     _log_redacted(config.redactor())
-    click.echo(
-        f"governing proxy on http://{host}:{sock.getsockname()[1]}/v1 → {config.shown_upstream}"
-        + (f" ({workers} workers)" if workers > 1 else ""),
-        err=True,
-    )
+    click.echo("\n".join(banner(config, host, sock.getsockname()[1], workers)), err=True)
     try:
         _serve(uvicorn, config, create_app, sock, workers)
     finally:
         sock.close()
+
+
+def banner(config: ProxyConfig, host: str, port: int, workers: int) -> list[str]:
+    """What the proxy says when it starts: where it listens and forwards (first line),
+    then, indented, each route with its upstream and rules, where Anthropic and Gemini
+    clients point, the window, and the page and metrics when served."""
+    from ..formats.base import DEFAULT_PROFILES
+    from ..proxy.apis import ROUTES
+    from ..proxy.redact import redact_url
+
+    root = f"http://{host}:{port}"
+    lines = [
+        f"governing proxy on {root}/v1 → {config.shown_upstream}"
+        + (f" ({workers} workers)" if workers > 1 else "")
+    ]
+    for api in APIS:
+        url = config.upstream_for(api)
+        own = [f"/{r.versions[0]}/{r.path}" for r in ROUTES if r.api == api]
+        paths = own[0] + (f" (+{len(own) - 1} more)" if len(own) > 1 else "")
+        rules = config.profile or DEFAULT_PROFILES[api]
+        where = f"{redact_url(url)} ({rules} rules)" if url else "no upstream (404)"
+        lines.append(f"  {paths} → {where}")
+    lines.append(
+        f"  OpenAI clients: base URL {root}/v1; Anthropic and Gemini clients: {root} (no /v1)"
+    )
+    count = len(config.model_windows)
+    listed = f"the --model-window of {count} model{'s' * (count > 1)}, else " if count else ""
+    rest = (
+        f"{config.context_window:,} tokens"
+        if config.context_window
+        else "each model's published window (unknown: nothing is cut)"
+    )
+    lines.append(f"  window: {listed}{rest}")
+    if config.counting.store is None:
+        lines.append(
+            "  learned: this process only (usage ratios, refused windows; "
+            + ("its workers do not share them: " if workers > 1 else "")
+            + "give --count-store redis://... to share them between processes and replicas)"
+        )
+    else:
+        lines.append("  learned: shared through the count store")
+    served = [f"page {root}/ui"] * config.page.enabled
+    served += [f"metrics {root}/metrics"] * config.telemetry.metrics
+    if served:
+        lines.append("  " + ", ".join(served))
+    return lines
 
 
 def _metrics_dir() -> str | None:

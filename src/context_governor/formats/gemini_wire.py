@@ -25,9 +25,9 @@ __all__ = ["WIRE", "google_error"]
 #: not JSON (415); a Host not served (421, which the mapping does not name) is refused
 #: as PERMISSION_DENIED, as a page's origin is (403).
 _GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                  413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 421: "PERMISSION_DENIED",
-                  429: "RESOURCE_EXHAUSTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
-                  504: "DEADLINE_EXCEEDED"}  # fmt: skip
+                  404: "NOT_FOUND", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT",
+                  421: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED", 502: "UNAVAILABLE",
+                  503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}  # fmt: skip
 #: The google-genai SDK calls /v1/models/... (its default API version), others /v1beta/.
 _VERSIONS = ("v1beta", "v1")
 

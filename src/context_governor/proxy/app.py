@@ -79,7 +79,7 @@ from .side import (
 from .summaries import count_store_for
 from .tracing import Tracer, otlp_provider
 from .ui import routes as observing_routes
-from .upstream import RelayedStream, Upstream, describe, relay
+from .upstream import RelayedStream, describe, forward_headers, relay, upstreams_of
 from .usage import Usage, usage_of
 from .watch import StreamWatch
 
@@ -145,6 +145,13 @@ def governed_headers(governed: Governed) -> list[tuple[str, str]]:
     """The report's headers, and what the request left ungoverned server-side, if anything."""
     headers = report_headers(governed.report)
     headers.append((f"{HEADER_PREFIX}window-source", governed.report.window_source))
+    headers.append((f"{HEADER_PREFIX}profile", governed.report.profile))
+    window = governed.window
+    if window is not None and window.window is not None:
+        headers.append((f"{HEADER_PREFIX}window", str(window.window)))
+        if window.ratio != 1.0:
+            headers.append((f"{HEADER_PREFIX}upstream-ratio", f"{window.ratio:g}"))
+            headers.append((f"{HEADER_PREFIX}window-governed", str(window.governed)))
     if governed.ungoverned:
         headers.append((f"{HEADER_PREFIX}ungoverned", header_value(governed.ungoverned)))
     return headers
@@ -154,9 +161,15 @@ def summary(governed: Governed) -> str:
     """One log line's worth: tokens before→after and actions by stage."""
     report = governed.report
     stages = ", ".join(f"{stage} {len(acts)}" for stage, acts in report.by_stage().items())
+    window = governed.window
+    shown = "none" if window is None or window.window is None else f"{window.window}"
+    if window is not None and window.window is not None:
+        shown += f"({window.source})"
+        if window.ratio != 1.0:
+            shown += f" ratio={window.ratio:g}→{window.governed}"
     line = (
         f"model={governed.model or '-'} tokens {report.tokens_before}→{report.tokens_after} "
-        f"budget={report.budget if report.budget is not None else 'none'} "
+        f"window={shown} budget={report.budget if report.budget is not None else 'none'} "
         f"actions: {stages or 'none'}"
     )
     if report.violations:
@@ -245,9 +258,9 @@ class _Proxy:
 
     def __init__(self, config: ProxyConfig, tracer_provider: Any | None) -> None:
         self.config = config
-        self.upstream = Upstream(config)
+        self.upstreams = upstreams_of(config)
         self.governance = Governance(config)
-        self.redact = self.upstream.redact
+        self.redact = config.redactor()
         self.not_governed = NotGovernedLog()
         self.learner = Learner(count_store_for(config))
         self.observer = observer_for(config, tracer_provider)
@@ -281,13 +294,26 @@ class _Proxy:
         """The encodings loaded and the upstream's pools made before the first request;
         at shutdown the governing workers stopped, the pools closed, the spans flushed."""
         await self.governance.start()
-        await run_in_threadpool(self.upstream.start)
+        pools = list(dict.fromkeys(self.upstreams.values()))
+        for pool in pools:
+            await run_in_threadpool(pool.start)
         try:
             yield {}
         finally:
             self.governance.close()
-            await self.upstream.aclose()
+            for pool in pools:
+                await pool.aclose()
             self.observer.tracer.shutdown()
+
+    def _no_upstream(self, request: Request, route: ApiRoute) -> Response:
+        """A 404 in the API's shape for an API the proxy was given no upstream for."""
+        key = "openai" if route.api == "responses" else route.api
+        message = (
+            f"this proxy has no upstream for the {route.api} API: start it with "
+            f"--upstream {key}=URL (or an upstream for every API)"
+        )
+        log.info("%s %s 404 (no upstream for %s)", request.method, request.url.path, route.api)
+        return error_response(404, message, "invalid_request_error", route=route)
 
     # -- what every governed request goes through
 
@@ -347,7 +373,8 @@ class _Proxy:
         put its own (apis.ApiRoute.key_header): in a header, or Gemini's ``?key=``."""
         # the client's query too: the Anthropic SDK's beta calls add ?beta=true
         query = forward_query(request.scope.get("query_string", b""))
-        headers = self.upstream.headers(
+        headers = forward_headers(
+            self.config,
             request.headers,
             content_type=content_type,
             key_header=lambda names: route.key_header(names, query),
@@ -372,6 +399,8 @@ class _Proxy:
         """A governed request: its path checked, its body read and governed (calibrated
         on the upstream's count where asked), then a compaction or the forward."""
         started = time.perf_counter()
+        if route.api not in self.upstreams:
+            return self._no_upstream(request, route)
         seen = self.observer.begin(route.api, request.headers)
         path, model = route.path, request.path_params.get("model")
         if model is not None:  # Gemini's path names the model: forwarded as spelled, checked
@@ -429,7 +458,7 @@ class _Proxy:
         return await calibrated(
             governed,
             self.config,
-            upstream_counter(self.upstream, headers),
+            upstream_counter(self.upstreams[route.api], headers),
             lambda ratio: self.governance.govern(
                 raw,
                 route.api,
@@ -457,7 +486,7 @@ class _Proxy:
         long teaches the window and, when governing again changes the body, the request
         is sent once more (said in a header). An unreachable upstream is a 502 or 504."""
         learned: list[tuple[str, str]] = []
-        upstream = self.upstream
+        upstream = self.upstreams[route.api]
         try:
             seen.sending()
             response = await upstream.send("POST", path, query, headers, governed.body)
@@ -556,11 +585,14 @@ class _Proxy:
         try:
             path = forward_path(raw_path, f"/{version}/")
             route = route_for_path(path, version)
+            if route.api not in self.upstreams:
+                return self._no_upstream(request, route)
             self.not_governed(request.method, path, version)
             self.observer.passthrough(route.api)
             body = await read_body(request, self.config.limits.max_body_bytes)
             headers, query = self._keyed(route, request)
-            response = await self.upstream.send(request.method, path, query, headers, body)
+            upstream = self.upstreams[route.api]
+            response = await upstream.send(request.method, path, query, headers, body)
             relayed = await relay(response, stream=True, redact=self.redact, framing=route.framing)
         except BadPath as exc:
             shown = raw_path.decode("latin-1")
@@ -597,7 +629,8 @@ class _Proxy:
         is governed to it before the compaction is minted."""
         redact = self.redact
         try:
-            response = await self.upstream.send("POST", "responses", query, headers, governed.body)
+            upstream = self.upstreams[route.api]
+            response = await upstream.send("POST", "responses", query, headers, governed.body)
             try:
                 answer = await response.aread()
             finally:
@@ -640,6 +673,8 @@ class _Proxy:
         """A side request governed, then sent to the upstream's endpoint, or answered here
         when the upstream has none (side.LACKS_ENDPOINT)."""
         where = f"POST /v1/{side.path}"
+        if route.api not in self.upstreams:
+            return self._no_upstream(request, route)
         try:
             raw = await read_body(request, self.config.limits.max_body_bytes)
             governed = await govern_side(side, raw, self.governance.govern)
@@ -652,7 +687,8 @@ class _Proxy:
         extra = [*governed_headers(governed), (SIDE_HEADER, "upstream")]
         body = sendable(side, governed)
         try:
-            response = await self.upstream.send("POST", side.path, query, headers, body)
+            upstream = self.upstreams[route.api]
+            response = await upstream.send("POST", side.path, query, headers, body)
             if response.status_code not in LACKS_ENDPOINT:
                 relayed = await relay(response, stream=False, redact=self.redact, extra=extra)
                 log.info("%s %s → %d (upstream)", where, summary(governed), relayed.status_code)

@@ -24,7 +24,8 @@ from typing import Any, TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..formats.base import Compacted, check_compacted
+from ..formats.base import APIS, Compacted, check_compacted
+from ..formats.registry import WIRE_FORMATS
 from ..policies import policy_from_settings
 from ..profiles import PROFILES
 from .redact import Redactor, redact_url, url_secrets
@@ -175,6 +176,11 @@ class ProxyConfig:
 
     ``upstream`` is the provider's base URL as an SDK would take it (for OpenAI
     ``https://api.openai.com/v1``): the proxy's ``/v1/X`` goes to ``upstream/X``.
+    ``upstreams`` gives an API its own (keys: "openai" for Chat Completions and, unless
+    given apart, Responses; "responses", "anthropic", "gemini"), so one proxy serves
+    every agent; ``upstream`` is then the others' (None: an API with no upstream is
+    answered 404). A URL with no path gets its API's version (``/v1``; Gemini
+    ``/v1beta``): ``https://api.anthropic.com`` and ``.../v1`` are the same upstream.
     The client's own ``Authorization`` header is forwarded unless ``api_key`` is
     set, in which case every request uses that key (the clients then need none).
 
@@ -205,7 +211,8 @@ class ProxyConfig:
     ``api_key`` together are refused (one would silently replace the other).
     """
 
-    upstream: str
+    upstream: str | None
+    upstreams: Mapping[str, str]
     api_key: str | None
     #: the target's rules; None: each route's own provider (openai for chat completions
     #: and responses, anthropic for messages)
@@ -231,7 +238,7 @@ class ProxyConfig:
 
     def __init__(
         self,
-        upstream: str,
+        upstream: str | None = None,
         api_key: str | None = None,
         profile: str | None = None,
         context_window: int | None = DEFAULT_CONTEXT_WINDOW,
@@ -240,6 +247,7 @@ class ProxyConfig:
         compaction: str = "cache",
         compaction_settings: Mapping[str, Any] = _EMPTY,
         *,
+        upstreams: Mapping[str, str] = _EMPTY,
         compacted: str = "keep",
         cache_breakpoints: bool = True,
         timeouts: TimeoutsConfig | None = None,
@@ -254,6 +262,7 @@ class ProxyConfig:
     ) -> None:
         top = {
             "upstream": upstream,
+            "upstreams": upstreams,
             "api_key": api_key,
             "profile": profile,
             "context_window": context_window,
@@ -297,20 +306,23 @@ class ProxyConfig:
         self._check()
 
     def _check(self) -> None:
-        parts = urlsplit(self.upstream)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            shown_url = (
-                redact_url(self.upstream) if isinstance(self.upstream, str) else self.upstream
-            )
-            raise ConfigError(f"upstream must be an http(s) URL, got {shown_url!r}")
-        if parts.fragment:
-            raise ConfigError(f"upstream must not have a #fragment: {redact_url(self.upstream)!r}")
-        if "@" in parts.netloc and self.api_key is not None:
+        if not isinstance(self.upstreams, Mapping):
+            raise ConfigError(f"upstreams must be a mapping of API to URL, got {self.upstreams!r}")
+        unknown = sorted(str(api) for api in self.upstreams if api not in APIS)
+        if unknown:
             raise ConfigError(
-                "upstream carries credentials (user:password@, sent as basic auth in the "
-                "Authorization header, where api_key would go too): give one of them"
+                f"no API is named {', '.join(unknown)}; an upstream per API takes {', '.join(APIS)}"
             )
-        object.__setattr__(self, "upstream", parts._replace(path=parts.path.rstrip("/")).geturl())
+        if self.upstream is None and not self.upstreams:
+            raise ConfigError(
+                "give an upstream: its base URL (upstream), or one per API (upstreams)"
+            )
+        if self.upstream is not None:
+            object.__setattr__(self, "upstream", self._checked_url("upstream", self.upstream))
+        urls = {
+            api: self._checked_url(f"the {api} upstream", u) for api, u in self.upstreams.items()
+        }
+        object.__setattr__(self, "upstreams", MappingProxyType(urls))
         if self.profile is not None and self.profile not in PROFILES:
             raise ConfigError(
                 f"unknown profile {self.profile!r}; choose from {', '.join(sorted(PROFILES))}"
@@ -352,6 +364,34 @@ class ProxyConfig:
         ):
             raise ConfigError(f"max_output must be a non-negative integer, got {self.max_output!r}")
 
+    def _checked_url(self, name: str, url: Any) -> str:
+        """An upstream URL, checked (http(s), no fragment, no userinfo beside api_key),
+        without its trailing slash."""
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            shown_url = redact_url(url) if isinstance(url, str) else url
+            raise ConfigError(f"{name} must be an http(s) URL, got {shown_url!r}")
+        if parts.fragment:
+            raise ConfigError(f"{name} must not have a #fragment: {redact_url(url)!r}")
+        if "@" in parts.netloc and self.api_key is not None:
+            raise ConfigError(
+                f"{name} carries credentials (user:password@, sent as basic auth in the "
+                "Authorization header, where api_key would go too): give one of them"
+            )
+        return parts._replace(path=parts.path.rstrip("/")).geturl()
+
+    def upstream_for(self, api: str) -> str | None:
+        """The base URL requests of ``api`` go to: its own, else (Responses) OpenAI's,
+        else ``upstream``; a URL with no path gets the API's version. None: no upstream."""
+        url = self.upstreams.get(api)
+        if url is None and api == "responses":
+            url = self.upstreams.get("openai")
+        url = url or self.upstream
+        if url is None:
+            return None
+        parts = urlsplit(url)
+        return url if parts.path else parts._replace(path=f"/{api_version(api)}").geturl()
+
     def window_for(self, model: str | None) -> int | None:
         """The context window of ``model`` (see the class docstring for the lookup)."""
         if model is not None:
@@ -364,8 +404,8 @@ class ProxyConfig:
 
     @property
     def shown_upstream(self) -> str:
-        """The upstream URL as it may be printed: credentials masked."""
-        return redact_url(self.upstream)
+        """The upstream URL as it may be printed (credentials masked), or "one per API"."""
+        return "one per API" if self.upstream is None else redact_url(self.upstream)
 
     def redactor(self) -> Redactor:
         """Scrubs this config's secrets (upstream credentials, api_key, the store and
@@ -378,13 +418,16 @@ class ProxyConfig:
         )
         return Redactor(
             [
-                *url_secrets(self.upstream),
+                *(secret for url in self._urls() for secret in url_secrets(url)),
                 *(secret for url in urls if url for secret in url_secrets(url)),
                 self.api_key,
                 *self.access.client_keys.values(),
                 self.page.token,
             ]
         )
+
+    def _urls(self) -> list[str]:
+        return [u for u in (self.upstream, *self.upstreams.values()) if u is not None]
 
     def __repr__(self) -> str:
         values = ", ".join(
@@ -422,6 +465,12 @@ class ProxyConfig:
             raise ConfigError(f"{CONFIG_ENV} has unknown settings: {', '.join(unknown)}")
         groups = {name: group(**data.pop(name, {})) for name, group in GROUPS.items()}
         return cls(**data, **groups)
+
+
+def api_version(api: str) -> str:
+    """The version an API's routes are served under first (v1; Gemini v1beta)."""
+    wire = WIRE_FORMATS.get(api)  # type: ignore[call-overload]
+    return "v1" if wire is None else wire.routes[0].versions[0]
 
 
 def _plain(value: Any) -> Any:

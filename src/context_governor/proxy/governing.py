@@ -52,6 +52,8 @@ class Governed:
     ungoverned: tuple[str, ...] = ()
     #: the conversation the body names or its fixed parts' digest (conversation.py)
     conversation: str | None = None
+    #: the window the body was governed to, where it came from, the learned ratio
+    window: Window | None = None
 
 
 def encode(body: Any) -> bytes:
@@ -175,6 +177,7 @@ def _govern(
         _streams(data, route),
         result.ungoverned,
         from_body(route.api, data, model),
+        window,
     )
 
 

@@ -99,6 +99,8 @@ class Window:
     source: WindowSource
     governed: int | None
     note: str | None = None
+    #: the learned ratio of the upstream's count to ours the window was governed with
+    ratio: float = 1.0
 
 
 def request_window(configured: int | None, model: str | None, hints: Hints | None) -> Window:
@@ -123,7 +125,7 @@ def request_window(configured: int | None, model: str | None, hints: Hints | Non
         f"window {window:,} governed as {governed:,}: the upstream counts "
         f"{known.ratio:g}x this proxy's count for {model} (learned from its usage)"
     )
-    return Window(window, source, governed, note)
+    return Window(window, source, governed, note, known.ratio)
 
 
 def window_key(model: str) -> str:

@@ -116,7 +116,8 @@ def _check_http_url(name: str, value: object) -> None:
 
 
 def shown(name: str, value: object) -> object:
-    """``value`` of the setting ``name`` as a repr may show it: URLs redacted, secrets
+    """``value`` of the setting ``name`` as a repr may show it: URLs redacted (the
+    upstreams' too), secrets
     masked, client keys by name only, mappings as plain dicts."""
     if value is None:
         return None
@@ -124,6 +125,8 @@ def shown(name: str, value: object) -> object:
         return redact_url(value)
     if name in _SECRETS:
         return MASK
+    if name == "upstreams" and isinstance(value, Mapping):
+        return {api: redact_url(url) for api, url in value.items()}
     if name == "client_keys" and isinstance(value, Mapping):
         return {key_name: MASK for key_name in value}
     return dict(value) if isinstance(value, Mapping) else value

@@ -22,6 +22,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ..formats.base import APIS
 from .apis import KEY_HEADERS
 from .config import ProxyConfig
 from .paths import BadPath
@@ -63,13 +64,14 @@ POOL_SHARDS = 16
 
 
 class Upstream:
-    """Pooled HTTP clients to the upstream, made on first use (inside the event loop)."""
+    """Pooled HTTP clients to one upstream base URL, made on first use (inside the event
+    loop); the app keeps one per distinct base (ProxyConfig.upstream_for)."""
 
-    def __init__(self, config: ProxyConfig) -> None:
+    def __init__(self, config: ProxyConfig, url: str) -> None:
         self._config = config
         self._clients: list[httpx.AsyncClient] = []
         self._turn = itertools.count()
-        parts = urlsplit(config.upstream)
+        parts = urlsplit(url)
         host = parts.netloc.rpartition("@")[2]
         self._base = urlunsplit((parts.scheme, host, parts.path, "", ""))
         self._base_query = parts.query
@@ -107,32 +109,6 @@ class Upstream:
         for client in clients:
             await client.aclose()
 
-    def headers(
-        self,
-        incoming: Headers,
-        *,
-        content_type: str | None = None,
-        key_header: Callable[[set[str]], str] | None = None,
-    ) -> list[tuple[str, str]]:
-        """The client's headers to forward (``x-api-key``, ``anthropic-version``,
-        ``anthropic-beta`` and the like unchanged); the fixed key, if any, replaces the
-        client's own, in the header ``key_header`` picks from the names the client sent
-        (default ``authorization``; apis.QUERY_KEY: none, the key goes in the query);
-        ``content_type`` replaces the client's (the governed body is always JSON,
-        whatever it said)."""
-        drop = _REQUEST_DROP | ({"content-type"} if content_type else set())
-        out = [(k, v) for k, v in incoming.items() if k.lower() not in drop]
-        if content_type:
-            out.append(("content-type", content_type))
-        if self._config.api_key is not None:
-            names = {k.lower() for k, _ in out}
-            where = key_header(names) if key_header else "authorization"
-            out = [(k, v) for k, v in out if k.lower() not in KEY_HEADERS]
-            key = self._config.api_key
-            if where in KEY_HEADERS:  # else in the query (the caller's: with_query_key)
-                out.append((where, f"Bearer {key}" if where == "authorization" else key))
-        return out
-
     async def send(
         self,
         method: str,
@@ -158,6 +134,45 @@ class Upstream:
         """The upstream URL of ``path`` below the base, with the base's query first."""
         joined = "&".join(q for q in (self._base_query, query) if q)
         return f"{self._base}/{path}" + (f"?{joined}" if joined else "")
+
+
+def forward_headers(
+    config: ProxyConfig,
+    incoming: Headers,
+    *,
+    content_type: str | None = None,
+    key_header: Callable[[set[str]], str] | None = None,
+) -> list[tuple[str, str]]:
+    """The client's headers to forward (``x-api-key``, ``anthropic-version``,
+    ``anthropic-beta`` and the like unchanged); the fixed key, if any, replaces the
+    client's own, in the header ``key_header`` picks from the names the client sent
+    (default ``authorization``; apis.QUERY_KEY: none, the key goes in the query);
+    ``content_type`` replaces the client's (the governed body is always JSON,
+    whatever it said)."""
+    drop = _REQUEST_DROP | ({"content-type"} if content_type else set())
+    out = [(k, v) for k, v in incoming.items() if k.lower() not in drop]
+    if content_type:
+        out.append(("content-type", content_type))
+    if config.api_key is not None:
+        names = {k.lower() for k, _ in out}
+        where = key_header(names) if key_header else "authorization"
+        out = [(k, v) for k, v in out if k.lower() not in KEY_HEADERS]
+        key = config.api_key
+        if where in KEY_HEADERS:  # else in the query (the caller's: with_query_key)
+            out.append((where, f"Bearer {key}" if where == "authorization" else key))
+    return out
+
+
+def upstreams_of(config: ProxyConfig) -> dict[str, Upstream]:
+    """An Upstream for each API the config gives one (ProxyConfig.upstream_for), one
+    per distinct base URL: APIs that share a base share its pools."""
+    pools: dict[str, Upstream] = {}
+    found: dict[str, Upstream] = {}
+    for api in APIS:
+        url = config.upstream_for(api)
+        if url is not None:
+            found[api] = pools.setdefault(url, Upstream(config, url))
+    return found
 
 
 def _relayed_headers(
