@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the proxy package needs the optional starlette: imported wh
     from ..proxy.config import ProxyConfig
     from ..proxy.redact import Redactor
 
-__all__ = ["TABLES", "proxy_command"]
+__all__ = ["TABLES", "banner", "proxy_command"]
 
 #: The tables of a config file's [proxy] table, after ProxyConfig's groups
 #: (proxy/settings.py), each with its settings (the options' long names); the others

@@ -75,6 +75,7 @@ __all__ = [
     "SummariesConfig",
     "TelemetryConfig",
     "TimeoutsConfig",
+    "api_version",
 ]
 
 COMPACTIONS = ("cache", "seed")

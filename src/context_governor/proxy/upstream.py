@@ -30,7 +30,16 @@ from .redact import Redactor
 from .sse import EventFraming, Framing, error_event, is_event_stream
 from .watch import OnEnd, StreamWatch, WatchedFraming
 
-__all__ = ["POOL_SHARDS", "RelayedStream", "Upstream", "describe", "relay", "sse_framing"]
+__all__ = [
+    "POOL_SHARDS",
+    "RelayedStream",
+    "Upstream",
+    "describe",
+    "forward_headers",
+    "relay",
+    "sse_framing",
+    "upstreams_of",
+]
 
 log = logging.getLogger("context_governor.proxy")
 
