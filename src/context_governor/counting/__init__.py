@@ -40,6 +40,7 @@ from .counters import (
     digest,
     exact_counter,
     json_text,
+    media_note,
     seed_counter,
     seed_message_payload,
     uncounted,
@@ -63,6 +64,7 @@ from .encodings import (
     warm_up,
     warm_up_in_background,
 )
+from .media import MediaRule, is_media_part, media_count, media_rule_for
 from .runs import (
     COUNT_RULES_VERSION,
     MAX_PIECE,
@@ -94,6 +96,7 @@ __all__ = [
     "Job",
     "Known",
     "KnownCounts",
+    "MediaRule",
     "SeedCounter",
     "TokenCounter",
     "background_cpu_ns",
@@ -112,8 +115,12 @@ __all__ = [
     "encoding_for_model",
     "exact_counter",
     "in_background",
+    "is_media_part",
     "json_text",
     "load_encoding",
+    "media_count",
+    "media_note",
+    "media_rule_for",
     "message_bound",
     "rules_fingerprint",
     "seed_counter",

@@ -21,7 +21,40 @@ wire module:
 the request modules import.
 """
 
-from .base import APIS
+from . import anthropic, responses
+from .anthropic_count import CountFn, calibrate, count_body, scaled_estimate
+from .anthropic_wire import WIRE as ANTHROPIC_WIRE
+from .anthropic_wire import anthropic_error
+from .base import APIS, DEFAULT_PROFILES, Api
+from .chat_wire import openai_error
+from .gemini_wire import WIRE as GEMINI_WIRE
+from .gemini_wire import google_error
+from .registry import FALLBACK, WIRE_FORMATS, wire_or_fallback
 from .request import RequestResult, govern_request, validate_request
+from .wire import Usage, WireFormat, count
 
-__all__ = ["APIS", "RequestResult", "govern_request", "validate_request"]
+__all__ = [
+    "ANTHROPIC_WIRE",
+    "APIS",
+    "DEFAULT_PROFILES",
+    "FALLBACK",
+    "GEMINI_WIRE",
+    "WIRE_FORMATS",
+    "Api",
+    "CountFn",
+    "RequestResult",
+    "Usage",
+    "WireFormat",
+    "anthropic",
+    "anthropic_error",
+    "calibrate",
+    "count",
+    "count_body",
+    "google_error",
+    "govern_request",
+    "openai_error",
+    "responses",
+    "scaled_estimate",
+    "validate_request",
+    "wire_or_fallback",
+]

@@ -19,8 +19,8 @@ from ..errors import ConfigError
 from ..messages.inputs import check_messages
 from ..pipeline import call_counter, run, store_counts
 from ..profiles import PROFILES, Profile, get_profile
+from ..providers import GEMINI_POLICY as POLICY
 from ..providers import resolve
-from ..providers.gemini import POLICY
 from ..providers.rules import Violation
 from ..report import Note, note_kind
 from . import gemini as ge

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..providers.gemini import RULES as CHAT_RULES
+from ..providers import GEMINI_RULES as CHAT_RULES
 from ..providers.rules import Rule, Violation, find_violations
 from ..targets.target import Target
 from .gemini import KNOWN_ROLES, get, is_call, is_response, parts_of, role_of

@@ -1,7 +1,7 @@
 """Model clients for the agent runner: OpenAI-compatible HTTP (Chat Completions), the
 native Anthropic Messages and OpenAI Responses APIs, and a scripted offline model."""
 
-from .anthropic_client import AnthropicClient
+from .anthropic_client import MIN_THINKING_BUDGET, AnthropicClient
 from .base import (
     ModelClient,
     ModelResponse,
@@ -20,10 +20,11 @@ from .errors import (
 from .openai_compat import OpenAICompatClient
 from .responses_client import ResponsesClient
 from .retry import NO_RETRY, RetryPolicy
-from .scripted import ScriptedModel, ScriptedRequest, tool_call
+from .scripted import ScriptedModel, ScriptedRequest, ScriptItem, tool_call
 from .streaming import SSEDecoder, StreamAssembler
 
 __all__ = [
+    "MIN_THINKING_BUDGET",
     "NO_RETRY",
     "AnthropicClient",
     "ModelClient",
@@ -38,6 +39,7 @@ __all__ = [
     "ResponsesClient",
     "RetryPolicy",
     "SSEDecoder",
+    "ScriptItem",
     "ScriptedModel",
     "ScriptedRequest",
     "StreamAssembler",

@@ -67,16 +67,34 @@ def validate(
     return list(find_violations(entry.rules, seen, target))
 
 
+from . import checks
+from .anthropic import claude_keeps_thinking, claude_version
+from .catalog import ALIASES, MEDIA_RULES, MODEL_HINTS
+from .gemini import POLICY as GEMINI_POLICY
+from .gemini import RULES as GEMINI_RULES
+from .gemini import gemini_version
+from .rules import Check
+
 __all__ = [
+    "ALIASES",
     "CATALOG",
+    "GEMINI_POLICY",
+    "GEMINI_RULES",
+    "MEDIA_RULES",
+    "MODEL_HINTS",
     "PROVIDERS",
     "SOURCES",
+    "Check",
     "Policy",
     "Provider",
     "Rule",
     "Target",
     "Violation",
     "applicable_rules",
+    "checks",
+    "claude_keeps_thinking",
+    "claude_version",
+    "gemini_version",
     "resolve",
     "validate",
 ]

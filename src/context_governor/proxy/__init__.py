@@ -8,8 +8,11 @@ with any ASGI server; ``ProxyConfig`` holds its settings, grouped by concern
 (``TimeoutsConfig``, ``LimitsConfig``, ``PageConfig``...).
 """
 
+from .access import client_keys, open_relay_refusal
 from .app import create_app
-from .config import ProxyConfig
+from .config import CONFIG_ENV, ProxyConfig
+from .metrics import MULTIPROC_ENV
+from .redact import RedactingFilter, Redactor
 from .settings import (
     AccessConfig,
     CountingConfig,
@@ -22,14 +25,20 @@ from .settings import (
 )
 
 __all__ = [
+    "CONFIG_ENV",
+    "MULTIPROC_ENV",
     "AccessConfig",
     "CountingConfig",
     "GoverningConfig",
     "LimitsConfig",
     "PageConfig",
     "ProxyConfig",
+    "RedactingFilter",
+    "Redactor",
     "SummariesConfig",
     "TelemetryConfig",
     "TimeoutsConfig",
+    "client_keys",
     "create_app",
+    "open_relay_refusal",
 ]

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..formats.anthropic_wire import WIRE as ANTHROPIC_WIRE
+from ..formats import ANTHROPIC_WIRE, GEMINI_WIRE
 from ..formats.anthropic_wire import anthropic_error
 from ..formats.base import Api
 from ..formats.chat_wire import openai_error
-from ..formats.gemini_wire import WIRE as GEMINI_WIRE
 from ..formats.gemini_wire import google_error
 from ..formats.registry import FALLBACK, WIRE_FORMATS
 from ..formats.wire import WireFormat

@@ -1,6 +1,7 @@
 """The agent runner: a tool loop that governs its context before every model call."""
 
 from .loop import AgentRunner
+from .progress import ProgressPrinter
 from .tool_calls import clip
 from .types import (
     ModelCall,
@@ -16,6 +17,7 @@ from .types import (
 __all__ = [
     "AgentRunner",
     "ModelCall",
+    "ProgressPrinter",
     "RunHooks",
     "RunLimits",
     "RunResult",
