@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from context_governor import ConfigError
+from context_governor.cli import _proxy as proxy_cli
 from context_governor.cli import main
-from context_governor.cli import proxy as proxy_cli
 from context_governor.proxy import (
     AccessConfig,
     CountingConfig,
@@ -29,8 +29,8 @@ from context_governor.proxy import (
     TelemetryConfig,
     TimeoutsConfig,
 )
-from context_governor.proxy import app as proxy_app
-from context_governor.proxy.config import CONFIG_ENV, FLAT, GROUPS, FlatSettings
+from context_governor.proxy import _app as proxy_app
+from context_governor.proxy._config import CONFIG_ENV, FLAT, GROUPS, FlatSettings
 
 KEY = "ck-0123456789abcdef0123"
 TOKEN = "t0ken-for-the-page-0123"

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from context_governor.governor.probe import WALKED
+from context_governor.governor._probe import WALKED
 from context_governor.profiles import PROFILES
-from context_governor.stages.base import check_for
-from context_governor.stages.repair import repair_messages
+from context_governor.stages._base import check_for
+from context_governor.stages._repair import repair_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"

@@ -1,4 +1,4 @@
-"""One conformance test over the wire-format registry (formats/registry.py).
+"""One conformance test over the wire-format registry (formats/_registry.py).
 
 Every registered :class:`WireFormat` has every entry, and each entry does its job on
 a sample of that API: its govern function round-trips a minimal body, its error body
@@ -26,16 +26,16 @@ from typing import Any
 import pytest
 
 from context_governor.formats import govern_request, validate_request
-from context_governor.formats.base import APIS, DEFAULT_PROFILES, Options
-from context_governor.formats.registry import FALLBACK, WIRE_FORMATS, wire_format
-from context_governor.formats.wire import Route, Usage, WireFormat
-from context_governor.observe.views import messages_of, text_of
+from context_governor.formats._base import APIS, DEFAULT_PROFILES, Options
+from context_governor.formats._registry import FALLBACK, WIRE_FORMATS, wire_format
+from context_governor.formats._wire import Route, Usage, WireFormat
+from context_governor.observe._views import messages_of, text_of
 from context_governor.proxy import ProxyConfig
-from context_governor.proxy.apis import BY_API, KEY_HEADERS, ROUTES, route_for_path
-from context_governor.proxy.conversation import digest, from_body
-from context_governor.proxy.governing import govern_body
-from context_governor.proxy.usage import may_carry_usage, usage_of
-from context_governor.proxy.watch import StreamWatch
+from context_governor.proxy._apis import BY_API, KEY_HEADERS, ROUTES, route_for_path
+from context_governor.proxy._conversation import digest, from_body
+from context_governor.proxy._governing import govern_body
+from context_governor.proxy._usage import may_carry_usage, usage_of
+from context_governor.proxy._watch import StreamWatch
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "context_governor"
@@ -341,7 +341,7 @@ def _recipe() -> list[str]:
 
 
 def _prefix(wire: WireFormat) -> str:
-    """The format's module prefix: ``chat`` of ``formats/chat_wire.py``."""
+    """The format's module prefix: ``chat`` of ``formats/_chat_wire.py``."""
     module = sys.modules[wire.stream_end.__module__].__name__
     assert module.startswith("context_governor.formats.") and module.endswith("_wire")
     return module.rsplit(".", 1)[1].removesuffix("_wire")
@@ -381,15 +381,15 @@ def test_every_format_has_its_row_among_the_proxys_routes() -> None:
 
 
 #: Where an API's name may be compared with: the names table, each format's own modules.
-ALLOWED = ("formats/base.py", "formats/registry.py", "formats/wire.py")
+ALLOWED = ("formats/_base.py", "formats/_registry.py", "formats/_wire.py")
 #: Tables keyed by API names outside the registry, with the reason they are not in it.
 TABLES = {
     # the run command's model clients live in llm/ (above formats/) and exist for three
     # of the four APIs: its table of them is the CLI's
-    "cli/run.py",
+    "cli/_run.py",
     # counting/ is below formats/: media_rule_for's optional ``api`` (a caller's hint,
     # which no module of the package passes) names the media billing rule of each
-    "counting/media.py",
+    "counting/_media.py",
 }
 
 

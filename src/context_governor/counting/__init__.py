@@ -13,18 +13,18 @@ The package's names are the counters' API; its modules, from the bottom:
 
 from __future__ import annotations
 
-from .background import (
+from ._background import (
     BackgroundCounts,
     Job,
     background_cpu_ns,
     count_in_background,
     in_background,
 )
-from .bounds import (
+from ._bounds import (
     message_bound,
     tools_bound,
 )
-from .counters import (
+from ._counters import (
     CLAUDE_BYTES_PER_TOKEN,
     CLAUDE_FACTOR,
     PER_MESSAGE_OVERHEAD,
@@ -45,7 +45,7 @@ from .counters import (
     seed_message_payload,
     uncounted,
 )
-from .encodings import (
+from ._encodings import (
     FAST_ENV,
     FAST_PROBE,
     FAST_PROBE_IDS,
@@ -64,8 +64,8 @@ from .encodings import (
     warm_up,
     warm_up_in_background,
 )
-from .media import MediaRule, is_media_part, media_count, media_rule_for
-from .runs import (
+from ._media import MediaRule, is_media_part, media_count, media_rule_for
+from ._runs import (
     COUNT_RULES_VERSION,
     MAX_PIECE,
     RUN_LIMIT,

@@ -22,16 +22,16 @@ the request modules import.
 """
 
 from . import anthropic, responses
-from .anthropic_count import CountFn, calibrate, count_body, scaled_estimate
-from .anthropic_wire import WIRE as ANTHROPIC_WIRE
-from .anthropic_wire import anthropic_error
-from .base import APIS, DEFAULT_PROFILES, Api
-from .chat_wire import openai_error
-from .gemini_wire import WIRE as GEMINI_WIRE
-from .gemini_wire import google_error
-from .registry import FALLBACK, WIRE_FORMATS, wire_or_fallback
-from .request import RequestResult, govern_request, validate_request
-from .wire import Usage, WireFormat, count
+from ._anthropic_count import CountFn, calibrate, count_body, scaled_estimate
+from ._anthropic_wire import WIRE as ANTHROPIC_WIRE
+from ._anthropic_wire import anthropic_error
+from ._base import APIS, DEFAULT_PROFILES, Api
+from ._chat_wire import openai_error
+from ._gemini_wire import WIRE as GEMINI_WIRE
+from ._gemini_wire import google_error
+from ._registry import FALLBACK, WIRE_FORMATS, wire_or_fallback
+from ._request import RequestResult, govern_request, validate_request
+from ._wire import Usage, WireFormat, count
 
 __all__ = [
     "ANTHROPIC_WIRE",

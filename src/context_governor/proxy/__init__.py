@@ -8,12 +8,12 @@ with any ASGI server; ``ProxyConfig`` holds its settings, grouped by concern
 (``TimeoutsConfig``, ``LimitsConfig``, ``PageConfig``...).
 """
 
-from .access import client_keys, open_relay_refusal
-from .app import create_app
-from .config import CONFIG_ENV, ProxyConfig
-from .metrics import MULTIPROC_ENV
-from .redact import RedactingFilter, Redactor
-from .settings import (
+from ._access import client_keys, open_relay_refusal
+from ._app import create_app
+from ._config import CONFIG_ENV, ProxyConfig
+from ._metrics import MULTIPROC_ENV
+from ._redact import RedactingFilter, Redactor
+from ._settings import (
     AccessConfig,
     CountingConfig,
     GoverningConfig,

@@ -1,9 +1,9 @@
 """The agent runner: a tool loop that governs its context before every model call."""
 
-from .loop import AgentRunner
-from .progress import ProgressPrinter
-from .tool_calls import clip
-from .types import (
+from ._loop import AgentRunner
+from ._progress import ProgressPrinter
+from ._tool_calls import clip
+from ._types import (
     ModelCall,
     RunHooks,
     RunLimits,

@@ -4,9 +4,9 @@ See docs/summaries.md. ``Summaries`` is the option (CompactionPolicy(summary=...
 the stores and the built-in model summarizer are here too.
 """
 
-from .settings import Summaries, public
-from .store import MemoryStore, RedisStore, SqliteStore, SummaryStore, open_store
-from .summarizer import (
+from ._settings import Summaries, public
+from ._store import MemoryStore, RedisStore, SqliteStore, SummaryStore, open_store
+from ._summarizer import (
     SUMMARY_PROMPT,
     Summarizer,
     SummarizerError,

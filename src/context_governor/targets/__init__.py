@@ -10,9 +10,9 @@ module per vendor in providers/, which builds its catalogue from them. Nothing h
 imports anything above ``errors``, and no table here is keyed by a provider.
 """
 
-from .cache_price import DATED, CachePrice, CachingModel
-from .policy import IdStyle, Policy, ReasoningPolicy
-from .target import MediaRule, Target
+from ._cache_price import DATED, CachePrice, CachingModel
+from ._policy import IdStyle, Policy, ReasoningPolicy
+from ._target import MediaRule, Target
 
 __all__ = [
     "DATED",
