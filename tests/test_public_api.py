@@ -90,9 +90,9 @@ def _declared_all(tree: ast.Module) -> list[str] | None:
 
 def test_public_modules_are_found() -> None:
     names = {p.relative_to(PACKAGE).as_posix() for p in public_modules()}
-    assert {"__init__.py", "errors.py", "pipeline.py", "tools/_registry.py"} <= names
+    assert {"__init__.py", "errors.py", "pipeline.py", "tools/__init__.py"} <= names
     assert not any(n.startswith(("demo/project/", "formats/")) for n in names)
-    assert "proxy/_governing.py" not in names and "governor/_late.py" in names
+    assert "proxy/_governing.py" not in names and "governor/__init__.py" in names
 
 
 @pytest.mark.parametrize(

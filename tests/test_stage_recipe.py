@@ -54,5 +54,5 @@ def test_the_recipe_names_the_files_this_test_holds() -> None:
     assert RECIPE_START in text
     section = text.split(RECIPE_START, 1)[1].split("\n#", 1)[0]
     named = re.findall(r"^- `([\w/<>.-]+\.py)`", section, flags=re.MULTILINE)
-    assert named == ["stages/<name>.py", "profiles.py", "tests/test_<name>.py"]
+    assert named == ["stages/_<name>.py", "profiles.py", "tests/test_<name>.py"]
     assert (ROOT / "src" / "context_governor" / "profiles.py").exists()

@@ -39,7 +39,7 @@ VENDORS = typing.cast(tuple[ModuleType, ...], catalog.VENDORS)
 
 
 def _id(module: ModuleType) -> str:
-    return module.__name__.rsplit(".", 1)[1]
+    return module.__name__.rsplit(".", 1)[1].removeprefix("_")
 
 
 @pytest.fixture(params=VENDORS, ids=_id)
@@ -96,7 +96,7 @@ def test_windows_prices_and_names_are_well_formed(module: ModuleType) -> None:
 def test_every_vendor_module_is_listed() -> None:
     """A module of providers/ with a VENDOR is in VENDORS (a vendor cannot be forgotten)."""
     declaring = sorted(
-        path.stem
+        path.stem.removeprefix("_")
         for path in (SRC / "providers").glob("*.py")
         if re.search(r"^VENDOR = ", path.read_text(encoding="utf-8"), re.MULTILINE)
     )
@@ -191,7 +191,7 @@ def test_the_recipe_names_files_that_exist_for_every_vendor() -> None:
     named = [
         path for line in _recipe() for path in re.findall(r"`([\w/<>.-]+\.(?:py|md|txt))`", line)
     ]
-    assert "providers/<name>.py" in named and "providers/_catalog.py" in named
+    assert "providers/_<name>.py" in named and "providers/_catalog.py" in named
     for path in named:
         for found in [path.replace("<name>", _id(module)) for module in VENDORS]:
             where = ROOT / found if found.startswith(("tests/", "docs/")) else SRC / found

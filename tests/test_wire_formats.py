@@ -344,7 +344,7 @@ def _prefix(wire: WireFormat) -> str:
     """The format's module prefix: ``chat`` of ``formats/_chat_wire.py``."""
     module = sys.modules[wire.stream_end.__module__].__name__
     assert module.startswith("context_governor.formats.") and module.endswith("_wire")
-    return module.rsplit(".", 1)[1].removesuffix("_wire")
+    return module.rsplit(".", 1)[1].removesuffix("_wire").removeprefix("_")
 
 
 def test_the_recipe_names_files_that_exist_for_every_format() -> None:
@@ -364,11 +364,11 @@ def test_the_recipe_names_files_that_exist_for_every_format() -> None:
 
 
 def test_every_wire_module_is_registered() -> None:
-    modules = sorted(p.stem for p in (SRC / "formats").glob("*_wire.py"))
-    assert modules == sorted(_prefix(wire) + "_wire" for wire in FORMATS)
+    modules = sorted(p.stem for p in (SRC / "formats").glob("_*_wire.py"))
+    assert modules == sorted("_" + _prefix(wire) + "_wire" for wire in FORMATS)
     formats_doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     for wire in FORMATS:
-        assert f"`{_prefix(wire)}_wire.py`" in formats_doc, wire.api
+        assert f"`_{_prefix(wire)}_wire.py`" in formats_doc, wire.api
 
 
 def test_every_format_has_its_row_among_the_proxys_routes() -> None:
@@ -398,7 +398,7 @@ def _own_module(rel: str) -> bool:
     if rel in ALLOWED:
         return True
     prefixes = {_prefix(wire) for wire in FORMATS}
-    name = Path(rel).stem
+    name = Path(rel).stem.removeprefix("_")
     return rel.startswith("formats/") and any(
         name == prefix or name.startswith(prefix + "_") for prefix in prefixes
     )

@@ -21,7 +21,8 @@ wire module:
 the request modules import.
 """
 
-from . import anthropic, responses
+from . import _anthropic as anthropic
+from . import _responses as responses
 from ._anthropic_count import CountFn, calibrate, count_body, scaled_estimate
 from ._anthropic_wire import WIRE as ANTHROPIC_WIRE
 from ._anthropic_wire import anthropic_error

@@ -27,9 +27,9 @@ from ..profiles import Profile, get_profile
 from ..providers import Violation, claude_keeps_thinking, find_violations, resolve
 from ..report import Action, Note, Report, note_kind
 from ..targets import Policy, Target
+from . import _anthropic as an
 from . import _anthropic_cache as cache
 from . import _anthropic_rules as rules
-from . import anthropic as an
 from ._base import (
     CarryCounter,
     Options,

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..messages import Message
-from . import anthropic
+from . import _anthropic as anthropic
 from ._anthropic_request import govern_anthropic, validate_anthropic
 from ._wire import Route, Usage, WireFormat, count, counts_sum, first_user, json_or_none
 

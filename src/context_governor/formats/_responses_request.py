@@ -23,8 +23,8 @@ from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import Violation, resolve
 from ..report import Action, Note, Report, note_kind
+from . import _responses as rs
 from . import _responses_rules as rules
-from . import responses as rs
 from ._base import CarryCounter, Options, RequestResult, ServerEdit, server_note, step_aside
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import Message
-from . import responses
+from . import _responses as responses
 from ._chat_wire import openai_error
 from ._responses_request import govern_responses, validate_responses
 from ._wire import (

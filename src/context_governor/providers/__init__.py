@@ -19,8 +19,22 @@ from ..messages import Message
 from ..messages.inputs import check_messages, check_tools
 from ..messages.legacy import rules_view
 from ..targets import Policy, Target
-from ._catalog import CATALOG, PROVIDERS, SOURCES, Provider, check_provider
-from ._rules import Rule, Violation, find_violations
+from . import _checks as checks
+from ._anthropic import claude_keeps_thinking, claude_version
+from ._catalog import (
+    ALIASES,
+    CATALOG,
+    MEDIA_RULES,
+    MODEL_HINTS,
+    PROVIDERS,
+    SOURCES,
+    Provider,
+    check_provider,
+)
+from ._gemini import POLICY as GEMINI_POLICY
+from ._gemini import RULES as GEMINI_RULES
+from ._gemini import gemini_version
+from ._rules import Check, Rule, Violation, find_violations
 
 
 def resolve(
@@ -65,14 +79,6 @@ def validate(
     seen = rules_view(messages, entry.policy(target).legacy_functions, entry.name)
     return list(find_violations(entry.rules, seen, target))
 
-
-from . import checks
-from ._anthropic import claude_keeps_thinking, claude_version
-from ._catalog import ALIASES, MEDIA_RULES, MODEL_HINTS
-from ._gemini import POLICY as GEMINI_POLICY
-from ._gemini import RULES as GEMINI_RULES
-from ._gemini import gemini_version
-from ._rules import Check
 
 __all__ = [
     "ALIASES",

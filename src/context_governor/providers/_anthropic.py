@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..targets import DATED, CachePrice, Policy, Target
-from . import checks
+from . import _checks as checks
 from ._rules import Rule
 from ._sources import GH, NANOBOT
 from ._vendor import NotChecked, Sources, Vendor

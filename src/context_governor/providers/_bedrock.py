@@ -7,7 +7,7 @@ pairing checks run without them, and the errors' ``messages.N`` count turns.
 from __future__ import annotations
 
 from ..targets import Policy, Target
-from . import checks
+from . import _checks as checks
 from ._anthropic import claude_accepts_prefill
 from ._rules import Rule
 from ._sources import GH

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..targets import CachePrice, Policy, ReasoningPolicy, Target
-from . import checks
+from . import _checks as checks
 from ._openai import pairing_rules, pairing_sources
 from ._rules import Rule
 from ._sources import GH

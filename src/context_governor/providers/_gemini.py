@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..targets import CachePrice, Policy, Target
-from . import checks
+from . import _checks as checks
 from ._rules import Rule
 from ._sources import GH
 from ._vendor import NotChecked, Sources, Vendor

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..targets import Policy
-from . import checks
+from . import _checks as checks
 from ._openai import (
     ORPHAN_SOURCES,
     UNANSWERED_SOURCES,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..targets import Policy
-from . import checks
+from . import _checks as checks
 from ._openai import pairing_rules, pairing_sources
 from ._rules import Rule
 from ._sources import GH, MISTRAL_COMMON, NANOBOT

@@ -7,7 +7,7 @@ their own (xAI's Grok, Cohere's Command R): the ``openai`` profile governs them.
 from __future__ import annotations
 
 from ..targets import DATED, CachePrice, Policy
-from . import checks
+from . import _checks as checks
 from ._rules import Rule
 from ._sources import GH
 from ._vendor import NotChecked, Sources, Vendor

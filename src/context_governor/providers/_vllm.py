@@ -12,8 +12,8 @@ import re
 from dataclasses import replace
 
 from ..targets import Policy, Target
+from . import _checks as checks
 from . import _vllm_mistral as vllm_mistral
-from . import checks
 from ._rules import Rule
 from ._sources import GH, HF, VLLM_MISTRAL
 from ._vendor import NotChecked, Sources, Vendor

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..messages import Message, declared_calls
-from . import checks
+from . import _checks as checks
 from ._checks import Finding
 from ._rules import Rule
 from ._sources import MISTRAL_COMMON, MISTRAL_COMMON_DIR, VLLM_MISTRAL

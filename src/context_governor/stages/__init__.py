@@ -1,6 +1,7 @@
 """The pipeline's stages: each a pure function ``(messages, ctx) -> messages``."""
 
-from . import compact, provider_fixes
+from . import _compact as compact
+from . import _provider_fixes as provider_fixes
 from ._alternation import enforce_alternation, enforce_alternation_seed
 from ._backfill import backfill_seed, backfill_strict
 from ._base import Context, MessageCheck, Stage, check_for, message_check
