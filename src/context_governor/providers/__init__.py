@@ -99,6 +99,7 @@ __all__ = [
     "checks",
     "claude_keeps_thinking",
     "claude_version",
+    "find_violations",
     "gemini_version",
     "resolve",
     "validate",
