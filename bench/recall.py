@@ -50,7 +50,7 @@ from typing import Any
 
 from context_governor import CompactionPolicy
 from context_governor.providers import validate
-from context_governor.stages.summary import PREVIOUS_HEAD, SUMMARY_TAIL
+from context_governor.stages._summary import PREVIOUS_HEAD, SUMMARY_TAIL
 from context_governor.summary import Summaries
 
 from .cache import MAX_OUTPUT, SAFETY_BUFFER, Config, Meter, Outcome, StepFn, governor

@@ -28,7 +28,7 @@ item left in it) and counted with the library's counter for the API's profile; t
 window check (``context_window``) is made on it too. A sealed compaction item is
 billed as the tokens of the summary it seals; its ``encrypted_content`` is made
 ``ENCRYPTED_ENVELOPE + ENCRYPTED_CHARS_PER_TOKEN`` characters a token long, the rule
-counting/payload.py applies to OpenAI's ciphertext (no provider publishes one: the
+counting/_payload.py applies to OpenAI's ciphertext (no provider publishes one: the
 fake can only follow the rule we chose, so the comparison tests the plumbing, not the
 estimate). ``read_tokens`` holds each accepted request's bill, ``compactions`` the
 blocks and items it issued.
@@ -44,7 +44,7 @@ from fake_native import FakeNative, NativeReply
 from starlette.requests import Request
 from starlette.responses import Response
 
-from context_governor.counting.payload import ENCRYPTED_CHARS_PER_TOKEN, ENCRYPTED_ENVELOPE
+from context_governor.counting._payload import ENCRYPTED_CHARS_PER_TOKEN, ENCRYPTED_ENVELOPE
 from context_governor.errors import ContextGovernorError
 from context_governor.formats import govern_request, validate_request
 
@@ -247,7 +247,7 @@ class FakeCompaction(FakeNative):
     # ------------------------------------------------------------------ Responses
 
     def _seal(self, summary: str) -> str:
-        """An ``encrypted_content`` of the length counting/payload.py reads as the tokens
+        """An ``encrypted_content`` of the length counting/_payload.py reads as the tokens
         of ``summary`` (see the module docstring)."""
         counted = govern_request(
             {"model": "gpt-5", "input": [{"role": "developer", "content": summary}]},

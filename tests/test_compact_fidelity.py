@@ -1,4 +1,4 @@
-"""What the model sees after the cache policy cuts history (stages/compact.py).
+"""What the model sees after the cache policy cuts history (stages/_compact.py).
 
 Properties over long random sessions, for every provider profile:
 

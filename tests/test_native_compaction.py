@@ -27,7 +27,7 @@ from observe_session import metric
 from context_governor import CompactionPolicy
 from context_governor.errors import InputError
 from context_governor.formats import govern_request, validate_request
-from context_governor.proxy.usage import usage_of
+from context_governor.proxy._usage import usage_of
 from context_governor.report import note_kind
 
 DATA = Path(__file__).parent / "data" / "native_compaction"

@@ -517,7 +517,7 @@ def test_cli_socket_serves_connections_with_nodelay() -> None:
     ACK: ~40 ms per request on a keep-alive connection (bench/observe_cost.py found it)."""
     import asyncio
 
-    from context_governor.cli.proxy import _bind
+    from context_governor.cli._proxy import _bind
 
     async def accepted_nodelay() -> int:
         listener = _bind("127.0.0.1", 0)

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from context_governor import ConfigError
+from context_governor.cli import _proxy as proxy_cli
 from context_governor.cli import main
-from context_governor.cli import proxy as proxy_cli
 from context_governor.proxy import (
     AccessConfig,
     CountingConfig,
@@ -31,8 +31,8 @@ from context_governor.proxy import (
     TelemetryConfig,
     TimeoutsConfig,
 )
-from context_governor.proxy import app as proxy_app
-from context_governor.proxy.config import CONFIG_ENV, FLAT, GROUPS, FlatSettings
+from context_governor.proxy import _app as proxy_app
+from context_governor.proxy._config import CONFIG_ENV, FLAT, GROUPS, FlatSettings
 
 KEY = "ck-0123456789abcdef0123"
 TOKEN = "t0ken-for-the-page-0123"
@@ -412,9 +412,9 @@ def test_the_proxy_builds_every_encoding_in_the_background_at_start() -> None:
     once it serves. In a fresh interpreter, so no other test has built one."""
     script = (
         "import asyncio\n"
-        "from context_governor.counting import encodings\n"
+        "from context_governor import counting as encodings\n"
         "from context_governor.proxy import ProxyConfig\n"
-        "from context_governor.proxy.executor import Governance\n"
+        "from context_governor.proxy._executor import Governance\n"
         "built = []\n"
         "encodings.build_hooks.append(built.append)\n"
         "governance = Governance(ProxyConfig(upstream='http://x/v1'))\n"

@@ -1,4 +1,4 @@
-"""Who may spend the key the proxy holds (proxy/guard.py, proxy/access.py).
+"""Who may spend the key the proxy holds (proxy/_guard.py, proxy/_access.py).
 
 Every request goes over real sockets to a proxy served by uvicorn, with httpx or the
 real SDKs (openai, anthropic, google-genai), in front of the fake upstreams, which
@@ -36,7 +36,7 @@ from test_proxy_security import _wait_healthy
 
 from context_governor import ConfigError
 from context_governor.proxy import AccessConfig, LimitsConfig, ProxyConfig, create_app
-from context_governor.proxy.access import (
+from context_governor.proxy._access import (
     client_keys,
     digest,
     host_allowed,

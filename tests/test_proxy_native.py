@@ -34,7 +34,7 @@ from native_proxy import (
 
 from context_governor.formats import govern_request, validate_request
 from context_governor.proxy import CountingConfig, GoverningConfig, LimitsConfig, TimeoutsConfig
-from context_governor.proxy.governing import encode
+from context_governor.proxy._governing import encode
 
 H = "x-context-governor-"
 READ_TOOL = {
@@ -577,8 +577,8 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
     openai's; a --profile given (even the old default, openai) applies to every route."""
     from click.testing import CliRunner
 
+    from context_governor.cli import _proxy as cli_proxy
     from context_governor.cli import main
-    from context_governor.cli import proxy as cli_proxy
 
     seen: list[Any] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))
@@ -588,7 +588,7 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
 
 
 def test_path_kinds_and_the_ungoverned_header_are_bounded_and_safe() -> None:
-    from context_governor.proxy.apis import MAX_UNGOVERNED_HEADER, header_value, path_kind
+    from context_governor.proxy._apis import MAX_UNGOVERNED_HEADER, header_value, path_kind
 
     assert path_kind("responses/resp_68af0c1/cancel") == "responses/{id}/cancel"
     assert path_kind("messages/count_tokens") == "messages/count_tokens"

@@ -27,8 +27,8 @@ from fake_upstream import FakeUpstream, Reply
 from test_proxy import DAMAGED, MODEL, Served, _closed_port, _post, log_line
 
 from context_governor.proxy import LimitsConfig, ProxyConfig, create_app
-from context_governor.proxy.body import TooLarge, read_limited
-from context_governor.proxy.redact import RedactingFilter, Redactor, redact_url
+from context_governor.proxy._body import TooLarge, read_limited
+from context_governor.proxy._redact import RedactingFilter, Redactor, redact_url
 
 KEY = "sk-fixed-0123456789"
 #: governed routes take JSON only (guard.py): a body without a type is a browser's

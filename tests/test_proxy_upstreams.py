@@ -90,7 +90,7 @@ def test_upstream_urls_are_checked_and_given_their_version() -> None:
 
 
 def test_the_banner_names_each_route_the_window_and_what_is_learned_where() -> None:
-    from context_governor.cli.proxy import banner
+    from context_governor.cli._proxy import banner
     from context_governor.proxy import CountingConfig
 
     config = ProxyConfig(upstreams={"openai": "https://api.openai.com", "anthropic": "https://u:pw@gw.example"},

@@ -32,7 +32,7 @@ from test_proxy import Served
 from context_governor import govern
 from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
-from context_governor.formats.gemini_stream import elements
+from context_governor.formats._gemini_stream import elements
 from context_governor.providers.windows import (
     default_window,
     family_window,
@@ -40,7 +40,7 @@ from context_governor.providers.windows import (
     resolve_window,
 )
 from context_governor.proxy import CountingConfig, ProxyConfig, create_app
-from context_governor.proxy.learning import (
+from context_governor.proxy._learning import (
     MAX_RATIO,
     Hints,
     Known,
@@ -49,9 +49,9 @@ from context_governor.proxy.learning import (
     governed_window,
     request_window,
 )
-from context_governor.proxy.refusals import refusal_of
-from context_governor.proxy.usage import Usage, usage_of
-from context_governor.proxy.watch import StreamWatch
+from context_governor.proxy._refusals import refusal_of
+from context_governor.proxy._usage import Usage, usage_of
+from context_governor.proxy._watch import StreamWatch
 
 DATA = json.loads((Path(__file__).parent / "data" / "refusals.json").read_text())
 LIMIT = 20_000

@@ -22,8 +22,8 @@ import pytest
 from chat_templates import FAMILIES, TemplateError, render
 
 from context_governor.providers import CATALOG, applicable_rules, validate
-from context_governor.providers.vllm import template_family
-from context_governor.targets.target import Target
+from context_governor.providers._vllm import template_family
+from context_governor.targets._target import Target
 
 Message = dict[str, Any]
 

@@ -18,7 +18,7 @@ reads at half the input price), re-sending a large cached request costs more tha
 the misses saved, so the trigger moves toward the target (``price_scale``; prices
 from providers/prices.py, looked up from the provider and model).
 The steps in between only append to an unchanged prefix. Where to cut is
-decided from the history alone (see stages/compact.py), so any process, e.g.
+decided from the history alone (see stages/_compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from .errors import ConfigError, brief
 from .providers.prices import cache_price
-from .targets.cache_price import CachePrice
+from .targets import CachePrice
 
 if TYPE_CHECKING:
     from .summary import Summaries
@@ -258,7 +258,7 @@ class CompactionPolicy:
     tokens; ``min_chars`` is a tool result's size below which it is never cleared;
     ``keep_recent`` tool results are kept verbatim
     (a preference: under ``mask_first`` they go down to ``MASK_MIN_RECENT`` before a
-    turn is cut, and a request over its budget is squeezed, stages/squeeze.py);
+    turn is cut, and a request over its budget is squeezed, stages/_squeeze.py);
     results of ``exclude_tools`` are never cleared; ``clear_arguments`` also empties
     the arguments of the calls whose results were cleared; ``offload_dir``
     keeps each cleared output in a file there, named after its call. ``cut_note`` is
