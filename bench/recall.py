@@ -8,7 +8,7 @@ steps, each a unique random token (``the staging deploy key is K-7f3a9c5d``) so 
 * **conclusion**: in the agent's own text (what it worked out);
 * **instruction**: in a user message (the task's and every follow-up's, chat's every
   20th), an order that holds from then on ("always answer in French ...");
-* what the cut note's receipt lists (stages/receipt.py), planted by a second pass with
+* what the cut note's receipt lists (stages/_receipt.py), planted by a second pass with
   its own random stream, so the facts above keep their tokens and steps: **file** (the
   path a ``read_file``/``edit_file``/``write_file`` call names, coding only), **command**
   (an ``exec`` call's command, coding only) and **error** (an ``Error:`` line at the end
@@ -58,8 +58,8 @@ from typing import Any
 
 from context_governor import CompactionPolicy
 from context_governor.providers import validate
-from context_governor.stages.receipt import RECEIPT_HEAD, RECEIPT_TAIL
-from context_governor.stages.summary import PREVIOUS_HEAD, SUMMARY_TAIL
+from context_governor.stages._receipt import RECEIPT_HEAD, RECEIPT_TAIL
+from context_governor.stages._summary import PREVIOUS_HEAD, SUMMARY_TAIL
 from context_governor.summary import Summaries
 
 from .cache import MAX_OUTPUT, SAFETY_BUFFER, Config, Meter, Outcome, StepFn, governor

@@ -23,8 +23,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of 
 
 from bench import cache, fidelity, recall, sessions  # noqa: E402
 from bench.shapes import SHAPES  # noqa: E402
-from context_governor.stages.receipt import RECEIPT_HEAD, RECEIPT_TAIL  # noqa: E402
-from context_governor.stages.summary import SUMMARY_HEAD, SUMMARY_TAIL  # noqa: E402
+from context_governor.stages._receipt import RECEIPT_HEAD, RECEIPT_TAIL  # noqa: E402
+from context_governor.stages._summary import SUMMARY_HEAD, SUMMARY_TAIL  # noqa: E402
 
 Message = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""What the model sees after the cache policy cuts history (stages/compact.py).
+"""What the model sees after the cache policy cuts history (stages/_compact.py).
 
 Properties over long random sessions, for every provider profile:
 
@@ -26,7 +26,7 @@ from transcripts import cases, random_case
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.providers import PROVIDERS, validate
-from context_governor.stages.receipt import RECEIPT_HEAD, RECEIPT_TAIL
+from context_governor.stages._receipt import RECEIPT_HEAD, RECEIPT_TAIL
 
 Message = dict[str, Any]
 NOTE = re.compile(

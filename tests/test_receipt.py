@@ -1,4 +1,4 @@
-"""The receipt on a cut (stages/receipt.py): what the extractors read from realistic tool
+"""The receipt on a cut (stages/_receipt.py): what the extractors read from realistic tool
 calls and results, that the receipt stays inside its bound, that it is written once per
 cut (the same text on every later request of that cut, from a Governor or from govern()),
 that a user instruction in the cut span appears, and that ``receipt=False`` leaves the
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_governor import CompactionPolicy, Governor, govern
-from context_governor.stages.receipt import (
+from context_governor.stages._receipt import (
     RECEIPT_CHARS,
     RECEIPT_HEAD,
     RECEIPT_TAIL,

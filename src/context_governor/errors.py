@@ -7,34 +7,34 @@ base; a test checks these drawings against the real classes)::
     ContextGovernorError (Exception)        errors
     ├── InputError (ValueError)             errors
     ├── ConfigError (ValueError)            errors
-    ├── ModelError                          llm.errors
-    │   ├── ModelHTTPError                  llm.errors
-    │   ├── ModelConnectionError            llm.errors
-    │   ├── ModelTimeoutError               llm.errors
-    │   └── ModelResponseError              llm.errors
-    ├── ToolDefinitionError (TypeError)     tools.registry
-    └── CountError                          proxy.count_tokens
+    ├── ModelError                          llm._errors
+    │   ├── ModelHTTPError                  llm._errors
+    │   ├── ModelConnectionError            llm._errors
+    │   ├── ModelTimeoutError               llm._errors
+    │   └── ModelResponseError              llm._errors
+    ├── ToolDefinitionError (TypeError)     tools._registry
+    └── CountError                          proxy._count_tokens
 
 The others are not ContextGovernorError: each is caught inside the package and
 becomes an answer, a note or a tool result (or, for ToolError, is raised by a tool
 for the model to read)::
 
     Exception
-    ├── ToolError                           tools.registry
-    ├── SummarizerError                     summary.summarizer
-    ├── Invalid                             tools.schema
-    ├── OutOfTime                           tools.lines
-    ├── TooLarge                            proxy.body
-    ├── BadRequest                          proxy.governing
-    ├── _BadArguments                       tools.registry
-    ├── _Stopped                            tools.files
-    └── _NoBody                             runner.loop
+    ├── ToolError                           tools._registry
+    ├── SummarizerError                     summary._summarizer
+    ├── Invalid                             tools._schema
+    ├── OutOfTime                           tools._lines
+    ├── TooLarge                            proxy._body
+    ├── BadRequest                          proxy._governing
+    ├── _BadArguments                       tools._registry
+    ├── _Stopped                            tools._files
+    └── _NoBody                             runner._loop
     OSError
-    └── OffloadRefused                      stages.offload
+    └── OffloadRefused                      stages._offload
     ValueError
-    └── BadPath                             proxy.paths
+    └── BadPath                             proxy._paths
     TypeError
-    └── UnsupportedType                     tools.schema
+    └── UnsupportedType                     tools._schema
 
 - ToolError: a tool's expected failure; the registry sends ``"Error: " + str(exc)``
   to the model as the call's result.

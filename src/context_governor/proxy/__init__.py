@@ -8,9 +8,13 @@ with any ASGI server; ``ProxyConfig`` holds its settings, grouped by concern
 (``TimeoutsConfig``, ``LimitsConfig``, ``PageConfig``...).
 """
 
-from .app import create_app
-from .config import ProxyConfig
-from .settings import (
+from ._access import client_keys, open_relay_refusal
+from ._apis import ROUTES
+from ._app import create_app
+from ._config import CONFIG_ENV, ProxyConfig
+from ._metrics import MULTIPROC_ENV
+from ._redact import RedactingFilter, Redactor, redact_url
+from ._settings import (
     AccessConfig,
     CountingConfig,
     GoverningConfig,
@@ -22,14 +26,22 @@ from .settings import (
 )
 
 __all__ = [
+    "CONFIG_ENV",
+    "MULTIPROC_ENV",
+    "ROUTES",
     "AccessConfig",
     "CountingConfig",
     "GoverningConfig",
     "LimitsConfig",
     "PageConfig",
     "ProxyConfig",
+    "RedactingFilter",
+    "Redactor",
     "SummariesConfig",
     "TelemetryConfig",
     "TimeoutsConfig",
+    "client_keys",
     "create_app",
+    "open_relay_refusal",
+    "redact_url",
 ]
