@@ -34,7 +34,14 @@ __all__ = ["TABLES", "banner", "proxy_command"]
 #: stay in [proxy] itself. docs/cli.md, "Config file".
 TABLES = {
     "timeouts": ("connect-timeout", "read-timeout"),
-    "limits": ("max-body", "max-in-flight", "max-in-flight-per-client"),
+    "limits": (
+        "max-body",
+        "max-in-flight",
+        "max-in-flight-per-client",
+        "max-uploads",
+        "header-timeout",
+        "body-timeout",
+    ),
     "governing": ("govern-in", "govern-processes"),
     "counting": ("count-store", "count-retention", "count-tokens-upstream", "count-workers"),
     "summaries": (
@@ -316,6 +323,30 @@ def _bind(host: str, port: int) -> socket.socket:
     help="Requests in flight per server process; more get a 429 with Retry-After.",
 )
 @click.option(
+    "--max-uploads",
+    cls=Setting,
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Request bodies being read at once, per server process; more get a 429.",
+)
+@click.option(
+    "--header-timeout",
+    cls=Setting,
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds a connection has to send a request's headers; then it is closed.",
+)
+@click.option(
+    "--body-timeout",
+    cls=Setting,
+    type=click.FloatRange(min=0, min_open=True),
+    default=120.0,
+    show_default=True,
+    help="Seconds a request's whole body has to arrive in; then a 408.",
+)
+@click.option(
     "--max-in-flight-per-client",
     hidden=True,
     type=click.IntRange(min=1),
@@ -429,6 +460,9 @@ def proxy_command(
     allow_hosts: tuple[str, ...],
     max_in_flight: int,
     max_in_flight_per_client: int,
+    max_uploads: int,
+    header_timeout: float,
+    body_timeout: float,
     allow_open_relay: bool,
     no_metrics: bool,
     no_ui: bool,
@@ -522,6 +556,9 @@ def proxy_command(
                 max_body_bytes=max_body,
                 max_in_flight=max_in_flight,
                 max_in_flight_per_client=max_in_flight_per_client,
+                max_uploads=max_uploads,
+                header_timeout=header_timeout,
+                body_timeout=body_timeout,
             ),
             governing=GoverningConfig(run_in=govern_in, processes=govern_processes),
             counting=CountingConfig(
@@ -644,9 +681,12 @@ def _serve(
 ) -> None:
     """One server process, or ``workers`` of them sharing ``sock`` (uvicorn's supervisor
     starts each from the import-string factory, the config in the environment)."""
+    from ..proxy import PROTOCOL_PATH, HeaderTimeoutH11
+
+    HeaderTimeoutH11.header_timeout = config.limits.header_timeout
     if workers == 1:
-        server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning"))
-        server.run(sockets=[sock])
+        served = uvicorn.Config(create_app(config), log_level="warning", http=HeaderTimeoutH11)
+        uvicorn.Server(served).run(sockets=[sock])
         return
     from uvicorn.supervisors import Multiprocess
 
@@ -659,6 +699,7 @@ def _serve(
         factory=True,
         workers=workers,
         log_level="warning",
+        http=PROTOCOL_PATH,
     )
     try:
         Multiprocess(uv_config, sockets=[sock]).run()

@@ -13,6 +13,7 @@ from ._apis import ROUTES
 from ._app import create_app
 from ._config import CONFIG_ENV, ProxyConfig
 from ._metrics import MULTIPROC_ENV
+from ._protocol import PROTOCOL_PATH, HeaderTimeoutH11
 from ._redact import RedactingFilter, Redactor, redact_url
 from ._settings import (
     AccessConfig,
@@ -28,10 +29,12 @@ from ._settings import (
 __all__ = [
     "CONFIG_ENV",
     "MULTIPROC_ENV",
+    "PROTOCOL_PATH",
     "ROUTES",
     "AccessConfig",
     "CountingConfig",
     "GoverningConfig",
+    "HeaderTimeoutH11",
     "LimitsConfig",
     "PageConfig",
     "ProxyConfig",

@@ -59,6 +59,7 @@ from ._learning import Hints, Learner
 from ._metrics import Metrics, available
 from ._observer import Journal, Observation, Observer
 from ._paths import BadPath, forward_path, forward_query
+from ._protocol import HeaderTimeoutH11
 from ._redact import Redactor, mask_logged_query_secrets
 from ._refusals import Refusal, refusal_of
 from ._side import (
@@ -729,4 +730,6 @@ def app_from_env() -> Starlette:
     text = os.environ.get(CONFIG_ENV)
     if text is None:
         raise ConfigError(f"{CONFIG_ENV} is not set; it must hold the proxy's config as JSON")
-    return create_app(ProxyConfig.from_json(text))
+    config = ProxyConfig.from_json(text)
+    HeaderTimeoutH11.header_timeout = config.limits.header_timeout  # this worker's protocol
+    return create_app(config)

@@ -12,9 +12,16 @@ the API's own error shape and without forwarding anything:
    taken from where the API's SDKs send theirs and is never forwarded or logged;
 4. a governed route's body that is not declared JSON (415): a browser's simple
    request (``text/plain``, a form, no type) cannot be;
-5. a request past the in-flight limits, per client key and in all (429 with
+5. a body that does not arrive within ``body-timeout`` (408) or is over ``max-body``
+   (413), read here before the request counts in flight: an upload is not a slot, so
+   clients that send a byte every few seconds hold no one else's (at most
+   ``max-uploads`` bodies are read at once; more get a 429);
+6. a request past the in-flight limits, per client key and in all (429 with
    ``Retry-After``), so one runaway agent neither starves the others nor fills the
    proxy's memory with bodies.
+
+(A connection that never finishes its headers is closed by the server's protocol,
+protocol.py, after ``header-timeout``.)
 
 ``GET /healthz`` needs no key and is not counted, so a load balancer can probe a
 busy proxy. The page (``GET /ui/...``) needs no client key either: it spends no key,
@@ -26,11 +33,12 @@ name is put in the request's log lines (``client=NAME``) and in
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers
@@ -52,6 +60,7 @@ from ._access import (
     without_query_values,
 )
 from ._apis import CHAT, ROUTES, VERSIONS, ApiRoute, route_for_path
+from ._body import TooLarge, declared_length, read_limited
 from ._config import ProxyConfig
 
 __all__ = [
@@ -165,6 +174,10 @@ class Guard:
         self._max_per_client = config.limits.max_in_flight_per_client
         self._in_flight = 0
         self._per_client: Counter[str] = Counter()
+        self._max_body = config.limits.max_body_bytes
+        self._body_timeout = config.limits.body_timeout
+        self._max_uploads = config.limits.max_uploads
+        self._uploads = 0
         install_client_name_filter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -197,6 +210,11 @@ class Guard:
                 f"{_target(scope)} takes a JSON body: send Content-Type: application/json "
                 f"(got {shown(headers.get('content-type') or 'none')})",
             )  # fmt: skip
+        if refusal is None and not health and _has_body(headers):
+            buffered, refusal = await self._uploaded(receive, headers)
+            if buffered is None:  # the client went away while sending
+                return
+            receive = buffered
         if refusal is None and not health:
             refusal = self._limited(name)
         if refusal is not None:
@@ -259,6 +277,37 @@ class Guard:
         query_string = without_query_values(query, keys).encode("latin-1")
         return name, {**scope, "headers": kept, "query_string": query_string, "state": state}, None
 
+    async def _uploaded(
+        self, receive: Receive, headers: Headers
+    ) -> tuple[Receive | None, Refusal | None]:
+        """The body read here, within the body timeout and the size limit, and a
+        ``receive`` that hands it to the app at once; None when the client left."""
+        if self._uploads >= self._max_uploads:
+            return receive, Refusal(
+                429, "rate_limit_error", "too_many_uploads",
+                f"the proxy is reading {self._uploads} request bodies, its limit "
+                "(max-uploads); retry shortly",
+            )  # fmt: skip
+        self._uploads += 1
+        try:
+            async with asyncio.timeout(self._body_timeout):
+                body = await read_limited(
+                    _chunks(receive), self._max_body, declared_length(headers.get("content-length"))
+                )
+        except TooLarge as exc:
+            return receive, Refusal(413, "invalid_request_error", "request_too_large", exc.message)
+        except TimeoutError:
+            return receive, Refusal(
+                408, "invalid_request_error", "request_timeout",
+                f"the request body did not arrive within {self._body_timeout:g} s "
+                "(body-timeout)",
+            )  # fmt: skip
+        except _ClientGone:
+            return None, None
+        finally:
+            self._uploads -= 1
+        return _replaying(body, receive), None
+
     def _limited(self, name: str | None) -> Refusal | None:
         if self._in_flight >= self._max:
             return Refusal(
@@ -303,7 +352,45 @@ class Guard:
         response = JSONResponse(body, status_code=refusal.status)
         if refusal.status == 429:
             response.headers["retry-after"] = str(RETRY_AFTER)
+        if refusal.status in (408, 413):  # the rest of the body is not read: no next request
+            response.headers["connection"] = "close"
         await response(scope, receive, send)
+
+
+class _ClientGone(Exception):
+    """The client disconnected before its body was in."""
+
+
+def _has_body(headers: Headers) -> bool:
+    """Whether the request carries a body to read (declared, or chunked)."""
+    length = declared_length(headers.get("content-length"))
+    return bool(length) or "transfer-encoding" in headers
+
+
+async def _chunks(receive: Receive) -> AsyncIterator[bytes]:
+    """The body's pieces as the server hands them over."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        yield message.get("body", b"")
+        if not message.get("more_body", False):
+            return
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the app the whole body first, then the server's own
+    messages (a disconnect)."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _target(scope: Scope) -> str:

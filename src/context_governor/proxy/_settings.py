@@ -159,20 +159,38 @@ class TimeoutsConfig(_Shown):
         check_seconds("timeouts.read", self.read)
 
 
+#: Bodies being read at once (each bounded by max-body and body-timeout).
+DEFAULT_MAX_UPLOADS = 1024
+#: Seconds a connection has to send a request's headers (a client that sends them a
+#: byte at a time holds a connection, never a slot, and not for long).
+DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds a request's whole body has to arrive in (50 MiB at about 0.5 MB/s).
+DEFAULT_BODY_TIMEOUT = 120.0
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class LimitsConfig(_Shown):
     """What one server process takes on: bodies over ``max_body_bytes`` get a 413, and
     at most ``max_in_flight`` requests are in flight in all and
-    ``max_in_flight_per_client`` per client key (more get a 429; guard.py).
-    ``[proxy.limits]``: max-body, max-in-flight, max-in-flight-per-client."""
+    ``max_in_flight_per_client`` per client key (more get a 429; guard.py). A request
+    counts in flight once its body is in: a body still arriving is an upload, at most
+    ``max_uploads`` at once, each within ``body_timeout`` seconds (else a 408), and a
+    connection must send a request's headers within ``header_timeout`` seconds (else it
+    is closed), so slow clients cannot hold the slots of the others.
+    ``[proxy.limits]``: max-body, max-in-flight, max-in-flight-per-client, max-uploads,
+    header-timeout, body-timeout."""
 
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_in_flight_per_client: int = DEFAULT_MAX_IN_FLIGHT_PER_CLIENT
+    max_uploads: int = DEFAULT_MAX_UPLOADS
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            check_positive(f"limits.{f.name}", getattr(self, f.name))
+            check = check_seconds if f.name.endswith("timeout") else check_positive
+            check(f"limits.{f.name}", getattr(self, f.name))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
