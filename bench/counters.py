@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.counters [--texts N] [--cold N] [--out docs/benchmarks.md]
 
 Contenders: tiktoken (the reference; o200k_base is rebuilt from quicktok's vocabulary
-and checked against tiktoken's pinned digest, see counting/encodings.py), rs-bpe (the ``fast``
+and checked against tiktoken's pinned digest, see counting/_encodings.py), rs-bpe (the ``fast``
 extra, what counters use when it is installed) and bpe-openai (evaluated, not used).
 
 * **Exactness**: every text of a generated corpus (``corpus``: prose, code, JSON,

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> dict[str, float]:
     start = clock()
     from context_governor import CompactionPolicy, Governor
     from context_governor.counting import background_cpu_ns
-    from context_governor.governor.late import first_call_cpu_ns
+    from context_governor.governor._late import first_call_cpu_ns
 
     imported = clock() - start
     start = clock()

@@ -209,7 +209,7 @@ class Target:
 def client() -> httpx.Client:
     """The benchmark's client: one keep-alive connection per server, as an agent's SDK
     keeps it (the proxy must answer without waiting on the client's delayed ACK: see
-    cli/proxy.py, _bind)."""
+    cli/_proxy.py, _bind)."""
     return httpx.Client(headers=HEADERS, timeout=120)
 
 

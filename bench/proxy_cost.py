@@ -32,8 +32,8 @@ from functools import partial
 
 from context_governor import profiles
 from context_governor.counting import exact_counter
-from context_governor.proxy.config import ProxyConfig
-from context_governor.proxy.governing import encode, govern_body, parse
+from context_governor.proxy._config import ProxyConfig
+from context_governor.proxy._governing import encode, govern_body, parse
 
 from .section import section_main
 from .sessions import coding_session

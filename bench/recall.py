@@ -7,16 +7,24 @@ steps, each a unique random token (``the staging deploy key is K-7f3a9c5d``) so 
 * **result**: in a tool result (half of them restated by the agent in its next message);
 * **conclusion**: in the agent's own text (what it worked out);
 * **instruction**: in a user message (the task's and every follow-up's, chat's every
-  20th), an order that holds from then on ("always answer in French ...").
+  20th), an order that holds from then on ("always answer in French ...");
+* what the cut note's receipt lists (stages/_receipt.py), planted by a second pass with
+  its own random stream, so the facts above keep their tokens and steps: **file** (the
+  path a ``read_file``/``edit_file``/``write_file`` call names, coding only), **command**
+  (an ``exec`` call's command, coding only) and **error** (an ``Error:`` line at the end
+  of a tool result, every shape).
 
 Each fact is needed ``GAPS`` steps after it was planted. At those steps the governed
 request is searched, and the fact counts as carried, in this order of preference:
 **verbatim** (in a message of the role it was planted in), in the agent's **own words**
 (an assistant message or call restating it), in a **summary** (the summary block the
 cache policy's summary option puts where it cuts; here a scripted summarizer that
-keeps user requests and the agent's text, never tool output), or only behind a
-**placeholder** (a tool result for the same call is there, its content cleared: the
-agent can call again). A request over the window (its tokens plus ``MAX_OUTPUT``) would
+keeps user requests and the agent's text, never tool output), in the cut note's
+**receipt**, or only behind a **placeholder** (a tool result for the same call is
+there, its content cleared: the agent can call again). A fact is *behind a cut* at a
+step when the message it was planted in is not in the request at all (neither
+verbatim nor as a placeholder): recall after a cut is the share of those the request
+still carries. A request over the window (its tokens plus ``MAX_OUTPUT``) would
 be refused by the provider: it carries nothing.
 
 Compared at the same budget (window − 4,096 − 1,024): ours (the default policy, as a
@@ -50,7 +58,8 @@ from typing import Any
 
 from context_governor import CompactionPolicy
 from context_governor.providers import validate
-from context_governor.stages.summary import PREVIOUS_HEAD, SUMMARY_TAIL
+from context_governor.stages._receipt import RECEIPT_HEAD, RECEIPT_TAIL
+from context_governor.stages._summary import PREVIOUS_HEAD, SUMMARY_TAIL
 from context_governor.summary import Summaries
 
 from .cache import MAX_OUTPUT, SAFETY_BUFFER, Config, Meter, Outcome, StepFn, governor
@@ -62,13 +71,15 @@ from .shapes import SEED_CONFIG, SHAPES, Shape
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never download litellm's map
 
-KINDS = ("result", "conclusion", "instruction")
-HOWS = ("verbatim", "own words", "summary", "placeholder")
+KINDS = ("result", "conclusion", "instruction", "file", "command", "error")
+HOWS = ("verbatim", "own words", "summary", "receipt", "placeholder")
 #: steps after planting at which a fact is needed (those inside the replay)
 GAPS = (3, 10, 30, 100, 250)
 RESULT_EVERY = 12
 CONCLUSION_EVERY = 15
 CHAT_INSTRUCTION_EVERY = 20
+#: steps between two facts of the receipt's kinds (file, command, error), each kind
+WORK_EVERY = 16
 WINDOWS = (128_000, 32_000)
 RECALL_SHAPES = ("coding", "research", "chat")
 QUICK_STEPS = 40
@@ -90,6 +101,11 @@ CONCLUSIONS = (
     "What I worked out: the two sources disagree because of revision {t} of the method.",
     "Decision: we keep the old parser behind the flag {t} until the tests are green.",
     "Finding: the slow path is only taken for tenants of shard {t}.",
+)
+ERRORS = (
+    "Error: the artifact upload to bucket {t} failed (403 Forbidden); nothing was published.",
+    "Error: migration {t} aborted: relation already exists; the schema was rolled back.",
+    "Error: the cache warm-up job {t} timed out after 300 s; the old entries were kept.",
 )
 INSTRUCTIONS = (
     "From now on, always answer in French and quote the ticket {t} in every reply.",
@@ -177,27 +193,116 @@ def plant(
             t = _token(rng, taken, text)
             _prefix(head, rng.choice(CONCLUSIONS).format(t=t))
             facts.append(Fact(t, "conclusion", k, _needed(k, n)))
+    taken.update(f.token for f in facts)
+    facts += plant_work(steps, random.Random(f"{seed}:{replay.name}:work"), taken, text)
     return Replay(f"{replay.name}-planted", replay.model, replay.tools, steps), facts
+
+
+FILE_TOOLS = frozenset({"read_file", "edit_file", "write_file"})
+
+
+def _call_named(step: list[Message], names: frozenset[str]) -> dict[str, Any] | None:
+    """The first call of ``step``'s assistant message to a tool in ``names``."""
+    for call in step[0].get("tool_calls") or ():
+        if call["function"]["name"] in names:
+            return dict(call)
+    return None
+
+
+def _set_args(step: list[Message], call_id: str, args: dict[str, Any]) -> None:
+    head = step[0]
+    head["tool_calls"] = [
+        {**c, "function": {**c["function"], "arguments": json.dumps(args)}}
+        if c["id"] == call_id
+        else c
+        for c in head["tool_calls"]
+    ]
+
+
+def _plant_file(step: list[Message], t: str) -> bool:
+    """Put ``t`` in the path a file call of ``step`` names (and in its result's text)."""
+    call = _call_named(step, FILE_TOOLS)
+    if call is None:
+        return False
+    args = json.loads(call["function"]["arguments"])
+    old = str(args["path"])
+    folder, _, base = old.rpartition("/")
+    args["path"] = f"{folder}/{t}-{base}" if folder else f"{t}-{base}"
+    _set_args(step, call["id"], args)
+    for m in step[1:]:
+        if m.get("tool_call_id") == call["id"]:
+            m["content"] = content_text(m["content"]).replace(old, args["path"])
+    return True
+
+
+def _plant_command(step: list[Message], t: str) -> bool:
+    """Run ``step``'s shell call with a run id ``t`` in its environment."""
+    call = _call_named(step, frozenset({"exec"}))
+    if call is None:
+        return False
+    args = json.loads(call["function"]["arguments"])
+    args["command"] = f"RUN_ID={t} {args['command']}"
+    _set_args(step, call["id"], args)
+    return True
+
+
+def plant_work(
+    steps: list[list[Message]], rng: random.Random, taken: set[str], text: str
+) -> list[Fact]:
+    """Plant the receipt's kinds in ``steps`` (in place): a file path, a command and an
+    error line, each every ``WORK_EVERY`` steps where the step has such a call."""
+    facts: list[Fact] = []
+    n = len(steps)
+    due = {"file": WORK_EVERY // 3, "command": 2 * WORK_EVERY // 3, "error": WORK_EVERY}
+    for k, step in enumerate(steps):
+        if not step or not step[0].get("tool_calls"):
+            continue
+        for kind in [kind for kind, at in due.items() if k >= at]:
+            fact = _plant_one(kind, step, k, n, rng, _token(rng, taken, text))
+            if fact is not None:
+                due[kind] = k + WORK_EVERY
+                facts.append(fact)
+                break
+    return facts
+
+
+def _plant_one(
+    kind: str, step: list[Message], k: int, n: int, rng: random.Random, t: str
+) -> Fact | None:
+    """One fact of ``kind`` (file, command, error) planted in ``step`` (replay step ``k``
+    of ``n``), or None where the step has no call to carry it."""
+    if kind == "file":
+        return Fact(t, kind, k, _needed(k, n)) if _plant_file(step, t) else None
+    if kind == "command":
+        return Fact(t, kind, k, _needed(k, n)) if _plant_command(step, t) else None
+    result = [m for m in step if m.get("role") == "tool"][-1]
+    line = rng.choice(ERRORS).format(t=t)
+    result["content"] = f"{content_text(result['content'])}\n{line}"
+    return Fact(t, kind, k, _needed(k, n), result["tool_call_id"])
 
 
 # ----------------------------------------------------------------------------- finding
 
 _SUMMARY = re.compile(r"\[Summary of [^\n]*\n(.*?)" + re.escape(SUMMARY_TAIL), re.S)
+_RECEIPT = re.compile(re.escape(RECEIPT_HEAD) + "(.*?)" + re.escape(RECEIPT_TAIL), re.S)
 
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """A request's text by where it sits: each role's text (summary blocks taken out of
-    the user text), the summaries, and the call ids of the tool results it carries."""
+    """A request's text by where it sits: each role's text (summary and receipt blocks
+    taken out of the user text), the summaries, the receipts, and the call ids of the
+    tool results it carries."""
 
     by_role: dict[str, str]
     summary: str
     result_ids: frozenset[str]
+    receipt: str = ""
 
 
 def view(messages: Sequence[Message]) -> View:
     parts: dict[str, list[str]] = {"tool": [], "assistant": [], "user": []}
     summaries: list[str] = []
+    receipts: list[str] = []
     ids: set[str] = set()
     for m in messages:
         role = str(m.get("role"))
@@ -210,14 +315,36 @@ def view(messages: Sequence[Message]) -> View:
                 if isinstance(fn, dict):
                     text += "\n" + str(fn.get("arguments"))
         if role in ("user", "system"):
+            receipts += _RECEIPT.findall(text)
+            text = _RECEIPT.sub("", text)
             summaries += _SUMMARY.findall(text)
             text = _SUMMARY.sub("", text)
             role = "user"
         parts.setdefault(role, []).append(text)
-    return View({r: "\n".join(t) for r, t in parts.items()}, "\n".join(summaries), frozenset(ids))
+    return View(
+        {r: "\n".join(t) for r, t in parts.items()},
+        "\n".join(summaries),
+        frozenset(ids),
+        "\n".join(receipts),
+    )
 
 
-PLANTED_ROLE = {"result": "tool", "conclusion": "assistant", "instruction": "user"}
+PLANTED_ROLE = {
+    "result": "tool",
+    "conclusion": "assistant",
+    "instruction": "user",
+    "file": "assistant",  # the call's arguments
+    "command": "assistant",
+    "error": "tool",
+}
+
+
+def behind_cut(fact: Fact, v: View) -> bool:
+    """Whether the message ``fact`` was planted in is gone from the request ``v``: not
+    there verbatim, nor its result as a placeholder (a cut removed it)."""
+    if fact.token in v.by_role.get(PLANTED_ROLE[fact.kind], ""):
+        return False
+    return fact.call_id is None or fact.call_id not in v.result_ids
 
 
 def carried(fact: Fact, v: View) -> str | None:
@@ -228,7 +355,9 @@ def carried(fact: Fact, v: View) -> str | None:
         return "own words"
     if fact.token in v.summary:
         return "summary"
-    if fact.kind == "result" and fact.call_id in v.result_ids:
+    if fact.token in v.receipt:
+        return "receipt"
+    if fact.call_id is not None and fact.call_id in v.result_ids:
         return "placeholder"
     return None
 
@@ -446,6 +575,11 @@ def contenders(meter: Meter) -> list[Config]:
     return [
         ours("ours, reads 0.1× or unknown", compaction=CompactionPolicy(cache_price=OPENAI_5)),
         ours("ours, gpt-4o (reads 0.5×)"),
+        ours(
+            NO_RECEIPT[0],
+            compaction=CompactionPolicy(cache_price=OPENAI_5, receipt=False),
+        ),
+        ours(NO_RECEIPT[1], compaction=CompactionPolicy(receipt=False)),
         with_summaries(),
         SEED_CONFIG,
         _langchain(meter),
@@ -456,6 +590,8 @@ def contenders(meter: Meter) -> list[Config]:
 
 #: the rows the targets hold to account, and the anchors they are compared with
 OURS = ("ours, reads 0.1× or unknown", "ours, gpt-4o (reads 0.5×)")
+#: the same two with the cut note's receipt off (CompactionPolicy(receipt=False))
+NO_RECEIPT = ("ours, reads 0.1×, no receipt", "ours, gpt-4o, no receipt")
 SEED = SEED_CONFIG.label
 
 # ----------------------------------------------------------------------------- measuring
@@ -469,6 +605,8 @@ class RecallRun:
     steps: int
     #: (fact kind, how it was carried or None) for every (fact, step that needs it)
     found: list[tuple[str, str | None]] = field(default_factory=list)
+    #: of those, the ones whose planted message a cut removed from the request
+    cut: list[tuple[str, str | None]] = field(default_factory=list)
     fidelity: list[StepFidelity] = field(default_factory=list)
     over_budget: int = 0
     refused: int = 0
@@ -484,6 +622,13 @@ class RecallRun:
 
     def own(self) -> float:
         return Fidelity(tuple(self.fidelity)).share("own")
+
+    def after_cut(self) -> float | None:
+        """The share of (fact, step) behind a cut that the request still carries (None:
+        no fact was needed behind a cut)."""
+        if not self.cut:
+            return None
+        return sum(how is not None for _, how in self.cut) / len(self.cut)
 
 
 def measure(
@@ -519,7 +664,9 @@ def measure(
         due = needs.get(number, ())
         if due:
             v = view(outcome.messages)
-            run.found += [(f.kind, None if refused else carried(f, v)) for f in due]
+            found = [(f.kind, None if refused else carried(f, v)) for f in due]
+            run.found += found
+            run.cut += [k for f, k in zip(due, found, strict=True) if behind_cut(f, v)]
     run.seconds = time.perf_counter() - started
     return run
 
@@ -598,12 +745,19 @@ def render(results: Sequence[RecallRun], facts: dict[str, Counter[str]] | None =
         f"Facts planted at known steps of three {steps}-step sessions (bench/recall.py: "
         "coding, research and chat from bench/shapes.py), each a unique random token, and "
         f"needed {', '.join(map(str, GAPS))} steps later: in tool results (half restated "
-        "by the agent), in the agent's own conclusions, in user instructions. *Reachable* is "
+        "by the agent), in the agent's own conclusions, in user instructions, and of the "
+        "kinds the cut note's receipt lists: a file path a file call names, a command an "
+        "`exec` call runs (coding only: the other shapes have no such tools), an `Error:` "
+        "line at the end of a tool result. *Reachable* is "
         "the share of (fact, step that needs it) whose request carries the token, verbatim "
         "(in a message of the role it was planted in), in the agent's own words, in a summary "
-        "(scripted: user requests and the agent's text, never tool output), or only behind a "
-        "placeholder for its call (results); a request over the window (tokens + 4,096) "
-        "carries nothing. Every contender has the same budget (window − 5,120 tokens); "
+        "(scripted: user requests and the agent's text, never tool output), in the cut "
+        "note's receipt, or only behind a placeholder for its call (results, errors); a "
+        "request over the window (tokens + 4,096) carries nothing. *After a cut* is the "
+        "share of the (fact, step) whose planted message is not in the request at all (a "
+        "cut removed it) that the request still carries, with how many there were; the "
+        'rows "no receipt" are ours with `CompactionPolicy(receipt=False)`. '
+        "Every contender has the same budget (window − 5,120 tokens); "
         "Anthropic's `clear_tool_uses_20250919` runs at its documented defaults (trigger "
         "100,000 input tokens, keep 3 tool uses, clear_at_least, exclude_tools none, "
         "clear_tool_inputs false; "
@@ -620,28 +774,33 @@ def render(results: Sequence[RecallRun], facts: dict[str, Counter[str]] | None =
             "Planted: "
             + "; ".join(
                 f"{shape} {c['result']} results, {c['conclusion']} conclusions, "
-                f"{c['instruction']} instructions"
+                f"{c['instruction']} instructions, {c['file']} files, {c['command']} commands, "
+                f"{c['error']} errors"
                 for shape, c in facts.items()
             )
             + ".",
             "",
         ]
     verdicts: list[str] = []
+    receipts: list[str] = []
     for group in _groups(results):
         shape, window = group[0].shape, group[0].window
         lines += [
             f"**{shape}, {window:,}-token window**",
             "",
-            "| contender | reachable: result / conclusion / instruction / all | "
-            "how: verbatim / own words / summary / placeholder | agent kept | "
+            "| contender | reachable: result / conclusion / instruction / file / command / "
+            "error / all | after a cut | "
+            "how: verbatim / own words / summary / receipt / placeholder | agent kept | "
             "over budget / refused / invalid | seconds |",
-            "|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in group:
-            reach = " / ".join(f"{r.reachable(k):.2f}" for k in (*KINDS, None))
+            reach = " / ".join(_share(r, k) for k in (*KINDS, None))
             how = " / ".join(f"{r.how(h):.2f}" for h in HOWS)
+            after = r.after_cut()
+            cut = "—" if after is None else f"{after:.2f} of {len(r.cut)}"
             lines.append(
-                f"| {r.label} | {reach} | {how} | {r.own():.2f} | "
+                f"| {r.label} | {reach} | {cut} | {how} | {r.own():.2f} | "
                 f"{r.over_budget} / {r.refused} / {r.invalid} | {r.seconds:.1f} |"
             )
         failed = misses(group)
@@ -649,9 +808,42 @@ def render(results: Sequence[RecallRun], facts: dict[str, Counter[str]] | None =
             f"- {shape} at {window:,}: "
             + ("**PASS**" if not failed else "**MISS**: " + "; ".join(failed))
         )
+        receipts.append(receipt_verdict(group))
         lines.append("")
-    lines += ["Targets:", "", *verdicts]
+    lines += ["Targets:", "", *verdicts, "", "The receipt (recall after a cut, with / without):"]
+    lines += ["", *receipts]
     return "\n".join(lines) + "\n"
+
+
+def _share(r: RecallRun, kind: str | None) -> str:
+    """A kind's reachable share, "—" where no fact of it was needed (none planted)."""
+    if kind is not None and not any(k == kind for k, _ in r.found):
+        return "—"
+    return f"{r.reachable(kind):.2f}"
+
+
+def receipt_verdict(group: Sequence[RecallRun]) -> str:
+    """One line per table: recall after a cut for each of our rows with the receipt and
+    without, and whether it is higher with it (no fact behind a cut: nothing to say)."""
+    by = {r.label: r for r in group}
+    shape, window = group[0].shape, group[0].window
+    parts: list[str] = []
+    for on, off in zip(OURS, NO_RECEIPT, strict=True):
+        a, b = by.get(on), by.get(off)
+        if a is None or b is None:
+            continue
+        x, y = a.after_cut(), b.after_cut()
+        if x is None and y is None:
+            parts.append(f"{on}: no fact needed behind a cut")
+            continue
+        mark = "higher" if (x or 0.0) > (y or 0.0) else "**not higher**"
+        parts.append(f"{on}: {_ratio(a)} / {_ratio(b)} ({mark})")
+    return f"- {shape} at {window:,}: " + "; ".join(parts)
+
+
+def _ratio(r: RecallRun) -> str:
+    after = r.after_cut()
+    return "—" if after is None else f"{after:.2f} of {len(r.cut)}"
 
 
 def planted_counts(shapes: Sequence[Shape], steps: int) -> dict[str, Counter[str]]:

@@ -25,8 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from context_governor.proxy.config import DEFAULT_CONNECT_TIMEOUT
-from context_governor.proxy.upstream import POOL_SHARDS
+from context_governor.proxy._config import DEFAULT_CONNECT_TIMEOUT
+from context_governor.proxy._upstream import POOL_SHARDS
 
 #: Headers a relay must not copy (hop-by-hop, or set again by httpx or the server).
 _DROP = {

@@ -40,7 +40,7 @@ from typing import Any
 
 from context_governor import CompactionPolicy
 from context_governor.policies import FLOOR_RESULTS, REFERENCE_READ
-from context_governor.stages.snip import SAFETY_BUFFER
+from context_governor.stages._snip import SAFETY_BUFFER
 
 from .anthropic_cache import write_section
 from .cache import MAX_OUTPUT, Config, Meter, Run, governor, measure

@@ -49,9 +49,9 @@ from context_governor.counting import (
     counting_encoding,
     encoding_for_model,
 )
-from context_governor.governor.governor import _ANCHOR
-from context_governor.governor.late import first_call_cpu_ns
-from context_governor.governor.probe import leaves_alone, plain_facts
+from context_governor.governor._governor import _ANCHOR
+from context_governor.governor._late import first_call_cpu_ns
+from context_governor.governor._probe import leaves_alone, plain_facts
 
 from . import first_call
 from .sessions import SEED, Message, Replay, coding_session, long_history

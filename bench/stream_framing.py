@@ -1,6 +1,6 @@
 """What relaying a stream in whole pieces costs (``python -m bench.stream_framing [ELEMENTS]``).
 
-The proxy relays a streamed answer through a framing (proxy/sse.py): server-sent events
+The proxy relays a streamed answer through a framing (proxy/_sse.py): server-sent events
 are held until their blank line (sse.EventSplitter), Gemini's streamed JSON array until
 each element closes (formats/gemini_stream.ArrayStream, which has to read the JSON's
 brackets, strings and escapes). Both run on the event loop for every byte of every
@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from context_governor.formats.gemini_stream import ArrayStream
-from context_governor.proxy.sse import EventSplitter
+from context_governor.formats._gemini_stream import ArrayStream
+from context_governor.proxy._sse import EventSplitter
 
 CHUNK = 1500
 REPEATS = 7

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from context_governor.providers import CATALOG, Provider, Rule, Target
-from context_governor.providers.rules import always
+from context_governor.providers._rules import always
 
 OUTPUT = Path(__file__).with_name("providers.md")
 

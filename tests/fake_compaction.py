@@ -28,7 +28,7 @@ item left in it) and counted with the library's counter for the API's profile; t
 window check (``context_window``) is made on it too. A sealed compaction item is
 billed as the tokens of the summary it seals; its ``encrypted_content`` is made
 ``ENCRYPTED_ENVELOPE + ENCRYPTED_CHARS_PER_TOKEN`` characters a token long, the rule
-counting/payload.py applies to OpenAI's ciphertext (no provider publishes one: the
+counting/_payload.py applies to OpenAI's ciphertext (no provider publishes one: the
 fake can only follow the rule we chose, so the comparison tests the plumbing, not the
 estimate). ``read_tokens`` holds each accepted request's bill, ``compactions`` the
 blocks and items it issued.
@@ -44,7 +44,7 @@ from fake_native import FakeNative, NativeReply
 from starlette.requests import Request
 from starlette.responses import Response
 
-from context_governor.counting.payload import ENCRYPTED_CHARS_PER_TOKEN, ENCRYPTED_ENVELOPE
+from context_governor.counting._payload import ENCRYPTED_CHARS_PER_TOKEN, ENCRYPTED_ENVELOPE
 from context_governor.errors import ContextGovernorError
 from context_governor.formats import govern_request, validate_request
 
@@ -119,6 +119,9 @@ class FakeCompaction(FakeNative):
         self.read_tokens: list[int] = []
         #: the compaction blocks and items issued, in order
         self.compactions: list[dict[str, Any]] = []
+        self.compacting_bills: list[int] = []
+        #: the indices (in read_tokens) of the requests answered with a compaction
+        self.compacted_at: list[int] = []
         self._body: dict[str, Any] = {}
         self._betas = ""
         self._read = 0
@@ -128,6 +131,8 @@ class FakeCompaction(FakeNative):
         with self._lock:
             self.read_tokens.clear()
             self.compactions.clear()
+            self.compacting_bills.clear()
+            self.compacted_at.clear()
 
     # ------------------------------------------------------------------ checks
 
@@ -211,12 +216,38 @@ class FakeCompaction(FakeNative):
             return content
         block = {"type": "compaction", "content": self._summary()}
         self.compactions.append(block)
+        self.compacted_at.append(len(self.read_tokens) - 1)
         return [block] if edit.get("pause_after_compaction") else [block, *content]
+
+    def _anthropic_usage(self, counted: int, content: list[dict[str, Any]]) -> dict[str, Any]:
+        """A compacting answer's usage as the docs show it ("Understanding usage"): the
+        steps in ``iterations``, the compaction's reading the whole prompt, the top-level
+        figures the last step's alone (zero when the answer paused after the block)."""
+        usage = super()._anthropic_usage(counted, content)
+        if not content or content[0].get("type") != "compaction":
+            return usage
+        steps = [{"type": "compaction", "input_tokens": counted, "output_tokens": 40}]
+        if len(content) > 1:
+            read = self._summary_tokens(content[0]["content"])
+            steps.append({"type": "message", "input_tokens": read, "output_tokens": 9})
+        last = steps[-1] if len(steps) > 1 else {"input_tokens": 0, "output_tokens": 0}
+        #: what each compacting answer billed in all, for the tests to compare with
+        self.compacting_bills.append(sum(step["input_tokens"] for step in steps))
+        return {**usage, "input_tokens": last["input_tokens"],
+                "output_tokens": last["output_tokens"], "iterations": steps}  # fmt: skip
+
+    @staticmethod
+    def _summary_tokens(summary: str) -> int:
+        return govern_request(
+            {"model": "claude-sonnet-4-5", "max_tokens": 1,
+             "messages": [{"role": "user", "content": summary}]},
+            api="anthropic", context_window=1 << 40,
+        ).report.tokens_before  # fmt: skip
 
     # ------------------------------------------------------------------ Responses
 
     def _seal(self, summary: str) -> str:
-        """An ``encrypted_content`` of the length counting/payload.py reads as the tokens
+        """An ``encrypted_content`` of the length counting/_payload.py reads as the tokens
         of ``summary`` (see the module docstring)."""
         counted = govern_request(
             {"model": "gpt-5", "input": [{"role": "developer", "content": summary}]},

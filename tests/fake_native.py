@@ -271,17 +271,21 @@ class FakeNative(ThreadedServer):
             "content": content,
             "stop_reason": "tool_use" if reply.calls else "end_turn",
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": counted,
-                "output_tokens": 9,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-            },
+            "usage": self._anthropic_usage(counted, content),
         }
         if not body.get("stream"):
             return JSONResponse(message)
         events = _anthropic_events(message)
         return ListeningStream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
+
+    def _anthropic_usage(self, counted: int, content: list[dict[str, Any]]) -> dict[str, Any]:
+        """The answer's ``usage``: the prompt's count, a fixed answer length."""
+        return {
+            "input_tokens": counted,
+            "output_tokens": 9,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
 
     def _anthropic_content(self, reply: NativeReply, thinking: bool) -> list[dict[str, Any]]:
         content: list[dict[str, Any]] = []

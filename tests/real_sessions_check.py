@@ -39,7 +39,7 @@ from typing import Any
 import imagesize
 
 from context_governor.counting import counting_encoding
-from context_governor.counting.encodings import count_ordinary
+from context_governor.counting._encodings import count_ordinary
 
 PER_MESSAGE = 4
 

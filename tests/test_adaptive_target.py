@@ -1,5 +1,5 @@
 """CompactionPolicy(adaptive_target=True): the target of each compaction derived from the
-history (policies.py ``adaptive_goal``, stages/compact.py ``_recent_span``/``_growth``).
+history (policies.py ``adaptive_goal``, stages/_compact.py ``_recent_span``/``_growth``).
 
 It must keep the cache policy's properties: a pure function of the request (a fresh
 process gives the same request as a long-lived Governor), requests only append between

@@ -35,7 +35,7 @@ from agent_clis import CLIS, Cli, OutsideCalls, ProxyProcess, run_cli
 from cli_upstream import FINAL_TEXT, PROMPT, CliUpstream, make_workspace
 from levels import FULL
 
-from context_governor.proxy.client_compaction import client_compaction
+from context_governor.proxy._client_compaction import client_compaction
 
 pytestmark = pytest.mark.skipif(
     not FULL, reason="the real agent CLIs run at CG_TEST_LEVEL=full (make test-full, CI)"

@@ -32,7 +32,7 @@ harness's own checks (the PNGs, the image rule, the upstream's count) run at eve
 ``test_older_screenshots_are_masked_before_turns_are_cut``: under ``mask_first`` the 40
 calls with their screenshots masked fit the window, so no turn is cut: older screenshots
 become placeholders that say what they were (an image-only tool result is masked,
-however short its text: stages/media_mask.py).
+however short its text: stages/_media_mask.py).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ from cli_upstream import (
 )
 from levels import FULL
 
-from context_governor.counting.media import media_count
+from context_governor.counting._media import media_count
 
 WINDOW = 48_000
 full_only = pytest.mark.skipif(

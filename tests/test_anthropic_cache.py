@@ -1,4 +1,4 @@
-"""cache_control breakpoints placed where the stable prefix ends (formats/anthropic_cache.py).
+"""cache_control breakpoints placed where the stable prefix ends (formats/_anthropic_cache.py).
 
 Properties over generated sessions: never more than 4, the output validates, the
 body is unchanged but for the marks, the client's marks all stay; and, through the
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import govern_request, validate_request
-from context_governor.formats import anthropic_cache as cache
-from context_governor.formats.anthropic_rules import MAX_BREAKPOINTS, breakpoints
+from context_governor.formats import _anthropic_cache as cache
+from context_governor.formats._anthropic_rules import MAX_BREAKPOINTS, breakpoints
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:

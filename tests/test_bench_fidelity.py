@@ -10,6 +10,7 @@ budget) are checked against their definitions.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of 
 
 from bench import cache, fidelity, recall, sessions  # noqa: E402
 from bench.shapes import SHAPES  # noqa: E402
-from context_governor.stages.summary import SUMMARY_HEAD, SUMMARY_TAIL  # noqa: E402
+from context_governor.stages._receipt import RECEIPT_HEAD, RECEIPT_TAIL  # noqa: E402
+from context_governor.stages._summary import SUMMARY_HEAD, SUMMARY_TAIL  # noqa: E402
 
 Message = dict[str, Any]
 
@@ -135,9 +137,10 @@ def test_planted_facts_are_unique_tokens_where_they_were_planted() -> None:
         assert f.token not in before
         step = replay.steps[f.step]
         role = recall.PLANTED_ROLE[f.kind]
-        holders = [m for m in step if m["role"] == role and f.token in str(m.get("content"))]
+        # (a file or command fact is in its call's arguments)
+        holders = [m for m in step if m["role"] == role and f.token in json.dumps(m)]
         assert holders, f
-        if f.kind == "result":
+        if f.kind in ("result", "error"):
             assert holders[0]["tool_call_id"] == f.call_id
         assert all(n > f.step for n in f.needed) and all(n <= len(replay.steps) for n in f.needed)
 
@@ -154,6 +157,7 @@ def test_carried_says_how() -> None:
     assert recall.carried(fact, recall.view([said, cleared])) == "own words"
     assert recall.carried(fact, recall.view([note, cleared])) == "summary"
     assert recall.carried(fact, recall.view([cleared])) == "placeholder"
+    assert not recall.behind_cut(fact, recall.view([cleared]))
     assert recall.carried(fact, recall.view([{"role": "user", "content": "hi"}])) is None
     order = recall.Fact("T-12345678", "instruction", 0, (3,))
     told = {"role": "user", "content": "always answer in French, ticket T-12345678"}
@@ -161,6 +165,15 @@ def test_carried_says_how() -> None:
     # in a summary only: not verbatim, even though the summary sits in a user message
     inside = {"role": "user", "content": summary.replace("K-0badf00d", "T-12345678")}
     assert recall.carried(order, recall.view([inside])) == "summary"
+
+
+def test_a_fact_in_the_receipt_is_carried_there_and_behind_a_cut() -> None:
+    fact = recall.Fact("K-0badf00d", "command", 1, (5,))
+    receipt = f"{RECEIPT_HEAD}\n- commands run: `RUN_ID=K-0badf00d make`\n{RECEIPT_TAIL}"
+    note = {"role": "user", "content": f"[3 earlier messages were removed.]\n{receipt}\n\nnext"}
+    v = recall.view([note])
+    assert recall.carried(fact, v) == "receipt" and recall.behind_cut(fact, v)
+    assert "K-0badf00d" not in v.by_role["user"]  # the receipt is not the user's text
 
 
 def test_a_policy_that_drops_a_planted_fact_loses_exactly_its_needs() -> None:
@@ -222,8 +235,7 @@ def test_litellm_counts_memoized_are_litellms_own_and_trim_the_same() -> None:
 def test_langchain_trim_stays_inside_the_budget() -> None:
     replay, _ = _planted(30)
     meter = cache.Meter()
-    config = recall.contenders(meter)[4]
-    assert config.label == "LangChain trim_messages"
+    (config,) = [c for c in recall.contenders(meter) if c.label == "LangChain trim_messages"]
     step = config.make(replay, 16_000)
     for history in replay.histories():
         out = step(history).messages
@@ -247,7 +259,8 @@ def test_extractive_summary_keeps_requests_and_reasoning_never_tool_output() -> 
 def test_quick_recall_renders_every_contender_and_a_verdict() -> None:
     results = recall.run(12, [next(s for s in SHAPES if s.key == "chat")], (32_000,))
     labels = [r.label for r in results]
-    assert labels[:2] == list(recall.OURS) and recall.SEED in labels and len(labels) == 7
+    assert labels[:2] == list(recall.OURS) and recall.SEED in labels and len(labels) == 9
+    assert labels[2:4] == list(recall.NO_RECEIPT)
     text = recall.render(results, recall.planted_counts(SHAPES[3:4], 12))
     assert text.startswith(recall.HEADING)
     assert "chat, rare tools at 32,000:" in text

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from fake_upstream import FakeUpstream, Reply
 
 from context_governor.cli import main
-from context_governor.cli.run import _run_agent, read_history
+from context_governor.cli._run import _run_agent, read_history
 from context_governor.demo import (
     CACHE_STAGES,
     SEED_STAGES,
@@ -27,7 +27,7 @@ from context_governor.demo import (
 from context_governor.llm import ScriptedModel, tool_call
 from context_governor.report import Action, Report
 from context_governor.runner import AgentRunner, RunHooks, ToolEvent
-from context_governor.runner.progress import ProgressPrinter, actions_summary, step_line, tool_line
+from context_governor.runner._progress import ProgressPrinter, actions_summary, step_line, tool_line
 from context_governor.tools import builtin_tools
 
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import context_governor
 from context_governor import Governor, InputError, govern, known_window, render_report
 from context_governor.cli import main
-from context_governor.cli.lint_render import index_note
+from context_governor.cli._lint_render import index_note
 from context_governor.demo._project import PROJECT_FILES
 from context_governor.policies import get_policy
 from context_governor.providers import Violation
@@ -378,8 +378,8 @@ def test_position_label_kinds() -> None:
 def test_run_verbose_says_which_list_each_index_counts() -> None:
     """The one-action-per-line view of `run -v`: a drop and an insertion at "#4" are
     different messages, and the lines now say so."""
-    from context_governor.runner.progress import ProgressPrinter
-    from context_governor.runner.types import ModelCall
+    from context_governor.runner._progress import ProgressPrinter
+    from context_governor.runner._types import ModelCall
 
     actions = [
         Action("alternation", "drop", 4, "trailing assistant message dropped"),

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from fake_native import FakeNative, NativeReply, fake_signature
 
 from context_governor.cli import main
-from context_governor.cli.run import read_history
-from context_governor.llm.responses_client import ITEMS
+from context_governor.cli._run import read_history
+from context_governor.llm._responses_client import ITEMS
 
 TODO = "There is one TODO, in app.py: read config."
 

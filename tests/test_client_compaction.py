@@ -1,5 +1,5 @@
 """The agent CLIs' own compaction requests: recognised from their real shapes, governed
-for a summary inside the window, and reported (proxy/client_compaction.py).
+for a summary inside the window, and reported (proxy/_client_compaction.py).
 
 The shapes in tests/data/client_compaction/ were captured from the pinned CLIs
 (tests/test_agent_cli_compaction.py runs them) and trimmed; Gemini CLI's is written from
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from context_governor.proxy import ProxyConfig
-from context_governor.proxy.app import governed_headers, summary
-from context_governor.proxy.client_compaction import client_compaction
-from context_governor.proxy.governing import govern_body
+from context_governor.proxy._app import governed_headers, summary
+from context_governor.proxy._client_compaction import client_compaction
+from context_governor.proxy._governing import govern_body
 
 DATA = Path(__file__).parent / "data" / "client_compaction"
 CAPTURED = {path.stem: json.loads(path.read_text()) for path in sorted(DATA.glob("*.json"))}

@@ -1,4 +1,4 @@
-"""The cache-stable compaction policy (stages/compact.py, policies.py)."""
+"""The cache-stable compaction policy (stages/_compact.py, policies.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the model sees after the cache policy cuts history (stages/compact.py).
+"""What the model sees after the cache policy cuts history (stages/_compact.py).
 
 Properties over long random sessions, for every provider profile:
 
@@ -26,6 +26,7 @@ from transcripts import cases, random_case
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.providers import PROVIDERS, validate
+from context_governor.stages._receipt import RECEIPT_HEAD, RECEIPT_TAIL
 
 Message = dict[str, Any]
 NOTE = re.compile(
@@ -141,8 +142,11 @@ def test_old_prompts_are_released_not_piled_into_the_task(seed: int, provider: s
     )
     pinned = [i for i in range(2, max(cut)) if history[i]["role"] == "user" and i not in cut]
     assert len(pinned) <= 1, f"user messages kept behind the cut: {pinned}"
+    # the note's receipt names the cut prompts once (deduplicated, bounded): not a pile
+    receipt = re.compile(re.escape(RECEIPT_HEAD) + ".*?" + re.escape(RECEIPT_TAIL), re.S)
     text = _all_text(result.messages)
-    assert text.count("continue") <= kept_prompts
+    assert sum(r.count("continue") for r in receipt.findall(text)) <= 1
+    assert receipt.sub("", text).count("continue") <= kept_prompts
     # The task is kept verbatim; whatever joins it comes after it, behind the note.
     head = _first_non_system(result.messages)
     assert head is not None
@@ -246,7 +250,9 @@ def test_without_any_user_message_the_note_is_the_user_turn(provider: str) -> No
     result = govern(history, profile=provider, model=model, context_window=12_000, max_output=1000)
     out = result.messages
     assert [m["role"] for m in out[:3]] == ["system", "user", "assistant"]
-    found = NOTE.fullmatch(out[1]["content"])
+    note, receipt, _ = out[1]["content"].partition("\n" + RECEIPT_HEAD)
+    assert receipt  # the files the cut turns read come after the note
+    found = NOTE.fullmatch(note)
     assert found is not None and int(found.group(1)) == len(_cut(result))
     assert validate(out, provider=provider, model=model) == []
     assert [a.kind for a in result.report.actions if "note" in a.detail] == ["insert"]

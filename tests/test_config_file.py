@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from context_governor import CompactionPolicy, govern
+from context_governor.cli import _proxy as proxy_cli
 from context_governor.cli import main
-from context_governor.cli import proxy as proxy_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "coding-session.json")
@@ -208,8 +208,8 @@ def test_the_proxy_reads_its_table(tmp_path: Path, served: list[Any]) -> None:
 
 
 def test_the_proxy_governs_with_the_files_policy(tmp_path: Path) -> None:
-    from context_governor.proxy.config import ProxyConfig
-    from context_governor.proxy.summaries import compaction_for
+    from context_governor.proxy._config import ProxyConfig
+    from context_governor.proxy._summaries import compaction_for
 
     settings = {"trigger": 30000, "exclude_tools": ["memory"]}
     config = ProxyConfig(upstream="http://localhost:9", compaction_settings=settings)
@@ -258,3 +258,30 @@ def test_the_policy_by_name_at_the_top_or_in_a_table(tmp_path: Path) -> None:
     bad = _write(tmp_path, '[compaction]\npolicy = "lru"\n')
     result = _invoke("lint", "--config", bad, EXAMPLE)
     assert result.exit_code == 2 and "policy must be 'cache' or 'seed'" in result.stderr
+
+
+def test_new_settings_work_from_the_file_and_the_command_line_without_a_warning(
+    tmp_path: Path, served: list[Any]
+) -> None:
+    """compacted and cache-breakpoints were never flags: config-file settings with no
+    deprecation warning when given on the command line."""
+    config = _write(tmp_path, "[proxy]\nupstream = 'http://x/v1'\ncompacted = 'drop'\ncache-breakpoints = false\n")
+    result = _invoke("proxy", "--config", config)
+    assert result.exit_code == 0, result.output
+    assert (served[-1].compacted, served[-1].cache_breakpoints) == ("drop", False)
+    result = _invoke("proxy", "--upstream", "http://x/v1", "--compacted", "drop", "--no-cache-breakpoints")
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
+    assert (served[-1].compacted, served[-1].cache_breakpoints) == ("drop", False)
+    assert "[proxy] cache-breakpoints, compacted" in _invoke("proxy", "--help").stdout
+
+
+def test_the_pages_hint_names_a_setting_the_config_file_takes() -> None:
+    """/ui tells a user how to see message content: with a setting in the table that
+    holds it, not a flag that would print a deprecation warning."""
+    from context_governor.cli._proxy import TABLES
+    from context_governor.proxy._ui import NO_CONTENT
+
+    found = re.search(r"set ([a-z-]+) = true in the \[proxy\.([a-z]+)\] table", NO_CONTENT)
+    assert found is not None, NO_CONTENT
+    assert found.group(1) in TABLES[found.group(2)]
+    assert "--ui-content" not in NO_CONTENT

@@ -38,10 +38,11 @@ from transcripts import random_case
 from context_governor import Governor, govern
 from context_governor import counting as tokens
 from context_governor.cli import main
-from context_governor.counting import ExactCounter, counting_encoding, runs
+from context_governor.counting import ExactCounter, counting_encoding
+from context_governor.counting import _runs as runs
 from context_governor.counting import store as cs
 from context_governor.errors import ConfigError
-from context_governor.formats.base import DEFAULT_PROFILES
+from context_governor.formats._base import DEFAULT_PROFILES
 from context_governor.pipeline import GovernResult
 from context_governor.profiles import _cached_exact_counter, get_profile
 from context_governor.proxy import CountingConfig, ProxyConfig, create_app

@@ -13,20 +13,20 @@ from typing import Any
 import httpx
 import pytest
 
-from context_governor.formats.anthropic_count import (
+from context_governor.formats._anthropic_count import (
     COUNT_FIELDS,
     count_body,
     govern_with_upstream_count,
     quantized,
 )
-from context_governor.formats.request import RequestResult, govern_request
-from context_governor.proxy.config import CountingConfig, GoverningConfig, ProxyConfig
-from context_governor.proxy.count_tokens import (
+from context_governor.formats._request import RequestResult, govern_request
+from context_governor.proxy._config import CountingConfig, GoverningConfig, ProxyConfig
+from context_governor.proxy._count_tokens import (
     COUNT_PATH,
     CountError,
     upstream_counter,
 )
-from context_governor.proxy.upstream import Upstream
+from context_governor.proxy._upstream import Upstream
 
 
 def _body(turns: int) -> dict[str, Any]:
@@ -157,7 +157,7 @@ def _upstream(handler: Any) -> Upstream:
     config = ProxyConfig(
         upstream="https://upstream.test/v1", counting=CountingConfig(calibrate_upstream=True)
     )
-    upstream = Upstream(config)
+    upstream = Upstream(config, "https://upstream.test/v1")
     upstream._clients = [httpx.AsyncClient(transport=httpx.MockTransport(handler))]
     return upstream
 

@@ -18,14 +18,14 @@ from test_probe import VARIANTS, _windows
 
 from context_governor import Governor, govern
 from context_governor.counting import KnownCounts
-from context_governor.governor import governor as governor_module
-from context_governor.governor import probe
-from context_governor.governor.probe import WALKED, plain_facts, plan
+from context_governor.governor import _governor as governor_module
+from context_governor.governor import _probe as probe
+from context_governor.governor._probe import WALKED, plain_facts, plan
 from context_governor.messages import Message
 from context_governor.pipeline import Settings, context, resolve_settings
 from context_governor.profiles import STRICT_STAGES, get_profile
 from context_governor.providers import PROVIDERS
-from context_governor.stages.base import Context, check_for, leaves_alone_if, message_check
+from context_governor.stages._base import Context, check_for, leaves_alone_if, message_check
 
 MARK = "  "  # trailing whitespace the stage removes
 

@@ -23,7 +23,7 @@ from transcripts import cases
 
 from context_governor import Governor, govern, govern_request
 from context_governor.errors import InputError
-from context_governor.governor import governor as governor_module
+from context_governor.governor import _governor as governor_module
 from context_governor.profiles import PROFILES
 
 Message = dict[str, Any]

@@ -43,7 +43,7 @@ def test_the_known_windows_on_the_windows_page_are_the_tables() -> None:
         for part in entries.split(";"):
             names, colon, figure = part.rpartition(":")
             if not colon:
-                continue  # "see providers/openai.py, ...", "by their names"
+                continue  # "see providers/_openai.py, ...", "by their names"
             for name in _names(names):
                 assert KNOWN_WINDOWS[name] == _number(figure), name
                 checked += 1
@@ -77,8 +77,8 @@ def test_the_cache_prices_on_the_session_shapes_page_are_the_tables() -> None:
 
 def test_the_proxys_config_tables_on_the_cli_page_are_the_commands() -> None:
     """cli.md's table of [proxy] and its tables: each table's settings are the ones
-    the command reads there (cli/proxy.py's TABLES), and [proxy]'s are the rest."""
-    from context_governor.cli import proxy as proxy_cli
+    the command reads there (cli/_proxy.py's TABLES), and [proxy]'s are the rest."""
+    from context_governor.cli import _proxy as proxy_cli
 
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     rows = {table.strip("`"): _names(keys) for table, keys in _rows(text, "| table | settings |")}
@@ -98,7 +98,7 @@ def test_the_proxys_config_tables_on_the_cli_page_are_the_commands() -> None:
 def test_the_proxyconfig_groups_on_the_proxy_page_are_the_code() -> None:
     from dataclasses import fields
 
-    from context_governor.proxy.config import GROUPS
+    from context_governor.proxy._config import GROUPS
 
     text = (DOCS / "proxy.md").read_text(encoding="utf-8")
     rows = _rows(text, "| group | class | its settings |")

@@ -30,8 +30,10 @@ from context_governor.counting import (
     FastEncoding,
     clean_surrogates,
     counting_encoding,
-    encodings,
     load_encoding,
+)
+from context_governor.counting import (
+    _encodings as encodings,
 )
 
 ENCODINGS = ["cl100k_base", "o200k_base"]

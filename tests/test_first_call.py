@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from long_sessions import long_session
 
 from context_governor.policies import CompactionPolicy
-from context_governor.stages.compact import _when
-from context_governor.stages.replay import Plan, _Costs, _cut_note, _RoleTally, replay_history
+from context_governor.stages._compact import _when
+from context_governor.stages._replay import Plan, _Costs, _cut_note, _RoleTally, replay_history
 
 Message = dict[str, Any]
 

@@ -20,7 +20,7 @@ from levels import examples
 from context_governor import ConfigError, InputError, govern, govern_request, validate_request
 from context_governor.counting import claude_estimate
 from context_governor.formats import anthropic as an
-from context_governor.formats.anthropic_rules import breakpoints
+from context_governor.formats._anthropic_rules import breakpoints
 
 SETTINGS = settings(
     max_examples=examples(full=400, fast=60),

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import ConfigError, InputError, govern_request, validate_request
-from context_governor.formats import gemini as ge
+from context_governor.formats import _gemini as ge
 
 SETTINGS = settings(
     max_examples=examples(full=150, fast=60),

@@ -26,7 +26,7 @@ from context_governor import (
     validate_request,
 )
 from context_governor.formats import responses as rs
-from context_governor.stages.backfill import BACKFILL_CONTENT
+from context_governor.stages._backfill import BACKFILL_CONTENT
 
 SETTINGS = settings(
     max_examples=examples(full=400, fast=60),

@@ -1,4 +1,4 @@
-"""formats/gemini_stream.py: Gemini's streamed JSON array relayed in whole elements.
+"""formats/_gemini_stream.py: Gemini's streamed JSON array relayed in whole elements.
 
 Properties over random arrays of random JSON (strings full of brackets, quotes and
 backslashes), serialized in Gemini's layouts and cut into random chunks: nothing is
@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from levels import examples
 
-from context_governor.formats.gemini_stream import ArrayStream
-from context_governor.proxy.apis import CHAT, GEMINI, GEMINI_STREAM, MESSAGES
-from context_governor.proxy.sse import EventFraming
+from context_governor.formats._gemini_stream import ArrayStream
+from context_governor.proxy._apis import CHAT, GEMINI, GEMINI_STREAM, MESSAGES
+from context_governor.proxy._sse import EventFraming
 
 ERROR = {"error": {"code": 502, "message": "cut", "status": "UNAVAILABLE"}}
 TRICKY = st.text(alphabet='[]{}"\\,: \n\tab\u00e9\u2028\U0001f600', max_size=12)

@@ -38,7 +38,7 @@ from context_governor.counting import (
     exact_counter,
     message_bound,
 )
-from context_governor.governor import governor as governor_module
+from context_governor.governor import _governor as governor_module
 from context_governor.pipeline import GovernResult
 from context_governor.policies import CACHE
 
@@ -310,7 +310,7 @@ def test_the_worker_ends_when_idle_and_a_new_job_starts_another(
     import time as _time
 
     from context_governor import counting as tokens
-    from context_governor.counting import background
+    from context_governor.counting import _background as background
 
     monkeypatch.setattr(background, "_EXIT_AFTER", 0.05)
     counter = tokens.exact_counter("gpt-4o")

@@ -33,9 +33,10 @@ from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern, profiles
 from context_governor import counting as tokens
-from context_governor.counting import encodings, exact_counter, message_bound
-from context_governor.governor import governor as governor_module
-from context_governor.governor import late
+from context_governor.counting import _encodings as encodings
+from context_governor.counting import exact_counter, message_bound
+from context_governor.governor import _governor as governor_module
+from context_governor.governor import _late as late
 from context_governor.pipeline import GovernResult
 
 Message = dict[str, Any]

@@ -23,7 +23,7 @@ from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.providers.prices import OPENAI_4O, OPENAI_41, CachePrice
-from context_governor.stages.replay import Replay, replay_history
+from context_governor.stages._replay import Replay, replay_history
 
 Message = dict[str, Any]
 WINDOW = 32_000

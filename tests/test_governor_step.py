@@ -22,8 +22,8 @@ from levels import examples
 from test_probe import VARIANTS
 
 from context_governor import Governor, govern
-from context_governor.governor import governor as governor_module
-from context_governor.governor.probe import Resume, plain_facts
+from context_governor.governor import _governor as governor_module
+from context_governor.governor._probe import Resume, plain_facts
 from context_governor.pipeline import Settings
 
 Message = dict[str, Any]

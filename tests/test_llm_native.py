@@ -25,15 +25,15 @@ from context_governor.llm import (
     ModelResponseError,
     RetryPolicy,
 )
-from context_governor.llm.anthropic_client import (
+from context_governor.llm._anthropic_client import (
     AnthropicClient,
     MessageStream,
     anthropic_tools,
     parse_message,
     thinking_setting,
 )
-from context_governor.llm.base import NativeModelClient
-from context_governor.llm.responses_client import (
+from context_governor.llm._base import NativeModelClient
+from context_governor.llm._responses_client import (
     ITEMS,
     ResponsesClient,
     ResponseStream,

@@ -22,8 +22,8 @@ from context_governor.llm import (
     assistant_message,
     tool_call,
 )
-from context_governor.llm.openai_compat import OpenAICompatClient, parse_completion
-from context_governor.llm.retry import parse_retry_after, with_retries
+from context_governor.llm._openai_compat import OpenAICompatClient, parse_completion
+from context_governor.llm._retry import parse_retry_after, with_retries
 
 
 def _decode(lines: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Media parts counted as each provider bills them (counting/media.py).
+"""Media parts counted as each provider bills them (counting/_media.py).
 
 The worked examples below are the providers' own, quoted with their source; the image
 bytes are real headers built here (PNG, JPEG, GIF, WebP by hand; Pillow, when it is
@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from levels import examples
 
-from context_governor.counting import media
-from context_governor.counting.media import (
+from context_governor.counting import _media as media
+from context_governor.counting._media import (
     MediaCount,
     is_media_part,
     media_count,

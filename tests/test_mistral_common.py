@@ -20,8 +20,8 @@ from transcripts import cases, quirky_case, random_case
 
 from context_governor import govern
 from context_governor.providers import validate
-from context_governor.providers.vllm import template_family
-from context_governor.targets.target import Target
+from context_governor.providers._vllm import template_family
+from context_governor.targets._target import Target
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("MISTRAL_COMMON_EXAMPLES", "60")),

@@ -22,10 +22,12 @@ import pytest
 from fake_compaction import COMPACT_BETA, FakeCompaction, anthropic_read, responses_read
 from fake_native import NativeReply
 from native_proxy import ProxyStarter, tool_result_text
+from observe_session import metric
 
 from context_governor import CompactionPolicy
 from context_governor.errors import InputError
 from context_governor.formats import govern_request, validate_request
+from context_governor.proxy._usage import usage_of
 from context_governor.report import note_kind
 
 DATA = Path(__file__).parent / "data" / "native_compaction"
@@ -424,6 +426,24 @@ def test_responses_rules_for_the_compaction_item() -> None:
     assert [v.rule for v in validate_request(body, api="responses")] == ["RS-8"]
 
 
+def test_the_usage_of_a_request_the_server_compacted_is_read_from_its_steps() -> None:
+    """The docs' example: the top-level figures are the last step's (23k read after the
+    summary), the compaction step read the whole prompt (180k). The prompt's count is the
+    compaction step's (calibration compares it with ours: the top-level 23k against our
+    180k would teach a ratio of 0.13), the bill is every step's, outputs summed."""
+    found = usage_of("anthropic", {"usage": THRESHOLD["usage"]})
+    assert found is not None
+    assert (found.input_tokens, found.extra_input_tokens, found.billed_input_tokens) == (
+        180_000, 23_000, 203_000
+    )
+    assert found.output_tokens == 4_500 and found.uncached_tokens == 203_000
+    paused = usage_of("anthropic", ON_DEMAND["response"])
+    assert paused is not None and (paused.input_tokens, paused.output_tokens) == (144, 276)
+    assert paused.extra_input_tokens == 0
+    plain = usage_of("anthropic", {"usage": {**THRESHOLD["usage"], "iterations": None}})
+    assert plain is not None and (plain.input_tokens, plain.extra_input_tokens) == (45_000, 0)
+
+
 def test_responses_context_management_steps_aside() -> None:
     body = {"model": GPT, "input": rs_items(60, 12_000)}
     plain = govern_request(body, api="responses", context_window=400_000)
@@ -520,6 +540,19 @@ def test_an_anthropic_session_with_server_compaction_through_the_proxy(
     assert whole.report.tokens_before > window  # the history outgrew the window
     for mine, billed in zip(ours, upstream.read_tokens, strict=True):
         assert abs(mine - billed) <= TOLERANCE * billed, (mine, billed)
+    # the compacting answers billed their steps in all (usage.iterations), the others
+    # their prompt: the proxy's upstream figure is every token billed
+    assert len(upstream.compacting_bills) == len(upstream.compactions)
+    reads = _compacting_reads(upstream)
+    billed = sum(upstream.read_tokens) + sum(
+        bill - read for bill, read in zip(upstream.compacting_bills, reads, strict=True)
+    )
+    assert metric(url, "context_governor_upstream_input_tokens_total") == billed
+
+
+def _compacting_reads(upstream: FakeCompaction) -> list[int]:
+    """The prompts of the requests the fake compacted (their compaction step's input)."""
+    return [upstream.read_tokens[i] for i in upstream.compacted_at]
 
 
 def test_a_responses_session_with_server_compaction_through_the_proxy(
@@ -593,3 +626,31 @@ def test_a_role_that_is_not_a_string_is_an_input_error_not_a_crash(
     with pytest.raises(InputError) as raised:
         govern_request(body, api=api, context_window=10_000)
     assert raised.value.path == where
+
+
+def test_the_proxy_drops_what_precedes_the_newest_block_when_told(
+    upstream: FakeCompaction, start: ProxyStarter
+) -> None:
+    """``--compacted drop`` (ProxyConfig.compacted): the messages before the newest
+    block are left out of what is forwarded; by default they are forwarded as sent."""
+    upstream.context_window = 200_000
+    block = {"type": "compaction", "content": "The user asked to review f1.py; it was read."}
+    messages = [
+        {"role": "user", "content": "Review f1.py."},
+        {"role": "assistant", "content": "Reading it."},
+        {"role": "user", "content": "Go on."},
+        {"role": "assistant", "content": [block, {"type": "text", "text": "Done."}]},
+        {"role": "user", "content": "Next file."},
+    ]
+    body = {"model": CLAUDE, "max_tokens": 256, "messages": messages}
+    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01",
+               "anthropic-beta": COMPACT_BETA}  # fmt: skip
+    sent = []
+    for url in (start(), start(compacted="drop")):
+        upstream.push(NativeReply.answer("ok"))
+        answer = httpx.post(f"{url}/v1/messages", json=body, headers=headers, timeout=30)
+        assert answer.status_code == 200, answer.text
+        sent.append(upstream.requests[-1]["messages"])
+    assert sent[0][:3] == messages[:3] and len(sent[0]) == 5
+    assert [m["role"] for m in sent[1]] == ["assistant", "user"]
+    assert sent[1][0]["content"][0] == block

@@ -30,7 +30,7 @@ from test_proxy import Served
 
 from context_governor.cli import main
 from context_governor.errors import ConfigError
-from context_governor.observe.views import side_by_side
+from context_governor.observe._views import side_by_side
 from context_governor.providers.prices import cache_price
 from context_governor.proxy import (
     AccessConfig,
@@ -39,11 +39,11 @@ from context_governor.proxy import (
     TelemetryConfig,
     create_app,
 )
-from context_governor.proxy.app import observer_for
-from context_governor.proxy.conversation import from_body, from_headers
-from context_governor.proxy.metrics import OTHER, LabelCap
-from context_governor.proxy.observer import Journal, Record, report_size
-from context_governor.proxy.usage import Usage, usage_of
+from context_governor.proxy._app import observer_for
+from context_governor.proxy._conversation import from_body, from_headers
+from context_governor.proxy._metrics import OTHER, LabelCap
+from context_governor.proxy._observer import Journal, Record, report_size
+from context_governor.proxy._usage import Usage, usage_of
 from context_governor.report import Action, Report
 
 APIS = ["openai", "anthropic", "responses", "gemini"]
@@ -187,7 +187,7 @@ def test_a_kept_report_costs_about_what_report_size_says() -> None:
 
     from observe_session import body
 
-    from context_governor.proxy.governing import govern_body
+    from context_governor.proxy._governing import govern_body
 
     _, data = body("openai", 80)
     raw = json.dumps(data).encode()
@@ -286,7 +286,7 @@ def test_a_json_answer_is_filed_before_the_next_request_is_served(
     failed 3 runs in 4 on a loaded machine.)"""
     import time
 
-    from context_governor.proxy.observer import Observation
+    from context_governor.proxy._observer import Observation
 
     root = proxy("openai")
     run(root, "openai", 1)  # warm: the encoding is loaded
@@ -355,7 +355,7 @@ def test_the_page_is_for_loopback_or_the_token_and_content_only_when_asked(proxy
     assert "<link" not in page.text and " src=" not in page.text and "https://" not in page.text
     assert httpx.get(f"{root}/ui/ui.js").headers["content-type"].startswith("text/javascript")
     detail = httpx.get(f"{root}/ui/api/requests/1").json()
-    assert detail["view"] is None and "--ui-content" in detail["content_note"]
+    assert detail["view"] is None and "ui-content = true" in detail["content_note"]
     assert detail["report"]["tokens_before"] > 0
     assert httpx.get(f"{root}/ui/api/requests/999").status_code == 404
     token = "t0ken-for-the-page-0123"
@@ -469,7 +469,7 @@ def test_a_request_whose_report_was_forgotten_still_shows_its_figures(proxy: Any
 
 
 def test_the_cli_maps_the_observing_options_to_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    import context_governor.cli.proxy as cli_proxy
+    import context_governor.cli._proxy as cli_proxy
 
     seen: list[ProxyConfig] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))

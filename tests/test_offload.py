@@ -1,4 +1,4 @@
-"""The offload store (stages/offload.py): no collisions, deterministic names, no planted links.
+"""The offload store (stages/_offload.py): no collisions, deterministic names, no planted links.
 
 Most tests go through govern() with CompactionPolicy(offload_dir=...), as a caller
 would: the placeholder the model reads must name a file holding exactly the

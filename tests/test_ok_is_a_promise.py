@@ -26,7 +26,8 @@ from levels import examples
 from transcripts import cases
 
 from context_governor import Governor, govern
-from context_governor.formats import govern_request, reserve, validate_request
+from context_governor.formats import _reserve as reserve
+from context_governor.formats import govern_request, validate_request
 from context_governor.providers import validate
 
 SETTINGS = settings(

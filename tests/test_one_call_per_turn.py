@@ -24,7 +24,7 @@ from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.counting import exact_counter
-from context_governor.stages.single_call import (
+from context_governor.stages._single_call import (
     keep_from,
     parallel_blocks,
     sent_view,

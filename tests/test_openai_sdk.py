@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 
 from context_governor import Governor
 from context_governor.llm import ModelResponse, StreamAssembler, TextCallback, Usage
-from context_governor.llm.base import assistant_message
+from context_governor.llm._base import assistant_message
 from context_governor.runner import AgentRunner
 
 TOOLS = [

@@ -1,4 +1,4 @@
-"""stages/pairing.py keeps open calls as one number per id (a list only for an id open
+"""stages/_pairing.py keeps open calls as one number per id (a list only for an id open
 more than once): the pairing must be the one the plain lists gave, for any history
 (ids reused within a turn and across turns, late, duplicate and orphan results)."""
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_governor.messages import call_name, declared_calls
-from context_governor.stages.pairing import Pairing, pair
+from context_governor.stages._pairing import Pairing, pair
 
 Message = dict[str, Any]
 

@@ -7,7 +7,7 @@ from dataclasses import fields
 
 from context_governor.counting import exact_counter
 from context_governor.report import Action
-from context_governor.stages.base import FINDINGS, Context
+from context_governor.stages._base import FINDINGS, Context
 
 #: The settings of a pass: what a caller gives, kept across passes.
 SETTINGS = {

@@ -24,9 +24,9 @@ from transcripts import random_case
 
 from context_governor import Governor, govern
 from context_governor.counting import KnownCounts
-from context_governor.governor import governor as governor_module
-from context_governor.governor.governor import _ANCHOR
-from context_governor.governor.probe import (
+from context_governor.governor import _governor as governor_module
+from context_governor.governor._governor import _ANCHOR
+from context_governor.governor._probe import (
     leaves_alone,
     plain_facts,
     plain_window,
@@ -35,8 +35,8 @@ from context_governor.governor.probe import (
 from context_governor.pipeline import Settings, context, resolve_settings, run
 from context_governor.policies import CompactionPolicy
 from context_governor.providers import PROVIDERS
-from context_governor.providers.rules import find_violations
-from context_governor.stages.repair import repair_messages
+from context_governor.providers._rules import find_violations
+from context_governor.stages._repair import repair_messages
 
 Message = dict[str, Any]
 

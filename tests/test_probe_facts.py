@@ -26,7 +26,7 @@ from levels import examples
 from test_probe import VARIANTS, _windows
 
 from context_governor.counting import ExactCounter, KnownCounts, message_bound
-from context_governor.governor.probe import (
+from context_governor.governor._probe import (
     IMPLIED_BY_PLAIN,
     Resume,
     leaves_alone,
@@ -38,7 +38,7 @@ from context_governor.governor.probe import (
 )
 from context_governor.pipeline import resolve_settings
 from context_governor.providers import PROVIDERS, checks
-from context_governor.providers.rules import find_violations
+from context_governor.providers._rules import find_violations
 
 Message = dict[str, Any]
 

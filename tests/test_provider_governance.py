@@ -17,7 +17,7 @@ from transcripts import cases, quirky_case
 
 from context_governor import govern
 from context_governor.providers import validate
-from context_governor.stages.pairing import pair
+from context_governor.stages._pairing import pair
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

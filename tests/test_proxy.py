@@ -335,6 +335,9 @@ def test_upstream_500_is_relayed(upstream: FakeUpstream, proxy_url: str) -> None
         (b'{"model": "gpt-4o-mini"}', "'messages' is a required property", "messages"),
         (b'{"model": "gpt-4o-mini", "messages": [{"role": "wizard", "content": "x"}]}', "messages[0]", "messages"),
         (b'{"model": "gpt-4o-mini", "messages": "hello"}', "messages", "messages"),
+        # a lone orphan tool result is dropped, which leaves nothing to send
+        (b'{"model": "gpt-4o-mini", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "r"}]}',
+         "nothing is left to send: message 0: tool result answers no earlier tool call", "messages"),
     ],
 )
 def test_bad_request_gives_openai_shaped_400(
@@ -353,6 +356,13 @@ def test_sdk_sees_a_bad_request_error(upstream: FakeUpstream, proxy_url: str) ->
     with _sdk(proxy_url) as client, pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model=MODEL, messages=[{"role": "wizard", "content": "hi"}])  # type: ignore[list-item,misc]
     assert "messages[0]" in caught.value.message
+
+
+def log_line(stderr: Any) -> str:
+    """The proxy's next line on stderr after its banner's indented lines."""
+    while (line := stderr.readline()).startswith("  "):
+        pass
+    return str(line)
 
 
 def _closed_port() -> int:
@@ -507,7 +517,7 @@ def test_cli_socket_serves_connections_with_nodelay() -> None:
     ACK: ~40 ms per request on a keep-alive connection (bench/observe_cost.py found it)."""
     import asyncio
 
-    from context_governor.cli.proxy import _bind
+    from context_governor.cli._proxy import _bind
 
     async def accepted_nodelay() -> int:
         listener = _bind("127.0.0.1", 0)
@@ -555,7 +565,7 @@ def test_cli_serves_a_governing_proxy(upstream: FakeUpstream) -> None:
         response = _post(url, {"model": MODEL, "messages": DAMAGED, "max_tokens": 100})
         assert response.status_code == 200
         assert response.headers["x-context-governor-budget"] == str(100_000 - 100 - 1024)
-        log = process.stderr.readline()
+        log = log_line(process.stderr)
         assert "POST /v1/chat/completions" in log and "→ 200" in log and "orphans 1" in log, log
     finally:
         process.terminate()

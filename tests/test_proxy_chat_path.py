@@ -34,11 +34,11 @@ from context_governor import (
     govern_request,
     validate_request,
 )
-from context_governor.cli.run import APIS as CLI_APIS
+from context_governor.cli._run import APIS as CLI_APIS
 from context_governor.formats import APIS
 from context_governor.proxy import ProxyConfig
-from context_governor.proxy.apis import ROUTES
-from context_governor.proxy.governing import BadRequest, encode, govern_body
+from context_governor.proxy._apis import ROUTES
+from context_governor.proxy._governing import BadRequest, encode, govern_body
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -202,14 +202,14 @@ def test_api_is_required_and_named_once() -> None:
         validate_request(body)
     with pytest.raises(ConfigError, match="unknown api 'chat'"):
         govern_request(body, api="chat")  # type: ignore[arg-type]
-    # the names given so far stay (a new wire format adds its own: formats/registry.py)
+    # the names given so far stay (a new wire format adds its own: formats/_registry.py)
     assert len(set(APIS)) == len(APIS) and {"anthropic", "openai", "responses", "gemini"} <= set(APIS)
     assert {route.api for route in ROUTES} == set(APIS)  # the proxy's routes
     assert set(CLI_APIS) <= set(APIS)  # context-governor run --api
 
 
 def test_run_reads_its_old_api_name_with_a_warning() -> None:
-    from context_governor.cli.run import _ApiChoice
+    from context_governor.cli._run import _ApiChoice
 
     with pytest.warns(DeprecationWarning, match="--api chat is deprecated: use --api openai"):
         assert _ApiChoice(CLI_APIS).convert("chat", None, None) == "openai"

@@ -69,8 +69,9 @@ def test_configured_models_are_loaded_before_the_first_request() -> None:
 
 
 def test_twenty_concurrent_first_requests_load_an_encoding_once() -> None:
-    result = _cold({}, MODEL)  # gpt-4o-mini not configured: loaded on first use
-    assert result["at_start"].get("o200k_base", 0) == 0
+    # gpt-4o-mini not configured: built in the background once the proxy serves, and
+    # the twenty first requests racing that build wait for it under its lock
+    result = _cold({}, MODEL)
     assert result["at_start"].get("cl100k_base") == 1  # the default window's counter
     assert result["after"].get("o200k_base") == 1
     assert result["statuses"] == [200] * 20

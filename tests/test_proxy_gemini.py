@@ -37,8 +37,8 @@ from context_governor.proxy import (
     TimeoutsConfig,
     create_app,
 )
-from context_governor.proxy.governing import encode
-from context_governor.proxy.redact import QuerySecretFilter
+from context_governor.proxy._governing import encode
+from context_governor.proxy._redact import QuerySecretFilter
 
 MODEL = "gemini-2.5-flash"
 SIGNED_MODEL = "gemini-3-flash-preview"
@@ -509,7 +509,7 @@ def test_an_encoded_path_cannot_escape(fake: FakeGemini, proxy: Any, target: str
 
 
 def test_path_kinds_keep_a_models_action() -> None:
-    from context_governor.proxy.apis import path_kind, route_for_path
+    from context_governor.proxy._apis import path_kind, route_for_path
 
     assert path_kind("models/gemini-2.5-flash:countTokens") == "models/{id}:countTokens"
     assert path_kind("cachedContents/abc-1") == "cachedContents/{id}"
@@ -541,7 +541,7 @@ def test_uvicorns_access_line_is_masked_and_still_formats() -> None:
     before=st.sampled_from(["", "alt=sse&", "a=1&b=2&"]),
 )
 def test_a_secret_query_value_never_survives_masking(value: str, name: str, before: str) -> None:
-    from context_governor.proxy.redact import MASK, mask_query_secrets
+    from context_governor.proxy._redact import MASK, mask_query_secrets
 
     url = f"GET http://h/v1beta/models?{before}{name}={value}&pageSize=5 HTTP/1.1"
     assert (

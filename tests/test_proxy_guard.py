@@ -1,4 +1,4 @@
-"""Who may spend the key the proxy holds (proxy/guard.py, proxy/access.py).
+"""Who may spend the key the proxy holds (proxy/_guard.py, proxy/_access.py).
 
 Every request goes over real sockets to a proxy served by uvicorn, with httpx or the
 real SDKs (openai, anthropic, google-genai), in front of the fake upstreams, which
@@ -31,12 +31,12 @@ from google.genai import errors, types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
-from test_proxy import DAMAGED, MODEL, Served
+from test_proxy import DAMAGED, MODEL, Served, log_line
 from test_proxy_security import _wait_healthy
 
 from context_governor import ConfigError
 from context_governor.proxy import AccessConfig, LimitsConfig, ProxyConfig, create_app
-from context_governor.proxy.access import (
+from context_governor.proxy._access import (
     client_keys,
     digest,
     host_allowed,
@@ -458,7 +458,7 @@ def test_the_cli_serves_on_all_addresses_with_client_keys_from_a_file_and_the_en
         for key in (ALICE, BOB):
             assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": key}).status_code == 200
         assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": WRONG}).status_code == 401
-        logged = [process.stderr.readline() for _ in range(3)]
+        logged = [log_line(process.stderr), process.stderr.readline(), process.stderr.readline()]
     finally:
         process.terminate()
         rest = process.communicate(timeout=10)[1]

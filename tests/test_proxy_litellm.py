@@ -34,7 +34,7 @@ from litellm.exceptions import MidStreamFallbackError
 
 from context_governor.formats import govern_request
 from context_governor.proxy import LimitsConfig, ProxyConfig, create_app
-from context_governor.proxy.governing import encode
+from context_governor.proxy._governing import encode
 
 litellm.suppress_debug_info = True
 

@@ -34,7 +34,7 @@ from native_proxy import (
 
 from context_governor.formats import govern_request, validate_request
 from context_governor.proxy import CountingConfig, GoverningConfig, LimitsConfig, TimeoutsConfig
-from context_governor.proxy.governing import encode
+from context_governor.proxy._governing import encode
 
 H = "x-context-governor-"
 READ_TOOL = {
@@ -577,8 +577,8 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
     openai's; a --profile given (even the old default, openai) applies to every route."""
     from click.testing import CliRunner
 
+    from context_governor.cli import _proxy as cli_proxy
     from context_governor.cli import main
-    from context_governor.cli import proxy as cli_proxy
 
     seen: list[Any] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))
@@ -588,7 +588,7 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
 
 
 def test_path_kinds_and_the_ungoverned_header_are_bounded_and_safe() -> None:
-    from context_governor.proxy.apis import MAX_UNGOVERNED_HEADER, header_value, path_kind
+    from context_governor.proxy._apis import MAX_UNGOVERNED_HEADER, header_value, path_kind
 
     assert path_kind("responses/resp_68af0c1/cancel") == "responses/{id}/cancel"
     assert path_kind("messages/count_tokens") == "messages/count_tokens"
@@ -626,3 +626,44 @@ def test_a_restarted_proxy_reads_the_count_store_for_responses_bodies(
     assert any("out3 " in text for text in first.texts)
     assert not any("out3 " in text for text in second.texts)
     assert encode(native.requests[-1]) == encode(native.requests[-2])
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}]}]}),
+        ("/v1/responses", {"model": "gpt-5", "input": [
+            {"type": "function_call_output", "call_id": "call_1", "output": "r"}]}),
+    ],
+    ids=["messages", "responses"],
+)  # fmt: skip
+def test_a_request_governed_to_nothing_is_answered_400_not_forwarded(
+    native: FakeNative, start: ProxyStarter, path: str, body: dict[str, Any]
+) -> None:
+    """A lone tool result answering no call is dropped (the provider refuses it), which
+    leaves nothing: the proxy says so in the API's error shape instead of forwarding an
+    empty conversation the provider refuses with a bare "empty array"."""
+    url = start(context_window=16_000)
+    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01",
+               "authorization": "Bearer sk-test"}  # fmt: skip
+    answer = httpx.post(f"{url}{path}", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert "nothing is left to send" in error["message"]
+    assert "tool result answers no earlier tool call" in error["message"]
+    assert native.requests == []
+
+
+def test_cache_breakpoints_can_be_turned_off_in_the_proxy(native: FakeNative, start: ProxyStarter) -> None:
+    """By default the proxy marks the stable prefix of a Messages body; with
+    cache_breakpoints=False (--no-cache-breakpoints) it forwards no mark of its own."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "You are terse.",
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
+    marks = []
+    for url in (start(), start(cache_breakpoints=False)):
+        native.push(NativeReply.answer("ok"))
+        assert httpx.post(f"{url}/v1/messages", json=body, headers=headers, timeout=30).status_code == 200
+        marks.append(json.dumps(native.requests[-1]).count("cache_control"))
+    assert marks[0] > 0 and marks[1] == 0

@@ -28,7 +28,7 @@ from levels import examples
 from native_proxy import ProxyStarter
 
 from context_governor.formats import govern_request
-from context_governor.proxy.governing import encode
+from context_governor.proxy._governing import encode
 
 WINDOWS = (6000, 12000)
 SETTINGS = settings(

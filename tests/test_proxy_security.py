@@ -24,11 +24,11 @@ from typing import Any
 import httpx
 import pytest
 from fake_upstream import FakeUpstream, Reply
-from test_proxy import DAMAGED, MODEL, Served, _closed_port, _post
+from test_proxy import DAMAGED, MODEL, Served, _closed_port, _post, log_line
 
 from context_governor.proxy import LimitsConfig, ProxyConfig, create_app
-from context_governor.proxy.body import TooLarge, read_limited
-from context_governor.proxy.redact import RedactingFilter, Redactor, redact_url
+from context_governor.proxy._body import TooLarge, read_limited
+from context_governor.proxy._redact import RedactingFilter, Redactor, redact_url
 
 KEY = "sk-fixed-0123456789"
 #: governed routes take JSON only (guard.py): a body without a type is a browser's
@@ -139,8 +139,9 @@ def test_redact_url_masks_userinfo_and_secret_parameters() -> None:
     url = "https://bob:pa%40ss@api.example.com:8443/v1?key=AIza123&region=eu&access_token=t0k"
     assert redact_url(url) == "https://***@api.example.com:8443/v1?key=***&region=eu&access_token=***"
     assert redact_url("http://localhost:8000/v1") == "http://localhost:8000/v1"
-    config = ProxyConfig(upstream=url, api_key=KEY)
-    shown = repr(config)
+    # userinfo and an api key are refused together (config.py): one config each
+    keyed = url.replace("bob:pa%40ss@", "")
+    shown = repr(ProxyConfig(upstream=url)) + repr(ProxyConfig(upstream=keyed, api_key=KEY))
     for secret in ("bob", "pa%40ss", "pa@ss", "AIza123", "t0k", KEY):
         assert secret not in shown
     assert "region=eu" in shown
@@ -169,7 +170,7 @@ def test_credentials_are_used_but_never_shown(
     assert _post(f"{proxy.url}/v1", {"model": MODEL, "messages": DAMAGED}).status_code == 200
     assert upstream.request_headers[0]["authorization"] == "Basic " + base64.b64encode(b"bob:s3cret-pw").decode()
     assert _post(f"{proxy.url}/v1", {"model": MODEL, "messages": DAMAGED}).status_code == 500
-    down = served(upstream=f"http://bob:s3cret-pw@127.0.0.1:{_closed_port()}/v1?key=q-s3cret", api_key=KEY)
+    down = served(upstream=f"http://127.0.0.1:{_closed_port()}/v1?key=q-s3cret", api_key=KEY)
     response = _post(f"{down.url}/v1", {"model": MODEL, "messages": DAMAGED})
     assert response.status_code == 502
     ours = [r for r in caplog.records if r.name.startswith(("context_governor", "uvicorn"))]
@@ -180,7 +181,8 @@ def test_credentials_are_used_but_never_shown(
 
 
 def test_cli_banner_and_log_hide_credentials(upstream: FakeUpstream) -> None:
-    upstream_url = upstream.base_url.replace("://", "://bob:s3cret-pw@") + "?api_key=q-s3cret&region=eu"
+    # (userinfo and --api-key are refused together: the key is the secret shown here)
+    upstream_url = upstream.base_url + "?api_key=q-s3cret&region=eu"
     args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream_url,
             "--port", "0", "--api-key", KEY]
     env = {k: v for k, v in os.environ.items() if k != "CONTEXT_GOVERNOR_UPSTREAM_KEY"}
@@ -190,12 +192,12 @@ def test_cli_banner_and_log_hide_credentials(upstream: FakeUpstream) -> None:
         banner = process.stderr.readline()
         match = re.search(r"http://127\.0\.0\.1:(\d+)/v1 → (\S+)", banner)
         assert match, banner
-        assert match.group(2) == f"http://***@127.0.0.1:{upstream.port}/v1?api_key=***&region=eu"
+        assert match.group(2) == f"http://127.0.0.1:{upstream.port}/v1?api_key=***&region=eu"
         url = f"http://127.0.0.1:{match.group(1)}/v1"
         _wait_healthy(url)
         upstream.push(Reply.text("hello"))
         assert _post(url, {"model": MODEL, "messages": DAMAGED}).status_code == 200
-        log = process.stderr.readline()
+        log = log_line(process.stderr)
         assert "POST /v1/chat/completions" in log, log
     finally:
         process.terminate()

@@ -1,4 +1,4 @@
-"""The side endpoints agent CLIs call (proxy/side.py): count_tokens and responses/compact.
+"""The side endpoints agent CLIs call (proxy/_side.py): count_tokens and responses/compact.
 
 Through a real proxy on localhost: against tests/fake_native.py, which has Anthropic's
 count_tokens but no responses/compact, and against the chat fake (tests/fake_upstream.py),

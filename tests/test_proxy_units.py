@@ -9,9 +9,9 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from context_governor.proxy.paths import BadPath, forward_path, forward_query
-from context_governor.proxy.redact import Redactor, redact_url, url_secrets
-from context_governor.proxy.sse import MAX_HELD, EventSplitter, complete_events
+from context_governor.proxy._paths import BadPath, forward_path, forward_query
+from context_governor.proxy._redact import Redactor, redact_url, url_secrets
+from context_governor.proxy._sse import MAX_HELD, EventSplitter, complete_events
 
 BASE = "http://upstream.example:8000/base/v1"
 #: Segment text that exercises escapes: dots, slashes, percent signs, non-ASCII, controls.

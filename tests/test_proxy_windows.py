@@ -32,7 +32,7 @@ from test_proxy import Served
 from context_governor import govern
 from context_governor.counting.store import MemoryCountStore, flush
 from context_governor.formats import govern_request
-from context_governor.formats.gemini_stream import elements
+from context_governor.formats._gemini_stream import elements
 from context_governor.providers.windows import (
     default_window,
     family_window,
@@ -40,7 +40,7 @@ from context_governor.providers.windows import (
     resolve_window,
 )
 from context_governor.proxy import CountingConfig, ProxyConfig, create_app
-from context_governor.proxy.learning import (
+from context_governor.proxy._learning import (
     MAX_RATIO,
     Hints,
     Known,
@@ -49,9 +49,9 @@ from context_governor.proxy.learning import (
     governed_window,
     request_window,
 )
-from context_governor.proxy.refusals import refusal_of
-from context_governor.proxy.usage import Usage, usage_of
-from context_governor.proxy.watch import StreamWatch
+from context_governor.proxy._refusals import refusal_of
+from context_governor.proxy._usage import Usage, usage_of
+from context_governor.proxy._watch import StreamWatch
 
 DATA = json.loads((Path(__file__).parent / "data" / "refusals.json").read_text())
 LIMIT = 20_000
@@ -416,12 +416,21 @@ def test_budgets_shrink_by_the_upstreams_ratio_to_our_count(
     model = "claude-opus-5-5" if api == "anthropic" else "gpt-6"
     url = _start(fakes, proxies, fake, context_window=window, compaction="seed")
     budgets = []
+    said: list[tuple[str | None, str | None, str]] = []
     for turns in (4, 10, 20, 30, 40, 50):
         body = _body(api, model, turns, words=200, stream=turns % 20 == 0)
         response = httpx.post(_url(url, api, model), json=body, timeout=60)
         assert response.status_code == 200, response.text
         response.read()
         budgets.append(int(response.headers["x-context-governor-budget"]))
+        h = response.headers
+        said.append((h.get("x-context-governor-upstream-ratio"), h.get("x-context-governor-window-governed"),
+                     h["x-context-governor-window"]))  # fmt: skip
+    # the ratio and the window governed to are said, not only applied (issue 38)
+    assert said[0] == (None, None, str(window))
+    ratio, governed, stands = said[-1]
+    assert ratio is not None and 1.3 <= float(ratio) <= 1.35 and stands == str(window)
+    assert governed == str(governed_window(window, float(ratio)))
     assert all(s.status == 200 for s in fake.seen), [s.count for s in fake.seen]
     assert all(s.count + s.reserve <= window for s in fake.seen)
     assert fake.seen[-1].count + fake.seen[-1].reserve > 0.8 * window  # filled, not starved

@@ -40,7 +40,7 @@ from test_proxy import Served
 
 from context_governor import govern_request
 from context_governor.proxy import ProxyConfig, create_app
-from context_governor.proxy.governing import encode
+from context_governor.proxy._governing import encode
 
 WINDOWS = (200_000, 64_000, 32_000, 16_000)
 SESSIONS = load_corpus()

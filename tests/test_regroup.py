@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from context_governor.counting import exact_counter
-from context_governor.providers.openai import POLICY
-from context_governor.stages.base import Context
-from context_governor.stages.provider_fixes import regroup_tool_results
+from context_governor.providers._openai import POLICY
+from context_governor.stages._base import Context
+from context_governor.stages._provider_fixes import regroup_tool_results
 
 
 def _call(call_id: str) -> dict[str, Any]:

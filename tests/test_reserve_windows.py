@@ -22,9 +22,9 @@ from levels import examples
 
 from context_governor import ConfigError, govern_request, validate_request
 from context_governor.counting import claude_estimate, load_encoding
-from context_governor.formats.reserve import floor, max_reserve
+from context_governor.formats._reserve import floor, max_reserve
 from context_governor.providers.windows import known_window, load_windows, window_table
-from context_governor.stages.snip import SAFETY_BUFFER
+from context_governor.stages._snip import SAFETY_BUFFER
 
 SETTINGS = settings(
     max_examples=examples(full=40, fast=15),

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from context_governor.providers import CATALOG, applicable_rules
-from context_governor.providers.vllm import TEMPLATE_FAMILIES, template_family
-from context_governor.targets.target import Target
+from context_governor.providers._vllm import TEMPLATE_FAMILIES, template_family
+from context_governor.targets._target import Target
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "rules.txt"
 

@@ -22,8 +22,8 @@ import pytest
 from chat_templates import FAMILIES, TemplateError, render
 
 from context_governor.providers import CATALOG, applicable_rules, validate
-from context_governor.providers.vllm import template_family
-from context_governor.targets.target import Target
+from context_governor.providers._vllm import template_family
+from context_governor.targets._target import Target
 
 Message = dict[str, Any]
 
@@ -495,6 +495,13 @@ CASES: dict[str, Case] = {
         [u([{"text": "hi"}])],
         [(0, "content.0.type: Field required")],
         [u([text("hi")])],
+    ),
+    "AN-13": case(
+        "anthropic",
+        SONNET_45,
+        [s()],
+        [(-1, "messages: at least one message is required")],
+        [s(), u("hi")],
     ),
     # -- Gemini (RULEBOOK §3) ------------------------------------------------------------------
     "GE-1": case(
@@ -1877,6 +1884,7 @@ def test_pinned_qwen_templates_need_no_user_query(family: str, messages: list[Me
 #: The rule that flags an empty list, per provider (a representative model for vLLM).
 EMPTY_LIST_RULES = {
     ("openai", GPT): "OA-6b",
+    ("anthropic", SONNET_45): "AN-13",
     ("gemini", GEMINI_25): "GE-5",
     ("bedrock", BEDROCK_CLAUDE): "BR-1b",
     ("glm", GLM): "GLM-2",
@@ -1884,7 +1892,7 @@ EMPTY_LIST_RULES = {
     ("vllm", LLAMA2): "HF-9",
 }
 #: No error text for an empty list in RULEBOOK.md: listed as not checked instead.
-EMPTY_LIST_NOT_CHECKED = ("anthropic", "mistral", "deepseek", "moonshot", "groq")
+EMPTY_LIST_NOT_CHECKED = ("mistral", "deepseek", "moonshot", "groq")
 
 
 def test_an_empty_list_is_flagged_or_listed_as_not_checked() -> None:

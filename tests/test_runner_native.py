@@ -18,8 +18,8 @@ from fake_native import FakeNative, NativeReply, fake_signature
 
 from context_governor import Governor
 from context_governor.llm import RetryPolicy
-from context_governor.llm.anthropic_client import AnthropicClient
-from context_governor.llm.responses_client import ITEMS, ResponsesClient
+from context_governor.llm._anthropic_client import AnthropicClient
+from context_governor.llm._responses_client import ITEMS, ResponsesClient
 from context_governor.runner import AgentRunner, ModelCall, RunHooks, RunResult
 
 WINDOW = 6000

@@ -1,4 +1,4 @@
-"""The budget is a hard limit wherever it can be met (stages/squeeze.py, formats/reserve.py).
+"""The budget is a hard limit wherever it can be met (stages/_squeeze.py, formats/_reserve.py).
 
 Real clients put a whole tool session in one turn: Claude Code sends one assistant
 message holding every thinking + text + tool_use group of the session, then one user
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from levels import examples
 
 from context_governor import CompactionPolicy, Governor, govern, govern_request, validate_request
-from context_governor.stages.snip import SAFETY_BUFFER
-from context_governor.stages.squeeze import MIN_KEPT_CHARS
+from context_governor.stages._snip import SAFETY_BUFFER
+from context_governor.stages._squeeze import MIN_KEPT_CHARS
 
 WORDS = ["def", "class", "return", "import", "self", "value", "result", "data", "config", "path", "error", "test"]
 

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from context_governor.governor.probe import WALKED
+from context_governor.governor._probe import WALKED
 from context_governor.profiles import PROFILES
-from context_governor.stages.base import check_for
-from context_governor.stages.repair import repair_messages
+from context_governor.stages._base import check_for
+from context_governor.stages._repair import repair_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
@@ -54,5 +54,5 @@ def test_the_recipe_names_the_files_this_test_holds() -> None:
     assert RECIPE_START in text
     section = text.split(RECIPE_START, 1)[1].split("\n#", 1)[0]
     named = re.findall(r"^- `([\w/<>.-]+\.py)`", section, flags=re.MULTILINE)
-    assert named == ["stages/<name>.py", "profiles.py", "tests/test_<name>.py"]
+    assert named == ["stages/_<name>.py", "profiles.py", "tests/test_<name>.py"]
     assert (ROOT / "src" / "context_governor" / "profiles.py").exists()

@@ -31,9 +31,9 @@ from context_governor.stages import (
     microcompact,
     snip,
 )
-from context_governor.stages.backfill import BACKFILL_CONTENT
-from context_governor.stages.inserted import SYNTHETIC_USER
-from context_governor.stages.snip import legal_start
+from context_governor.stages._backfill import BACKFILL_CONTENT
+from context_governor.stages._inserted import SYNTHETIC_USER
+from context_governor.stages._snip import legal_start
 
 Message = dict[str, Any]
 

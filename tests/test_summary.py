@@ -22,7 +22,7 @@ from test_compact import WINDOW, _is_prefix, _session
 
 from context_governor import CompactionPolicy, ConfigError, Governor, govern
 from context_governor.providers import validate
-from context_governor.stages.summary import PREVIOUS_HEAD
+from context_governor.stages._summary import PREVIOUS_HEAD
 from context_governor.summary import (
     MemoryStore,
     SqliteStore,
@@ -291,7 +291,7 @@ def test_a_long_summary_is_shortened_to_its_room() -> None:
 
 
 def test_model_summarizer_sends_the_prompt_and_a_transcript() -> None:
-    from context_governor.llm.scripted import ScriptedModel
+    from context_governor.llm._scripted import ScriptedModel
 
     requests: list[Any] = []
 
@@ -413,9 +413,9 @@ TOOLS = [
 
 @pytest.mark.parametrize("api", ["anthropic", "responses"])
 def test_native_formats_get_one_summary_through_the_same_pipeline(api: str) -> None:
-    from context_governor.formats.request import govern_request
-    from context_governor.llm.anthropic_client import AnthropicClient
-    from context_governor.llm.responses_client import ResponsesClient
+    from context_governor.formats._request import govern_request
+    from context_governor.llm._anthropic_client import AnthropicClient
+    from context_governor.llm._responses_client import ResponsesClient
 
     client: Any = (
         AnthropicClient("claude-sonnet-4-5", api_key="k")
@@ -564,7 +564,7 @@ def test_after_a_failed_summary_the_next_cut_is_summarized_from_scratch() -> Non
 
 
 def test_failed_summaries_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    from context_governor.stages import summary as stage
+    from context_governor.stages import _summary as stage
 
     monkeypatch.setattr(stage, "MAX_FAILED", 2)
     cfg = Summaries(scripted_summary)

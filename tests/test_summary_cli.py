@@ -13,7 +13,7 @@ from summary_helpers import MARK
 from test_compact import _session
 
 from context_governor.cli import main
-from context_governor.summary.summarizer import SUMMARY_PROMPT
+from context_governor.summary._summarizer import SUMMARY_PROMPT
 
 #: more replies than the summary calls of a cold store (one per cut); the rest are cleared
 SPARE = 30

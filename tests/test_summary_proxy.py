@@ -16,7 +16,7 @@ from test_proxy import Served
 
 from context_governor import ConfigError
 from context_governor.proxy import ProxyConfig, SummariesConfig, create_app
-from context_governor.summary.summarizer import SUMMARY_PROMPT
+from context_governor.summary._summarizer import SUMMARY_PROMPT
 
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}

@@ -29,10 +29,12 @@ from context_governor.counting import (
     RUN_LIMIT,
     bounded_count,
     bounded_segments,
-    encodings,
     load_encoding,
 )
-from context_governor.counting import runs as run_rules
+from context_governor.counting import (
+    _encodings as encodings,
+)
+from context_governor.counting import _runs as run_rules
 
 ENCODINGS = ["cl100k_base", "o200k_base"]
 # Short runs of characters from every class the pre-tokenizers tell apart.
@@ -135,7 +137,7 @@ def test_governing_a_huge_run_counts_it_and_never_fails() -> None:
 
 
 def test_character_classes_match_the_pre_tokenizers() -> None:
-    """The run classes in counting/runs.py stand for \\p classes Python's re lacks: check them."""
+    """The run classes in counting/_runs.py stand for \\p classes Python's re lacks: check them."""
     not_letter = re.compile(f"[{run_rules._NOT_LETTER}]")
     space = re.compile(f"[{run_rules._SPACE}]")
     not_symbol = re.compile(f"[{run_rules._NOT_SYMBOL}]")

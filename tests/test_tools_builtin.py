@@ -21,11 +21,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_governor.errors import ConfigError
-from context_governor.stages.microcompact import COMPACTABLE_TOOLS
-from context_governor.tools import ToolOutcome, ToolRegistry, builtin_tools, files
-from context_governor.tools.lines import Deadline, LineReader, OutOfTime
-from context_governor.tools.registry import ToolError
-from context_governor.tools.workspace import Workspace, glob_matches
+from context_governor.stages._microcompact import COMPACTABLE_TOOLS
+from context_governor.tools import ToolOutcome, ToolRegistry, builtin_tools
+from context_governor.tools import _files as files
+from context_governor.tools._lines import Deadline, LineReader, OutOfTime
+from context_governor.tools._registry import ToolError
+from context_governor.tools._workspace import Workspace, glob_matches
 
 SECRET = "TOP-SECRET-42"
 

@@ -29,8 +29,8 @@ from context_governor.tools import (
     make_tool,
     tool,
 )
-from context_governor.tools.registry import truncate
-from context_governor.tools.schema import parse_docstring
+from context_governor.tools._registry import truncate
+from context_governor.tools._schema import parse_docstring
 
 
 class Color(enum.Enum):

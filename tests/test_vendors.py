@@ -20,14 +20,15 @@ from types import ModuleType
 
 import pytest
 
-from context_governor.formats.base import APIS
+from context_governor.formats._base import APIS
 from context_governor.profiles import PROFILES
-from context_governor.providers import catalog, prices, windows
-from context_governor.providers.rules import Rule
-from context_governor.providers.vendor import Vendor
-from context_governor.targets.cache_price import CachePrice
-from context_governor.targets.policy import IdStyle, Policy
-from context_governor.targets.target import Target
+from context_governor.providers import _catalog as catalog
+from context_governor.providers import prices, windows
+from context_governor.providers._rules import Rule
+from context_governor.providers._vendor import Vendor
+from context_governor.targets._cache_price import CachePrice
+from context_governor.targets._policy import IdStyle, Policy
+from context_governor.targets._target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "context_governor"
@@ -38,7 +39,7 @@ VENDORS = typing.cast(tuple[ModuleType, ...], catalog.VENDORS)
 
 
 def _id(module: ModuleType) -> str:
-    return module.__name__.rsplit(".", 1)[1]
+    return module.__name__.rsplit(".", 1)[1].removeprefix("_")
 
 
 @pytest.fixture(params=VENDORS, ids=_id)
@@ -95,7 +96,7 @@ def test_windows_prices_and_names_are_well_formed(module: ModuleType) -> None:
 def test_every_vendor_module_is_listed() -> None:
     """A module of providers/ with a VENDOR is in VENDORS (a vendor cannot be forgotten)."""
     declaring = sorted(
-        path.stem
+        path.stem.removeprefix("_")
         for path in (SRC / "providers").glob("*.py")
         if re.search(r"^VENDOR = ", path.read_text(encoding="utf-8"), re.MULTILINE)
     )
@@ -190,7 +191,7 @@ def test_the_recipe_names_files_that_exist_for_every_vendor() -> None:
     named = [
         path for line in _recipe() for path in re.findall(r"`([\w/<>.-]+\.(?:py|md|txt))`", line)
     ]
-    assert "providers/<name>.py" in named and "providers/catalog.py" in named
+    assert "providers/_<name>.py" in named and "providers/_catalog.py" in named
     for path in named:
         for found in [path.replace("<name>", _id(module)) for module in VENDORS]:
             where = ROOT / found if found.startswith(("tests/", "docs/")) else SRC / found
@@ -206,8 +207,8 @@ def _vendor_names() -> set[str]:
 
 
 #: Vocabularies named after the providers whose tables are not tables of providers: the
-#: API names (formats/base.py; tests/test_wire_formats.py keeps them to the formats) and
-#: the tool-call id styles a Policy names (stages/provider_fixes.py's ID_RULES).
+#: API names (formats/_base.py; tests/test_wire_formats.py keeps them to the formats) and
+#: the tool-call id styles a Policy names (stages/_provider_fixes.py's ID_RULES).
 OTHER_VOCABULARIES: tuple[frozenset[str], ...] = (
     frozenset(APIS),
     frozenset(typing.get_args(IdStyle)),

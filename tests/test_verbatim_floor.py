@@ -1,6 +1,6 @@
 """CompactionPolicy(verbatim_floor=True), the default: where cached reads are dear, a
 request whose newest ``keep_recent`` results' turns do not fit under the price-set
-trigger gets a trigger raised to keep them (policies.py ``floor``, stages/compact.py
+trigger gets a trigger raised to keep them (policies.py ``floor``, stages/_compact.py
 ``Replay.request``).
 
 It must keep the cache policy's properties: a pure function of the request (a fresh

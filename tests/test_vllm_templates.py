@@ -13,8 +13,8 @@ from transcripts import cases, random_case
 
 from context_governor import govern
 from context_governor.providers import validate
-from context_governor.providers.vllm import template_family
-from context_governor.targets.target import Target
+from context_governor.providers._vllm import template_family
+from context_governor.targets._target import Target
 
 #: A served model per template file, named as users name them on vLLM.
 MODELS = {

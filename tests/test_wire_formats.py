@@ -1,4 +1,4 @@
-"""One conformance test over the wire-format registry (formats/registry.py).
+"""One conformance test over the wire-format registry (formats/_registry.py).
 
 Every registered :class:`WireFormat` has every entry, and each entry does its job on
 a sample of that API: its govern function round-trips a minimal body, its error body
@@ -26,16 +26,16 @@ from typing import Any
 import pytest
 
 from context_governor.formats import govern_request, validate_request
-from context_governor.formats.base import APIS, DEFAULT_PROFILES, Options
-from context_governor.formats.registry import FALLBACK, WIRE_FORMATS, wire_format
-from context_governor.formats.wire import Route, Usage, WireFormat
-from context_governor.observe.views import messages_of, text_of
+from context_governor.formats._base import APIS, DEFAULT_PROFILES, Options
+from context_governor.formats._registry import FALLBACK, WIRE_FORMATS, wire_format
+from context_governor.formats._wire import Route, Usage, WireFormat
+from context_governor.observe._views import messages_of, text_of
 from context_governor.proxy import ProxyConfig
-from context_governor.proxy.apis import BY_API, KEY_HEADERS, ROUTES, route_for_path
-from context_governor.proxy.conversation import digest, from_body
-from context_governor.proxy.governing import govern_body
-from context_governor.proxy.usage import may_carry_usage, usage_of
-from context_governor.proxy.watch import StreamWatch
+from context_governor.proxy._apis import BY_API, KEY_HEADERS, ROUTES, route_for_path
+from context_governor.proxy._conversation import digest, from_body
+from context_governor.proxy._governing import govern_body
+from context_governor.proxy._usage import may_carry_usage, usage_of
+from context_governor.proxy._watch import StreamWatch
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "context_governor"
@@ -200,7 +200,7 @@ def test_every_api_is_registered_once_with_a_sample() -> None:
 
 @pytest.mark.parametrize("wire", FORMATS, ids=IDS)
 def test_every_entry_is_set(wire: WireFormat) -> None:
-    optional = {"passthrough", "output_event", "required", "stream_framing"}  # None: "none"
+    optional = {"passthrough", "output_event", "required", "stream_framing", "upstream_of"}  # None: "none"
     for entry in dataclasses.fields(WireFormat):
         assert entry.name in optional or getattr(wire, entry.name) is not None, entry.name
     functions = ("govern", "validate", "messages", "fixed_parts", "session", "usage")
@@ -212,6 +212,7 @@ def test_every_entry_is_set(wire: WireFormat) -> None:
     assert wire.usage_mark and wire.trace_operation and wire.trace_provider
     assert wire.required is None or isinstance(wire.required, str)
     assert all(isinstance(f, str) for f in wire.reserve_fields)
+    assert wire.upstream_of is None or wire.upstream_of in WIRE_FORMATS
 
 
 @pytest.mark.parametrize("wire", FORMATS, ids=IDS)
@@ -341,10 +342,10 @@ def _recipe() -> list[str]:
 
 
 def _prefix(wire: WireFormat) -> str:
-    """The format's module prefix: ``chat`` of ``formats/chat_wire.py``."""
+    """The format's module prefix: ``chat`` of ``formats/_chat_wire.py``."""
     module = sys.modules[wire.stream_end.__module__].__name__
     assert module.startswith("context_governor.formats.") and module.endswith("_wire")
-    return module.rsplit(".", 1)[1].removesuffix("_wire")
+    return module.rsplit(".", 1)[1].removesuffix("_wire").removeprefix("_")
 
 
 def test_the_recipe_names_files_that_exist_for_every_format() -> None:
@@ -364,11 +365,11 @@ def test_the_recipe_names_files_that_exist_for_every_format() -> None:
 
 
 def test_every_wire_module_is_registered() -> None:
-    modules = sorted(p.stem for p in (SRC / "formats").glob("*_wire.py"))
-    assert modules == sorted(_prefix(wire) + "_wire" for wire in FORMATS)
+    modules = sorted(p.stem for p in (SRC / "formats").glob("_*_wire.py"))
+    assert modules == sorted("_" + _prefix(wire) + "_wire" for wire in FORMATS)
     formats_doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     for wire in FORMATS:
-        assert f"`{_prefix(wire)}_wire.py`" in formats_doc, wire.api
+        assert f"`_{_prefix(wire)}_wire.py`" in formats_doc, wire.api
 
 
 def test_every_format_has_its_row_among_the_proxys_routes() -> None:
@@ -381,15 +382,15 @@ def test_every_format_has_its_row_among_the_proxys_routes() -> None:
 
 
 #: Where an API's name may be compared with: the names table, each format's own modules.
-ALLOWED = ("formats/base.py", "formats/registry.py", "formats/wire.py")
+ALLOWED = ("formats/_base.py", "formats/_registry.py", "formats/_wire.py")
 #: Tables keyed by API names outside the registry, with the reason they are not in it.
 TABLES = {
     # the run command's model clients live in llm/ (above formats/) and exist for three
     # of the four APIs: its table of them is the CLI's
-    "cli/run.py",
+    "cli/_run.py",
     # counting/ is below formats/: media_rule_for's optional ``api`` (a caller's hint,
     # which no module of the package passes) names the media billing rule of each
-    "counting/media.py",
+    "counting/_media.py",
 }
 
 
@@ -398,7 +399,7 @@ def _own_module(rel: str) -> bool:
     if rel in ALLOWED:
         return True
     prefixes = {_prefix(wire) for wire in FORMATS}
-    name = Path(rel).stem
+    name = Path(rel).stem.removeprefix("_")
     return rel.startswith("formats/") and any(
         name == prefix or name.startswith(prefix + "_") for prefix in prefixes
     )

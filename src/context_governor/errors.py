@@ -7,34 +7,35 @@ base; a test checks these drawings against the real classes)::
     ContextGovernorError (Exception)        errors
     ├── InputError (ValueError)             errors
     ├── ConfigError (ValueError)            errors
-    ├── ModelError                          llm.errors
-    │   ├── ModelHTTPError                  llm.errors
-    │   ├── ModelConnectionError            llm.errors
-    │   ├── ModelTimeoutError               llm.errors
-    │   └── ModelResponseError              llm.errors
-    ├── ToolDefinitionError (TypeError)     tools.registry
-    └── CountError                          proxy.count_tokens
+    ├── ModelError                          llm._errors
+    │   ├── ModelHTTPError                  llm._errors
+    │   ├── ModelConnectionError            llm._errors
+    │   ├── ModelTimeoutError               llm._errors
+    │   └── ModelResponseError              llm._errors
+    ├── ToolDefinitionError (TypeError)     tools._registry
+    └── CountError                          proxy._count_tokens
 
 The others are not ContextGovernorError: each is caught inside the package and
 becomes an answer, a note or a tool result (or, for ToolError, is raised by a tool
 for the model to read)::
 
     Exception
-    ├── ToolError                           tools.registry
-    ├── SummarizerError                     summary.summarizer
-    ├── Invalid                             tools.schema
-    ├── OutOfTime                           tools.lines
-    ├── TooLarge                            proxy.body
-    ├── BadRequest                          proxy.governing
-    ├── _BadArguments                       tools.registry
-    ├── _Stopped                            tools.files
-    └── _NoBody                             runner.loop
+    ├── ToolError                           tools._registry
+    ├── SummarizerError                     summary._summarizer
+    ├── Invalid                             tools._schema
+    ├── OutOfTime                           tools._lines
+    ├── TooLarge                            proxy._body
+    ├── BadRequest                          proxy._governing
+    ├── _BadArguments                       tools._registry
+    ├── _Stopped                            tools._files
+    ├── _ClientGone                         proxy._guard
+    └── _NoBody                             runner._loop
     OSError
-    └── OffloadRefused                      stages.offload
+    └── OffloadRefused                      stages._offload
     ValueError
-    └── BadPath                             proxy.paths
+    └── BadPath                             proxy._paths
     TypeError
-    └── UnsupportedType                     tools.schema
+    └── UnsupportedType                     tools._schema
 
 - ToolError: a tool's expected failure; the registry sends ``"Error: " + str(exc)``
   to the model as the call's result.
@@ -43,6 +44,7 @@ for the model to read)::
   model reads what was wrong.
 - OutOfTime, _Stopped: a file tool's deadline passed; its result says so.
 - TooLarge, BadRequest, BadPath: the proxy answers 413, 400 and 400.
+- _ClientGone: a client left while sending its body; nothing is answered.
 - _NoBody: a native model client could not build a request body; the run stops
   with ``model_error``.
 - OffloadRefused: the offload store is not safe to write; the output is cleared

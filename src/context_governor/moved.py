@@ -3,7 +3,9 @@
 ``import context_governor.tokens`` (and the other names in :data:`MOVED`) still works:
 it gives the module at its new path, with a DeprecationWarning that names it. The old
 paths are not files any more (the root keeps the public API and the core); one import
-hook answers for all of them, so the layout stays what docs/architecture.md draws.
+hook answers for all of them, so the layout stays what docs/architecture.md draws. A
+documented path whose module became internal (``_name.py``) is here too: it still
+imports, and its warning says the module is internal now.
 """
 
 from __future__ import annotations
@@ -28,16 +30,22 @@ MOVED: dict[str, str] = {
     "windows": "providers.windows",
     "prices": "providers.prices",
     "render": "report",
-    "late": "governor.late",
-    "probe": "governor.probe",
+    "late": "governor._late",
+    "probe": "governor._probe",
     "inputs": "messages.inputs",
     "legacy": "messages.legacy",
     "roles": "messages.roles",
-    "providers.policy": "targets.policy",
-    "providers.target": "targets.target",
+    "providers.policy": "targets._policy",
+    "providers.target": "targets._target",
     "targets.windows": "providers.windows",
     "targets.prices": "providers.prices",
-    "providers.fixes": "stages.provider_fixes",
+    "providers.fixes": "stages._provider_fixes",
+    # the paths that replaced those above, now internal modules (issue 35, item 5)
+    "governor.late": "governor._late",
+    "governor.probe": "governor._probe",
+    "targets.policy": "targets._policy",
+    "targets.target": "targets._target",
+    "stages.provider_fixes": "stages._provider_fixes",
 }
 
 
@@ -50,8 +58,10 @@ class _Alias(importlib.abc.Loader):
         self.spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        internal = any(part.startswith("_") for part in self.new.split("."))
+        where = f"is internal now ({self.new})" if internal else f"moved to {self.new}"
         warnings.warn(
-            f"{self.old} moved to {self.new}; the old path is deprecated and will be "
+            f"{self.old} {where}; the old path is deprecated and will be "
             "removed in the next release",
             DeprecationWarning,
             stacklevel=2,

@@ -6,9 +6,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .counting import ExactCounter, Known, KnownCounts, TokenCounter, custom_counter
-from .counting.counters import media_note
-from .counting.media import media_rule_for
+from .counting import (
+    ExactCounter,
+    Known,
+    KnownCounts,
+    TokenCounter,
+    custom_counter,
+    media_note,
+    media_rule_for,
+)
 from .counting.pool import precount
 from .counting.store import CountLink, CountStore, Loaded, count_link
 from .errors import ConfigError, InputError, brief
@@ -18,15 +24,11 @@ from .messages.legacy import first_legacy, refusal
 from .messages.roles import Developers, first_edge, with_entries
 from .policies import Compaction, CompactionPolicy, get_policy
 from .profiles import Profile, get_profile
-from .providers import Provider, resolve
-from .providers.rules import find_violations
+from .providers import Provider, find_violations, resolve
 from .providers.windows import WindowSource, resolve_window
 from .report import Action, Note, Report, moves_messages
-from .stages import Context, Stage
-from .stages.compact import would_compact
-from .stages.snip import SAFETY_BUFFER
-from .targets.policy import Policy
-from .targets.target import Target
+from .stages import SAFETY_BUFFER, Context, Stage, would_compact
+from .targets import Policy, Target
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
@@ -426,7 +428,7 @@ def call_counter(s: Settings, messages: Sequence[Message]) -> tuple[TokenCounter
     ask many times), seeded with the counts the store has for ``messages`` (then only
     what is new is tokenized) and, on a big history, with counts made over worker
     processes (counting/pool.py). Other counters are the settings' own. The wire-format
-    edges wrap the result with what they carry (formats/request.py)."""
+    edges wrap the result with what they carry (formats/_request.py)."""
     counter = s.counter
     if not isinstance(counter, ExactCounter):
         return counter, None

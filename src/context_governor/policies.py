@@ -18,7 +18,7 @@ reads at half the input price), re-sending a large cached request costs more tha
 the misses saved, so the trigger moves toward the target (``price_scale``; prices
 from providers/prices.py, looked up from the provider and model).
 The steps in between only append to an unchanged prefix. Where to cut is
-decided from the history alone (see stages/compact.py), so any process, e.g.
+decided from the history alone (see stages/_compact.py), so any process, e.g.
 any replica of a proxy, gives the same answer.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from .errors import ConfigError, brief
 from .providers.prices import cache_price
-from .targets.cache_price import CachePrice
+from .targets import CachePrice
 
 if TYPE_CHECKING:
     from .summary import Summaries
@@ -142,7 +142,9 @@ Threshold: TypeAlias = "float | int | None"
 
 
 #: The policy's switches: each must be a bool (a config file's 1 is not taken for true).
-_FLAGS = ("clear_arguments", "adaptive_target", "price_aware", "verbatim_floor", "mask_first")
+_FLAGS = (
+    "clear_arguments", "adaptive_target", "price_aware", "verbatim_floor", "mask_first", "receipt",
+)  # fmt: skip
 
 
 class _Unset:
@@ -258,7 +260,7 @@ class CompactionPolicy:
     tokens; ``min_chars`` is a tool result's size below which it is never cleared;
     ``keep_recent`` tool results are kept verbatim
     (a preference: under ``mask_first`` they go down to ``MASK_MIN_RECENT`` before a
-    turn is cut, and a request over its budget is squeezed, stages/squeeze.py);
+    turn is cut, and a request over its budget is squeezed, stages/_squeeze.py);
     results of ``exclude_tools`` are never cleared; ``clear_arguments`` also empties
     the arguments of the calls whose results were cleared; ``offload_dir``
     keeps each cleared output in a file there, named after its call. ``cut_note`` is
@@ -275,6 +277,9 @@ class CompactionPolicy:
     ``price_aware=False`` turns the rule off.
     ``verbatim_floor`` raises that lowered trigger for a request whose newest results'
     turns do not fit under it (``floor``); ``verbatim_floor=False`` turns it off.
+    ``receipt`` lists, after the note on a cut (or its summary), the files, commands,
+    errors and user messages the cut removed (stages/_receipt.py); ``receipt=False``
+    leaves the note alone.
 
     Deprecated for one release (a DeprecationWarning each): ``trigger_tokens`` and
     ``target_tokens`` (give the threshold as tokens instead), ``kind="seed"`` (use
@@ -308,6 +313,10 @@ class CompactionPolicy:
     #: cleared) when that fits under the trigger less room for growth, and cuts only
     #: what does not (see ``masked_goal``). Off: the goal is the target's alone.
     mask_first: bool = True
+    #: List what a cut removed that the agent may need (files read or changed, commands
+    #: run, errors seen, the user's messages) after the note on the cut, bounded and
+    #: written once per cut (stages/_receipt.py). Off: the note alone.
+    receipt: bool = True
     #: Deprecated spellings (see the class docstring), folded into the fields above.
     trigger_tokens: InitVar[Any] = _UNSET
     target_tokens: InitVar[Any] = _UNSET
@@ -616,6 +625,7 @@ SETTINGS: dict[str, str] = {
     "price_aware": "true or false",
     "verbatim_floor": "true or false",
     "mask_first": "true or false",
+    "receipt": "true or false",
 }
 
 

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
-from .counting import TokenCounter, exact_counter, seed_counter
-from .counting.media import MediaRule, media_rule_for
+from .counting import MediaRule, TokenCounter, exact_counter, media_rule_for, seed_counter
 from .errors import ConfigError
 from .providers import CATALOG, PROVIDERS
 from .stages import (
     Stage,
+    apply_tool_result_budget,
     backfill_seed,
     backfill_strict,
     cap_tool_results,
@@ -27,10 +27,9 @@ from .stages import (
     enforce_alternation_seed,
     microcompact,
     provider_fixes,
+    repair_messages,
     snip,
 )
-from .stages.repair import repair_messages
-from .stages.tool_budget import apply_tool_result_budget
 
 __all__ = [
     "NANOBOT",
@@ -110,7 +109,7 @@ NANOBOT = Profile(
 )
 
 #: The provider profiles' stages: the seed's with its defects fixed, then the provider's
-#: repairs (governor/probe.py knows what each of them leaves alone).
+#: repairs (governor/_probe.py knows what each of them leaves alone).
 STRICT_STAGES: tuple[Stage, ...] = (
     drop_orphans_strict,
     backfill_strict,

@@ -1,7 +1,7 @@
 """What the persistent stores share: their URLs, retention, SQLite files and Redis clients.
 
 Two stores keep what a process worked out for other processes: the summary store
-(summary/store.py: key -> summary text) and the count store (counting/store.py: payload
+(summary/_store.py: key -> summary text) and the count store (counting/store.py: payload
 digest -> token count). Both are named by the same URLs (``sqlite:///relative.db``,
 ``sqlite:////absolute.db``, ``redis://host:port/db``, ``rediss://``, ``valkey://``,
 ``memory://``), keep entries for the same kind of retention, and open SQLite files and
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 Kind = Literal["sqlite", "redis", "memory"]
-#: URL schemes a store accepts (proxy/config.py checks URLs with it before opening one).
+#: URL schemes a store accepts (proxy/_config.py checks URLs with it before opening one).
 SCHEMES = ("sqlite", "redis", "rediss", "valkey", "valkeys", "memory")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..profiles import PROFILES
-from ..providers.catalog import ALIASES, MODEL_HINTS
+from ..providers import ALIASES, MODEL_HINTS
 
 __all__ = ["PROVIDER_PROFILES", "bare_model", "named_profile", "profile_for"]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from .config import register
-from .demo import demo_command
-from .govern import govern_command
-from .lint import lint_command
-from .proxy import proxy_command
-from .run import run_command
+from ._config import register
+from ._demo import demo_command
+from ._govern import govern_command
+from ._lint import lint_command
+from ._proxy import proxy_command
+from ._run import run_command
 
 __all__ = ["main"]
 

@@ -98,10 +98,12 @@ count_workers_option = click.option(
 
 
 def profile_option(
-    choices: Sequence[str], help: str, default: str = "openai"
+    choices: Sequence[str], help: str, default: str = "openai", shown_default: str | None = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--profile`` with ``--provider`` as a hidden alias: one name in every command's
-    help, while commands written with the other name keep working."""
+    help, while commands written with the other name keep working. ``shown_default``:
+    what the help names as the default when it is not the value itself (the proxy's
+    is each route's own provider)."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)
@@ -120,7 +122,7 @@ def profile_option(
             "--profile",
             type=click.Choice(list(choices)),
             default=default,
-            show_default=True,
+            show_default=True if shown_default is None else shown_default,
             help=help,
         )
         return shown(hidden(wrapper))

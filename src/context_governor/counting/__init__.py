@@ -13,18 +13,18 @@ The package's names are the counters' API; its modules, from the bottom:
 
 from __future__ import annotations
 
-from .background import (
+from ._background import (
     BackgroundCounts,
     Job,
     background_cpu_ns,
     count_in_background,
     in_background,
 )
-from .bounds import (
+from ._bounds import (
     message_bound,
     tools_bound,
 )
-from .counters import (
+from ._counters import (
     CLAUDE_BYTES_PER_TOKEN,
     CLAUDE_FACTOR,
     PER_MESSAGE_OVERHEAD,
@@ -40,11 +40,12 @@ from .counters import (
     digest,
     exact_counter,
     json_text,
+    media_note,
     seed_counter,
     seed_message_payload,
     uncounted,
 )
-from .encodings import (
+from ._encodings import (
     FAST_ENV,
     FAST_PROBE,
     FAST_PROBE_IDS,
@@ -58,12 +59,14 @@ from .encodings import (
     count_ordinary,
     counting_encoding,
     encoding_for_model,
+    every_model_family,
     load_encoding,
     shared_name,
     warm_up,
     warm_up_in_background,
 )
-from .runs import (
+from ._media import MediaRule, is_media_part, media_count, media_rule_for
+from ._runs import (
     COUNT_RULES_VERSION,
     MAX_PIECE,
     RUN_LIMIT,
@@ -94,6 +97,7 @@ __all__ = [
     "Job",
     "Known",
     "KnownCounts",
+    "MediaRule",
     "SeedCounter",
     "TokenCounter",
     "background_cpu_ns",
@@ -110,10 +114,15 @@ __all__ = [
     "custom_counter",
     "digest",
     "encoding_for_model",
+    "every_model_family",
     "exact_counter",
     "in_background",
+    "is_media_part",
     "json_text",
     "load_encoding",
+    "media_count",
+    "media_note",
+    "media_rule_for",
     "message_bound",
     "rules_fingerprint",
     "seed_counter",

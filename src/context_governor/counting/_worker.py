@@ -17,8 +17,8 @@ import marshal
 import sys
 from typing import BinaryIO
 
-from context_governor.counting.encodings import count_ordinary, counting_encoding
-from context_governor.counting.runs import bounded_tokens
+from context_governor.counting._encodings import count_ordinary, counting_encoding
+from context_governor.counting._runs import bounded_tokens
 
 LENGTH = 8
 

@@ -44,8 +44,8 @@ from pathlib import Path
 from queue import SimpleQueue
 
 from ..messages import Message
-from .counters import PER_MESSAGE_OVERHEAD, ExactCounter, Known, TokenCounter, pending
-from .encodings import FAST_PROBE
+from ._counters import PER_MESSAGE_OVERHEAD, ExactCounter, Known, TokenCounter, pending
+from ._encodings import FAST_PROBE
 
 __all__ = [
     "CHUNK_CHARS",

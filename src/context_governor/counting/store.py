@@ -42,8 +42,8 @@ from ..errors import ConfigError
 from ..messages import Message
 from ..report import Note
 from ..stores import SqliteFile, check_retention, expire, parse_url, redis_client
-from .background import in_background
-from .counters import (
+from ._background import in_background
+from ._counters import (
     PER_MESSAGE_OVERHEAD,
     ExactCounter,
     Known,

@@ -1,6 +1,6 @@
 """``context-governor demo``: an offline agent session that shows every pipeline stage at work."""
 
-from .session import (
+from ._session import (
     CACHE_STAGES,
     DEMO_STAGES,
     SEED_STAGES,

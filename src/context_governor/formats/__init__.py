@@ -21,7 +21,43 @@ wire module:
 the request modules import.
 """
 
-from .base import APIS
-from .request import RequestResult, govern_request, validate_request
+from . import _anthropic as anthropic
+from . import _responses as responses
+from ._anthropic_count import CountFn, calibrate, count_body, scaled_estimate
+from ._anthropic_wire import WIRE as ANTHROPIC_WIRE
+from ._anthropic_wire import anthropic_error
+from ._base import APIS, DEFAULT_PROFILES, Api, Compacted, check_compacted
+from ._chat_wire import openai_error
+from ._gemini_wire import WIRE as GEMINI_WIRE
+from ._gemini_wire import google_error
+from ._registry import FALLBACK, WIRE_FORMATS, wire_or_fallback
+from ._request import RequestResult, govern_request, validate_request
+from ._wire import Usage, WireFormat, count
 
-__all__ = ["APIS", "RequestResult", "govern_request", "validate_request"]
+__all__ = [
+    "ANTHROPIC_WIRE",
+    "APIS",
+    "DEFAULT_PROFILES",
+    "FALLBACK",
+    "GEMINI_WIRE",
+    "WIRE_FORMATS",
+    "Api",
+    "Compacted",
+    "CountFn",
+    "RequestResult",
+    "Usage",
+    "WireFormat",
+    "anthropic",
+    "anthropic_error",
+    "calibrate",
+    "check_compacted",
+    "count",
+    "count_body",
+    "google_error",
+    "govern_request",
+    "openai_error",
+    "responses",
+    "scaled_estimate",
+    "validate_request",
+    "wire_or_fallback",
+]

@@ -6,6 +6,6 @@
 * ``probe``: a cheaper "the pipeline would leave this alone" for an appending step.
 """
 
-from .governor import Governor
+from ._governor import Governor
 
 __all__ = ["Governor"]

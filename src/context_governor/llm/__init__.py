@@ -1,8 +1,8 @@
 """Model clients for the agent runner: OpenAI-compatible HTTP (Chat Completions), the
 native Anthropic Messages and OpenAI Responses APIs, and a scripted offline model."""
 
-from .anthropic_client import AnthropicClient
-from .base import (
+from ._anthropic_client import MIN_THINKING_BUDGET, AnthropicClient
+from ._base import (
     ModelClient,
     ModelResponse,
     NativeModelClient,
@@ -10,20 +10,21 @@ from .base import (
     Usage,
     assistant_message,
 )
-from .errors import (
+from ._errors import (
     ModelConnectionError,
     ModelError,
     ModelHTTPError,
     ModelResponseError,
     ModelTimeoutError,
 )
-from .openai_compat import OpenAICompatClient
-from .responses_client import ResponsesClient
-from .retry import NO_RETRY, RetryPolicy
-from .scripted import ScriptedModel, ScriptedRequest, tool_call
-from .streaming import SSEDecoder, StreamAssembler
+from ._openai_compat import OpenAICompatClient
+from ._responses_client import ResponsesClient
+from ._retry import NO_RETRY, RetryPolicy
+from ._scripted import ScriptedModel, ScriptedRequest, ScriptItem, tool_call
+from ._streaming import SSEDecoder, StreamAssembler
 
 __all__ = [
+    "MIN_THINKING_BUDGET",
     "NO_RETRY",
     "AnthropicClient",
     "ModelClient",
@@ -38,6 +39,7 @@ __all__ = [
     "ResponsesClient",
     "RetryPolicy",
     "SSEDecoder",
+    "ScriptItem",
     "ScriptedModel",
     "ScriptedRequest",
     "StreamAssembler",

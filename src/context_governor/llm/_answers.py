@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .errors import ModelResponseError
+from ._errors import ModelResponseError
 
 
 def count(value: Any) -> int:

@@ -18,8 +18,8 @@ from typing import Any, Self, TypedDict, Unpack
 
 import httpx
 
-from .base import ModelResponse
-from .errors import (
+from ._base import ModelResponse
+from ._errors import (
     ModelConnectionError,
     ModelError,
     ModelHTTPError,
@@ -27,7 +27,7 @@ from .errors import (
     ModelTimeoutError,
     is_retryable_status,
 )
-from .retry import RetryCallback, RetryPolicy, Sleep, parse_retry_after, with_retries
+from ._retry import RetryCallback, RetryPolicy, Sleep, parse_retry_after, with_retries
 
 #: How much of an error body goes into the error message.
 ERROR_BODY_CHARS = 500

@@ -8,7 +8,7 @@ cache prices of its models, the sources of its rules and the names frameworks gi
 
 ``validate(messages, provider=..., model=...)`` lists the violations with the
 provider's own error text; each provider's Policy drives the repairs that
-``govern(profile=<provider>)`` applies after the seed pipeline (stages/provider_fixes.py).
+``govern(profile=<provider>)`` applies after the seed pipeline (stages/_provider_fixes.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,23 @@ from typing import Any
 from ..messages import Message
 from ..messages.inputs import check_messages, check_tools
 from ..messages.legacy import rules_view
-from ..targets.policy import Policy
-from ..targets.target import Target
-from .catalog import CATALOG, PROVIDERS, SOURCES, Provider, check_provider
-from .rules import Rule, Violation, find_violations
+from ..targets import Policy, Target
+from . import _checks as checks
+from ._anthropic import claude_keeps_thinking, claude_version
+from ._catalog import (
+    ALIASES,
+    CATALOG,
+    MEDIA_RULES,
+    MODEL_HINTS,
+    PROVIDERS,
+    SOURCES,
+    Provider,
+    check_provider,
+)
+from ._gemini import POLICY as GEMINI_POLICY
+from ._gemini import RULES as GEMINI_RULES
+from ._gemini import gemini_version
+from ._rules import Check, Rule, Violation, find_violations
 
 
 def resolve(
@@ -68,15 +81,26 @@ def validate(
 
 
 __all__ = [
+    "ALIASES",
     "CATALOG",
+    "GEMINI_POLICY",
+    "GEMINI_RULES",
+    "MEDIA_RULES",
+    "MODEL_HINTS",
     "PROVIDERS",
     "SOURCES",
+    "Check",
     "Policy",
     "Provider",
     "Rule",
     "Target",
     "Violation",
     "applicable_rules",
+    "checks",
+    "claude_keeps_thinking",
+    "claude_version",
+    "find_violations",
+    "gemini_version",
     "resolve",
     "validate",
 ]

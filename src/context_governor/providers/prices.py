@@ -12,7 +12,7 @@ that puts it into the cache. Two caching models exist:
 Either way a prefix shorter than ``min_cached`` tokens is neither written nor read.
 
 The prices are the vendors' (each vendor module's ``VENDOR.prices`` and
-``price_families``); ``PRICES`` is the catalogue's table of them (providers/catalog.py).
+``price_families``); ``PRICES`` is the catalogue's table of them (providers/_catalog.py).
 Source: the provider price table that LiteLLM 1.110.2 ships
 (``model_prices_and_context_window_backup.json``; the ratio of
 ``cache_read_input_token_cost`` and ``cache_creation_input_token_cost`` to
@@ -24,12 +24,12 @@ Provider prices change: check them before relying on them.
 
 from __future__ import annotations
 
-from ..targets.cache_price import CachePrice, CachingModel
-from .anthropic import ANTHROPIC, ANTHROPIC_1H
-from .catalog import PRICE_FAMILIES, PRICES
-from .deepseek import DEEPSEEK
-from .gemini import GEMINI_25, GEMINI_25_FLASH
-from .openai import OPENAI_4O, OPENAI_5, OPENAI_41
+from ..targets import CachePrice, CachingModel
+from ._anthropic import ANTHROPIC, ANTHROPIC_1H
+from ._catalog import PRICE_FAMILIES, PRICES
+from ._deepseek import DEEPSEEK
+from ._gemini import GEMINI_25, GEMINI_25_FLASH
+from ._openai import OPENAI_4O, OPENAI_5, OPENAI_41
 
 __all__ = [
     "ANTHROPIC",

@@ -2,7 +2,7 @@
 
 The figures are the vendors' (each vendor module's ``VENDOR.windows`` and
 ``family_windows``, with their sources); ``KNOWN_WINDOWS`` and ``FAMILY_WINDOWS`` are
-the catalogue's tables of them (providers/catalog.py). This module looks them up.
+the catalogue's tables of them (providers/_catalog.py). This module looks them up.
 
 One rule, the same in the library, the CLI, the agent runner, the demo and the
 proxy: an explicit window wins; else the model's window from this table
@@ -11,7 +11,7 @@ proxy: an explicit window wins; else the model's window from this table
 table does not know yet, so that ``claude-opus-5-5`` or ``gpt-6`` is governed at
 all); else there is no window, nothing is cut, and the report says so
 (``Report.window_source == "none"``). The proxy adds what the upstream said
-(proxy/learning.py: a window learned from a refusal, "learned").
+(proxy/_learning.py: a window learned from a refusal, "learned").
 
 A name matches an entry when it starts with it (``gpt-4o`` covers
 ``gpt-4o-2024-08-06``); the longest entry wins, so ``gpt-4o-mini`` is not read as
@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 from ..report import window_phrase
-from .anthropic import BETA_1M_PREFIX, BETA_1M_WINDOW, asks_for_1m, takes_1m
-from .catalog import FAMILY_WINDOWS, KNOWN_WINDOWS, MODEL_PREFIXES
+from ._anthropic import BETA_1M_PREFIX, BETA_1M_WINDOW, asks_for_1m, takes_1m
+from ._catalog import FAMILY_WINDOWS, KNOWN_WINDOWS, MODEL_PREFIXES
 
 __all__ = [
     "BETA_1M_PREFIX",

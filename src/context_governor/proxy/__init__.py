@@ -8,9 +8,14 @@ with any ASGI server; ``ProxyConfig`` holds its settings, grouped by concern
 (``TimeoutsConfig``, ``LimitsConfig``, ``PageConfig``...).
 """
 
-from .app import create_app
-from .config import ProxyConfig
-from .settings import (
+from ._access import client_keys, open_relay_refusal
+from ._apis import ROUTES
+from ._app import create_app
+from ._config import CONFIG_ENV, ProxyConfig
+from ._metrics import MULTIPROC_ENV
+from ._protocol import PROTOCOL_PATH, HeaderTimeoutH11
+from ._redact import RedactingFilter, Redactor, redact_url
+from ._settings import (
     AccessConfig,
     CountingConfig,
     GoverningConfig,
@@ -22,14 +27,24 @@ from .settings import (
 )
 
 __all__ = [
+    "CONFIG_ENV",
+    "MULTIPROC_ENV",
+    "PROTOCOL_PATH",
+    "ROUTES",
     "AccessConfig",
     "CountingConfig",
     "GoverningConfig",
+    "HeaderTimeoutH11",
     "LimitsConfig",
     "PageConfig",
     "ProxyConfig",
+    "RedactingFilter",
+    "Redactor",
     "SummariesConfig",
     "TelemetryConfig",
     "TimeoutsConfig",
+    "client_keys",
     "create_app",
+    "open_relay_refusal",
+    "redact_url",
 ]

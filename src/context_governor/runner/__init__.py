@@ -1,8 +1,9 @@
 """The agent runner: a tool loop that governs its context before every model call."""
 
-from .loop import AgentRunner
-from .tool_calls import clip
-from .types import (
+from ._loop import AgentRunner
+from ._progress import ProgressPrinter
+from ._tool_calls import clip
+from ._types import (
     ModelCall,
     RunHooks,
     RunLimits,
@@ -16,6 +17,7 @@ from .types import (
 __all__ = [
     "AgentRunner",
     "ModelCall",
+    "ProgressPrinter",
     "RunHooks",
     "RunLimits",
     "RunResult",

@@ -1,23 +1,40 @@
 """The pipeline's stages: each a pure function ``(messages, ctx) -> messages``."""
 
-from .alternation import enforce_alternation, enforce_alternation_seed
-from .backfill import backfill_seed, backfill_strict
-from .base import Context, Stage
-from .cap import cap_tool_results
-from .microcompact import microcompact
-from .orphans import drop_orphans_seed, drop_orphans_strict
-from .snip import snip
+from . import _compact as compact
+from . import _provider_fixes as provider_fixes
+from ._alternation import enforce_alternation, enforce_alternation_seed
+from ._backfill import backfill_seed, backfill_strict
+from ._base import Context, MessageCheck, Stage, check_for, message_check
+from ._cap import cap_tool_results
+from ._compact import output_replay, would_compact
+from ._microcompact import microcompact
+from ._orphans import drop_orphans_seed, drop_orphans_strict
+from ._repair import repair_messages
+from ._replay import Replay
+from ._snip import SAFETY_BUFFER, snip
+from ._tool_budget import apply_tool_result_budget
 
 __all__ = [
+    "SAFETY_BUFFER",
     "Context",
+    "MessageCheck",
+    "Replay",
     "Stage",
+    "apply_tool_result_budget",
     "backfill_seed",
     "backfill_strict",
     "cap_tool_results",
+    "check_for",
+    "compact",
     "drop_orphans_seed",
     "drop_orphans_strict",
     "enforce_alternation",
     "enforce_alternation_seed",
+    "message_check",
     "microcompact",
+    "output_replay",
+    "provider_fixes",
+    "repair_messages",
     "snip",
+    "would_compact",
 ]

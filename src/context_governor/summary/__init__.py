@@ -4,9 +4,16 @@ See docs/summaries.md. ``Summaries`` is the option (CompactionPolicy(summary=...
 the stores and the built-in model summarizer are here too.
 """
 
-from .settings import Summaries
-from .store import MemoryStore, RedisStore, SqliteStore, SummaryStore, open_store
-from .summarizer import SUMMARY_PROMPT, Summarizer, model_summarizer, transcript
+from ._settings import Summaries, public
+from ._store import MemoryStore, RedisStore, SqliteStore, SummaryStore, open_store
+from ._summarizer import (
+    SUMMARY_PROMPT,
+    Summarizer,
+    SummarizerError,
+    call_summarizer,
+    model_summarizer,
+    transcript,
+)
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -15,8 +22,11 @@ __all__ = [
     "SqliteStore",
     "Summaries",
     "Summarizer",
+    "SummarizerError",
     "SummaryStore",
+    "call_summarizer",
     "model_summarizer",
     "open_store",
+    "public",
     "transcript",
 ]

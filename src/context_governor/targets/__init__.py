@@ -10,4 +10,17 @@ module per vendor in providers/, which builds its catalogue from them. Nothing h
 imports anything above ``errors``, and no table here is keyed by a provider.
 """
 
-__all__: list[str] = []
+from ._cache_price import DATED, CachePrice, CachingModel
+from ._policy import IdStyle, Policy, ReasoningPolicy
+from ._target import MediaRule, Target
+
+__all__ = [
+    "DATED",
+    "CachePrice",
+    "CachingModel",
+    "IdStyle",
+    "MediaRule",
+    "Policy",
+    "ReasoningPolicy",
+    "Target",
+]

