@@ -232,10 +232,12 @@ def test_the_images_install_and_command_run_in_a_fresh_environment(tmp_path: Pat
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     bin_dir = venv / "bin"
+    env = _env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    env.pop("PYTHONPATH", None)  # the installed package, not the worktree's
     done = subprocess.run(
         [str(bin_dir / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
          requirement],
-        capture_output=True, text=True, timeout=600, env=_env(),
+        capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     # the copied sources are gone in the image; the venv's package is what runs
@@ -244,8 +246,6 @@ def test_the_images_install_and_command_run_in_a_fresh_environment(tmp_path: Pat
     workdir.mkdir(parents=True)
     command = [str(bin_dir / COMMAND[0]), *COMMAND[1:]]
     command[command.index("--config") + 1] = str(image / "etc/context-governor/proxy.toml")
-    env = _env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    env.pop("PYTHONPATH", None)  # the installed package, not the worktree's
     # an upstream key and no client key on 0.0.0.0: refused (exit 2), never listening
     refused = subprocess.run(
         command, cwd=workdir, env={**env, "CONTEXT_GOVERNOR_UPSTREAM_KEY": "sk-test-owner"},
