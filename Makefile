@@ -66,6 +66,20 @@ chromium:
 	     "(install chromium, or set CG_CHROMIUM to a Chrome/Chromium binary)"
 
 
+# The compose topology's balancer (tests/test_deploy.py runs deploy/nginx.conf with two
+# proxy replicas): install Debian's nginx when none is there, as redis-server above (its
+# binary is in /usr/sbin). Never fails the build: without it that test fails saying how
+# to get it.
+.PHONY: nginx
+nginx:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || \
+	{ command -v apt-get >/dev/null 2>&1 && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -qq nginx >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq nginx >/dev/null 2>&1; }; }; } || \
+	echo "warning: nginx could not be installed; tests/test_deploy.py will fail" \
+	     "(install nginx, or set CG_ALLOW_NO_NGINX=1 to skip its balancer test)"
+
+
 # The real agent CLIs (Claude Code, Codex, Gemini CLI, opencode) that
 # tests/test_agent_clis.py drives through the proxy at the full level: pinned, from
 # npm (each ships its native binary inside the registry: no postinstall download),
@@ -85,7 +99,7 @@ $(AGENT_CLIS_STAMP):
 	touch $@
 
 # CI's level (CG_TEST_LEVEL=full) also drives the real agent CLIs: install them first.
-TEST_DEPS := $(BENCH_STAMP) $(REF_STAMP) redis-server chromium $(if $(filter full,$(CG_TEST_LEVEL)),agent-clis)
+TEST_DEPS := $(BENCH_STAMP) $(REF_STAMP) redis-server chromium nginx $(if $(filter full,$(CG_TEST_LEVEL)),agent-clis)
 
 test: $(TEST_DEPS)
 	$(VENV)/bin/ruff check src tests bench examples

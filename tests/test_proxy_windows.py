@@ -257,6 +257,33 @@ def test_what_one_learner_stored_another_reads() -> None:
     assert not second.refresh("m")  # nothing new
 
 
+def test_replicas_sharing_a_store_govern_with_the_same_ratio_and_it_does_not_flip() -> None:
+    """The upstream counts a hair over 1.3x ours (its counts are whole tokens): the
+    smoothed ratio sits just above the 1.3 step, the store holds it in thousandths
+    (1300). Every replica governs with the stored ratio, the one that learned it
+    included; before, that one governed with 1.35 and the others with 1.3, and it
+    went back to 1.3 at each read of the store, then to 1.35 at its next answer."""
+    from context_governor.counting.store import CountLink
+
+    link = CountLink(MemoryCountStore())
+    first, second = Learner(link, refresh=0.0), Learner(link, refresh=0.0)
+    first.observe("m", 2_600, 2_000)  # 1.3: written as 1300
+    assert flush() and second.refresh("m")
+    seen = set()
+    for _ in range(5):
+        first.observe("m", 2_601, 2_000)  # 1.3005: less than WRITE_STEP from 1300
+        seen.add(first.get("m").ratio)
+        first.refresh("m")
+        seen.add(first.get("m").ratio)
+    assert flush()
+    second.refresh("m")
+    assert seen == {second.get("m").ratio} == {1.3}
+    # without a store, the one process governs with its own smoothed figure, as before
+    alone = Learner()
+    alone.observe("m", 2_601, 2_000)
+    assert alone.get("m").ratio == 1.35
+
+
 # ----------------------------------------------------------------------------- the proxy
 
 

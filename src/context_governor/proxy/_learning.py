@@ -22,7 +22,9 @@ Two sources, both the upstream's own word:
 Both are kept per process and, with ``--count-store``, in the count store (as the
 entries ``window:v1:<model>`` and ``ratio:v1:<model>`` in thousandths), so every
 replica uses what one of them learned: a model's entries are read again at most
-every ``REFRESH_SECONDS``, off the event loop, and written in the background. The
+every ``REFRESH_SECONDS``, off the event loop, and written in the background (a ratio
+once it moved ``WRITE_STEP`` thousandths). With a store, each replica governs with the
+ratio as stored, the one learned there included, so all of them apply the same. The
 store's retention (``--count-retention``) applies to them too, so an upstream that
 later grew its window is heard again.
 """
@@ -254,11 +256,18 @@ class Learner:
             old = state.smoothed
             state.smoothed = sample if old is None else old + SMOOTHING * (sample - old)
             before = state.applied
-            state.applied = applied_ratio(state.smoothed, before)
             stored = round(state.smoothed * 1000)
             moved = state.written is None or abs(stored - state.written) >= WRITE_STEP
             if moved:
                 state.written = stored
+            # With a store, govern with the ratio as the store holds it (what every
+            # replica reads, refresh): the smoothed figure itself is finer than the
+            # store's thousandths and moves between writes, so a replica governing with
+            # it would differ from the others near a step, and flip back at each refresh.
+            basis = state.smoothed
+            if self._link is not None and state.written is not None:
+                basis = state.written / 1000
+            state.applied = applied_ratio(basis, before)
         if moved:
             self._write({ratio_key(model): stored})
         return state.applied != before
