@@ -55,6 +55,7 @@ from ._encodings import (
     Encoding,
     FastEncoding,
     build_hooks,
+    chunked_count,
     clean_surrogates,
     count_ordinary,
     counting_encoding,
@@ -65,6 +66,7 @@ from ._encodings import (
     warm_up,
     warm_up_in_background,
 )
+from ._chunks import CHUNK_MIN_TEXT, ChunkedCount, chunk_cuts
 from ._media import MediaRule, is_media_part, media_count, media_rule_for
 from ._runs import (
     COUNT_RULES_VERSION,
@@ -77,6 +79,7 @@ from ._runs import (
 )
 
 __all__ = [
+    "CHUNK_MIN_TEXT",
     "CLAUDE_BYTES_PER_TOKEN",
     "CLAUDE_FACTOR",
     "COUNT_RULES_VERSION",
@@ -91,6 +94,7 @@ __all__ = [
     "RUN_LIMIT",
     "SEED_EXACT_CHARS",
     "BackgroundCounts",
+    "ChunkedCount",
     "Encoding",
     "ExactCounter",
     "FastEncoding",
@@ -105,6 +109,8 @@ __all__ = [
     "bounded_segments",
     "bounded_tokens",
     "build_hooks",
+    "chunk_cuts",
+    "chunked_count",
     "claude_counter",
     "claude_estimate",
     "clean_surrogates",

@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from ._chunks import ChunkedCount
+
 __all__ = [
     "FAST_ENV",
     "FAST_PROBE",
@@ -39,6 +41,7 @@ __all__ = [
     "Encoding",
     "FastEncoding",
     "build_hooks",
+    "chunked_count",
     "clean_surrogates",
     "count_ordinary",
     "counting_encoding",
@@ -294,12 +297,39 @@ def counting_encoding(name: str) -> Encoding | None:
         return _COUNTING.setdefault(name, encoding)
 
 
-def count_ordinary(encoding: Encoding) -> Callable[[str], int]:
-    """``text -> tokens`` of ``encoding``, special-token text counted as ordinary text."""
+def _plain_count(encoding: Encoding) -> Callable[[str], int]:
     count = getattr(encoding, "count", None)
     if callable(count):
         return count  # type: ignore[no-any-return]
     return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+#: The chunked counts of the shared encodings (by the encoding's id: they live as long as
+#: the process), each with its memo of chunk counts.
+_CHUNKED: dict[int, ChunkedCount] = {}
+
+
+def count_ordinary(encoding: Encoding) -> Callable[[str], int]:
+    """``text -> tokens`` of ``encoding``, special-token text counted as ordinary text.
+
+    For an encoding ``counting_encoding`` built (the shared one of its name), a large
+    text is counted in chunks whose counts are memoised (counting/_chunks.py): the same
+    count, and a text met again inside another (a payload rewritten around it, the
+    seed's whole prompt) is not encoded again. Any other encoding counts plainly."""
+    chunked = _CHUNKED.get(id(encoding))
+    if chunked is not None:
+        return chunked
+    if shared_name(encoding) is None:
+        return _plain_count(encoding)
+    with _ENCODINGS_LOCK:
+        return _CHUNKED.setdefault(id(encoding), ChunkedCount(_plain_count(encoding)))
+
+
+def chunked_count(encoding: Encoding) -> ChunkedCount | None:
+    """The chunked count ``count_ordinary`` gives for a shared encoding (its ``encodes``
+    count the encoder's calls), or None for another encoding."""
+    counter = count_ordinary(encoding)
+    return counter if isinstance(counter, ChunkedCount) else None
 
 
 def _build_encoding(name: str) -> Encoding | None:

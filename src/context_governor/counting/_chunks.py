@@ -1,0 +1,118 @@
+"""Counting a large text in chunks, each chunk's count memoised: a text is encoded once.
+
+One request asks for a large text's count many times, and not always as the same
+string: the budget checks count each message's payload, and a stage that rewrites a
+message around its large text (a provider's tool-call ids, ``content: null`` made
+``""``, tool results flattened into text, two turns merged) makes a new payload that
+holds the same large text; the seed's whole-prompt estimate joins every message's text
+into one string. A memo keyed by the whole payload misses each of them, and a 900 KB
+tool argument was encoded three or four times per request.
+
+So a large text is cut into chunks where both encodings must split (a space right
+after a character that is not white space: no pre-token reaches across it and none
+looks behind, as ``runs.bounded_segments`` cuts), and each chunk's count is memoised by
+a digest of its UTF-8 bytes. A count is additive over such cuts, so the sum is the
+whole text's count, exactly. Where a text is cut depends only on the text around each
+cut (content-defined chunking: the cut follows the first place where a fixed pattern
+of bits, read off the bytes through a fixed table, occurs): a payload that wraps the same
+large text in another way, or joins it with others, is cut at the same places inside
+it, and only the chunks at its edges are encoded again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+__all__ = [
+    "CHUNK_MIN_TEXT",
+    "ChunkedCount",
+    "chunk_cuts",
+]
+
+#: Texts shorter than this are counted whole (chunking them saves nothing worth its cost).
+CHUNK_MIN_TEXT = 32_768
+#: No two cuts closer than this many bytes (a text whose pattern recurs every few bytes
+#: would otherwise make chunks of a few bytes).
+_MIN_CHUNK = 512
+#: Each byte read as one bit (ASCII white space as neither), by a fixed shuffle; a cut
+#: follows each place where _PATTERN occurs in the bits (about one place in 4,096 for
+#: text whose bytes vary; chunks of 1 to 10 KB on prose, code and JSON).
+_PATTERN = b"110100101101"
+_SHUFFLE = random.Random(20240601)
+_BITS = bytes(
+    ord("w") if byte in b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f " else ord("01"[_SHUFFLE.getrandbits(1)])
+    for byte in range(256)
+)
+#: A cut: the space of an ASCII non-space character and a space (the space starts the chunk).
+_CUT = re.compile(rb"[\x21-\x7e] ")
+
+
+def chunk_cuts(data: bytes) -> list[int]:
+    """Byte offsets, inside ``data`` (a text's UTF-8 bytes), where the text may be cut
+    and is: each is the offset of a space right after an ASCII character that is not white
+    space, the first such offset at or after an occurrence of the pattern (and at least
+    _MIN_CHUNK bytes after the cut before it). Increasing; never 0 or len(data)."""
+    bits = data.translate(_BITS)
+    cuts: list[int] = []
+    last = 0
+    find = bits.find
+    search = _CUT.search
+    at = find(_PATTERN)
+    while at >= 0:
+        match = search(data, max(at + len(_PATTERN) - 1, last + _MIN_CHUNK - 1))
+        if match is None:
+            break
+        last = match.start() + 1
+        cuts.append(last)
+        at = find(_PATTERN, last)
+    return cuts
+
+
+class ChunkedCount:
+    """``count`` (an encoding's ``text -> tokens``, additive over the cuts above) with a
+    large text counted chunk by chunk, each chunk's count memoised (by a 128-bit blake2b
+    digest of its bytes; the ``size`` most recently used). One per encoding and process,
+    shared by every counter that counts with it and every thread.
+
+    ``encodes`` counts the calls of ``count`` (tests count work with it)."""
+
+    def __init__(self, count: Callable[[str], int], size: int = 16_384) -> None:
+        self.count = count
+        self.size = size
+        self.encodes = 0
+        self._memo: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> int:
+        if len(text) < CHUNK_MIN_TEXT:
+            self.encodes += 1
+            return self.count(text)
+        data = text.encode("utf-8", "surrogatepass")
+        total = 0
+        start = 0
+        for end in [*chunk_cuts(data), len(data)]:
+            total += self._chunk(data[start:end])
+            start = end
+        return total
+
+    def _chunk(self, data: bytes) -> int:
+        key = hashlib.blake2b(data, digest_size=16).digest()
+        memo = self._memo
+        count = memo.get(key)
+        if count is not None:
+            with contextlib.suppress(KeyError):  # evicted by another thread
+                memo.move_to_end(key)
+            return count
+        self.encodes += 1
+        count = self.count(data.decode("utf-8", "surrogatepass"))
+        with self._lock:
+            memo[key] = count
+            while len(memo) > self.size:
+                memo.popitem(last=False)
+        return count
