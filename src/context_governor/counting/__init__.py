@@ -24,6 +24,7 @@ from ._bounds import (
     message_bound,
     tools_bound,
 )
+from ._chunks import CHUNK_MIN_TEXT, ChunkedCount, chunk_cuts
 from ._counters import (
     CLAUDE_BYTES_PER_TOKEN,
     CLAUDE_FACTOR,
@@ -66,7 +67,6 @@ from ._encodings import (
     warm_up,
     warm_up_in_background,
 )
-from ._chunks import CHUNK_MIN_TEXT, ChunkedCount, chunk_cuts
 from ._media import MediaRule, is_media_part, media_count, media_rule_for
 from ._runs import (
     COUNT_RULES_VERSION,

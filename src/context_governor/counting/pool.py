@@ -45,7 +45,7 @@ from queue import SimpleQueue
 
 from ..messages import Message
 from ._counters import PER_MESSAGE_OVERHEAD, ExactCounter, Known, TokenCounter, pending
-from ._encodings import FAST_PROBE
+from ._encodings import FAST_PROBE, chunked_count, counting_encoding
 
 __all__ = [
     "CHUNK_CHARS",
@@ -355,9 +355,13 @@ class _Worker:
         body = proc.stdout.read(size)
         if len(body) < size:
             raise EOFError("the counting worker ended")
-        counts = marshal.loads(body)
+        answer = marshal.loads(body)
+        if not isinstance(answer, tuple) or len(answer) != 2:
+            raise ValueError("the counting worker answered something else than counts")
+        counts, chunks = answer
         if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
             raise ValueError("the counting worker answered something else than counts")
+        _remember_chunks(self.name, chunks)
         return counts
 
     def kill(self) -> None:
@@ -381,6 +385,24 @@ class _Worker:
             proc.wait(timeout=1)
         except Exception:
             self.kill()
+
+
+def _remember_chunks(name: str, chunks: object) -> None:
+    """Memoise here the chunk counts a worker made for encoding ``name`` (so a text it
+    counted is not encoded again here, inside a payload a stage rewrote around it)."""
+    encoding = counting_encoding(name)
+    chunked = None if encoding is None else chunked_count(encoding)
+    if chunked is None or not isinstance(chunks, list):
+        return
+    chunked.remember(
+        entry
+        for entry in chunks
+        if type(entry) is tuple
+        and len(entry) == 2
+        and type(entry[0]) is bytes
+        and type(entry[1]) is int
+        and entry[1] >= 0
+    )
 
 
 def _child_env() -> dict[str, str]:
