@@ -67,11 +67,11 @@ def test_healthz_is_not_held_while_a_large_body_is_governed(tmp_path: Path) -> N
     assert len(body) > 35_000_000
     log = tmp_path / "servers.log"
     window = ["--model-window", f"{MODEL}=10000000"]  # counted whole, kept large
-    with served(lambda port: ["-m", "bench.load_upstream", str(port)], log) as (upstream, _):
-        with served(proxy_args(f"{upstream}/v1", window, log), log) as (base, _):
-            quiet, _ = asyncio.run(_poll(base, None))
-            loaded, status = asyncio.run(_poll(base, body))
-            again, _ = asyncio.run(_poll(base, None))
+    upstream = served(lambda port: ["-m", "bench.load_upstream", str(port)], log)
+    with upstream as (up, _), served(proxy_args(f"{up}/v1", window, log), log) as (base, _):
+        quiet, _ = asyncio.run(_poll(base, None))
+        loaded, status = asyncio.run(_poll(base, body))
+        again, _ = asyncio.run(_poll(base, None))
     assert status == 200, log.read_text()[-2000:]
     assert len(loaded) >= 5, "the body was answered before the poll could see it"
     baseline = max(max(quiet), max(again))
