@@ -586,6 +586,20 @@ LEAD = (
 )
 
 
+#: Bodies of a few very large texts (issue 38, item 6), measured by a test, not this run.
+LARGE_TEXTS = (
+    "A body of a few very large texts held the loop longer than this one of many messages: "
+    "in threads, one long C call holds the GIL, and rs-bpe counted a 7 MB text in one call "
+    "(about 0.3 s) and `json.dumps` serialized the governed body in one (150-200 ms on 40 "
+    "MB). A 40 MB body of six large texts held /healthz for 418-654 ms (a 42 MB one was "
+    "seen at 959 ms). Large texts are now counted in chunks of a few KB "
+    "(counting/_chunks.py) and the body serialized a message at a time, so the longest "
+    "hold is parsing the body (about 2 ms a MB): about 100 ms at worst on that body. "
+    "tests/test_proxy_large_body.py checks it through a real proxy process (at most 300 ms "
+    "more than the same poll without the body); docs/large-texts.md has the counting figures."
+)
+
+
 def markdown(
     runs: list[RunResult],
     direct: RunResult,
@@ -669,6 +683,8 @@ def markdown(
         f"## /healthz while one {big_mb:.0f} MB body is governed",
         "",
         "Polled every 20 ms from the moment the body is sent until its answer arrives.",
+        "",
+        LARGE_TEXTS,
         "",
         "| governance | body answered in s | healthz p50 ms | healthz max ms | pings "
         "| peak RSS MB |",

@@ -4,6 +4,9 @@ The package's names are the counters' API; its modules, from the bottom:
 
 * ``encodings``: the tokenizers, loaded offline once per process (tiktoken, rs-bpe);
 * ``runs``: bounded counting (linear work whatever the text) and the rules' version;
+* ``chunks``: a large text counted in content-defined chunks, each chunk's count memoised
+  per encoding, so a request encodes each text once (``count_ordinary`` of a shared
+  encoding counts so);
 * ``counters``: the seed's counter, our exact one, custom and Claude counters, the memo;
 * ``bounds``: upper bounds on a message's tokens found without tokenizing;
 * ``background``: the worker thread that counts after a Governor's step;
