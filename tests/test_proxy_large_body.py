@@ -22,11 +22,15 @@ import json
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.large_texts import big_body
 from bench.load import MODEL, proxy_args, served
+from context_governor.proxy._governing import encode
 
 #: A body this size (bytes of JSON): five 7 MB tool results and a 4 MB user message.
 BODY_MB = 40
@@ -80,3 +84,18 @@ def test_healthz_is_not_held_while_a_large_body_is_governed(tmp_path: Path) -> N
         f"/healthz took {worst * 1000:.0f} ms while the body was governed, "
         f"{baseline * 1000:.0f} ms at worst without it"
     )
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), JSON_VALUES | st.lists(JSON_VALUES), max_size=6))
+def test_the_body_serialized_in_pieces_is_json_dumps_byte_for_byte(body: dict[str, Any]) -> None:
+    """``encode`` writes a value (and a list's item) at a time: the same bytes as one
+    ``json.dumps`` (NaN and infinities included, as json.dumps writes them; lone
+    surrogates as ASCII escapes)."""
+    assert encode(body) == json.dumps(body, separators=(",", ":")).encode("ascii")
