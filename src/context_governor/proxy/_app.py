@@ -58,6 +58,7 @@ from ._guard import Guard
 from ._learning import Hints, Learner
 from ._metrics import Metrics, available
 from ._observer import Journal, Observation, Observer
+from ._page_store import open_page_store
 from ._paths import BadPath, forward_path, forward_query
 from ._protocol import HeaderTimeoutH11
 from ._redact import Redactor, mask_logged_query_secrets
@@ -227,12 +228,18 @@ def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Obs
     configured (tracing.py), the page's records unless ``ui`` is off."""
     owned = tracer_provider is None
     provider = otlp_provider(config.telemetry.otlp_endpoint) if owned else tracer_provider
+    url = config.page.store or config.counting.store
     journal = Journal(
         max_conversations=config.page.conversations,
         max_requests=config.page.requests,
         content_bytes=config.page.content_bytes,
         report_bytes=config.page.report_bytes,
         keep_records=config.page.enabled,
+        store=(
+            open_page_store(url, config.page.conversations, config.page.requests)
+            if url and config.page.enabled
+            else None
+        ),
     )
     return Observer(
         Metrics() if config.telemetry.metrics and available() else None,
@@ -308,6 +315,8 @@ class _Proxy:
             self.governance.close()
             for pool in pools:
                 await pool.aclose()
+            if self.observer.journal.store is not None:  # what is queued is written
+                await run_in_threadpool(self.observer.journal.store.flush)
             self.observer.tracer.shutdown()
 
     def _no_upstream(self, request: Request, route: ApiRoute) -> Response:
