@@ -173,7 +173,8 @@ def summary(governed: Governed) -> str:
             shown += f" ratio={window.ratio:g}→{window.governed}"
     line = (
         f"model={governed.model or '-'} rules={report.profile} "
-        f"tokens {report.tokens_before}→{report.tokens_after} window={shown} budget={report.budget if report.budget is not None else 'none'} "
+        f"tokens {report.tokens_before}→{report.tokens_after} window={shown} "
+        f"budget={report.budget if report.budget is not None else 'none'} "
         f"actions: {stages or 'none'}"
     )
     if report.violations:

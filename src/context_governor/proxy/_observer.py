@@ -567,6 +567,11 @@ class Observation:
         api = self.api
         metrics.child(metrics.requests, api, model, outcome).inc()
         metrics.governed(api, model, found)
+        window = None if self._governed is None else self._governed.window
+        if window is not None and window.window is not None:
+            metrics.child(metrics.window, api, model, window.source).set(window.window)
+            metrics.child(metrics.window_governed, api, model).set(window.governed or 0)
+            metrics.child(metrics.upstream_ratio, api, model).set(window.ratio)
         for reason in compacting:
             metrics.child(metrics.compactions, api, model, reason).inc()
         governed = self._governed
