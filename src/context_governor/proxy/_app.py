@@ -259,6 +259,21 @@ async def _refusal_in(response: httpx.Response) -> Refusal | None:
     return refusal_of(response.content)
 
 
+def _doubled_version(request: Request, version: str, path: str) -> Response:
+    """A 404 in the inner API's shape for ``/v1/v1/...``: a client whose base URL ends in
+    the version its SDK adds again (an Anthropic client given ``http://HOST:PORT/v1``)
+    would otherwise be passed through ungoverned."""
+    inner, _, rest = path.partition("/")
+    route = route_for_path(rest, inner)
+    message = (
+        f"/{version}/{path} names the API version twice: the client's base URL ends in "
+        f"/{version} and its SDK adds /{inner} again. Give Anthropic and Gemini clients the "
+        "proxy's root (http://HOST:PORT), OpenAI clients http://HOST:PORT/v1"
+    )
+    log.info("%s /%s/%s 404 (not forwarded): the version twice", request.method, version, path)
+    return error_response(404, message, "invalid_request_error", route=route)
+
+
 async def _healthz(request: Request) -> Response:
     """For a load balancer or orchestrator: the process serves, nothing else asked."""
     return JSONResponse({"status": "ok"})
@@ -600,6 +615,8 @@ class _Proxy:
         try:
             path = forward_path(raw_path, f"/{version}/")
             route = route_for_path(path, version)
+            if path.partition("/")[0] in VERSIONS:
+                return _doubled_version(request, version, path)
             if route.api not in self.upstreams:
                 return self._no_upstream(request, route)
             self.not_governed(request.method, path, version)
