@@ -11,14 +11,15 @@ result is rewritten by transforms that keep what it says:
   cursor show/hide removed;
 * ``redraw``: a line a terminal redraws (carriage returns, erase-in-line, cursor to a
   column; a progress bar) replaced by what the terminal shows at its end;
-* ``trailing``: trailing spaces and tabs of each line;
+* ``trailing``: trailing spaces and tabs of each line (but a line left with escapes or
+  carriage returns, where spaces overwrite);
 * ``repeats``: a run of at least ``MIN_RUN`` identical non-blank lines kept as its first
   line and ``[the line above repeated N more times]`` (only where that is shorter, and
   never in a result that already has a line of that form: it can be read back exactly).
 
 The rendered text of ``ansi`` and ``redraw`` is the terminal's (tests render both); a line
-with any other escape or control character, or a redrawn line with characters a terminal
-may draw wider than one cell, is left as it is.
+with any other escape or control character, or a redrawn line with a tab or characters a
+terminal draws wider than one cell, is left as it is.
 
 What the agent must reproduce exactly is never touched (``exact``): results of the tools
 named in ``exact_tools`` (file reads an edit quotes), of shell calls that run one of
@@ -155,12 +156,14 @@ def _invisible(params: str, final: str) -> bool:
 
 
 def _narrow(text: str) -> bool:
-    """Whether every character takes one cell, however a terminal draws it."""
+    """Whether every character takes one cell (East Asian ambiguous ones, such as the
+    block of a progress bar, as terminals draw them by default; wide ones and combining
+    marks do not)."""
     return all(
         " " <= c <= "~"
         or (
             c.isprintable()
-            and unicodedata.east_asian_width(c) in "NaH"
+            and unicodedata.east_asian_width(c) in "NaHA"  # ambiguous: narrow by default
             and not unicodedata.combining(c)
         )
         for c in text
@@ -196,7 +199,7 @@ def render_line(line: str) -> str | None:
     if steps is None:
         return None
     moves = "\r" in line or any(
-        final == "G" or final == "K" and params not in ("", "0") for _, params, final in steps
+        final == "G" or (final == "K" and params not in ("", "0")) for _, params, final in steps
     )
     if moves:
         drawn = _drawn(steps)
@@ -245,7 +248,8 @@ def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
         redraws = any("\r" in line for line, d in zip(lines, drawn, strict=True) if d is not None)
         done.append("redraw" if redraws else "ansi")
         lines = [line if d is None else d for line, d in zip(lines, drawn, strict=True)]
-    trimmed = [line.rstrip(" \t") for line in lines]
+    # a line a terminal still redraws is left as it is: there spaces overwrite
+    trimmed = [line if "\r" in line or "\x1b" in line else line.rstrip(" \t") for line in lines]
     if trimmed != lines:
         done.append("trailing")
         lines = trimmed
@@ -296,7 +300,7 @@ def _program(words: list[str]) -> list[str]:
     ``time``, ``command`` and ``exec`` skipped, the program's directory dropped."""
     i = 0
     while i < len(words) and (
-        "=" in words[i] and not words[i].startswith("=")
+        ("=" in words[i] and not words[i].startswith("="))
         or words[i] in ("sudo", "env", "time", "command", "exec", "nohup")
     ):
         i += 1
