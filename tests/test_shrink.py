@@ -287,7 +287,12 @@ def _session(name: str, arguments: dict[str, Any], content: Any) -> list[dict[st
     ]
 
 
+#: The shrink is off by default (docs/compaction.md, "Why it is off by default").
+ON = CompactionPolicy(shrink=True)
+
+
 def _governed_result(messages: list[dict[str, Any]], **kw: Any) -> Any:
+    kw.setdefault("compaction", ON)
     return govern(messages, model="gpt-4o", context_window=128_000, **kw).messages[2]["content"]
 
 
@@ -343,7 +348,8 @@ def test_numbered_lines_are_byte_identical_whatever_the_tool(
 
 def test_a_named_tool_and_a_user_rule_from_the_config_file() -> None:
     policy = policy_from_settings(
-        "cache", {"exact_tools": ["run_query"], "exact_commands": ["make"], "exact_content": []}
+        "cache",
+        {"shrink": True, "exact_tools": ["run_query"], "exact_commands": ["make"], "exact_content": []},
     )
     assert isinstance(policy, CompactionPolicy)
     text = "\x1b[31mx\x1b[0m"
@@ -361,7 +367,7 @@ def test_a_named_tool_and_a_user_rule_from_the_config_file() -> None:
 
 def test_reported_as_a_replace_with_the_tokens_saved() -> None:
     content = json.dumps({"items": [{"id": k, "name": f"n{k}"} for k in range(30)]}, indent=4)
-    result = govern(_session("search", {"q": "x"}, content), model="gpt-4o", context_window=128_000)
+    result = govern(_session("search", {"q": "x"}, content), model="gpt-4o", context_window=128_000, compaction=ON)
     assert result.messages[2]["content"] == json.dumps(json.loads(content), separators=(",", ":"))
     (action,) = result.report.actions
     assert (action.stage, action.kind, action.index, action.tool_call_id) == ("shrink", "replace", 2, "c1")
@@ -374,6 +380,8 @@ def test_off_under_the_seed_policy_and_when_switched_off() -> None:
     off = CompactionPolicy(shrink=False)
     assert _governed_result(messages, compaction=off) == messages[2]["content"]
     assert _governed_result(messages) == "red\n"
+    default = govern(messages, model="gpt-4o", context_window=128_000)
+    assert default.messages[2]["content"] == messages[2]["content"]  # off by default
     assert _governed_result(messages, profile="nanobot") == messages[2]["content"]
 
 
@@ -388,7 +396,7 @@ def test_the_history_is_never_touched_and_the_form_is_stable() -> None:
         "a\rb\rc",
         "same\n" * 12,
     ]
-    gov = Governor(model="gpt-4o", context_window=128_000)
+    gov = Governor(model="gpt-4o", context_window=128_000, compaction=ON)
     previous: list[Any] = []
     for k, output in enumerate(outputs):
         call = {"id": f"c{k}", "type": "function",
@@ -399,7 +407,7 @@ def test_the_history_is_never_touched_and_the_form_is_stable() -> None:
             {"role": "user", "content": "next"},
         ]
         before = json.dumps(history)
-        once = govern(list(history), model="gpt-4o", context_window=128_000)
+        once = govern(list(history), model="gpt-4o", context_window=128_000, compaction=ON)
         stepped = gov.govern(history)
         assert json.dumps(history) == before
         assert stepped.messages == once.messages

@@ -354,7 +354,9 @@ class CompactionPolicy:
     #: codes and carriage-return redraws rendered away, trailing whitespace, long runs
     #: of one line folded with a count. Results of ``exact_tools``, of shell calls that
     #: run ``exact_commands`` and whose lines match ``exact_content`` are left as they are.
-    shrink: bool = True
+    #: Off by default for now: a Governor meeting a result to shrink runs the whole
+    #: pipeline for that step (its fast path appends only what every stage leaves alone).
+    shrink: bool = False
     exact_tools: frozenset[str] = DEFAULT_EXACT_TOOLS
     exact_commands: tuple[str, ...] = DEFAULT_EXACT_COMMANDS
     exact_content: tuple[str, ...] = DEFAULT_EXACT_CONTENT
