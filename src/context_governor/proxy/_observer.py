@@ -161,6 +161,12 @@ class Record:
     report: Report | None = None
     #: (what the client sent, what was forwarded): only with --ui-content
     content: tuple[bytes, bytes] | None = None
+    #: the window the request stands for, where it came from, the learned ratio of the
+    #: upstream's count to ours and the window governed to (learning.Window)
+    window: int | None = None
+    window_source: str = ""
+    ratio: float = 1.0
+    window_governed: int | None = None
 
     def row(self) -> dict[str, Any]:
         """The record without its report and content (the conversation's table)."""
@@ -178,6 +184,8 @@ class Record:
             "compacted": self.compacted, "compacting": list(self.compacting),
             "bust_tokens": self.bust_tokens, "governance_ms": self.governance_ms,
             "added_ms": self.added_ms, "total_ms": self.total_ms, "started": self.started,
+            "window": self.window, "window_source": self.window_source, "ratio": self.ratio,
+            "window_governed": self.window_governed,
         }  # fmt: skip
 
 
@@ -386,6 +394,14 @@ def _state_of(conv: Conversation) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _window_of(governed: Governed) -> tuple[int | None, str, float, int | None]:
+    """A record's window fields from the governed request's window (none: blank)."""
+    window = governed.window
+    if window is None:
+        return None, "", 1.0, None
+    return window.window, window.source, window.ratio, window.governed
+
+
 def _record_of(seq: int, row: dict[str, Any]) -> Record:
     """A record read back from its row (Record.row): its figures, no report or content."""
     has_usage = row.get("input") is not None
@@ -401,7 +417,8 @@ def _record_of(seq: int, row: dict[str, Any]) -> Record:
         int(row.get("tokens_before", 0)), int(row.get("tokens_after", 0)), row.get("budget"),
         usage, bool(row.get("compacted")), tuple(row.get("compacting") or ()),
         row.get("bust_tokens"), row.get("governance_ms"), row.get("added_ms"),
-        row.get("total_ms"),
+        row.get("total_ms"), None, None, row.get("window"), row.get("window_source", ""),
+        float(row.get("ratio", 1.0)), row.get("window_governed"),
     )  # fmt: skip
 
 
@@ -510,7 +527,7 @@ class Observation:
                 status, outcome, found.tokens_before, found.tokens_after,
                 governed.report.budget, usage, bool(compacting), compacting, bust,
                 _ms(self._governance), _ms(self._added), _ms(now - self._started),
-                governed.report, keep,
+                governed.report, keep, *_window_of(governed),
             )  # fmt: skip
             conv.count += 1
             conv.last_figures = found
