@@ -82,6 +82,8 @@ PROMPT = (
 _MARK = re.compile(r"FILE f(\d\d) BEGIN")
 #: What this server's summaries say (a CLI that compacts its session keeps them).
 _SUMMARY = re.compile(r"files read so far: up to f(\d\d)")
+#: Gemini CLI's next-speaker check asks this (its CHECK_PROMPT).
+_NEXT_SPEAKER = "determine who should logically speak next"
 #: Keys whose string values are not prompt text (ids, signatures, settings).
 _NOT_TEXT = frozenset(
     {"id", "call_id", "tool_use_id", "signature", "encrypted_content", "thoughtSignature",
@@ -220,6 +222,14 @@ class CliUpstream(ThreadedServer):
         #: proxy it is told the usage of the governed request, which stays under the
         #: window, so without this it would never compact its own session.
         self.full_from: int | None = None
+        #: Answer the request that shows this many files read, when its newest turn is the
+        #: tool result, with text only ("... Next, I will read fNN.") instead of the next
+        #: call, as a model sometimes stops mid-task (None: never). Gemini CLI, with its
+        #: next-speaker check on, asks whether the model should go on (this server says
+        #: yes when the model said what it does next) and sends "Please continue.": the
+        #: only turn of a one-prompt session at which its chat compression can split the
+        #: history (docs/compaction.md, "The clients' own compaction").
+        self.pause_after: int | None = None
         #: Anthropic: answer every message with this one id (None: a new id each time).
         #: Some Anthropic-compatible servers do; Claude Code then joins the whole tool
         #: session into one assistant message (every thinking + text + tool_use group)
@@ -328,7 +338,8 @@ class CliUpstream(ThreadedServer):
     def step(self, api: str, body: dict[str, Any], tool_texts: list[str]) -> tuple[str, Any]:
         """("call", (tool name, arguments)) for the next file, ("final", text),
         ("summary", text) when the CLI asks for a summary of the session (its own
-        compaction), or ("side", text) for a request that offers no read tool.
+        compaction), ("pause", text) once after ``pause_after`` files, or ("side", text)
+        for a request that offers no read tool.
 
         The next file follows the highest one the request shows read: in a tool
         result, or in a summary this server wrote (so a session the CLI compacted
@@ -342,6 +353,8 @@ class CliUpstream(ThreadedServer):
             return "side", "OK."
         if done >= FILES:
             return "final", FINAL_TEXT
+        if done == self.pause_after and not _last_user_text(api, body):
+            return "pause", f"Read f{done:02d}. Next, I will read f{done + 1:02d}."
         name, make_args = tool
         return "call", (name, make_args(self.workspace / f"f{done + 1:02d}.txt"))
 
@@ -523,7 +536,12 @@ class CliUpstream(ThreadedServer):
         seen.answer = what
         config = body.get("generationConfig") or {}
         parts: list[dict[str, Any]]
-        if what == "side" and config.get("responseMimeType") == "application/json":
+        if what == "side" and _NEXT_SPEAKER in _last_user_text("gemini", body):
+            # Gemini CLI's next-speaker check: the model goes on when it said what it does next
+            said = json.dumps((body.get("contents") or [])[-2:-1])
+            speaker = "model" if "Next, I will" in said else "user"
+            parts = [{"text": json.dumps({"reasoning": "as said", "next_speaker": speaker})}]
+        elif what == "side" and config.get("responseMimeType") == "application/json":
             parts = [{"text": json.dumps(_json_for_schema(config.get("responseSchema")
                                                           or config.get("responseJsonSchema")))}]  # fmt: skip
         elif what == "call":

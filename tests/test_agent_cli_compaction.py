@@ -15,9 +15,13 @@ breaking a rule), and the proxy's log line names the compaction request it gover
 (``client-compaction=...``). Without the proxy, the same scripted session fails: that
 is what the test proves the proxy does.
 
-Gemini CLI 0.61 is not run here: its chat compression did not fire headless in our
-tries (docs/compaction.md, "The clients' own compaction"); its request shape is covered
-by tests/test_client_compaction.py.
+Gemini CLI 0.61 compresses only where its history can be split before a user prompt
+(its ``findCompressSplitPoint``), never inside the tool chain of one prompt; headless,
+that is the next-speaker check's "Please continue." after the model stopped mid-task,
+which the upstream scripts (``pause_after``) and the CLI's settings turn on
+(docs/compaction.md, "The clients' own compaction"). Without the proxy, its compression
+fails on the second request it sends (verifying the snapshot), which has two model
+contents in a row and is refused by the API's rule.
 
 They run at CG_TEST_LEVEL=full only (make test-full, CI).
 """
@@ -59,6 +63,11 @@ class Scenario:
     #: the oldest items of it itself (Codex), so the session ends, with what was dropped
     #: missing from its summary, after one refusal per retry
     recovers: bool = False
+    #: the file after which the model answers text only, once (the upstream's pause_after)
+    pause_after: int | None = None
+    #: without the proxy, the CLI's compaction request is refused for a broken rule of
+    #: the API (Gemini CLI's verification request), not for its size
+    breaks_rule: bool = False
 
 
 def _codex_limit(home: Path, model: str, window: int) -> None:
@@ -76,6 +85,18 @@ def _opencode_limit(home: Path, model: str, window: int) -> None:
     path.write_text(json.dumps(config))
 
 
+def _gemini_threshold(home: Path, model: str, window: int) -> None:
+    """Gemini CLI compresses once the last prompt's usage reaches
+    ``model.compressionThreshold`` of its model's limit (1,048,576 for any model name its
+    table does not know), at a turn after the model's own text: with the next-speaker
+    check on (``model.skipNextSpeakerCheck``), its "Please continue." is one."""
+    path = home / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text())
+    threshold = round(0.9 * window / 1_048_576, 4)  # under the window, over the governed usage
+    settings["model"] = {"compressionThreshold": threshold, "skipNextSpeakerCheck": False}
+    path.write_text(json.dumps(settings))
+
+
 SCENARIOS = {
     # Claude Code: auto-compact at 40% of a 100k auto-compact window (its minimum)
     "claude": Scenario(
@@ -84,6 +105,8 @@ SCENARIOS = {
     ),
     "codex": Scenario("codex", 36_000, 7, configure=_codex_limit, recovers=True),
     "opencode": Scenario("opencode", 40_000, 3, configure=_opencode_limit),
+    "gemini": Scenario("gemini", 40_000, 3, configure=_gemini_threshold, pause_after=4,
+                       breaks_rule=True),
 }  # fmt: skip
 
 
@@ -118,6 +141,7 @@ def _run(
     make_workspace(workspace)
     upstream = CliUpstream(scenario.window, workspace)
     upstream.full_from = scenario.full_from
+    upstream.pause_after = scenario.pause_after
     upstream.start()
     proxy = None
     root = upstream.root_url
@@ -187,10 +211,20 @@ def test_without_the_proxy_the_same_session_fails(
 ) -> None:
     """The counterpart: straight to the upstream, requests are refused as too long and
     the CLI fails; Codex, which retries its refused compaction request with its oldest
-    items dropped, has that request refused first."""
+    items dropped, has that request refused first; Gemini CLI has its compaction's
+    verification request refused for two model contents in a row, and fails."""
     scenario = SCENARIOS[name]
     upstream, _, stdout, code, _ = _run(name, tmp_path, outside, proxied=False)
     story = _story(upstream, [])
+    if scenario.breaks_rule:
+        judged = [seen for seen in upstream.log if seen.api is not None]
+        refused = [
+            seen for seen, (api, body) in zip(judged, upstream.bodies, strict=True)
+            if seen.problems and client_compaction(body) is not None
+        ]  # fmt: skip
+        assert refused, f"{name}'s compaction request was not refused without the proxy\n{story}"
+        assert code != 0 and FINAL_TEXT not in stdout, f"{name} finished without the proxy\n{story}"
+        return
     assert upstream.over_window, f"no request was over the window without the proxy\n{story}"
     if scenario.recovers:
         judged = [seen for seen in upstream.log if seen.api is not None]

@@ -2,14 +2,14 @@
 for a summary inside the window, and reported (proxy/_client_compaction.py).
 
 The shapes in tests/data/client_compaction/ were captured from the pinned CLIs
-(tests/test_agent_cli_compaction.py runs them) and trimmed; Gemini CLI's is written from
-its bundle (``ChatCompressionService.compress``), since its compression did not fire
-headless (docs/compaction.md, "The clients' own compaction").
+(tests/test_agent_cli_compaction.py runs them) and trimmed; Gemini CLI's compression
+sends two (the snapshot, then its verification).
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,29 +24,14 @@ from context_governor.proxy._governing import govern_body
 DATA = Path(__file__).parent / "data" / "client_compaction"
 CAPTURED = {path.stem: json.loads(path.read_text()) for path in sorted(DATA.glob("*.json"))}
 
-#: Gemini CLI 0.61's compression request, as its bundle builds it: the history to
-#: compress, then the anchor instruction, under the compressor's system instruction.
-GEMINI = {
-    "contents": [
-        {"role": "user", "parts": [{"text": "Read each of the 16 files f01.txt to f16.txt ..."}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"file_path": "f01.txt"}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"output": "FILE f01 BEGIN ..."}}}]},
-        {"role": "user", "parts": [{"text": "Generate a new <state_snapshot> based on the provided history.\n\n"
-                                            "First, reason in your scratchpad. Then, generate the updated <state_snapshot>."}]},
-    ],
-    "systemInstruction": {"role": "user", "parts": [{"text": (
-        "\nYou are a specialized system component responsible for distilling chat history "
-        "into a structured XML <state_snapshot>.\n\n### CRITICAL SECURITY RULE\n...")}]},
-}  # fmt: skip
-
 
 def _shapes() -> list[tuple[str, str, dict[str, Any]]]:
-    found = [(data["client"], data["api"], data["body"]) for data in CAPTURED.values()]
-    return [*found, ("gemini-cli", "gemini", GEMINI)]
+    return [(data["client"], data["api"], data["body"]) for data in CAPTURED.values()]
 
 
 def test_every_pinned_cli_has_a_captured_shape() -> None:
-    assert {data["client"] for data in CAPTURED.values()} == {"claude-code", "codex", "opencode"}
+    clients = {data["client"] for data in CAPTURED.values()}
+    assert clients == {"claude-code", "codex", "gemini-cli", "opencode"}
 
 
 @pytest.mark.parametrize(
@@ -157,3 +142,19 @@ def test_an_ordinary_request_says_nothing_of_compaction() -> None:
         name != "x-context-governor-client-compaction" for name, _ in governed_headers(governed)
     )
     assert "client-compaction" not in summary(governed)
+
+
+def test_gemini_clis_verification_request_is_repaired() -> None:
+    """Gemini CLI's verification request ends its history with two model contents (the
+    history's last answer, then the snapshot), which the Gemini API refuses (GE-4); the
+    proxy merges them and says it governed a compaction request."""
+    body = CAPTURED["gemini-cli-verify"]["body"]
+    roles = [content["role"] for content in body["contents"]]
+    assert roles[-3:] == ["model", "model", "user"]
+    config = ProxyConfig("http://upstream.invalid", context_window=40_000)
+    raw = json.dumps(body).encode()
+    governed = govern_body(raw, config, "gemini", model="gemini-3-flash-preview")
+    assert governed.client_compaction == "gemini-cli"
+    sent = [content["role"] for content in json.loads(governed.body)["contents"]]
+    assert all(a != b for a, b in itertools.pairwise(sent)), sent
+    assert sent[-1] == "user"

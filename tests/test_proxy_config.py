@@ -47,6 +47,7 @@ BAD: list[tuple[type[Any], dict[str, Any], str]] = [
     (LimitsConfig, {"max_in_flight": -1}, "limits.max_in_flight"),
     (LimitsConfig, {"max_in_flight_per_client": True}, "limits.max_in_flight_per_client"),
     (LimitsConfig, {"max_uploads": 0}, "limits.max_uploads"),
+    (PageConfig, {"store": "ftp://x"}, "page.store"),
     (LimitsConfig, {"header_timeout": 0}, "limits.header_timeout"),
     (LimitsConfig, {"body_timeout": -1.0}, "limits.body_timeout"),
     (GoverningConfig, {"run_in": "fork"}, "governing.run_in"),
@@ -162,7 +163,8 @@ def test_flat_errors_name_the_setting_as_given() -> None:
 
 
 #: Settings added after the groups replaced the flat names: they never had one.
-NEVER_FLAT = {("limits", "max_uploads"), ("limits", "header_timeout"), ("limits", "body_timeout")}
+NEVER_FLAT = {("limits", "max_uploads"), ("limits", "header_timeout"), ("limits", "body_timeout"),
+              ("page", "store")}
 
 
 def test_the_flat_names_cover_every_group_setting_once() -> None:
@@ -202,7 +204,8 @@ def _everything() -> ProxyConfig:
             allow_origins=("http://localhost:3000",), allow_hosts=("llm.example.com",), client_keys={"ci": KEY}
         ),
         page=PageConfig(
-            enabled=True, conversations=7, requests=9, report_bytes=3_000, content=True, content_bytes=4_000, token=TOKEN
+            enabled=True, conversations=7, requests=9, report_bytes=3_000, content=True, content_bytes=4_000, token=TOKEN,
+            store="sqlite:///page.db",
         ),
         telemetry=TelemetryConfig(metrics=False, otlp_endpoint="http://collector:4318"),
     )

@@ -106,3 +106,42 @@ def test_the_banner_names_each_route_the_window_and_what_is_learned_where() -> N
     assert "learned: this process only" in text and "workers do not share them" in text and "pw" not in text
     shared = ProxyConfig(upstream="https://api.openai.com/v1", counting=CountingConfig(store="memory://"))
     assert "  learned: shared through the count store" in banner(shared, "127.0.0.1", 1, workers=1)
+
+
+def test_a_base_url_ending_in_v1_for_an_anthropic_client_is_told_not_passed_through(
+    native: FakeNative, served: list[Served]
+) -> None:
+    """Anthropic(base_url="http://HOST:PORT/v1") sends POST /v1/v1/messages: it used to be
+    passed through ungoverned with one log line; it is a 404 saying which URL to give."""
+    root = _start(served, upstream=native.base_url)
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    answer = httpx.post(f"{root}/v1/v1/messages", json=body, headers=ANTHROPIC, timeout=30)
+    assert answer.status_code == 404
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error"  # Anthropic's shape
+    assert "names the API version twice" in error["message"] and "proxy's root" in error["message"]
+    assert native.requests == []
+
+
+@pytest.mark.parametrize(
+    ("api", "given", "taken"),
+    [
+        ("anthropic", "https://api.anthropic.com/v1", "https://api.anthropic.com"),
+        ("anthropic", "https://api.anthropic.com", "https://api.anthropic.com"),
+        ("anthropic", "https://gw.example/anthropic/v1/", "https://gw.example/anthropic"),
+        ("openai", "http://localhost:11434", "http://localhost:11434/v1"),
+        ("openai", "https://api.openai.com/v1", "https://api.openai.com/v1"),
+        ("responses", "https://openrouter.ai/api/v1", "https://openrouter.ai/api/v1"),
+    ],
+)
+def test_run_takes_a_base_url_with_or_without_its_version_as_the_proxy_does(
+    api: str, given: str, taken: str
+) -> None:
+    """``run --base-url`` wanted Anthropic's URL without /v1 and the proxy with it; both
+    now take either (issue 38 item 1)."""
+    from context_governor.cli._run import API_SPECS, as_client_takes_it
+
+    assert as_client_takes_it(API_SPECS[api], given) == taken
+    proxy_api = "openai" if api == "responses" else api
+    upstream = ProxyConfig(upstreams={proxy_api: given}).upstream_for(api)
+    assert upstream is not None and upstream.rstrip("/").endswith(("/v1", "/api/v1"))

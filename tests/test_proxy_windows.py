@@ -458,6 +458,14 @@ def test_budgets_shrink_by_the_upstreams_ratio_to_our_count(
     ratio, governed, stands = said[-1]
     assert ratio is not None and 1.3 <= float(ratio) <= 1.35 and stands == str(window)
     assert governed == str(governed_window(window, float(ratio)))
+    scraped = httpx.get(f"{url.removesuffix('/v1')}/metrics", timeout=10).text
+    assert f'context_governor_upstream_ratio{{api="{api}",model="{model}"}} {float(ratio)}' in scraped
+    assert f'context_governor_window_governed_tokens{{api="{api}",model="{model}"}} {float(governed)}' in scraped
+    (conv,) = httpx.get(f"{url}/ui/api/conversations", timeout=10).json()
+    rows = httpx.get(f"{url}/ui/api/conversations/{conv['id']}", timeout=10).json()["rows"]
+    last = rows[-1]
+    assert (last["window"], last["window_source"], last["ratio"]) == (window, "given", float(ratio))
+    assert last["window_governed"] == int(governed) and rows[0]["ratio"] == 1.0
     assert all(s.status == 200 for s in fake.seen), [s.count for s in fake.seen]
     assert all(s.count + s.reserve <= window for s in fake.seen)
     assert fake.seen[-1].count + fake.seen[-1].reserve > 0.8 * window  # filled, not starved

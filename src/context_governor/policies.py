@@ -25,6 +25,7 @@ any replica of a proxy, gives the same answer.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field, replace
@@ -43,6 +44,9 @@ __all__ = [
     "CACHE",
     "CLEAR_CHUNK_SHARE",
     "DEFAULT_CUT_NOTE",
+    "DEFAULT_EXACT_COMMANDS",
+    "DEFAULT_EXACT_CONTENT",
+    "DEFAULT_EXACT_TOOLS",
     "DEFAULT_PLACEHOLDER",
     "DEFAULT_TARGET",
     "DEFAULT_TARGET_TOKENS",
@@ -90,6 +94,33 @@ DEFAULT_CUT_NOTE = (
     "{user_messages} user messages) were removed here to fit the context window.]"
 )
 
+
+#: Under ``shrink``: the tools whose output the agent must reproduce exactly (file reads
+#: an edit will quote), left byte-identical until masked. Matched without regard to case,
+#: against the call's name (stages/_shrink.py).
+DEFAULT_EXACT_TOOLS: frozenset[str] = frozenset(
+    {
+        "read", "read_file", "readfile", "view", "view_file", "open_file", "cat",
+        "notebookread", "str_replace_editor", "str_replace_based_edit_tool", "text_editor",
+        "get_file_contents",
+    }
+)  # fmt: skip
+#: Under ``shrink``: shell programs whose output is exact text. A call whose ``command``
+#: (or ``cmd``) argument runs one of them, in any part of a pipeline or a list of
+#: commands, is left byte-identical (``cat -n f``, ``cd src && git diff``).
+DEFAULT_EXACT_COMMANDS: tuple[str, ...] = (
+    "cat", "head", "tail", "nl", "sed", "less", "more", "bat", "tac", "grep", "egrep", "rg",
+    "ag", "diff", "git diff", "git show", "git grep", "git blame", "type",
+)  # fmt: skip
+#: Under ``shrink``: regular expressions for lines that carry line numbers (``cat -n``'s
+#: tab, Claude Code's Read arrow, ``12: ``, ``12 | ``). A result at least half of whose
+#: first 200 non-blank lines match one of them is exact text, whatever the tool.
+DEFAULT_EXACT_CONTENT: tuple[str, ...] = (
+    r"\s*\d+\t",
+    r"\s*\d+\u2192",
+    r"\s*\d+:\s",
+    r"\s*\d+\s*\|\s",
+)
 
 #: Under ``adaptive_target``, the calls' worth of growth a compaction leaves room for.
 ADAPTIVE_BAND_CALLS = 50
@@ -144,6 +175,7 @@ Threshold: TypeAlias = "float | int | None"
 #: The policy's switches: each must be a bool (a config file's 1 is not taken for true).
 _FLAGS = (
     "clear_arguments", "adaptive_target", "price_aware", "verbatim_floor", "mask_first", "receipt",
+    "shrink",
 )  # fmt: skip
 
 
@@ -317,6 +349,17 @@ class CompactionPolicy:
     #: run, errors seen, the user's messages) after the note on the cut, bounded and
     #: written once per cut (stages/_receipt.py). Off: the note alone.
     receipt: bool = True
+    #: Shrink each tool result losslessly where it enters the request, the same way on
+    #: every request (stages/_shrink.py): JSON re-serialised compactly, terminal escape
+    #: codes and carriage-return redraws rendered away, trailing whitespace, long runs
+    #: of one line folded with a count. Results of ``exact_tools``, of shell calls that
+    #: run ``exact_commands`` and whose lines match ``exact_content`` are left as they are.
+    #: Off by default for now: a Governor meeting a result to shrink runs the whole
+    #: pipeline for that step (its fast path appends only what every stage leaves alone).
+    shrink: bool = False
+    exact_tools: frozenset[str] = DEFAULT_EXACT_TOOLS
+    exact_commands: tuple[str, ...] = DEFAULT_EXACT_COMMANDS
+    exact_content: tuple[str, ...] = DEFAULT_EXACT_CONTENT
     #: Deprecated spellings (see the class docstring), folded into the fields above.
     trigger_tokens: InitVar[Any] = _UNSET
     target_tokens: InitVar[Any] = _UNSET
@@ -389,6 +432,7 @@ class CompactionPolicy:
             )
         if not isinstance(self.exclude_tools, frozenset):
             object.__setattr__(self, "exclude_tools", frozenset(self.exclude_tools))
+        _check_exact(self)
         if self.offload_dir is not None and not isinstance(self.offload_dir, Path):
             object.__setattr__(self, "offload_dir", Path(self.offload_dir))
 
@@ -557,6 +601,23 @@ class CompactionPolicy:
         return trigger, target
 
 
+def _check_exact(policy: CompactionPolicy) -> None:
+    """The exact-text rules as sets and tuples of text (a config file gives lists), each
+    pattern a regular expression."""
+    for name in ("exact_tools", "exact_commands", "exact_content"):
+        value = getattr(policy, name)
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{name} must be a list of text, got {value!r}")
+    object.__setattr__(policy, "exact_tools", frozenset(t.lower() for t in policy.exact_tools))
+    object.__setattr__(policy, "exact_commands", tuple(policy.exact_commands))
+    object.__setattr__(policy, "exact_content", tuple(policy.exact_content))
+    for pattern in policy.exact_content:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"exact_content pattern {pattern!r} is not valid: {exc}") from None
+
+
 class _Name(str):
     """The cache policy's name as ``policy.kind`` reads it: equal to "cache", and told
     apart from a ``kind="cache"`` a caller passed (dataclasses.replace passes what it
@@ -626,6 +687,10 @@ SETTINGS: dict[str, str] = {
     "verbatim_floor": "true or false",
     "mask_first": "true or false",
     "receipt": "true or false",
+    "shrink": "true or false",
+    "exact_tools": "a list of tool names (replaces the default list)",
+    "exact_commands": "a list of shell programs, e.g. \"git diff\" (replaces the default list)",
+    "exact_content": "a list of regular expressions for numbered lines (replaces the default list)",
 }
 
 
@@ -655,6 +720,10 @@ def policy_from_settings(name: str, settings: Mapping[str, Any]) -> Compaction:
         if not isinstance(tools, (list, tuple)) or not all(isinstance(t, str) for t in tools):
             raise ConfigError(f"exclude_tools must be a list of tool names, got {tools!r}")
         values["exclude_tools"] = frozenset(tools)
+    for key in ("exact_tools", "exact_commands", "exact_content"):
+        rules = values.get(key)
+        if rules is not None and not isinstance(rules, (list, tuple)):
+            raise ConfigError(f"compaction setting {key} must be a list of text, got {rules!r}")
     for key in ("placeholder", "offload_dir"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"compaction setting {key} must be text, got {values[key]!r}")

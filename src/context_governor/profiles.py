@@ -28,6 +28,7 @@ from .stages import (
     microcompact,
     provider_fixes,
     repair_messages,
+    shrink,
     snip,
 )
 
@@ -114,6 +115,9 @@ STRICT_STAGES: tuple[Stage, ...] = (
     drop_orphans_strict,
     backfill_strict,
     provider_fixes.regroup_tool_results,
+    # before the compaction: it sees the results as they are sent (a result's shrunk
+    # form is a function of its content and call: the same on every request)
+    shrink,
     compact.clear_stage,
     cap_tool_results,
     compact.fit_stage,

@@ -60,6 +60,7 @@ TABLES = {
         "ui-content",
         "ui-content-mb",
         "ui-token",
+        "page-store",
     ),
     "telemetry": ("no-metrics", "otlp-endpoint"),
 }
@@ -421,6 +422,14 @@ def _bind(host: str, port: int) -> socket.socket:
     "(env CONTEXT_GOVERNOR_UI_TOKEN).",
 )
 @click.option(
+    "--page-store",
+    cls=Setting,
+    metavar="URL",
+    default=None,
+    help="Where the page's rows and totals last across restarts (sqlite:///page.db, "
+    "redis://host:port/db); default: the count store when there is one, else memory only.",
+)
+@click.option(
     "--otlp-endpoint",
     hidden=True,
     default=None,
@@ -472,6 +481,7 @@ def proxy_command(
     ui_content: bool,
     ui_content_mb: int,
     ui_token: str | None,
+    page_store: str | None,
     otlp_endpoint: str | None,
 ) -> None:
     """Serve a proxy that governs every chat-completions, messages, responses and
@@ -584,6 +594,7 @@ def proxy_command(
                 content=ui_content,
                 content_bytes=ui_content_mb * 1024 * 1024,
                 token=ui_token,
+                store=page_store,
             ),
             telemetry=TelemetryConfig(metrics=not no_metrics, otlp_endpoint=otlp_endpoint),
         )
@@ -642,6 +653,9 @@ def banner(config: ProxyConfig, host: str, port: int, workers: int) -> list[str]
         )
     else:
         lines.append("  learned: shared through the count store")
+    page_url = config.page.store or config.counting.store
+    if config.page.enabled and not page_url:
+        lines.append("  page: memory only (set page-store = 'sqlite:///page.db' to keep it)")
     served = [f"page {root}/ui"] * config.page.enabled
     served += [f"metrics {root}/metrics"] * config.telemetry.metrics
     if served:

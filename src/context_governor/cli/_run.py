@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import click
 from click.core import ParameterSource
@@ -133,6 +134,9 @@ class ApiSpec:
     thinking: bool = False
     #: takes --reasoning-effort and --no-encrypted-reasoning (the Responses API's)
     reasoning: bool = False
+    #: the client's base URL holds the API version (OpenAI's SDKs: .../v1); Anthropic's
+    #: does not (its SDK adds /v1/messages)
+    version_in_url: bool = True
 
 
 API_SPECS = {
@@ -141,7 +145,7 @@ API_SPECS = {
     ),
     "anthropic": ApiSpec(
         "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "anthropic", "an Anthropic-compatible",
-        "Anthropic", _anthropic_client, thinking=True,
+        "Anthropic", _anthropic_client, thinking=True, version_in_url=False,
     ),
     "responses": ApiSpec(
         "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai", "a Responses API", "OpenAI",
@@ -243,7 +247,19 @@ def _server_url(spec: ApiSpec, base_url: str | None) -> str | None:
             f"no server given: set {spec.key_env} for {spec.default_host}, or --base-url for "
             f"another server"
         )
-    return url
+    return None if url is None else as_client_takes_it(spec, url)
+
+
+def as_client_takes_it(spec: ApiSpec, url: str) -> str:
+    """``url`` with or without the API version, as the API's client takes it, so either
+    spelling works (the proxy's --upstream takes both too): a URL with no path gets
+    /v1 where the client's base holds the version; a URL ending in /v1 loses it where
+    the client adds it (Anthropic's)."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if spec.version_in_url:
+        return url if path else parts._replace(path="/v1").geturl()
+    return parts._replace(path=path.removesuffix("/v1")).geturl()
 
 
 def _check_reasoning(spec: ApiSpec, effort: str | None, no_encrypted_reasoning: bool) -> None:
@@ -373,9 +389,9 @@ async def _run_agent(runner: AgentRunner, history: list[Message], save: Path | N
 @click.option(
     "--base-url",
     default=None,
-    help="API base URL. openai and responses: default $OPENAI_BASE_URL, else OpenAI; key "
-    "from $OPENAI_API_KEY. anthropic: default $ANTHROPIC_BASE_URL, else Anthropic (the URL "
-    "without /v1, e.g. https://api.anthropic.com); key from $ANTHROPIC_API_KEY.",
+    help="API base URL, with or without its /v1 (as for the proxy's --upstream). openai "
+    "and responses: default $OPENAI_BASE_URL, else OpenAI; key from $OPENAI_API_KEY. "
+    "anthropic: default $ANTHROPIC_BASE_URL, else Anthropic; key from $ANTHROPIC_API_KEY.",
 )
 @click.option(
     "--thinking",

@@ -58,6 +58,7 @@ from ._guard import Guard
 from ._learning import Hints, Learner
 from ._metrics import Metrics, available
 from ._observer import Journal, Observation, Observer
+from ._page_store import open_page_store
 from ._paths import BadPath, forward_path, forward_query
 from ._protocol import HeaderTimeoutH11
 from ._redact import Redactor, mask_logged_query_secrets
@@ -171,8 +172,9 @@ def summary(governed: Governed) -> str:
         if window.ratio != 1.0:
             shown += f" ratio={window.ratio:g}→{window.governed}"
     line = (
-        f"model={governed.model or '-'} tokens {report.tokens_before}→{report.tokens_after} "
-        f"window={shown} budget={report.budget if report.budget is not None else 'none'} "
+        f"model={governed.model or '-'} rules={report.profile} "
+        f"tokens {report.tokens_before}→{report.tokens_after} window={shown} "
+        f"budget={report.budget if report.budget is not None else 'none'} "
         f"actions: {stages or 'none'}"
     )
     if report.violations:
@@ -227,12 +229,18 @@ def observer_for(config: ProxyConfig, tracer_provider: Any | None = None) -> Obs
     configured (tracing.py), the page's records unless ``ui`` is off."""
     owned = tracer_provider is None
     provider = otlp_provider(config.telemetry.otlp_endpoint) if owned else tracer_provider
+    url = config.page.store or config.counting.store
     journal = Journal(
         max_conversations=config.page.conversations,
         max_requests=config.page.requests,
         content_bytes=config.page.content_bytes,
         report_bytes=config.page.report_bytes,
         keep_records=config.page.enabled,
+        store=(
+            open_page_store(url, config.page.conversations, config.page.requests)
+            if url and config.page.enabled
+            else None
+        ),
     )
     return Observer(
         Metrics() if config.telemetry.metrics and available() else None,
@@ -249,6 +257,21 @@ async def _refusal_in(response: httpx.Response) -> Refusal | None:
         return None
     await response.aread()
     return refusal_of(response.content)
+
+
+def _doubled_version(request: Request, version: str, path: str) -> Response:
+    """A 404 in the inner API's shape for ``/v1/v1/...``: a client whose base URL ends in
+    the version its SDK adds again (an Anthropic client given ``http://HOST:PORT/v1``)
+    would otherwise be passed through ungoverned."""
+    inner, _, rest = path.partition("/")
+    route = route_for_path(rest, inner)
+    message = (
+        f"/{version}/{path} names the API version twice: the client's base URL ends in "
+        f"/{version} and its SDK adds /{inner} again. Give Anthropic and Gemini clients the "
+        "proxy's root (http://HOST:PORT), OpenAI clients http://HOST:PORT/v1"
+    )
+    log.info("%s /%s/%s 404 (not forwarded): the version twice", request.method, version, path)
+    return error_response(404, message, "invalid_request_error", route=route)
 
 
 async def _healthz(request: Request) -> Response:
@@ -308,6 +331,8 @@ class _Proxy:
             self.governance.close()
             for pool in pools:
                 await pool.aclose()
+            if self.observer.journal.store is not None:  # what is queued is written
+                await run_in_threadpool(self.observer.journal.store.flush)
             self.observer.tracer.shutdown()
 
     def _no_upstream(self, request: Request, route: ApiRoute) -> Response:
@@ -590,6 +615,8 @@ class _Proxy:
         try:
             path = forward_path(raw_path, f"/{version}/")
             route = route_for_path(path, version)
+            if path.partition("/")[0] in VERSIONS:
+                return _doubled_version(request, version, path)
             if route.api not in self.upstreams:
                 return self._no_upstream(request, route)
             self.not_governed(request.method, path, version)

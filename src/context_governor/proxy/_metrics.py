@@ -81,7 +81,7 @@ class Metrics:
     process, as in tests, do not collide), or summed over workers in multiprocess mode."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self._registry = CollectorRegistry(auto_describe=True)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -168,6 +168,23 @@ class Metrics:
         self.cache_bust_tokens = counter(
             "cache_bust_tokens", "Cached tokens the busts lost (previous read less this read).",
             (*am, "cause"),
+        )  # fmt: skip
+        # what a request was governed to, so learned state is visible (issue 38): the
+        # newest request's figures per model (the highest over workers)
+        self.window = Gauge(
+            f"{PREFIX}_window_tokens", "The window the newest request of a model stands for, "
+            "by where it came from (given, model, family, learned).",
+            [*am, "source"], registry=r, multiprocess_mode="max",
+        )  # fmt: skip
+        self.window_governed = Gauge(
+            f"{PREFIX}_window_governed_tokens", "The window the newest request of a model "
+            "was governed to (the window divided by the learned upstream ratio).",
+            list(am), registry=r, multiprocess_mode="max",
+        )  # fmt: skip
+        self.upstream_ratio = Gauge(
+            f"{PREFIX}_upstream_ratio", "The learned ratio of the upstream's token count to "
+            "ours the newest request of a model was governed with (1: none learned).",
+            list(am), registry=r, multiprocess_mode="max",
         )  # fmt: skip
         self.governance_seconds = Histogram(
             f"{PREFIX}_governance_seconds", "Time spent governing a request.",

@@ -57,6 +57,7 @@ from ._config import (
 from ._conversation import from_headers
 from ._governing import Governed
 from ._metrics import Metrics
+from ._page_store import PageStore, Saved
 from ._tracing import Tracer
 from ._usage import Usage
 
@@ -160,6 +161,12 @@ class Record:
     report: Report | None = None
     #: (what the client sent, what was forwarded): only with --ui-content
     content: tuple[bytes, bytes] | None = None
+    #: the window the request stands for, where it came from, the learned ratio of the
+    #: upstream's count to ours and the window governed to (learning.Window)
+    window: int | None = None
+    window_source: str = ""
+    ratio: float = 1.0
+    window_governed: int | None = None
 
     def row(self) -> dict[str, Any]:
         """The record without its report and content (the conversation's table)."""
@@ -177,6 +184,8 @@ class Record:
             "compacted": self.compacted, "compacting": list(self.compacting),
             "bust_tokens": self.bust_tokens, "governance_ms": self.governance_ms,
             "added_ms": self.added_ms, "total_ms": self.total_ms, "started": self.started,
+            "window": self.window, "window_source": self.window_source, "ratio": self.ratio,
+            "window_governed": self.window_governed,
         }  # fmt: skip
 
 
@@ -231,6 +240,7 @@ class Journal:
         report_bytes: int = REPORT_BYTES,
         per_conversation: int = PER_CONVERSATION,
         keep_records: bool = True,
+        store: PageStore | None = None,
     ) -> None:
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._by_seq: OrderedDict[int, Record] = OrderedDict()
@@ -247,6 +257,32 @@ class Journal:
         self.keep_records = keep_records
         self._seq = 0
         self.lock = threading.Lock()
+        self.store = store if keep_records else None
+        if self.store is not None:
+            self._restore(self.store.load())
+
+    def _restore(self, saved: Saved) -> None:
+        """What a page store kept from before this process: conversations with their
+        totals, and rows (renumbered from 1, as this process numbers its own after
+        them; reports and content are not kept)."""
+        for state in saved.conversations:
+            conv = Conversation(state["id"], state["api"], state.get("model"), deque())
+            conv.count = int(state.get("count", 0))
+            conv.busts = int(state.get("busts", 0))
+            conv.compactions = int(state.get("compactions", 0))
+            conv.totals = {k: float(v) for k, v in state.get("totals", {}).items()}
+            self._conversations[conv.id] = conv
+        for row in saved.rows:
+            owner = self._conversations.get(row.get("conversation", ""))
+            if owner is None:
+                continue
+            conv = owner
+            self._seq += 1
+            record = _record_of(self._seq, row)
+            conv.records.append(record)
+            self._by_seq[record.seq] = record
+            if len(conv.records) > self._per_conversation:
+                self._by_seq.pop(conv.records.popleft().seq, None)
 
     def conversation(self, cid: str, api: str, model: str | None) -> Conversation:
         """The conversation ``cid`` (made, and the oldest dropped, as needed); call
@@ -269,6 +305,9 @@ class Journal:
         held). Without records (``keep_records`` off) only the conversation is kept."""
         if not self.keep_records:
             return
+        if self.store is not None:
+            row = {**record.row(), "conversation": conv.id, "api": conv.api}
+            self.store.save(_state_of(conv), row)
         conv.records.append(record)
         self._by_seq[record.seq] = record
         if record.report is not None:
@@ -345,6 +384,42 @@ class Journal:
     def record(self, seq: int) -> Record | None:
         with self.lock:
             return self._by_seq.get(seq)
+
+
+def _state_of(conv: Conversation) -> dict[str, Any]:
+    """A conversation's totals as a page store keeps them."""
+    return {
+        "id": conv.id, "api": conv.api, "model": conv.model, "count": conv.count,
+        "busts": conv.busts, "compactions": conv.compactions, "totals": dict(conv.totals),
+    }  # fmt: skip
+
+
+def _window_of(governed: Governed) -> tuple[int | None, str, float, int | None]:
+    """A record's window fields from the governed request's window (none: blank)."""
+    window = governed.window
+    if window is None:
+        return None, "", 1.0, None
+    return window.window, window.source, window.ratio, window.governed
+
+
+def _record_of(seq: int, row: dict[str, Any]) -> Record:
+    """A record read back from its row (Record.row): its figures, no report or content."""
+    has_usage = row.get("input") is not None
+    usage = (
+        Usage(int(row["input"]), row.get("output"), int(row.get("cache_read") or 0),
+              int(row.get("cache_write") or 0))
+        if has_usage
+        else None
+    )  # fmt: skip
+    return Record(
+        seq, row["conversation"], int(row.get("index", 0)), row.get("api", ""), row.get("model"),
+        float(row.get("started", 0.0)), int(row.get("status", 0)), row.get("outcome", "ok"),
+        int(row.get("tokens_before", 0)), int(row.get("tokens_after", 0)), row.get("budget"),
+        usage, bool(row.get("compacted")), tuple(row.get("compacting") or ()),
+        row.get("bust_tokens"), row.get("governance_ms"), row.get("added_ms"),
+        row.get("total_ms"), None, None, row.get("window"), row.get("window_source", ""),
+        float(row.get("ratio", 1.0)), row.get("window_governed"),
+    )  # fmt: skip
 
 
 class Observer:
@@ -452,7 +527,7 @@ class Observation:
                 status, outcome, found.tokens_before, found.tokens_after,
                 governed.report.budget, usage, bool(compacting), compacting, bust,
                 _ms(self._governance), _ms(self._added), _ms(now - self._started),
-                governed.report, keep,
+                governed.report, keep, *_window_of(governed),
             )  # fmt: skip
             conv.count += 1
             conv.last_figures = found
@@ -509,6 +584,11 @@ class Observation:
         api = self.api
         metrics.child(metrics.requests, api, model, outcome).inc()
         metrics.governed(api, model, found)
+        window = None if self._governed is None else self._governed.window
+        if window is not None and window.window is not None:
+            metrics.child(metrics.window, api, model, window.source).set(window.window)
+            metrics.child(metrics.window_governed, api, model).set(window.governed or 0)
+            metrics.child(metrics.upstream_ratio, api, model).set(window.ratio)
         for reason in compacting:
             metrics.child(metrics.compactions, api, model, reason).inc()
         governed = self._governed

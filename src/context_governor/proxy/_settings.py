@@ -311,8 +311,11 @@ class PageConfig(_Shown):
     ``conversations``, ``requests`` in all and about ``report_bytes`` of reports (the
     oldest forgotten first); with ``content`` it shows message content, kept in memory
     (at most ``content_bytes``). It is served to whoever presents ``token`` (at least
-    16 characters), else to loopback clients only. ``[proxy.page]``: no-ui,
-    ui-conversations, ui-requests, ui-reports-mb, ui-content, ui-content-mb, ui-token."""
+    16 characters), else to loopback clients only. Its rows and totals last across
+    restarts in ``store`` (page_store.py: sqlite:///page.db, redis://...; None: the
+    count store's, when there is one, else memory only). ``[proxy.page]``: no-ui,
+    ui-conversations, ui-requests, ui-reports-mb, ui-content, ui-content-mb, ui-token,
+    page-store."""
 
     enabled: bool = True
     conversations: int = DEFAULT_UI_CONVERSATIONS
@@ -321,9 +324,12 @@ class PageConfig(_Shown):
     content: bool = False
     content_bytes: int = DEFAULT_UI_CONTENT_BYTES
     token: str | None = None
+    store: str | None = None
 
     def __post_init__(self) -> None:
         _check_flag("page.enabled", self.enabled)
+        if self.store is not None:
+            _check_store("page.store", self.store)
         _check_flag("page.content", self.content)
         if self.content and not self.enabled:
             raise ConfigError(

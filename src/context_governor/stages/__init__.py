@@ -11,6 +11,7 @@ from ._microcompact import microcompact
 from ._orphans import drop_orphans_seed, drop_orphans_strict
 from ._repair import repair_messages
 from ._replay import Replay
+from ._shrink import shrink, shrink_text
 from ._snip import SAFETY_BUFFER, snip
 from ._tool_budget import apply_tool_result_budget
 
@@ -35,6 +36,8 @@ __all__ = [
     "output_replay",
     "provider_fixes",
     "repair_messages",
+    "shrink",
+    "shrink_text",
     "snip",
     "would_compact",
 ]

@@ -7,6 +7,15 @@
 
 const EMBEDDED = window.CG_DATA || null;
 
+// The window the request stands for and where it came from; when a learned ratio of
+// the upstream's count to ours shrank it, the window it was governed to, and why.
+function windowText(row, rep) {
+  if (row.window == null) return rep ? `${num(rep.context_window)} (${rep.window_source})` : "–";
+  const base = `${num(row.window)} (${row.window_source})`;
+  if (row.ratio === 1 || row.window_governed == null) return base;
+  return `${base}; governed as ${num(row.window_governed)}: the upstream counts ${row.ratio}× our count`;
+}
+
 function token() {
   const params = new URLSearchParams(location.search);
   const given = params.get("token");
@@ -231,7 +240,7 @@ async function requestView(seq) {
       card("model", r.model || "–"), card("status", r.status + " " + r.outcome),
       card("client sent", num(fig.tokens_before)), card("forwarded", num(fig.tokens_after)),
       card("budget", num(fig.budget)),
-      card("window", rep ? `${num(rep.context_window)} (${rep.window_source})` : "–"),
+      card("window", windowText(r.row, rep)),
       card("provider input", u ? num(u.input_tokens) : "–"),
       card("cache read", u ? num(u.cache_read_tokens) : "–", "req-cache-read", u ? u.cache_read_tokens : ""),
       card("cache write", u ? num(u.cache_write_tokens) : "–"),

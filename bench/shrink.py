@@ -1,0 +1,160 @@
+"""What the lossless shrink (CompactionPolicy.shrink, stages/_shrink.py) saves.
+
+For each bench shape (bench/shapes.py, ``--steps`` steps) and for the last request of
+each session of the real corpus (tests/data/real_sessions/), the whole history is
+governed twice at a window nothing is compacted in (trigger and target the whole
+budget): shrink off, then on. The figures are the request's tokens each way (o200k for
+the shapes' gpt-4o; each session's own model), what the shrink saved and how many tool
+results it changed. Nothing else differs between the two runs. The shapes' outputs are
+clean text (no colours, no progress bars, no pretty-printed JSON), so a third table
+shows typical noisy outputs one by one (``SAMPLES``), counted as tool results for gpt-4o.
+
+Run: ``python -m bench.shrink [--steps N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from context_governor import CompactionPolicy, govern
+from context_governor.counting import exact_counter
+from context_governor.formats import govern_request
+from context_governor.stages import shrink_text
+
+from .shapes import SHAPES
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW = 1 << 40
+
+
+def _policy(shrink: bool) -> CompactionPolicy:
+    return CompactionPolicy(trigger=1.0, target=1.0, shrink=shrink)
+
+
+def _changed(report: Any) -> int:
+    return sum(1 for a in report.actions if a.stage == "shrink")
+
+
+def shape_rows(steps: int) -> Iterator[tuple[str, int, int, int]]:
+    """(shape, tokens off, tokens on, results shrunk) for each shape's whole history."""
+    for shape in SHAPES:
+        replay = shape.make(steps)
+        runs = [
+            govern(
+                list(replay.messages),
+                model="gpt-4o",
+                tools=replay.tools,
+                context_window=WINDOW,
+                compaction=_policy(on),
+            ).report
+            for on in (False, True)
+        ]
+        yield shape.key, runs[0].tokens_after, runs[1].tokens_after, _changed(runs[1])
+
+
+def _corpus() -> Any:
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        return importlib.import_module("real_sessions")
+    finally:
+        sys.path.pop(0)
+
+
+def session_rows() -> Iterator[tuple[str, int, int, int]]:
+    """The same for the last request of each real session."""
+    corpus = _corpus()
+    for session in corpus.load_corpus():
+        records = corpus.step_records(session)
+        if not records:
+            continue
+        step = records[-1]
+        runs = [
+            govern_request(
+                step.body,
+                api=step.api,
+                model=step.model,
+                context_window=WINDOW,
+                compaction=_policy(on),
+            ).report
+            for on in (False, True)
+        ]
+        yield session.name, runs[0].tokens_after, runs[1].tokens_after, _changed(runs[1])
+
+
+def _samples() -> dict[str, str]:
+    """Tool outputs as agents get them: an npm install drawing its spinner, pytest in
+    colour, a pretty-printed API response, ``ls -la`` with trailing blanks, a retry log."""
+    spin = "|/-\\"
+    npm = "\x1b[?25l" + "".join(
+        f"\r\x1b[K\x1b[36m{spin[k % 4]}\x1b[0m idealTree:lodash: \x1b[90mtiming {k}ms\x1b[0m"
+        for k in range(120)
+    ) + "\r\x1b[K\x1b[?25h\nadded 214 packages, and audited 215 packages in 3s\n"
+    tests = "".join(
+        f"tests/test_m{k}.py \x1b[32m.\x1b[0m\x1b[32m.\x1b[0m\x1b[31mF\x1b[0m"
+        f"\x1b[32m   [{k * 10}%]\x1b[0m\n"
+        for k in range(1, 11)
+    )
+    pytest = (
+        f"\x1b[1m===== test session starts =====\x1b[0m\n{tests}"
+        "\x1b[31m== 10 failed, 20 passed ==\x1b[0m\n"
+    )
+    api = json.dumps(
+        {"items": [{"id": k, "name": f"repo-{k}", "private": False, "stars": k * 7,
+                    "owner": {"login": "octo", "type": "User"}} for k in range(25)]},
+        indent=2,
+    )  # fmt: skip
+    ls = "total 96\n" + "".join(
+        f"-rw-r--r--  1 dev dev {k * 131:6} May  1 10:{k:02} file_{k}.py   \n" for k in range(40)
+    )
+    log = "".join(
+        ["connecting to db:5432\n", "WARN db:5432 refused, retrying in 1s\n" * 60, "connected\n"]
+    )
+    pip = "Downloading torch-2.3.whl (780 MB)\n" + "".join(
+        f"\r   {'━' * (k // 2)}{' ' * (50 - k // 2)} {k}%" for k in range(101)
+    ) + "\nSuccessfully installed torch-2.3\n"
+    return {"npm install": npm, "pytest (colour)": pytest, "JSON API response": api,
+            "ls -la": ls, "retry log": log, "pip download": pip}  # fmt: skip
+
+
+def sample_rows() -> Iterator[tuple[str, int, int, int]]:
+    counter = exact_counter("gpt-4o")
+    for name, text in _samples().items():
+        out, done = shrink_text(text)
+        before = counter.message_tokens({"role": "tool", "tool_call_id": "c", "content": text})
+        after = counter.message_tokens({"role": "tool", "tool_call_id": "c", "content": out})
+        yield name, before, after, int(bool(done))
+
+
+def render(title: str, rows: Sequence[tuple[str, int, int, int]]) -> str:
+    lines = [
+        f"| {title} | tokens, shrink off | tokens, shrink on | saved | results shrunk |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, off, on, changed in rows:
+        share = (off - on) / off if off else 0.0
+        lines.append(f"| {name} | {off:,} | {on:,} | {off - on:,} ({share:.1%}) | {changed} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=200, help="steps of each bench shape")
+    parser.add_argument("--no-corpus", action="store_true", help="the bench shapes only")
+    args = parser.parse_args(argv)
+    print(render("typical output", list(sample_rows())))
+    print()
+    print(render("shape", list(shape_rows(args.steps))))
+    if not args.no_corpus:
+        print()
+        print(render("real session (last request)", list(session_rows())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

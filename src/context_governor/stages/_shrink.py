@@ -1,0 +1,438 @@
+"""Lossless shrink: each tool result made smaller where it enters the request, once.
+
+Under the cache policy's ``shrink`` (on by default; off under the seed policy), a tool
+result is rewritten by transforms that keep what it says:
+
+* ``json``: a result that is one JSON document is re-serialised compactly (the same keys
+  in the same order, ``ensure_ascii=False``), only when that is smaller, parses to an
+  equal value, and writes every number exactly as it was written (``1.0`` stays ``1.0``:
+  a result where re-serialising would change a number's text is left alone);
+* ``ansi``: terminal colour codes (SGR), erase-to-end-of-line at the end of the text and
+  cursor show/hide removed;
+* ``redraw``: a line a terminal redraws (carriage returns, erase-in-line, cursor to a
+  column; a progress bar) replaced by what the terminal shows at its end;
+* ``trailing``: trailing spaces and tabs of each line (but a line left with escapes or
+  carriage returns, where spaces overwrite);
+* ``repeats``: a run of at least ``MIN_RUN`` identical non-blank lines kept as its first
+  line and ``[the line above repeated N more times]`` (only where that is shorter, and
+  never in a result that already has a line of that form: it can be read back exactly).
+
+The rendered text of ``ansi`` and ``redraw`` is the terminal's (tests render both); a line
+with any other escape or control character, or a redrawn line with a tab or characters a
+terminal draws wider than one cell, is left as it is.
+
+What the agent must reproduce exactly is never touched (``exact``): results of the tools
+named in ``exact_tools`` (file reads an edit quotes), of shell calls that run one of
+``exact_commands`` (``cat``, ``git diff``), and results whose lines carry line numbers
+(``exact_content``). The cache policy masks such a result later like any other.
+
+A result's shrunk form depends only on its own content and its call (name and
+arguments), so it is the same on every request and in any process: the prefix the
+provider caches does not change when the result ages, and the stage has nothing to
+remember. The compaction after it sees the smaller results.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import Message
+from ..messages.inputs import has_surrogate
+from ..policies import CompactionPolicy, SeedPolicy, settings_of
+from ._base import Context, MessageCheck, leaves_alone_when
+
+__all__ = [
+    "MIN_RUN",
+    "STAGE",
+    "ExactRules",
+    "exact_rules",
+    "repeat_marker",
+    "shrink",
+    "shrink_text",
+]
+
+STAGE = "shrink"
+#: The shortest run of identical lines folded into one line and a count.
+MIN_RUN = 4
+
+
+def repeat_marker(more: int) -> str:
+    """The line that stands for ``more`` further copies of the line above it."""
+    return f"[the line above repeated {more} more times]"
+
+
+_MARKER = re.compile(r"\[the line above repeated \d+ more times\]")
+#: One control sequence introducer sequence: parameters, then its final letter.
+_CSI = re.compile(r"\x1b\[([0-9;:?]*)([@-~])")
+#: C0 controls a line may not carry for its escapes to be removed (tab is text).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
+
+
+# ---------------------------------------------------------------- json
+
+
+def _tagged(text: str) -> Any:
+    """The JSON value of ``text`` with every number as its text and every object as its
+    list of pairs: equal for two texts exactly when they hold the same data, keys in the
+    same order, numbers written the same."""
+    return json.loads(
+        text,
+        parse_float=lambda s: ("number", s),
+        parse_int=lambda s: ("number", s),
+        parse_constant=lambda s: ("number", s),
+        object_pairs_hook=lambda pairs: ("object", pairs),
+    )
+
+
+def compact_json(text: str) -> str | None:
+    """``text`` re-serialised compactly, when it is one JSON document and that is smaller
+    and exact (see the module docstring); None otherwise."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        out = json.dumps(json.loads(stripped), ensure_ascii=False, separators=(",", ":"))
+        if len(out) >= len(text) or has_surrogate(out) or _tagged(out) != _tagged(stripped):
+            return None
+    except (ValueError, RecursionError):
+        return None
+    return out
+
+
+# ---------------------------------------------------------------- terminal lines
+
+
+@dataclass(slots=True)
+class _Line:
+    """A terminal line being drawn: its cells and the cursor's column."""
+
+    cells: list[str]
+    cursor: int = 0
+
+    def write(self, text: str) -> None:
+        for char in text:
+            if self.cursor < len(self.cells):
+                self.cells[self.cursor] = char
+            else:
+                self.cells.extend(" " * (self.cursor - len(self.cells)))
+                self.cells.append(char)
+            self.cursor += 1
+
+    def erase(self, mode: str) -> None:
+        """Erase in line: 0 (or nothing) from the cursor on, 1 up to it, 2 all of it."""
+        if mode in ("", "0"):
+            del self.cells[self.cursor :]
+        elif mode == "1":
+            end = min(self.cursor + 1, len(self.cells))
+            self.cells[:end] = " " * end
+        else:
+            self.cells[:] = " " * len(self.cells)
+
+
+def _sequences(line: str) -> list[tuple[str, str, str]] | None:
+    """The line as (text, parameters, final) steps: text, then the CSI sequence after it
+    (``final`` "" after the last text). None when the line has an escape that is not a
+    CSI sequence or a control character other than tab and carriage return."""
+    steps: list[tuple[str, str, str]] = []
+    at = 0
+    for found in _CSI.finditer(line):
+        steps.append((line[at : found.start()], found.group(1), found.group(2)))
+        at = found.end()
+    steps.append((line[at:], "", ""))
+    if any("\x1b" in text or _CONTROLS.search(text) for text, _, _ in steps):
+        return None
+    return steps
+
+
+def _invisible(params: str, final: str) -> bool:
+    """A sequence that draws nothing and moves nothing: colours, cursor shown or hidden."""
+    return final == "m" or (final in "hl" and params.startswith("?"))
+
+
+def _narrow(text: str) -> bool:
+    """Whether every character takes one cell (East Asian ambiguous ones, such as the
+    block of a progress bar, as terminals draw them by default; wide ones and combining
+    marks do not)."""
+    return all(
+        " " <= c <= "~"
+        or (
+            c.isprintable()
+            and unicodedata.east_asian_width(c) in "NaHA"  # ambiguous: narrow by default
+            and not unicodedata.combining(c)
+        )
+        for c in text
+    )
+
+
+def _drawn(steps: list[tuple[str, str, str]]) -> str | None:
+    """What a terminal shows of a line that redraws itself (see ``render_line``)."""
+    line = _Line([])
+    for text, params, final in steps:
+        for k, part in enumerate(text.split("\r")):
+            if k:
+                line.cursor = 0
+            if "\t" in part or not _narrow(part):
+                return None
+            line.write(part)
+        if final == "K" and params in ("", "0", "1", "2"):
+            line.erase(params)
+        elif final == "G" and (params.isdigit() or not params):
+            line.cursor = max(int(params or 1), 1) - 1
+        elif final and not _invisible(params, final):
+            return None
+    return "".join(line.cells)
+
+
+def render_line(line: str) -> str | None:
+    """What a terminal shows of ``line`` (one line, no newline), as text, when that differs
+    from ``line`` and can be known for sure; None otherwise. A line with colours only (or
+    an erase at its end) loses them; a redrawn one becomes its last picture."""
+    if "\x1b" not in line and "\r" not in line:
+        return None
+    steps = _sequences(line)
+    if steps is None:
+        return None
+    moves = "\r" in line or any(
+        final == "G" or (final == "K" and params not in ("", "0")) for _, params, final in steps
+    )
+    if moves:
+        drawn = _drawn(steps)
+    elif all(_invisible(p, f) or f == "K" for _, p, f in steps[:-1]):
+        # nothing moves the cursor back: it is always at the end of what is drawn, so an
+        # erase to the end of the line erases nothing
+        drawn = "".join(text for text, _, _ in steps)
+    else:
+        drawn = None
+    return None if drawn is None or drawn == line else drawn
+
+
+# ---------------------------------------------------------------- text
+
+
+def _fold(lines: list[str]) -> list[str]:
+    """Runs of at least MIN_RUN identical non-blank lines as the line and a count, where
+    that is shorter."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        j = i + 1
+        while j < len(lines) and lines[j] == line:
+            j += 1
+        more = j - i - 1
+        marker = repeat_marker(more)
+        if j - i >= MIN_RUN and line.strip() and more * (len(line) + 1) > len(marker) + 1:
+            out.extend((line, marker))
+        else:
+            out.extend(lines[i:j])
+        i = j
+    return out
+
+
+def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` shrunk losslessly (see the module docstring), with the names of the
+    transforms that changed it; ``text`` itself and () when none did. Idempotent."""
+    compact = compact_json(text)
+    if compact is not None:
+        return compact, ("json",)
+    lines = text.split("\n")
+    done: list[str] = []
+    drawn = [render_line(line) for line in lines]
+    if any(d is not None for d in drawn):
+        redraws = any("\r" in line for line, d in zip(lines, drawn, strict=True) if d is not None)
+        done.append("redraw" if redraws else "ansi")
+        lines = [line if d is None else d for line, d in zip(lines, drawn, strict=True)]
+    # a line a terminal still redraws is left as it is: there spaces overwrite
+    trimmed = [line if "\r" in line or "\x1b" in line else line.rstrip(" \t") for line in lines]
+    if trimmed != lines:
+        done.append("trailing")
+        lines = trimmed
+    if not any(_MARKER.fullmatch(line) for line in lines):
+        folded = _fold(lines)
+        if len(folded) != len(lines):
+            done.append("repeats")
+            lines = folded
+    if not done:
+        return text, ()
+    return "\n".join(lines), tuple(done)
+
+
+# ---------------------------------------------------------------- exact text
+
+
+@dataclass(frozen=True, slots=True)
+class ExactRules:
+    """When a tool result is exact text (see the module docstring)."""
+
+    tools: frozenset[str]
+    commands: tuple[tuple[str, ...], ...]
+    content: tuple[re.Pattern[str], ...]
+
+    def exact(self, name: Any, arguments: Any, text: str) -> bool:
+        if isinstance(name, str) and name.lower() in self.tools:
+            return True
+        return self._runs_exact(arguments) or self._numbered(text)
+
+    def _runs_exact(self, arguments: Any) -> bool:
+        for command in _commands(arguments):
+            for part in re.split(r"&&|\|\||[;|\n&()`]|\$\(", command):
+                words = _program(part.split())
+                if any(tuple(words[: len(c)]) == c for c in self.commands):
+                    return True
+        return False
+
+    def _numbered(self, text: str) -> bool:
+        if not self.content:
+            return False
+        lines = [line for line in text.split("\n", 400)[:400] if line.strip()][:200]
+        matched = sum(1 for line in lines if any(p.match(line) for p in self.content))
+        return bool(lines) and 2 * matched >= len(lines)
+
+
+def _program(words: list[str]) -> list[str]:
+    """A command's words from its program on: leading ``VAR=value``, ``sudo``, ``env``,
+    ``time``, ``command`` and ``exec`` skipped, the program's directory dropped."""
+    i = 0
+    while i < len(words) and (
+        ("=" in words[i] and not words[i].startswith("="))
+        or words[i] in ("sudo", "env", "time", "command", "exec", "nohup")
+    ):
+        i += 1
+    rest = words[i:]
+    if rest:
+        rest = [rest[0].rsplit("/", 1)[-1], *rest[1:]]
+    return rest
+
+
+def _commands(arguments: Any) -> list[str]:
+    """The shell commands in a call's arguments (``command`` or ``cmd``, text or a list
+    of words such as ``["bash", "-lc", "cat f"]``, each word also read as a command)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return []
+    if not isinstance(arguments, dict):
+        return []
+    found: list[str] = []
+    for key in ("command", "cmd"):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            found.append(" ".join(value))
+            found.extend(value)
+    return found
+
+
+@functools.cache
+def exact_rules(
+    tools: frozenset[str], commands: tuple[str, ...], content: tuple[str, ...]
+) -> ExactRules:
+    """The rules of a policy's ``exact_tools``, ``exact_commands`` and ``exact_content``
+    (made once per settings)."""
+    return ExactRules(
+        frozenset(t.lower() for t in tools),
+        tuple(tuple(c.split()) for c in commands if c.split()),
+        tuple(re.compile(p) for p in content),
+    )
+
+
+# ---------------------------------------------------------------- the stage
+
+
+def _shrunk(content: Any) -> tuple[Any, tuple[str, ...]]:
+    """A result's content shrunk (a text, or each text part of a list), with what changed
+    it; ``content`` itself and () when nothing did."""
+    if isinstance(content, str):
+        return shrink_text(content)
+    if not isinstance(content, list):
+        return content, ()
+    parts: list[Any] = []
+    done: list[str] = []
+    for part in content:
+        text = part.get("text") if isinstance(part, dict) else None
+        new, names = shrink_text(text) if isinstance(text, str) else (text, ())
+        parts.append({**part, "text": new} if names else part)
+        done.extend(n for n in names if n not in done)
+    return (parts, tuple(done)) if done else (content, ())
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def _policy(ctx: Context) -> CompactionPolicy | None:
+    """The cache policy's settings when it shrinks, else None (the seed policy never)."""
+    if isinstance(ctx.compaction, SeedPolicy):
+        return None
+    policy = settings_of(ctx.compaction)
+    return policy if policy.shrink else None
+
+
+def _unshrinkable(message: Message) -> bool:
+    """Not a tool result, or one no transform changes (whatever its tool)."""
+    return message.get("role") != "tool" or not _shrunk(message.get("content"))[1]
+
+
+def _shrinks(ctx: Context) -> MessageCheck | None:
+    """shrink changes a tool result some transform changes, and nothing else."""
+    return None if _policy(ctx) is None else _unshrinkable
+
+
+def _called(message: Message) -> Iterable[tuple[str, Any, Any]]:
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            yield str(call.get("id")), function.get("name"), function.get("arguments")
+
+
+@leaves_alone_when(_shrinks)
+def shrink(messages: list[Message], ctx: Context) -> list[Message]:
+    """Each tool result shrunk losslessly unless it is exact text (module docstring)."""
+    policy = _policy(ctx)
+    if policy is None:
+        return messages
+    rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
+    calls: dict[str, tuple[Any, Any]] = {}  # each call id's newest call so far
+    updated: list[Message] | None = None
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            calls.update((i, (name, args)) for i, name, args in _called(message))
+        if message.get("role") != "tool":
+            continue
+        content = message.get("content")
+        new, done = _shrunk(content)
+        if not done:
+            continue
+        name, arguments = calls.get(str(message.get("tool_call_id")), (None, None))
+        text = _text(content)
+        if rules.exact(name, arguments, text) or rules.exact(message.get("name"), None, ""):
+            continue
+        if updated is None:
+            updated = list(messages)
+        replaced = {**message, "content": new}
+        updated[index] = replaced
+        ctx.record(
+            STAGE,
+            "replace",
+            index,
+            f"tool result shrunk losslessly ({', '.join(done)}) from {len(text)} to "
+            f"{len(_text(new))} characters",
+            tool_call_id=message.get("tool_call_id"),
+            tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
+        )
+    return messages if updated is None else updated
