@@ -1,0 +1,234 @@
+"""Clearing in the cache's rhythm: what a Claude-Code-like session costs behind the proxy.
+
+    .venv/bin/python -m bench.rhythm [--steps 161] [--window 200000] [--out docs/benchmarks.md]
+
+A coding session with whole-file reads (bench/shapes.py's *big reads*: reads of 20-60k
+characters with line numbers, many edits, greps and test runs), sent as Anthropic
+Messages bodies the way Claude Code sends them: the client marks its system prompt and
+the last block of the last message, one request per model call. Each body is governed
+as the proxy governs it (``govern_request(api="anthropic")``, stateless, our
+breakpoints next to the client's) and billed by bench/anthropic_cache.py's simulated
+prompt cache (Anthropic's rules: a mark writes its prefix, a request reads the longest
+written prefix found from one of its marks looking back 20 blocks; reads at 0.1x,
+writes at 1.25x).
+
+Per configuration, over the session:
+
+* **effective cost**: uncached + 0.1 x read + 1.25 x written input tokens, in millions;
+* **written** / **read**: tokens written to and read from the cache;
+* **prefix breaks**: requests that do not repeat the whole previous request (compared
+  block by block without ``cache_control``): each makes the provider write again
+  everything after the first changed block that no mark lets it find;
+* **over the window**: requests whose input (counted as the proxy counts Anthropic
+  bodies) is over the window less ``max_tokens``: the provider refuses them;
+* **newest result verbatim**: requests whose newest tool result is sent unchanged;
+* **agent's messages kept**: the share of the history's assistant messages sent
+  unchanged, mean over the requests;
+* **added p50**: the median time governing one request took (what the proxy adds).
+
+``client alone`` is the body as the client made it, ungoverned; bench/headroom_side.py
+adds headroom's row where ``headroom-ai`` is installed (``make bench-headroom``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from context_governor import govern_request
+from context_governor.counting import exact_counter
+
+from .anthropic_cache import MAX_TOKENS, PromptCache, blocks, mark_last, to_body, tools_of
+from .section import section_main
+from .sessions import Message, Replay
+
+HEADING = "## Clearing in the cache's rhythm"
+STEPS = 161
+WINDOW = 200_000
+READ_PRICE = 0.1
+WRITE_PRICE = 1.25
+
+#: One configuration: a client body in, the body sent out.
+Sender = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def session(steps: int = STEPS) -> Replay:
+    """The Claude-Code-like session: bench/shapes.py's big reads."""
+    from .shapes import SHAPES  # imported late: shapes pulls in the whole bench
+
+    shape = next(s for s in SHAPES if s.key == "big-reads")
+    return shape.make(steps)
+
+
+def client_bodies(replay: Replay) -> Iterator[tuple[list[Message], dict[str, Any]]]:
+    """(history, body) per model call after the opening: the body as Claude Code sends it."""
+    tools = tools_of(replay)
+    for number, history in enumerate(replay.histories()):
+        if number:
+            yield history, mark_last(to_body(history, tools))
+
+
+def ours(window: int) -> Sender:
+    """What the proxy sends: the body governed for Anthropic at ``window``."""
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        return govern_request(body, api="anthropic", context_window=window).body
+
+    return send
+
+
+def client_alone(body: dict[str, Any]) -> dict[str, Any]:
+    return body
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _keys(body: dict[str, Any]) -> list[str]:
+    return [key for key, _ in blocks(body)]
+
+
+def _assistants(body: dict[str, Any]) -> list[str]:
+    return [
+        json.dumps(_clean(m.get("content")), sort_keys=True)
+        for m in body.get("messages") or ()
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+
+
+def _newest_result(history: list[Message]) -> Message | None:
+    return next((m for m in reversed(history) if m.get("role") == "tool"), None)
+
+
+def _result_content(body: dict[str, Any], call_id: str) -> Any:
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and block.get("tool_use_id") == call_id
+            ):
+                return _clean(block.get("content"))
+    return None
+
+
+def _input_tokens(body: dict[str, Any], window: int) -> int:
+    """The body's input tokens as the proxy counts an Anthropic body (its report's
+    figure before governing)."""
+    return govern_request(body, api="anthropic", context_window=window).report.tokens_before
+
+
+@dataclass(slots=True)
+class Row:
+    """One configuration over the session."""
+
+    label: str
+    requests: int = 0
+    tokens: int = 0
+    read: int = 0
+    written: int = 0
+    breaks: int = 0
+    over: int = 0
+    newest: int = 0
+    results: int = 0
+    kept: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+    @property
+    def cost(self) -> float:
+        uncached = self.tokens - self.read - self.written
+        return uncached + READ_PRICE * self.read + WRITE_PRICE * self.written
+
+
+def measure(label: str, send: Sender, replay: Replay, window: int) -> Row:
+    """Send every request of ``replay`` through ``send`` and bill it."""
+    counter = exact_counter(None)
+    cache = PromptCache(counter.text_tokens)
+    row = Row(label)
+    limit = window - MAX_TOKENS
+    previous: list[str] = []
+    for history, body in client_bodies(replay):
+        start = time.perf_counter()
+        out = send(body)
+        row.times.append(time.perf_counter() - start)
+        tokens, read, written = cache.send(out)
+        row.requests += 1
+        row.tokens += tokens
+        row.read += read
+        row.written += written
+        keys = _keys(out)
+        row.breaks += bool(previous) and keys[: len(previous)] != previous
+        previous = keys
+        row.over += _input_tokens(out, window) > limit
+        newest = _newest_result(history)
+        if newest is not None:
+            row.results += 1
+            sent_content = _result_content(out, newest["tool_call_id"])
+            row.newest += sent_content == newest["content"]
+        sent = set(_assistants(out))
+        mine = _assistants(to_body(history, []))
+        if mine:
+            row.kept.append(sum(a in sent for a in mine) / len(mine))
+    return row
+
+
+def run(steps: int, window: int, extra: Sequence[tuple[str, Sender]] = ()) -> list[Row]:
+    replay = session(steps)
+    configs: list[tuple[str, Sender]] = [
+        ("client alone (no governance)", client_alone),
+        ("context-governor (proxy, default)", ours(window)),
+        *extra,
+    ]
+    rows = []
+    for label, send in configs:
+        print(f"[bench] rhythm: {label}", file=sys.stderr, flush=True)
+        rows.append(measure(label, send, replay, window))
+    return rows
+
+
+def render(rows: Sequence[Row], steps: int, window: int) -> str:
+    lines = [
+        HEADING,
+        "",
+        f"A Claude-Code-like session ({steps} steps: bench/shapes.py's big reads) as "
+        f"Anthropic Messages bodies with Claude Code's two marks, window {window:,}, "
+        f"`max_tokens` {MAX_TOKENS:,}, billed by a simulated Claude prompt cache (reads "
+        f"{READ_PRICE}x, writes {WRITE_PRICE}x, 20-block lookback). *Cost* = uncached + "
+        f"{READ_PRICE} x read + {WRITE_PRICE} x written, millions of input tokens. "
+        "`python -m bench.rhythm --out docs/benchmarks.md` reruns this section.",
+        "",
+        "| configuration | requests | cost (M) | written (M) | read (M) | prefix breaks "
+        "| over the window | newest result verbatim | agent's messages kept | added p50 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        kept = statistics.mean(r.kept) if r.kept else 1.0
+        p50 = statistics.median(r.times) * 1000 if r.times else 0.0
+        lines.append(
+            f"| {r.label} | {r.requests} | {r.cost / 1e6:.2f} | {r.written / 1e6:.2f} "
+            f"| {r.read / 1e6:.2f} | {r.breaks} | {r.over} | {r.newest}/{r.results} "
+            f"| {kept:.2f} | {p50:.1f} ms |"
+        )
+    return "\n".join([*lines, ""])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    def build(args: Any) -> str:
+        return render(run(args.steps, args.window), args.steps, args.window)
+
+    return section_main(__doc__, argv, {"steps": STEPS, "window": WINDOW}, build)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
