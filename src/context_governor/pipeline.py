@@ -122,9 +122,7 @@ def _governed(
         try:
             out = _run(profile.fallback, prepared, ctx)
         except Exception as exc2:
-            ctx.record(
-                PIPELINE, "fallback", 0, f"minimal repair failed too ({exc2!r}); sent as is"
-            )
+            ctx.record(PIPELINE, "fallback", 0, f"minimal repair failed too ({exc2!r}); sent as is")
             out = prepared
     mark = len(ctx.actions)
     try:

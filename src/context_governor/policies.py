@@ -529,6 +529,32 @@ class CompactionPolicy:
         ``mask_first`` (``CLEAR_CHUNK_SHARE`` of it, at least ``min_savings``)."""
         return max(self.min_savings, int(CLEAR_CHUNK_SHARE * trigger))
 
+    def clear_room(self, trigger: int, recent: int) -> int:
+        """Under ``mask_first``: the tokens of old results a compaction that only clears
+        waits for before it clears them (all but the newest ``keep_recent``).
+
+        Clearing edits the request from the oldest result it clears on, so the provider
+        writes again what follows that edit (about ``recent``: the newest results, kept
+        whole) at the miss price instead of reading it; what it clears is then read by no
+        later request. Clearing X tokens every X / g calls, for a history growing g tokens
+        a call, costs per call about (miss - read) * recent * g / X + read * X / 2, least
+        at X = sqrt(2 (miss - read) / read * recent * g). g is taken as a newest result's
+        mean size (recent / keep_recent): the same in the history and in the governed
+        output, whose own growth is smaller by what was cleared, so governing the output
+        again waits as this call did. About 1.5x the newest results' tokens at Anthropic's
+        prices (reads 0.1x, writes 1.25x), 1.3x at the reference read (0.1x, no write
+        premium, also taken when prices are unknown), 0.45x at gpt-4o's 0.5x reads.
+        Never under ``clear_chunk``. Measured in docs/benchmarks.md (*Clearing in the
+        cache's rhythm*)."""
+        price = self.cache_price
+        read = price.read if price is not None else REFERENCE_READ
+        miss = price.miss if price is not None else 1.0
+        least = self.clear_chunk(trigger)
+        if read <= 0 or recent <= 0 or self.keep_recent <= 0:
+            return least
+        best = recent * math.sqrt(2 * max(0.0, miss - read) / read / self.keep_recent)
+        return max(least, int(best))
+
     def floor(self, budget: int, span: int, results: int) -> tuple[int, int] | None:
         """Under ``verbatim_floor``: (trigger, goal) for a request whose newest
         ``keep_recent`` results' turns take ``span`` tokens (``results`` of them the
@@ -689,7 +715,7 @@ SETTINGS: dict[str, str] = {
     "receipt": "true or false",
     "shrink": "true or false",
     "exact_tools": "a list of tool names (replaces the default list)",
-    "exact_commands": "a list of shell programs, e.g. \"git diff\" (replaces the default list)",
+    "exact_commands": 'a list of shell programs, e.g. "git diff" (replaces the default list)',
     "exact_content": "a list of regular expressions for numbered lines (replaces the default list)",
 }
 

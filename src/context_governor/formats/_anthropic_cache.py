@@ -17,10 +17,19 @@ prefix that stays the same is known from the body alone:
    when the newest turn added more blocks than the lookback reaches (many
    parallel tool results);
 4. **the compaction boundary**: the head that compaction never cuts (the task's
-   first user message); after a compaction it is the longest prefix that did not
-   change. With a server-side ``compaction`` block, the first block after it (what
-   the model reads starts at the block's summary, and everything after it is only
-   appended to).
+   first user message); after a cut it is the longest prefix that did not change.
+   With a server-side ``compaction`` block, the first block after it (what the model
+   reads starts at the block's summary, and everything after it is only appended to).
+
+Clearing old tool results edits the request from the oldest result it clears on, and
+the cache policy clears oldest first (``stages.Clearing``, from the governed call's
+replay). So two more spots keep a clearing compaction from re-sending the whole
+request: on every request, **where the next clearing starts** (the block before the
+call of the oldest result still sent whole: the same block until a compaction clears
+it), and on the compacting request, **where this clearing started** (the same block:
+read back through the mark the requests before it wrote). It takes the place of
+spot 3, which lies past the edit on that request; the next clearing's spot comes
+before the task's (a cut is rarer than a clearing), after a server compaction's.
 
 Nothing before the newest ``compaction`` block is marked (the API ignores it), and
 the block itself never is: it goes out exactly as the API returned it.
@@ -41,6 +50,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..stages import Clearing
 from ._anthropic import boundary
 from ._anthropic_rules import MAX_BREAKPOINTS, breakpoints
 
@@ -115,11 +125,50 @@ def _head_spot(body: dict[str, Any]) -> Spot | None:
     return None
 
 
-def wanted(body: dict[str, Any]) -> list[Spot]:
-    """Our spots in priority order (see the module docstring), each block at most once."""
+def _call_at(messages: list[Any], call_id: str) -> tuple[int, int] | None:
+    """(message, block) of the ``tool_use`` block with id ``call_id``, if any."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or message.get("role") != "assistant":
+            continue
+        for j, block in enumerate(content):
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("id") == call_id
+            ):
+                return i, j
+    return None
+
+
+def _before_call(
+    messages: list[Any], call_id: str | None, why: str, floor: tuple[int, int]
+) -> Spot | None:
+    """The last markable block before the call ``call_id`` (clearing a result may also
+    clear its call's arguments), after ``floor``; None when the call is not there."""
+    at = None if call_id is None else _call_at(messages, call_id)
+    if at is None or at <= floor:
+        return None
+    i, j = at
+    content = messages[i]["content"]
+    inside = next(
+        (k for k in range(j - 1, max(-1, floor[1] if i == floor[0] else -1), -1)
+         if _markable(content[k])),
+        None,
+    )  # fmt: skip
+    if inside is not None:
+        return Spot("messages", i, inside, why)
+    return _message_spot(messages, i - 1, why, floor) if i > floor[0] else None
+
+
+def wanted(body: dict[str, Any], clearing: Clearing | None = None) -> list[Spot]:
+    """Our spots in priority order (see the module docstring), each block at most once.
+    ``clearing``: where the cache policy's clearing edits this request (None: unknown)."""
     messages = body.get("messages")
     native = messages if isinstance(messages, list) else []
     floor = boundary(native) or _NO_FLOOR
+    clearing = clearing or Clearing()
     spots: list[Spot | None] = []
     if native:
         spots.append(_message_spot(native, len(native) - 1, "newest turn", floor))
@@ -132,8 +181,12 @@ def wanted(body: dict[str, Any]) -> list[Spot]:
         ),
         None,
     )
-    if latest is not None and latest >= 1:
+    now = _before_call(native, clearing.now, "where this request's clearing starts", floor)
+    if now is not None:
+        spots.append(now)  # the previous request's end lies past the edit: unread
+    elif latest is not None and latest >= 1:
         spots.append(_message_spot(native, latest - 1, "previous request's end", floor))
+    upcoming = _before_call(native, clearing.next, "where the next clearing starts", floor)
     if native and floor != _NO_FLOOR:
         why = "after the compaction block: what the model reads starts at its summary"
         first = floor[0] + 1 if floor[0] + 1 < len(native) else floor[0]
@@ -141,7 +194,9 @@ def wanted(body: dict[str, Any]) -> list[Spot]:
             _message_spot(native, floor[0], why, floor)
             or _message_spot(native[: first + 1], first, why, floor)
         )
+        spots.append(upcoming)
     elif native:
+        spots.append(upcoming)
         spots.append(_message_spot(native[:1], 0, "the task: compaction cuts after it"))
     out: list[Spot] = []
     for spot in spots:
@@ -218,8 +273,11 @@ def _apply(body: dict[str, Any], spot: Spot, mark: dict[str, Any]) -> dict[str, 
     return {**body, "messages": messages}
 
 
-def place(body: dict[str, Any]) -> tuple[dict[str, Any], list[Spot]]:
-    """The body with our breakpoints added where slots are free, and the spots marked.
+def place(
+    body: dict[str, Any], clearing: Clearing | None = None
+) -> tuple[dict[str, Any], list[Spot]]:
+    """The body with our breakpoints added where slots are free, and the spots marked
+    (``clearing``: see ``wanted``).
 
     The client's marks all stay (the body must already hold at most 4); the input is
     never modified, and comes back itself when nothing is placed.
@@ -229,7 +287,7 @@ def place(body: dict[str, Any]) -> tuple[dict[str, Any], list[Spot]]:
     taken = {pos for pos, _ in existing}
     placed: list[Spot] = []
     out = body
-    for spot in wanted(body):
+    for spot in wanted(body, clearing):
         if free <= 0:
             break
         if _order(spot) in taken:

@@ -26,6 +26,7 @@ from ..pipeline import call_counter, run, store_counts
 from ..profiles import Profile, get_profile
 from ..providers import Violation, claude_keeps_thinking, find_violations, resolve
 from ..report import Action, Note, Report, note_kind
+from ..stages import Clearing
 from ..targets import Policy, Target
 from . import _anthropic as an
 from . import _anthropic_cache as cache
@@ -166,7 +167,7 @@ def govern_anthropic(
     if edits:
         report.notes.append(server_note(edits))
     if options.cache_breakpoints:
-        out = _place_breakpoints(out, report)
+        out = _place_breakpoints(out, report, None if ctx.replay is None else ctx.replay.clearing())
     # The report judges what is sent: the output body, decoded again (positions are
     # the output body's messages).
     found = _violations(out, settings.model)
@@ -275,11 +276,13 @@ def _unread_thinking(decoded: an.Decoded, target: Target) -> Callable[[Message],
     return view
 
 
-def _place_breakpoints(body: dict[str, Any], report: Report) -> dict[str, Any]:
+def _place_breakpoints(
+    body: dict[str, Any], report: Report, clearing: Clearing | None
+) -> dict[str, Any]:
     """Mark where the stable prefix ends (formats/_anthropic_cache.py); one action each."""
     if rules.breakpoints(body) > rules.MAX_BREAKPOINTS:
         return body  # a body the repairs could not bring to 4: reported as AN-10, no more
-    out, placed = cache.place(body)
+    out, placed = cache.place(body, clearing)
     for spot in placed:
         report.actions.append(
             Action(

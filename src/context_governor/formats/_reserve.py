@@ -132,9 +132,7 @@ def _thinking_on(body: dict[str, Any]) -> bool:
     return isinstance(thinking, dict) and thinking.get("type") == "enabled"
 
 
-def plan(
-    body: Any, fields: tuple[str, ...], thinking: bool, window: int | None
-) -> Reserve | None:
+def plan(body: Any, fields: tuple[str, ...], thinking: bool, window: int | None) -> Reserve | None:
     """The reserve of ``body`` for ``window``; None if governance leaves it alone: no
     window, no readable reserve field, or one within the floor. ``fields`` are the body's
     reserve fields (its wire format's ``reserve_fields``: the first one set is the

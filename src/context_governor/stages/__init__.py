@@ -10,13 +10,14 @@ from ._compact import output_replay, would_compact
 from ._microcompact import microcompact
 from ._orphans import drop_orphans_seed, drop_orphans_strict
 from ._repair import repair_messages
-from ._replay import Replay
+from ._replay import Clearing, Replay
 from ._shrink import shrink, shrink_text
 from ._snip import SAFETY_BUFFER, snip
 from ._tool_budget import apply_tool_result_budget
 
 __all__ = [
     "SAFETY_BUFFER",
+    "Clearing",
     "Context",
     "MessageCheck",
     "Replay",

@@ -17,6 +17,7 @@ import bisect
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
@@ -26,6 +27,7 @@ from ._media_mask import has_media, masked_media, media_in
 from ._receipt import Ledger
 
 __all__ = [
+    "Clearing",
     "CutNote",
     "NoteHow",
     "Plan",
@@ -81,6 +83,24 @@ class CutNote:
     turns: int
     user_messages: int
     receipt: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Clearing:
+    """Where clearing edits the request, as the call ids of tool results: for a prompt
+    cache whose entries end at the marks a request carries (Anthropic's).
+
+    ``now``: the oldest result the compaction at this request cleared (None: this request
+    cleared none, or it also cut turns, which changes the prefix at the head first).
+    ``next``: the oldest result still sent whole that clearing may take (None: none).
+    Results are cleared oldest first, so ``next`` stays where it is until a compaction
+    clears it, and then it is that compaction's ``now``: a mark before ``next`` on every
+    request writes a prefix the compacting request still starts with, and a mark before
+    ``now`` on that request reads it back, so the compaction re-sends only what follows
+    its first edit."""
+
+    now: str | None = None
+    next: str | None = None
 
 
 @dataclass(slots=True)
@@ -389,16 +409,24 @@ class Replay:
         by the verbatim floor (``CompactionPolicy.floor``). The plan does not change
         between these requests (none compacts), so the trial never applies anything."""
         policy = self.policy
-        if not policy.verbatim_floor or policy.mask_first or self.force_final:
+        if self.force_final or not (policy.verbatim_floor or policy.mask_first):
             return False
         trial, n = self._trial(new, tokens), self.j
         for k in range(1, len(new) + 1):
             if k < len(new) and new[k].get("role") != "assistant":
                 continue
             trial.advance(n + k)
-            if trial.total > trial.trigger and trial._judged(forced=False) is not None:
+            if trial.total > trial.trigger and trial._compacts():
                 return False
         return True
+
+    def _compacts(self) -> bool:
+        """Whether the request the replay stands at, over its trigger, would compact
+        (``_compact``'s judgement, unforced, applying nothing)."""
+        if not self.policy.mask_first:
+            return self._judged(forced=False) is not None
+        planned = self._masked_plan(False, self.trigger, self.target)
+        return planned is not None and self._decide(False, *planned) is not None
 
     def _trial(self, new: list[Message], tokens: list[int]) -> Replay:
         """A copy of this replay with ``new`` (``tokens`` their counts) appended, not yet
@@ -474,6 +502,24 @@ class Replay:
     def compacted_now(self) -> bool:
         """Whether the request the replay stands at (the last one) compacted."""
         return bool(self.plan.compactions) and self.plan.compactions[-1] == self.j
+
+    def clearing(self) -> Clearing:
+        """Where clearing edits the request the replay stands at (see ``Clearing``)."""
+        j, plan = self.j, self.plan
+        now = None
+        if self.compacted_now() and not (plan.cut_at and plan.cut_at[-1] == j):
+            first = min((i for i, at in plan.cleared.items() if at == j), default=None)
+            now = None if first is None else self._call_id(first)
+        waiting = (
+            i
+            for i in islice(self.results, self.clear_ptr, None)
+            if i not in plan.cleared and self.clearable(i) and self.m[i].get("role") == "tool"
+        )
+        return Clearing(now, self._call_id(next(waiting, None)))
+
+    def _call_id(self, i: int | None) -> str | None:
+        found = None if i is None else self.m[i].get("tool_call_id")
+        return found if isinstance(found, str) and found else None
 
     def max_cut(self) -> int:
         """The furthest the cut may go: the newest model turn stays whole when its user
@@ -608,42 +654,66 @@ class Replay:
 
     def _masked(self, j: int, forced: bool, trigger: int, target: int) -> bool:
         """``_compact`` under ``mask_first``: clear old results before cutting turns."""
+        planned = self._masked_plan(forced, trigger, target)
+        return planned is not None and self._apply(j, forced, *planned)
+
+    def _masked_plan(self, forced: bool, trigger: int, target: int) -> tuple[int, int] | None:
+        """Under ``mask_first``, the (goal, results kept) of a compaction of the request
+        the replay stands at, over its trigger; None while it waits. Changes nothing.
+
+        Below the ceiling only old results are cleared, all of them but the newest, and
+        only once they add up to ``CompactionPolicy.clear_room`` (or the request nears
+        the ceiling): each clearing makes the provider write again what follows its
+        first edit, so it comes rarely and clears much. Past the ceiling turns are cut
+        (the newest results masked first)."""
         policy, budget = self.policy, self.budget
         keep, limit = policy.keep_recent, trigger
         masked = self.masked_total()
-        goal: int | None = None
-        if masked > trigger - policy.clear_chunk(trigger):
+        chunk = policy.clear_chunk(trigger)
+        ceiling = policy.cut_ceiling(budget)
+        below = self.total <= ceiling and not forced
+        if below and self.total + chunk <= ceiling:
+            room = policy.clear_room(trigger, self._recent_results())
+            if self.total - masked < room:
+                return None  # too little to clear yet for the rewrite it costs
+        if masked > trigger - chunk:
             # the masked trail does not fit under the trigger: turns are cut only past
             # the ceiling (CompactionPolicy.cut_ceiling); below it, old results are
-            # cleared in chunks and every turn stays
-            ceiling = policy.cut_ceiling(budget)
-            if self.total <= ceiling and not forced:
-                if self.total - masked < policy.clear_chunk(trigger):
-                    return False
-                goal = masked
-            else:
-                limit = ceiling  # turns are cut: the goal is judged against the ceiling
-                keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
-                masked = self.masked_total(keep)
-        if goal is None:
-            goal = self._adapted(trigger, target)
+            # cleared and every turn stays
+            if below:
+                return masked, keep
+            limit = ceiling  # turns are cut: the goal is judged against the ceiling
+            keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
+            masked = self.masked_total(keep)
+        goal = self._adapted(trigger, target)
         near = limit > trigger
         trail = max(0, masked - self._recent_results()) / max(1, self.calls)
         prose = near and self.results_grown * 2 < self.grown
-        goal = policy.masked_goal(goal, limit, masked, trail, prose)
-        return self._apply(j, forced, goal, keep)
+        return policy.masked_goal(goal, limit, masked, trail, prose), keep
 
-    def _apply(self, j: int, forced: bool, goal: int, keep: int) -> bool:
-        """Clear and cut the request at ``j`` down to ``goal`` (the newest ``keep``
-        results kept), if it saves enough or must; whether it compacted."""
+    def _decide(
+        self, forced: bool, goal: int, keep: int
+    ) -> tuple[list[int], int, CutNote | None, int] | None:
+        """(results to clear, cut, note, total after) of a compaction of the request the
+        replay stands at down to ``goal``, or None when it would not happen (it saves
+        under ``min_savings`` and the request fits, or it changes nothing). Pure."""
         policy, budget = self.policy, self.budget
         chosen, cut = self._clear_and_cut(goal, keep)
         note = self._note(cut)
         after = self._total_with(chosen, cut, note)
         if self.total - after < policy.min_savings and self.total <= budget and not forced:
-            return False  # not worth a cache rewrite, and the request fits anyway
+            return None  # not worth a cache rewrite, and the request fits anyway
         if not chosen and cut == self.plan.cut:
+            return None
+        return chosen, cut, note, after
+
+    def _apply(self, j: int, forced: bool, goal: int, keep: int) -> bool:
+        """Clear and cut the request at ``j`` down to ``goal`` (the newest ``keep``
+        results kept), if it saves enough or must; whether it compacted."""
+        decided = self._decide(forced, goal, keep)
+        if decided is None:
             return False
+        chosen, cut, note, after = decided
         again = self.compacted_now()  # a further compaction of this request: one of it
         for i in chosen:
             self.plan.cleared[i] = j
