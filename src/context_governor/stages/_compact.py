@@ -144,6 +144,7 @@ def plan_replay(
         note_tokens,
         ctx.compact_final,
         counted,
+        lambda message: ctx.made_tokens(placeholder_for(message, policy)),
     )
 
 

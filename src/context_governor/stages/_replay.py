@@ -270,8 +270,14 @@ class Replay:
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
         force_final: bool = False,
         counted: list[bool] | None = None,
+        placeholder_of: Callable[[Message], int] | None = None,
     ) -> None:
-        self.m, self.t, self.ph = messages, tokens, placeholder_tokens
+        self.m, self.t = messages, tokens
+        #: placeholder tokens by position, for the messages the replay was made with;
+        #: ``placeholder_of`` counts one for a message appended later (a Governor's
+        #: trial of new messages asks whether clearing them would save enough)
+        self._placeholder, self._placeholder_of = placeholder_tokens, placeholder_of
+        self._made_with = len(messages)
         #: which positions the note counts (None: all; see _cut_note)
         self.counted = counted
         self.budget, self.policy = budget, policy
@@ -322,6 +328,12 @@ class Replay:
         self._cut_at = -1
         #: what the cuts so far removed, for the receipt on the note (None: off)
         self.ledger = Ledger(self.plan.head) if policy.receipt and has_note else None
+
+    def ph(self, i: int) -> int:
+        """Tokens of message ``i`` as a placeholder."""
+        if i >= self._made_with and self._placeholder_of is not None:
+            return self._placeholder_of(self.m[i])
+        return int(self._placeholder(i))
 
     def cost(self, i: int) -> int:
         return self.ph(i) if i in self.plan.cleared else self.t[i]
@@ -672,20 +684,25 @@ class Replay:
         chunk = policy.clear_chunk(trigger)
         ceiling = policy.cut_ceiling(budget)
         below = self.total <= ceiling and not forced
-        if below and self.total + chunk <= ceiling:
+        waited = below and self.total + chunk <= ceiling
+        if waited:
             room = policy.clear_room(trigger, self._recent_results())
             if self.total - masked < room:
                 return None  # too little to clear yet for the rewrite it costs
         if masked > trigger - chunk:
             # the masked trail does not fit under the trigger: turns are cut only past
             # the ceiling (CompactionPolicy.cut_ceiling); below it, old results are
-            # cleared and every turn stays
-            if below:
+            # cleared and every turn stays: all of them once they were worth waiting
+            # for, else (near the ceiling) in chunks
+            if waited:
                 return masked, keep
-            limit = ceiling  # turns are cut: the goal is judged against the ceiling
-            keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
-            masked = self.masked_total(keep)
-        goal = self._adapted(trigger, target)
+            if below and self.total - masked < chunk:
+                return None
+            if not below:
+                limit = ceiling  # turns are cut: the goal is judged against the ceiling
+                keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
+                masked = self.masked_total(keep)
+        goal = masked if below and masked > trigger - chunk else self._adapted(trigger, target)
         near = limit > trigger
         trail = max(0, masked - self._recent_results()) / max(1, self.calls)
         prose = near and self.results_grown * 2 < self.grown
@@ -865,6 +882,7 @@ def replay_history(
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
     force_final: bool = False,
     counted: list[bool] | None = None,
+    placeholder_of: Callable[[Message], int] | None = None,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
@@ -877,6 +895,7 @@ def replay_history(
         note_tokens,
         force_final,
         counted,
+        placeholder_of,
     )
     for j, message in enumerate(messages):
         if j and message.get("role") == "assistant":
