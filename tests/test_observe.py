@@ -237,6 +237,24 @@ def test_side_by_side_marks_what_was_cut_cleared_truncated_and_inserted() -> Non
 # ----------------------------------------------------------------------------- through the proxy
 
 
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_each_compaction_s_cost_and_gain_reach_the_metrics_and_the_page(proxy: Any, api: str) -> None:
+    """What each compaction took off and made the provider re-read (report.CompactionCost)
+    is summed on /metrics, per conversation on the page, and on the compacting rows."""
+    root = proxy(api)
+    run(root, api, 24)
+    removed = metric(root, "context_governor_compaction_removed_tokens_total", api=api)
+    rewritten = metric(root, "context_governor_compaction_rewritten_tokens_total", api=api)
+    assert removed > 0 and rewritten > 0
+    conv = httpx.get(f"{root}/ui/api/conversations").json()[0]
+    assert (conv["compaction_removed"], conv["compaction_rewritten"]) == (removed, rewritten)
+    rows = httpx.get(f"{root}/ui/api/conversations/{conv['id']}").json()["rows"]
+    costly = [r for r in rows if r["removed"] is not None]
+    assert costly and all(r["compacted"] for r in costly)
+    assert sum(r["removed"] for r in costly) == removed
+    assert all(r["rewritten"] <= r["tokens_after"] for r in costly)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("api", APIS)
 def test_metrics_and_the_page_equal_what_the_upstream_reported(proxy: Any, fake: FakeCache, api: str, stream: bool) -> None:

@@ -27,7 +27,7 @@ from .profiles import Profile, get_profile
 from .providers import Provider, find_violations, resolve
 from .providers.windows import WindowSource, resolve_window
 from .report import Action, Note, Report, moves_messages
-from .stages import SAFETY_BUFFER, Context, Stage, would_compact
+from .stages import SAFETY_BUFFER, Context, Stage, compaction_cost, would_compact
 from .targets import Policy, Target
 
 __all__ = [
@@ -496,6 +496,7 @@ def run(
         provider=entry.name,
         model=s.model,
     )
+    report.compaction_cost = compaction_cost(ctx.replay, governed, ctx.tokens)
     if s.profile.provider is not None:
         report.violations = [asdict(v) for v in find_violations(entry.rules, governed, s.target)]
         report.notes += [

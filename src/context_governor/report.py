@@ -17,6 +17,7 @@ __all__ = [
     "SHIFTING",
     "SHOW_PER_GROUP",
     "Action",
+    "CompactionCost",
     "Kind",
     "Note",
     "NoteKind",
@@ -97,6 +98,31 @@ class Action:
     tokens_saved: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionCost:
+    """What the cache policy's compaction at this request costs and gains, in tokens.
+
+    A compaction edits the request from message ``first_edit`` of the output on, so the
+    provider's prompt cache holds nothing after it: the ``rewritten`` tokens from there
+    to the end are read uncached (or written again, where the client pays for cache
+    writes) instead of read from the cache. ``removed`` tokens fewer go out on this
+    request and on every later one until the next compaction. ``pays_after`` weighs the
+    two at a provider's prices."""
+
+    first_edit: int
+    rewritten: int
+    removed: int
+
+    def pays_after(self, read: float, miss: float) -> float | None:
+        """Requests after which what later requests stop reading (``removed`` at the
+        cached-read price ``read``) covers the rewrite (``rewritten`` at ``miss`` instead
+        of ``read``); None when it never does (nothing removed, or free reads)."""
+        gain = self.removed * read
+        if gain <= 0:
+            return None
+        return self.rewritten * max(0.0, miss - read) / gain
+
+
 @dataclass(slots=True)
 class Report:
     """Everything govern() did, plus the token figures it decided with.
@@ -124,6 +150,8 @@ class Report:
     #: rules of the target provider the output still breaks (each also a note)
     violations: list[dict[str, Any]] = field(default_factory=list)
     window_source: str = "given"
+    #: the cache policy's compaction at this request, if it made one (None otherwise)
+    compaction_cost: CompactionCost | None = None
 
     @property
     def changed(self) -> bool:
@@ -307,5 +335,13 @@ def render_report(report: Report, *, verbose: bool = False) -> str:
         lines.append(INDEX_LEGEND)
         if any("compaction at message" in a.detail for a in report.actions):
             lines.append(COMPACTION_LEGEND)
+    cost = report.compaction_cost
+    if cost is not None:
+        lines.append(
+            f"compaction at this request: {cost.removed:,} tokens fewer on this and every "
+            f"later request; the {cost.rewritten:,} tokens from message {cost.first_edit} on "
+            "are no longer in the provider's prompt cache (read uncached or written again "
+            "once)"
+        )
     lines.extend(f"note: {note}" for note in report.notes)
     return "\n".join(lines)

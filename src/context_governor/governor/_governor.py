@@ -957,6 +957,7 @@ def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Re
             # a failed store read is reported by the call that read, not by each step after
             notes=[note for note in old.notes if note_kind(note) != "store"],
             violations=[],
+            compaction_cost=None,  # an appending step compacts nothing
         )
 
     return finish

@@ -70,7 +70,7 @@ def offline_data(
     so the provider's columns are empty."""
     rows: list[dict[str, Any]] = []
     data: dict[str, Any] = {}
-    client_total = forwarded_total = compactions = 0
+    client_total = forwarded_total = compactions = removed_total = rewritten_total = 0
     before = None
     for i, (client, governed, report) in enumerate(requests):
         found = figures(report)
@@ -83,6 +83,9 @@ def offline_data(
         compactions += compacted
         client_total += report.tokens_before
         forwarded_total += report.tokens_after
+        cost = report.compaction_cost
+        removed_total += cost.removed if cost is not None else 0
+        rewritten_total += cost.rewritten if cost is not None else 0
         rows.append({
             "seq": i + 1, "index": i, "status": 0, "outcome": "offline", "model": report.model,
             "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
@@ -90,6 +93,8 @@ def offline_data(
             "cache_write": None, "cost": None, "compacted": compacted,
             "compacting": list(found.compacting_stages), "bust_tokens": None,
             "governance_ms": None, "added_ms": None, "total_ms": None, "started": None,
+            "removed": None if cost is None else cost.removed,
+            "rewritten": None if cost is None else cost.rewritten,
         })  # fmt: skip
         data[f"requests/{i + 1}"] = {
             "seq": i + 1, "conversation": name, "index": i, "api": api, "model": report.model,
@@ -102,7 +107,8 @@ def offline_data(
         "client_tokens": client_total, "forwarded_tokens": forwarded_total,
         "input": 0, "cache_read": 0, "cache_write": 0, "output": 0, "cached_share": None,
         "cost": None, "uncached_cost": None, "compactions": compactions, "busts": 0,
-        "bust_tokens": 0, "last": None,
+        "bust_tokens": 0, "compaction_removed": removed_total,
+        "compaction_rewritten": rewritten_total, "last": None,
     }  # fmt: skip
     data["conversations"] = [summary]
     data[f"conversations/{quote(name, safe='')}"] = {**summary, "rows": rows}

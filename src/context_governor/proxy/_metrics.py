@@ -126,6 +126,15 @@ class Metrics:
             "(compact: a new cache-policy compaction; squeeze, snip, microcompact).",
             (*am, "reason"),
         )  # fmt: skip
+        self.compaction_removed = counter(
+            "compaction_removed_tokens", "Tokens the cache policy's compactions took off the "
+            "request they were made at (and off every later one until the next).", am,
+        )  # fmt: skip
+        self.compaction_rewritten = counter(
+            "compaction_rewritten_tokens", "Tokens after each compaction's first edit: no "
+            "longer in the provider's prompt cache, so read uncached or written again once.",
+            am,
+        )  # fmt: skip
         self.summaries = counter(
             "summaries", "Summaries of cut history: made, reused (stored), failed.", ("outcome",)
         )

@@ -167,6 +167,11 @@ class Record:
     window_source: str = ""
     ratio: float = 1.0
     window_governed: int | None = None
+    #: the cache policy's compaction at this request (report.CompactionCost): tokens taken
+    #: off this and every later request, and tokens after its first edit, which the
+    #: provider's cache no longer holds (None: no compaction at this request)
+    removed: int | None = None
+    rewritten: int | None = None
 
     def row(self) -> dict[str, Any]:
         """The record without its report and content (the conversation's table)."""
@@ -186,6 +191,7 @@ class Record:
             "added_ms": self.added_ms, "total_ms": self.total_ms, "started": self.started,
             "window": self.window, "window_source": self.window_source, "ratio": self.ratio,
             "window_governed": self.window_governed,
+            "removed": self.removed, "rewritten": self.rewritten,
         }  # fmt: skip
 
 
@@ -219,6 +225,8 @@ class Conversation:
             "cost": t.get("cost"), "uncached_cost": t.get("priced_input"),
             "compactions": self.compactions, "busts": self.busts,
             "bust_tokens": t.get("bust_tokens", 0),
+            "compaction_removed": t.get("compaction_removed", 0),
+            "compaction_rewritten": t.get("compaction_rewritten", 0),
             "last": self.records[-1].started if self.records else None,
         }  # fmt: skip
 
@@ -402,6 +410,12 @@ def _window_of(governed: Governed) -> tuple[int | None, str, float, int | None]:
     return window.window, window.source, window.ratio, window.governed
 
 
+def _cost_of(report: Report) -> tuple[int | None, int | None]:
+    """(removed, rewritten) of the compaction at this request, (None, None) without one."""
+    cost = report.compaction_cost
+    return (None, None) if cost is None else (cost.removed, cost.rewritten)
+
+
 def _record_of(seq: int, row: dict[str, Any]) -> Record:
     """A record read back from its row (Record.row): its figures, no report or content."""
     has_usage = row.get("input") is not None
@@ -418,7 +432,8 @@ def _record_of(seq: int, row: dict[str, Any]) -> Record:
         usage, bool(row.get("compacted")), tuple(row.get("compacting") or ()),
         row.get("bust_tokens"), row.get("governance_ms"), row.get("added_ms"),
         row.get("total_ms"), None, None, row.get("window"), row.get("window_source", ""),
-        float(row.get("ratio", 1.0)), row.get("window_governed"),
+        float(row.get("ratio", 1.0)), row.get("window_governed"), row.get("removed"),
+        row.get("rewritten"),
     )  # fmt: skip
 
 
@@ -527,9 +542,11 @@ class Observation:
                 status, outcome, found.tokens_before, found.tokens_after,
                 governed.report.budget, usage, bool(compacting), compacting, bust,
                 _ms(self._governance), _ms(self._added), _ms(now - self._started),
-                governed.report, keep, *_window_of(governed),
+                governed.report, keep, *_window_of(governed), *_cost_of(governed.report),
             )  # fmt: skip
             conv.count += 1
+            conv.add("compaction_removed", record.removed)
+            conv.add("compaction_rewritten", record.rewritten)
             conv.last_figures = found
             conv.compactions += bool(compacting)
             conv.add("client", found.tokens_before)
@@ -591,6 +608,10 @@ class Observation:
             metrics.child(metrics.upstream_ratio, api, model).set(window.ratio)
         for reason in compacting:
             metrics.child(metrics.compactions, api, model, reason).inc()
+        cost = None if self._governed is None else self._governed.report.compaction_cost
+        if cost is not None:
+            metrics.child(metrics.compaction_removed, api, model).inc(cost.removed)
+            metrics.child(metrics.compaction_rewritten, api, model).inc(cost.rewritten)
         governed = self._governed
         for item in governed.ungoverned if governed is not None else ():
             metrics.child(metrics.ungoverned, api, item.split("=", 1)[0]).inc()

@@ -6,7 +6,7 @@ from ._alternation import enforce_alternation, enforce_alternation_seed
 from ._backfill import backfill_seed, backfill_strict
 from ._base import Context, MessageCheck, Stage, check_for, message_check
 from ._cap import cap_tool_results
-from ._compact import output_replay, would_compact
+from ._compact import compaction_cost, output_replay, would_compact
 from ._microcompact import microcompact
 from ._orphans import drop_orphans_seed, drop_orphans_strict
 from ._repair import repair_messages
@@ -28,6 +28,7 @@ __all__ = [
     "cap_tool_results",
     "check_for",
     "compact",
+    "compaction_cost",
     "drop_orphans_seed",
     "drop_orphans_strict",
     "enforce_alternation",

@@ -40,7 +40,7 @@ from dataclasses import replace
 from ..counting import is_media_part
 from ..messages import Message
 from ..policies import CompactionPolicy, SeedPolicy, settings_of
-from ..report import Note
+from ..report import CompactionCost, Note
 from ._base import Context
 from ._media_mask import masked_media
 from ._microcompact import microcompact
@@ -65,6 +65,7 @@ __all__ = [
     "STAGE",
     "clear_stage",
     "compact",
+    "compaction_cost",
     "fit_stage",
     "output_replay",
     "plan_replay",
@@ -283,6 +284,36 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         )
     )
     return out
+
+
+def compaction_cost(
+    replay: Replay | None, governed: list[Message], tokens: Callable[[Message], int]
+) -> CompactionCost | None:
+    """What the compaction at the request ``replay`` stands at costs and gains (None: it
+    made none): ``governed`` is the output, ``tokens`` counts one of its messages. The
+    first edit is the call of the oldest result it cleared (clearing may empty the
+    call's arguments too), or, when it cut turns, the first message after the head."""
+    if replay is None or not replay.compacted_now():
+        return None
+    now = replay.clearing().now
+    first = None
+    if now is not None:
+        first = next(
+            (
+                k
+                for k, message in enumerate(governed)
+                if message.get("role") == "assistant"
+                and any(
+                    isinstance(call, dict) and call.get("id") == now
+                    for call in message.get("tool_calls") or ()
+                )
+            ),
+            None,
+        )
+    if first is None:
+        first = min(replay.plan.head, len(governed))
+    rewritten = sum(tokens(message) for message in governed[first:])
+    return CompactionCost(first, rewritten, replay.saved_now)
 
 
 def _cut_calls(

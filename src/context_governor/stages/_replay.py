@@ -278,6 +278,8 @@ class Replay:
         #: trial of new messages asks whether clearing them would save enough)
         self._placeholder, self._placeholder_of = placeholder_tokens, placeholder_of
         self._made_with = len(messages)
+        #: tokens the compactions at the final request took off it (see compacted_now)
+        self.saved_now = 0
         #: which positions the note counts (None: all; see _cut_note)
         self.counted = counted
         self.budget, self.policy = budget, policy
@@ -731,6 +733,8 @@ class Replay:
         if decided is None:
             return False
         chosen, cut, note, after = decided
+        if j >= len(self.m):
+            self.saved_now += self.total - after
         again = self.compacted_now()  # a further compaction of this request: one of it
         for i in chosen:
             self.plan.cleared[i] = j

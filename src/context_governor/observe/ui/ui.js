@@ -184,7 +184,8 @@ async function conversationView(id) {
     h("td", {}, num(r.input)), h("td", {}, num(r.cache_read)), h("td", {}, num(r.cache_write)),
     h("td", {}, r.input ? pct((r.cache_read || 0) / r.input) : "–"),
     h("td", {}, r.cost === null ? "–" : num(r.cost)),
-    h("td", { class: "l" }, r.compacted ? "compacted: " + r.compacting.join(", ") : ""),
+    h("td", { class: "l" }, r.compacted ? "compacted: " + r.compacting.join(", ")
+      + (r.removed ? ` (−${num(r.removed)} a request; ${num(r.rewritten)} re-sent)` : "") : ""),
     h("td", { class: r.bust_tokens ? "warn" : "" }, r.bust_tokens ? num(r.bust_tokens) : ""),
     h("td", {}, ms(r.added_ms))));
   show(
@@ -197,6 +198,8 @@ async function conversationView(id) {
       card("cost / uncached", c.cost === null || c.cost === undefined ? "–"
         : num(c.cost) + " / " + num(c.uncached_cost)),
       card("compactions", c.compactions, "conv-compactions", c.compactions),
+      card("compactions took off / re-sent", num(c.compaction_removed || 0) + " / "
+        + num(c.compaction_rewritten || 0), "conv-compaction-cost", c.compaction_rewritten || 0),
       card("cache busts", c.busts, "conv-busts", c.busts)),
     c.shown < c.requests ? h("p", { class: "muted" },
       `the oldest ${c.requests - c.shown} requests are no longer kept`) : null,

@@ -1,0 +1,194 @@
+"""Clearing in a rhythm the prompt cache can follow.
+
+* The marks: a compacting Messages request marks the block before the call of the
+  oldest result it cleared, every request marks the block before the next one to clear,
+  and through the simulated Claude cache of bench/anthropic_cache.py a compacting
+  request reads back everything before its first edit (a Claude-Code-like session,
+  the client's own two marks kept).
+* The wait: ``CompactionPolicy.clear_room`` is the cost model's optimum, never under
+  the chunk, larger where writes are dear and reads cheap; a compaction that only
+  clears waits for it, and governing the output again waits as well (a fixed point).
+* The report: a compacting request says what it costs and gains
+  (``Report.compaction_cost``), an appending step of a Governor says nothing, and a
+  Governor's compacting step says what govern() says.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_governor import CompactionPolicy, Governor, govern, govern_request
+from context_governor.formats import _anthropic_cache as cache
+from context_governor.providers.prices import cache_price
+from context_governor.stages import Clearing
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.anthropic_cache import PromptCache, blocks  # noqa: E402
+from bench.rhythm import client_bodies, session  # noqa: E402
+from bench.sessions import coding_session  # noqa: E402
+
+WINDOW = 64_000
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "read", "input": {"path": call_id}}
+
+
+def _result(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "x" * 600}
+
+
+def _body(calls: int) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "the task"}]
+    for n in range(calls):
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": f"step {n}"},
+                                                          _call(f"t{n}")]})  # fmt: skip
+        messages.append({"role": "user", "content": [_result(f"t{n}")]})
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "S", "messages": messages}
+
+
+def _labels(spots: list[cache.Spot]) -> dict[str, tuple[int, int]]:
+    return {s.why: (s.message, s.block) for s in spots}
+
+
+def test_marks_before_the_next_clearing_and_before_this_one() -> None:
+    body = _body(6)
+    spots = _labels(cache.wanted(body, Clearing(now=None, next="t2")))
+    # the call of t2 is messages[5].content[1]: the block before it is its text
+    assert spots["where the next clearing starts"] == (5, 0)
+    assert "previous request's end" in spots
+    spots = _labels(cache.wanted(body, Clearing(now="t2", next="t4")))
+    assert spots["where this request's clearing starts"] == (5, 0)
+    assert spots["where the next clearing starts"] == (9, 0)
+    assert "previous request's end" not in spots  # past the edit on this request
+    # no text before the call: the block before is the previous message's last one
+    bare = _body(3)
+    bare["messages"][3]["content"] = [_call("t1")]
+    assert _labels(cache.wanted(bare, Clearing(next="t1")))["where the next clearing starts"] == (
+        2,
+        0,
+    )
+    # a call id that is not in the body marks nothing
+    assert "where the next clearing starts" not in _labels(cache.wanted(body, Clearing(next="zz")))
+    out, placed = cache.place(body, Clearing(now="t2", next="t4"))
+    assert len(placed) <= 4 and out["messages"][5]["content"][0]["cache_control"] == {
+        "type": "ephemeral"
+    }
+
+
+def test_a_compacting_request_reads_back_what_precedes_its_first_edit() -> None:
+    """Through the simulated Claude cache, a Claude-Code-like session at 64k: every
+    compacting request whose first edit is past the head (the system prompt and the
+    task, under the cache's minimum of 1,024 tokens) reads from the cache (before these
+    marks it read nothing), and a request that does not compact repeats the one before
+    it."""
+    replay = session(70)
+    cache_sim = PromptCache(lambda text: len(text) // 4)
+    compactions = 0
+    previous: list[str] = []
+    for number, (_, body) in enumerate(client_bodies(replay)):
+        governed = govern_request(body, api="anthropic", context_window=WINDOW)
+        cost = governed.report.compaction_cost
+        _, read, _ = cache_sim.send(governed.body)
+        keys = [key for key, _ in blocks(governed.body)]
+        if cost is None and previous:
+            assert keys[: len(previous)] == previous, number
+        if cost is not None and cost.first_edit > 2:  # past system and task
+            compactions += 1
+            assert read > 0, number
+        previous = keys
+    assert compactions >= 3
+
+
+PRICES = [cache_price("anthropic", "claude-sonnet-4-5"), cache_price("openai", "gpt-5"),
+          cache_price("openai", "gpt-4o"), None]  # fmt: skip
+
+
+@given(
+    trigger=st.integers(4_000, 150_000),
+    recent=st.integers(0, 200_000),
+    which=st.sampled_from(range(len(PRICES))),
+)
+@settings(max_examples=200, deadline=None)
+def test_clear_room_is_the_optimum_and_never_under_the_chunk(
+    trigger: int, recent: int, which: int
+) -> None:
+    policy = CompactionPolicy(cache_price=PRICES[which])
+    room = policy.clear_room(trigger, recent)
+    assert room >= policy.clear_chunk(trigger)
+    assert policy.clear_room(trigger, recent + 1_000) >= room  # more to re-send: wait longer
+    price = PRICES[which]
+    read = price.read if price is not None else 0.1
+    miss = price.miss if price is not None else 1.0
+    if recent and room > policy.clear_chunk(trigger):
+        growth = recent / policy.keep_recent
+
+        def per_call(x: float) -> float:
+            return (miss - read) * recent * growth / x + read * x / 2
+
+        assert per_call(room) <= per_call(room * 0.8) and per_call(room) <= per_call(room * 1.25)
+
+
+def test_clear_room_follows_the_prices() -> None:
+    def room(price: Any) -> int:
+        return CompactionPolicy(cache_price=price).clear_room(100_000, 40_000)
+
+    anthropic, gpt5, gpt4o = (cache_price("anthropic", "claude-sonnet-4-5"),
+                              cache_price("openai", "gpt-5"), cache_price("openai", "gpt-4o"))  # fmt: skip
+    assert room(anthropic) > room(gpt5) == room(None) > room(gpt4o)
+    assert room(anthropic) == pytest.approx(40_000 * (2 * 1.15 / 0.1 / 10) ** 0.5, abs=1)
+
+
+@pytest.mark.parametrize("window", [64_000, 128_000])
+def test_governing_the_output_again_waits_as_this_call_did(window: int) -> None:
+    """A fixed point on the Claude-Code-like session: the output governed again is the
+    same, and no note says a compaction was forced by the output's own replay."""
+    replay = session(90)
+    for number, (_, body) in enumerate(client_bodies(replay)):
+        if number % 7:
+            continue
+        once = govern_request(body, api="anthropic", context_window=window)
+        assert not any("compacted at this request because" in n for n in once.report.notes), number
+        again = govern_request(once.body, api="anthropic", context_window=window)
+        assert again.body == once.body, number
+
+
+def test_the_report_says_what_a_compaction_costs_and_gains() -> None:
+    replay = coding_session(160)
+    seen = 0
+    for history in replay.histories():
+        result = govern(history, tools=replay.tools, model="gpt-4o", context_window=32_000)
+        cost = result.report.compaction_cost
+        if cost is None:
+            continue
+        seen += 1
+        report = result.report
+        assert 0 < cost.removed <= report.tokens_before
+        assert 0 < cost.rewritten <= report.tokens_after
+        assert 0 <= cost.first_edit < report.messages_after
+        assert "compaction at this request" in str(report)
+        pays = cost.pays_after(0.1, 1.25)
+        assert pays is not None and pays > 0
+    assert seen >= 3
+
+
+def test_a_governor_reports_the_cost_as_govern_does() -> None:
+    replay = coding_session(120)
+    governor = Governor(model="gpt-4o", context_window=32_000, tools=replay.tools)
+    costs = 0
+    for history in replay.histories():
+        step = governor.govern(list(history))
+        expected = govern(list(history), tools=replay.tools, model="gpt-4o",
+                          context_window=32_000).report.compaction_cost  # fmt: skip
+        assert step.report.compaction_cost == expected
+        costs += expected is not None
+    assert costs >= 2
