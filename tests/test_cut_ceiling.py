@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from context_governor import CompactionPolicy, Governor, govern
-from context_governor.policies import CEILING_ROOM_CALLS, DEFAULT_TRIGGER
+from context_governor.policies import CEILING_ROOM_CALLS, DEFAULT_TRIGGER, DEFAULT_TRIGGER_TOKENS
 
 Message = dict[str, Any]
 WINDOW = 32_000
@@ -91,8 +91,8 @@ def test_an_explicit_trigger_is_where_turns_are_cut() -> None:
 def test_the_ceiling_is_the_budget_only_under_mask_first_at_the_default_trigger() -> None:
     budget = 122_880
     assert CompactionPolicy().cut_ceiling(budget) == budget
-    assert CompactionPolicy().thresholds(budget)[0] == 100_000
-    assert CompactionPolicy(mask_first=False).cut_ceiling(budget) == 100_000
+    assert CompactionPolicy().thresholds(budget)[0] == DEFAULT_TRIGGER_TOKENS
+    assert CompactionPolicy(mask_first=False).cut_ceiling(budget) == DEFAULT_TRIGGER_TOKENS
     assert CompactionPolicy(trigger=50_000).cut_ceiling(budget) == 50_000
 
 

@@ -120,7 +120,8 @@ def test_explicit_settings_win_and_the_rule_can_be_turned_off() -> None:
     budget = 122_880
     default = CompactionPolicy().thresholds(budget)
     assert default == (DEFAULT_TRIGGER_TOKENS, 16_000)
-    assert CompactionPolicy(cache_price=OPENAI_4O).thresholds(budget) == (44_000, 16_000)
+    scaled = 16_000 + int((DEFAULT_TRIGGER_TOKENS - 16_000) * price_scale(OPENAI_4O))
+    assert CompactionPolicy(cache_price=OPENAI_4O).thresholds(budget) == (scaled, 16_000)
     off = CompactionPolicy(cache_price=OPENAI_4O, price_aware=False)
     assert off.thresholds(budget) == default
     assert CompactionPolicy(cache_price=OPENAI_4O, trigger=90_000).thresholds(budget)[0] == (

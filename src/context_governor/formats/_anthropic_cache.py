@@ -181,12 +181,17 @@ def wanted(body: dict[str, Any], clearing: Clearing | None = None) -> list[Spot]
         ),
         None,
     )
+    # both only before the previous request's end: from there on the newest-turn and
+    # previous-end marks read everything back, and the newest turn is sent untouched
+    end = len(native) if latest is None else latest - 1
     now = _before_call(native, clearing.now, "where this request's clearing starts", floor)
-    if now is not None:
+    if now is not None and now.message < end:
         spots.append(now)  # the previous request's end lies past the edit: unread
     elif latest is not None and latest >= 1:
         spots.append(_message_spot(native, latest - 1, "previous request's end", floor))
     upcoming = _before_call(native, clearing.next, "where the next clearing starts", floor)
+    if upcoming is not None and upcoming.message >= end:
+        upcoming = None
     if native and floor != _NO_FLOOR:
         why = "after the compaction block: what the model reads starts at its summary"
         first = floor[0] + 1 if floor[0] + 1 < len(native) else floor[0]
