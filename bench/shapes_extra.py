@@ -112,7 +112,7 @@ def _record(rng: random.Random, resource: str, number: int) -> dict[str, Any]:
     base: dict[str, Any] = {"id": f"{resource[:3]}_{number:07d}", "status": status,
                             "created_at": _stamp(rng), "updated_at": _stamp(rng)}  # fmt: skip
     if resource == "orders":
-        items = [
+        items: list[dict[str, Any]] = [
             {
                 "sku": f"{rng.choice(SKUS)}-{rng.randint(1, 40):02d}",
                 "qty": rng.randint(1, 4),
