@@ -30,8 +30,9 @@ Claude prompt cache of bench/anthropic_cache.py for the cost), plus:
 
 * **tokens forwarded**: input tokens of the forwarded requests, summed;
 * **prefix breaks, cuts / other**: a request that does not repeat the previous one's
-  blocks; *cuts* are those with fewer tokens than the previous request (a compaction),
-  *other* the rest (a prefix broken between compactions: what the cache pays for);
+  blocks; *cuts* are those where the proxy leaves out more of the client's body than it
+  did in the previous request (a compaction: the cut moved), *other* the rest (a prefix
+  broken between compactions: what the cache pays for, and the issue's bar);
 * **recall**: facts planted in tool results every ``FACT_EVERY`` steps (a unique token
   such as ``K-7f3a9c5d``; in the JSON shape, a field of a record in the middle) and
   looked for, as that exact string anywhere in the forwarded body, ``GAPS`` steps later;
@@ -71,7 +72,7 @@ import httpx
 
 from context_governor.counting import exact_counter
 
-from .anthropic_cache import MAX_TOKENS, MODEL, PromptCache, assistant_message
+from .anthropic_cache import MAX_TOKENS, MODEL, PromptCache, assistant_message, blocks
 from .rhythm import (
     READ_PRICE,
     WRITE_PRICE,
@@ -427,7 +428,7 @@ def measure(
     row = SideRow(key, window, label)
     limit = window - MAX_TOKENS
     previous: list[str] = []
-    previous_tokens = 0
+    previous_left_out = 0
     wanted: dict[int, list[Fact]] = {}
     for fact in facts:
         for n in fact.needed:
@@ -444,12 +445,13 @@ def measure(
         row.read += read
         row.written += written
         keys = _keys(out)
+        left_out = _tokens(body, counter.text_tokens) - tokens
         if previous and keys[: len(previous)] != previous:
-            if tokens < previous_tokens:
+            if left_out > previous_left_out:
                 row.cuts += 1
             else:
                 row.busts += 1
-        previous, previous_tokens = keys, tokens
+        previous, previous_left_out = keys, left_out
         row.over += _input_tokens(out, window) > limit
         newest = _newest_result(history)
         if newest is not None:
@@ -465,6 +467,11 @@ def measure(
                 row.needs += 1
                 row.hits += fact.token in text
     return row
+
+
+def _tokens(body: dict[str, Any], count: Callable[[str], int]) -> int:
+    """The body's input tokens as the simulated cache counts them."""
+    return sum(count(key) for key, _ in blocks(body))
 
 
 def _as_messages(history: list[Message]) -> list[dict[str, Any]]:
@@ -526,12 +533,14 @@ def render(rows: Sequence[SideRow], steps: int) -> str:
         "Messages with Claude Code's two cache marks; each proxy is told the window. "
         f"*Tokens* = input tokens forwarded over the session (millions); *cost* = uncached "
         f"+ {READ_PRICE} x read + {WRITE_PRICE} x written under a simulated Claude prompt "
-        "cache (millions of input-token prices); *prefix breaks* = cuts (the request shrank: "
-        "a compaction) / other (a prefix broken between compactions); *recall* = facts "
+        "cache (millions of input-token prices); *prefix breaks* = cuts (the proxy left out "
+        "more of the client's body than in the previous request: a compaction) / other (a "
+        "prefix broken between compactions); *recall* = facts "
         "planted in tool results found verbatim in the forwarded body "
         f"{', '.join(map(str, GAPS))} steps later; *added p50* = median time through the "
-        "proxy less the same body sent straight to the upstream. docs/headroom.md says how "
-        "it runs and what it does not show. `make bench-headroom` reruns this section.",
+        "proxy less the same body sent straight to the upstream. "
+        "[docs/headroom.md](headroom.md) says how it runs and what it does not show. "
+        "`make bench-headroom` reruns this section.",
         "",
         "| session (window) | configuration | tokens (M) | vs headroom | cost (M) | prefix "
         "breaks: cuts / other | over the window | newest result verbatim | agent's "
