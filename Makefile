@@ -10,6 +10,8 @@ STAMP := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.core-installed
 REF_STAMP := $(REF_VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+HEADROOM_VENV := .venv-headroom
+HEADROOM_STAMP := $(HEADROOM_VENV)/.installed
 
 .PHONY: run test test-full lint typecheck bench clean
 
@@ -118,6 +120,21 @@ lint: $(STAMP)
 bench: $(BENCH_STAMP) $(REF_STAMP)
 	NANOBOT_REF_PYTHON=$(REF_PY) $(PY) -m bench.run --out docs/benchmarks.md
 
+# headroom (headroom-ai 0.42.0, PyPI) side by side with us on the same sessions: its
+# proxy and ours in front of a fake upstream (bench/headroom_side.py, docs/headroom.md).
+# headroom and its dependencies live in their own venv, never in .venv; not part of
+# `make test`. Writes its section of docs/benchmarks.md (a few minutes).
+.PHONY: bench-headroom
+$(HEADROOM_STAMP): pyproject.toml
+	test -x $(HEADROOM_VENV)/bin/python || $(PYTHON) -m venv $(HEADROOM_VENV)
+	$(HEADROOM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(HEADROOM_VENV)/bin/python -m pip install -q -e '.[proxy,bench-headroom]'
+	touch $@
+
+bench-headroom: $(HEADROOM_STAMP)
+	$(HEADROOM_VENV)/bin/python -m bench.headroom_side \
+		--headroom $(HEADROOM_VENV)/bin/headroom --out docs/benchmarks.md
+
 # Load test of the proxy: 500 concurrent requests with faults through a real proxy
 # process, then cold start and a huge body (a few minutes, niced; progress on stderr);
 # writes docs/load.md. Then what /metrics and /ui cost (load-observe).
@@ -149,4 +166,4 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(REF_VENV) .pytest_cache .mypy_cache .hypothesis .cache/agent-clis
+	rm -rf $(VENV) $(REF_VENV) $(HEADROOM_VENV) .pytest_cache .mypy_cache .hypothesis .cache/agent-clis
