@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,88 @@ def test_a_governor_reports_the_cost_as_govern_does() -> None:
         assert step.report.compaction_cost == expected
         costs += expected is not None
     assert costs >= 2
+
+
+# ----------------------------------------------------------------------------- superseded reads
+
+
+def _read_session(
+    reads: list[str], tool: str = "read_file", size: int = 6_000
+) -> list[dict[str, Any]]:
+    """A task, then one read per entry of ``reads`` (a path), each result ``size`` chars."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the bug."},
+    ]
+    for n, path in enumerate(reads):
+        call = {"id": f"c{n}", "type": "function",
+                "function": {"name": tool, "arguments": json.dumps({"path": path})}}  # fmt: skip
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        body = f"{path} as read at step {n}\n" + "x = 1\n" * (size // 6)
+        history.append({"role": "tool", "tool_call_id": f"c{n}", "content": body})
+    return history
+
+
+def _superseded_actions(history: list[dict[str, Any]], **policy: Any) -> list[str]:
+    result = govern(history, context_window=40_000, max_output=1_000,
+                    compaction=CompactionPolicy(**policy))  # fmt: skip
+    return [a.detail for a in result.report.actions if "is repeated at message" in a.detail]
+
+
+def test_a_read_made_again_clears_the_older_one_at_a_compaction() -> None:
+    paths = [f"src/m{n}.py" for n in range(30)]
+    paths[26] = paths[22]  # m22 read again: both among the newest ten results
+    history = _read_session(paths)
+    details = _superseded_actions(history)
+    older = 2 + 2 * 22 + 1  # the result of the first read of m22
+    newer = 2 + 2 * 26 + 1
+    assert len(details) == 1 and details[0].startswith(
+        f"old tool result (6030 chars) cleared: the same call is repeated at message {newer} "
+    ), details
+    out = govern(history, context_window=40_000, max_output=1_000).messages
+    sent = {m.get("tool_call_id"): m["content"] for m in out if m.get("role") == "tool"}
+    assert sent["c26"] == history[newer]["content"]  # the newer read whole
+    assert sent["c22"] != history[older]["content"]  # the stale one cleared
+    assert _superseded_actions(history, supersede=False) == []
+
+
+def test_only_exact_reads_repeated_with_the_same_arguments_are_superseded() -> None:
+    paths = [f"src/m{n}.py" for n in range(30)]
+    paths[26] = paths[22]
+    assert _superseded_actions(_read_session(paths, tool="web_search")) == []  # not a read
+    paths[26] = "src/other.py"
+    assert _superseded_actions(_read_session(paths)) == []  # another file
+
+
+@given(st.lists(st.sampled_from(["a.py", "b.py", "c.py", "d.py"]), min_size=20, max_size=40))
+@settings(max_examples=30, deadline=None)
+def test_every_superseded_result_has_a_newer_identical_read(paths: list[str]) -> None:
+    history = _read_session(paths, size=3_000)
+    result = govern(history, context_window=32_000, max_output=1_000)
+    calls = {f"c{n}": path for n, path in enumerate(paths)}
+    for action in result.report.actions:
+        if "is repeated at message" not in action.detail:
+            continue
+        newer = int(action.detail.split("is repeated at message ")[1].split()[0])
+        old_call, new_call = action.tool_call_id, history[newer]["tool_call_id"]
+        assert old_call is not None and calls[old_call] == calls[new_call]
+        assert int(old_call[1:]) < int(new_call[1:])
+
+
+def test_a_stale_read_among_the_newest_results_is_cleared_with_them_kept() -> None:
+    """The newest ``keep_recent`` results stay whole at a compaction, but one whose read
+    is made again after it is stale: it is cleared, and the results around it are not."""
+    paths = [f"src/m{n}.py" for n in range(30)]
+    paths[29] = paths[27]
+    history = _read_session(paths, size=3_000)
+
+    def whole(**policy: Any) -> list[str]:
+        result = govern(history, context_window=16_000, max_output=1_000,
+                        compaction=CompactionPolicy(keep_recent=4, **policy))  # fmt: skip
+        sent = {
+            m.get("tool_call_id"): m["content"] for m in result.messages if m.get("role") == "tool"
+        }
+        return [c for c, text in sent.items() if text == history[2 + 2 * int(c[1:]) + 1]["content"]]
+
+    assert whole() == ["c26", "c28", "c29"]
+    assert whole(supersede=False) == ["c26", "c27", "c28", "c29"]

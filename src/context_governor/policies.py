@@ -362,6 +362,11 @@ class CompactionPolicy:
     #: Off by default for now: a Governor meeting a result to shrink runs the whole
     #: pipeline for that step (its fast path appends only what every stage leaves alone).
     shrink: bool = False
+    #: At a compaction, also clear a result among the newest ``keep_recent`` that a later
+    #: call repeats exactly (the same tool and arguments, a read by ``exact_tools`` or
+    #: ``exact_commands``: the file read again, the same ``git diff``): what the agent
+    #: sees of it is the newer result. Off: the newest results all stay whole.
+    supersede: bool = True
     exact_tools: frozenset[str] = DEFAULT_EXACT_TOOLS
     exact_commands: tuple[str, ...] = DEFAULT_EXACT_COMMANDS
     exact_content: tuple[str, ...] = DEFAULT_EXACT_CONTENT

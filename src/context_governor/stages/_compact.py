@@ -243,12 +243,14 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         elif v in plan.cleared:
             replaced = _cleared(message, policy, ctx)
             cleared_calls.add(str(message.get("tool_call_id")))
+            newer = plan.superseded.get(v)
+            stale = "" if newer is None else f": the same call is repeated at message {at(newer)}"
             ctx.record(
                 STAGE,
                 "replace",
                 i,
                 f"old {message.get('name') or 'tool'} result "
-                f"({content_chars(message.get('content'))} chars) cleared "
+                f"({content_chars(message.get('content'))} chars) cleared{stale} "
                 f"(compaction at message {at(plan.cleared[v])})",
                 tool_call_id=message.get("tool_call_id"),
                 tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),

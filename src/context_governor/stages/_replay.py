@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import islice
@@ -25,6 +26,7 @@ from ..policies import MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
 from ._inserted import is_bridge
 from ._media_mask import has_media, masked_media, media_in
 from ._receipt import Ledger
+from ._shrink import ExactRules, exact_rules
 
 __all__ = [
     "Clearing",
@@ -123,6 +125,8 @@ class Plan:
     cuts: list[tuple[int, int | None]] = field(default_factory=list)
     #: the request (message index) of the compaction that made each entry of ``cuts``
     cut_at: list[int] = field(default_factory=list)
+    #: cleared results that a newer exact repeat of their call made stale -> that repeat
+    superseded: dict[int, int] = field(default_factory=dict)
 
     def kept(self, index: int, message: Message) -> bool:
         return (
@@ -131,6 +135,19 @@ class Plan:
             or index == self.pinned
             or message.get("role") == "system"
         )
+
+
+#: How far before a tool result its call is looked for (messages), for ``supersede``.
+SUPERSEDE_LOOKBACK = 64
+
+
+def _canonical(arguments: Any) -> str:
+    """A call's arguments as one string: JSON sorted and compact when they parse."""
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) else arguments
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(arguments)
 
 
 class _RoleTally:
@@ -496,7 +513,56 @@ class Replay:
                     chosen.append(i)
                     total -= saving
             k += 1
+        if self.policy.supersede:
+            for i, _ in self._superseded(max(eligible, 0)):
+                saving = self.t[i] - self.ph(i)
+                if saving > 0:
+                    chosen.append(i)
+                    total -= saving
         return chosen, total
+
+    def _superseded(self, start: int) -> list[tuple[int, int]]:
+        """(result, newer), oldest first, for the clearable results from position ``start``
+        of ``results`` on that a newer result repeats: the same exact read
+        (``CompactionPolicy.supersede``) made again with the same arguments. From the
+        newest results (kept whole otherwise) they are cleared too; older ones are cleared
+        anyway, and the report says which were stale."""
+        policy = self.policy
+        rules = exact_rules(policy.exact_tools, policy.exact_commands, ())
+        seen: dict[tuple[str, str], int] = {}
+        out: list[tuple[int, int]] = []
+        for k in range(len(self.results) - 1, start - 1, -1):
+            i = self.results[k]
+            key = self._read_key(i, rules)
+            if key is None:
+                continue
+            newer = seen.get(key)
+            seen[key] = i
+            if newer is not None and i not in self.plan.cleared and self.clearable(i):
+                out.append((i, newer))
+        out.reverse()
+        return out
+
+    def _read_key(self, i: int, rules: ExactRules) -> tuple[str, str] | None:
+        """(tool, arguments) of the call tool result ``i`` answers, when that call is an
+        exact read (``ExactRules``); None otherwise or when the call is not found near."""
+        m = self.m
+        call_id = m[i].get("tool_call_id")
+        if m[i].get("role") != "tool" or not call_id:
+            return None
+        for a in range(i - 1, max(-1, i - SUPERSEDE_LOOKBACK), -1):
+            if m[a].get("role") != "assistant":
+                continue
+            for call in m[a].get("tool_calls") or ():
+                if not isinstance(call, dict) or call.get("id") != call_id:
+                    continue
+                function = call.get("function")
+                function = function if isinstance(function, dict) else {}
+                name, arguments = function.get("name"), function.get("arguments")
+                if not isinstance(name, str) or not rules.exact(name, arguments, ""):
+                    return None
+                return name, _canonical(arguments)
+        return None
 
     def masked_total(self, keep: int | None = None) -> int:
         """The request's total with every clearable result but the ``keep`` newest
@@ -736,8 +802,11 @@ class Replay:
         if j >= len(self.m):
             self.saved_now += self.total - after
         again = self.compacted_now()  # a further compaction of this request: one of it
+        stale = dict(self._superseded(self.clear_ptr)) if self.policy.supersede else {}
         for i in chosen:
             self.plan.cleared[i] = j
+            if i in stale:
+                self.plan.superseded[i] = stale[i]
             self.costs.clear(i, self.t[i] - self.ph(i))
         if cut != self.plan.cut:
             self.plan.pinned = self._pin_for(cut)

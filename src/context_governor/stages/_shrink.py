@@ -1,7 +1,8 @@
 """Lossless shrink: each tool result made smaller where it enters the request, once.
 
-Under the cache policy's ``shrink`` (on by default; off under the seed policy), a tool
-result is rewritten by transforms that keep what it says:
+Under the cache policy's ``shrink`` (off by default: a Governor meeting a result to shrink
+runs the whole pipeline for that step; never under the seed policy), a tool result is
+rewritten by transforms that keep what it says:
 
 * ``json``: a result that is one JSON document is re-serialised compactly (the same keys
   in the same order, ``ensure_ascii=False``), only when that is smaller, parses to an
