@@ -27,7 +27,15 @@ Per configuration, over the session:
 * **added p50**: the median time governing one request took (what the proxy adds).
 
 ``client alone`` is the body as the client made it, ungoverned; bench/headroom_side.py
-adds headroom's row where ``headroom-ai`` is installed (``make bench-headroom``).
+measures headroom on this session too where ``headroom-ai`` is installed
+(``make bench-headroom``).
+
+The same session as Codex sends it (``--codex``'s rows): OpenAI Responses bodies
+(instructions, function calls and their outputs as items, model gpt-5), governed with
+``govern_request(api="responses")`` and billed as OpenAI's automatic prefix cache bills:
+a request reads the longest item prefix it shares with the request before it (at least
+1,024 tokens), at 0.1x, and pays the rest in full (no write premium). Prefix breaks and
+the agent's messages kept are judged on the items.
 """
 
 from __future__ import annotations
@@ -48,6 +56,9 @@ from .section import section_main
 from .sessions import Message, Replay
 
 HEADING = "## Clearing in the cache's rhythm"
+CODEX_MODEL = "gpt-5"
+#: OpenAI's automatic prefix cache: the least prefix it caches, in tokens
+MIN_CACHED = 1024
 STEPS = 161
 WINDOW = 200_000
 READ_PRICE = 0.1
@@ -71,6 +82,31 @@ def client_bodies(replay: Replay) -> Iterator[tuple[list[Message], dict[str, Any
     for number, history in enumerate(replay.histories()):
         if number:
             yield history, mark_last(to_body(history, tools))
+
+
+def responses_body(history: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chat history as a Responses body, as Codex sends it (instructions, items)."""
+    instructions = "\n\n".join(m["content"] for m in history if m.get("role") == "system")
+    items: list[dict[str, Any]] = []
+    for m in history:
+        role = m.get("role")
+        if role == "user":
+            items.append({"role": "user", "content": m["content"]})
+        elif role == "assistant":
+            if m.get("content"):
+                items.append({"type": "message", "role": "assistant", "content": [
+                    {"type": "output_text", "text": m["content"], "annotations": []}]})  # fmt: skip
+            for call in m.get("tool_calls") or ():
+                items.append({"type": "function_call", "call_id": call["id"],
+                              "name": call["function"]["name"],
+                              "arguments": call["function"]["arguments"]})  # fmt: skip
+        elif role == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"],
+                          "output": m["content"]})  # fmt: skip
+    functions = [{"type": "function", "name": t["function"]["name"],
+                  "parameters": t["function"].get("parameters", {})} for t in tools]  # fmt: skip
+    return {"model": CODEX_MODEL, "instructions": instructions, "input": items,
+            "tools": functions, "max_output_tokens": MAX_TOKENS, "store": False}  # fmt: skip
 
 
 def ours(window: int) -> Sender:
@@ -183,6 +219,84 @@ def measure(label: str, send: Sender, replay: Replay, window: int) -> Row:
     return row
 
 
+def _item_key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, ensure_ascii=False)
+
+
+def _items(body: dict[str, Any]) -> list[str]:
+    """A Responses body as the keys of what its prefix is made of, in order."""
+    head = [_item_key({"instructions": body.get("instructions")}), _item_key(body.get("tools"))]
+    return head + [_item_key(item) for item in body.get("input") or ()]
+
+
+def _codex_assistants(body: dict[str, Any]) -> list[str]:
+    return [
+        _item_key(item)
+        for item in body.get("input") or ()
+        if isinstance(item, dict)
+        and (item.get("type") == "function_call" or item.get("role") == "assistant")
+    ]
+
+
+def _codex_output(body: dict[str, Any], call_id: str) -> Any:
+    return next(
+        (
+            item.get("output")
+            for item in body.get("input") or ()
+            if isinstance(item, dict)
+            and item.get("type") == "function_call_output"
+            and item.get("call_id") == call_id
+        ),
+        None,
+    )
+
+
+def codex_ours(window: int) -> Sender:
+    """What the proxy sends Codex's Responses body as: governed for Responses."""
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        return govern_request(body, api="responses", context_window=window).body
+
+    return send
+
+
+def measure_codex(label: str, send: Sender, replay: Replay, window: int) -> Row:
+    """The session as Responses bodies through ``send``, billed by an automatic prefix
+    cache (the module docstring)."""
+    counter = exact_counter(CODEX_MODEL)
+    row = Row(label)
+    limit = window - MAX_TOKENS
+    previous: list[str] = []
+    for number, history in enumerate(replay.histories()):
+        if not number:
+            continue
+        body = responses_body(history, replay.tools)
+        start = time.perf_counter()
+        out = send(body)
+        row.times.append(time.perf_counter() - start)
+        keys = _items(out)
+        sizes = [counter.text_tokens(key) for key in keys]
+        pairs = enumerate(zip(keys, previous, strict=False))
+        shared = next((k for k, (a, b) in pairs if a != b), min(len(keys), len(previous)))
+        read = sum(sizes[:shared])
+        row.requests += 1
+        row.tokens += sum(sizes)
+        row.read += read if read >= MIN_CACHED else 0
+        row.breaks += bool(previous) and shared < len(previous)
+        previous = keys
+        report = govern_request(out, api="responses", context_window=window).report
+        row.over += report.tokens_before > limit
+        newest = _newest_result(history)
+        if newest is not None:
+            row.results += 1
+            row.newest += _codex_output(out, newest["tool_call_id"]) == newest["content"]
+        sent = set(_codex_assistants(out))
+        mine = _codex_assistants(body)
+        if mine:
+            row.kept.append(sum(a in sent for a in mine) / len(mine))
+    return row
+
+
 def run(steps: int, window: int, extra: Sequence[tuple[str, Sender]] = ()) -> list[Row]:
     replay = session(steps)
     configs: list[tuple[str, Sender]] = [
@@ -194,6 +308,13 @@ def run(steps: int, window: int, extra: Sequence[tuple[str, Sender]] = ()) -> li
     for label, send in configs:
         print(f"[bench] rhythm: {label}", file=sys.stderr, flush=True)
         rows.append(measure(label, send, replay, window))
+    codex: list[tuple[str, Sender]] = [
+        ("Codex: client alone (no governance)", client_alone),
+        ("Codex: context-governor (proxy, default)", codex_ours(window)),
+    ]
+    for label, send in codex:
+        print(f"[bench] rhythm: {label}", file=sys.stderr, flush=True)
+        rows.append(measure_codex(label, send, replay, window))
     return rows
 
 
@@ -207,6 +328,10 @@ def render(rows: Sequence[Row], steps: int, window: int) -> str:
         f"{READ_PRICE}x, writes {WRITE_PRICE}x, 20-block lookback). *Cost* = uncached + "
         f"{READ_PRICE} x read + {WRITE_PRICE} x written, millions of input tokens. "
         "`python -m bench.rhythm --out docs/benchmarks.md` reruns this section.",
+        "",
+        "Codex's rows: the same session as OpenAI Responses bodies (model gpt-5), billed by "
+        "an automatic prefix cache (the longest item prefix shared with the previous "
+        "request, at least 1,024 tokens, read at 0.1x; nothing written at a premium).",
         "",
         "| configuration | requests | cost (M) | written (M) | read (M) | prefix breaks "
         "| over the window | newest result verbatim | agent's messages kept | added p50 |",

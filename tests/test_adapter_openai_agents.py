@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import re
 import subprocess
 import sys
@@ -122,7 +123,8 @@ def _session(steps: int) -> list[Any]:
     items: list[Any] = [{"role": "user", "content": "Fix the bug"}]
     for i in range(steps):
         items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": "gAAA" + "z" * 40})
-        items.append({"type": "function_call", "id": PLACEHOLDER_ID, "call_id": f"c{i}", "name": "read_file", "arguments": "{}"})
+        path = json.dumps({"path": f"src/m{i}.py"})  # distinct reads: none makes another stale
+        items.append({"type": "function_call", "id": PLACEHOLDER_ID, "call_id": f"c{i}", "name": "read_file", "arguments": path})
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "y = 1 " * 200})
     items.append({"type": "x_future_item", "id": "xf_1", "payload": {"a": 1}})
     items.append({"type": "message", "id": PLACEHOLDER_ID, "role": "assistant", "content": [{"type": "output_text", "text": "Reading more.", "annotations": []}]})

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
 from ..policies import MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
+from ._exact import ExactRules, exact_rules
 from ._inserted import is_bridge
 from ._media_mask import has_media, masked_media, media_in
 from ._receipt import Ledger
-from ._shrink import ExactRules, exact_rules
 
 __all__ = [
     "Clearing",
@@ -295,6 +295,10 @@ class Replay:
         #: trial of new messages asks whether clearing them would save enough)
         self._placeholder, self._placeholder_of = placeholder_tokens, placeholder_of
         self._made_with = len(messages)
+        #: ``_read_key`` of the messages the replay was made with, by position
+        self._read_keys: dict[int, tuple[tuple[str, str], int] | None] = {}
+        #: _recent_results' running sum: (results it covers, the sum, (cleared, cut))
+        self._recent: tuple[int, int, tuple[int, int]] = (0, 0, (-1, -1))
         #: tokens the compactions at the final request took off it (see compacted_now)
         self.saved_now = 0
         #: which positions the note counts (None: all; see _cut_note)
@@ -363,7 +367,8 @@ class Replay:
         m, t, counted, head, tally = self.m, self.t, self.counted, self.plan.head, self.tally
         total, grown, calls = self.total, self.grown, self.calls
         for i in range(self.j, j):
-            role = m[i].get("role")
+            message = m[i]
+            role = message.get("role")
             total += t[i]
             tally.add(role, counted is None or counted[i])
             if i >= head:
@@ -377,7 +382,7 @@ class Replay:
                 if 0 <= k < len(self._saves) - 1:
                     del self._saves[k + 1 :]
                 self._user_k = -1
-                if has_media(m[i]):  # its media is masked as old results are cleared
+                if has_media(message):  # its media is masked as old results are cleared
                     self._user_k = len(self.results)
                     self.results.append(i)
                 self.last_user = i
@@ -388,7 +393,7 @@ class Replay:
                     self.owner_end = i
             elif role == "system" and i >= head:
                 self.systems.append(i)
-            elif role == "assistant" and not is_bridge(m[i]):
+            elif role == "assistant" and not is_bridge(message):
                 # a bridge the provider repairs put after tool results is not the newest
                 # model turn: taking it for one would let a second pass cut the turn
                 # before it, which this pass (without the bridge) kept whole
@@ -528,32 +533,53 @@ class Replay:
         newest results (kept whole otherwise) they are cleared too; older ones are cleared
         anyway, and the report says which were stale."""
         policy = self.policy
+        if self.counted is not None:
+            # a one-call-per-turn model's view (stages/_single_call.py): its parallel calls
+            # are split into turns, so a duplicate in one turn looks like a later repeat
+            return []
         rules = exact_rules(policy.exact_tools, policy.exact_commands, ())
-        seen: dict[tuple[str, str], int] = {}
+        #: per read, the newest result seen so far and the model turn that called it
+        seen: dict[tuple[str, str], tuple[int, int]] = {}
         out: list[tuple[int, int]] = []
         for k in range(len(self.results) - 1, start - 1, -1):
             i = self.results[k]
-            key = self._read_key(i, rules)
-            if key is None:
+            found = self._read_key(i, rules)
+            if found is None:
                 continue
+            key, turn = found
             newer = seen.get(key)
-            seen[key] = i
-            if newer is not None and i not in self.plan.cleared and self.clearable(i):
-                out.append((i, newer))
+            if newer is None or newer[1] > turn:  # a repeat in the same turn is no newer
+                seen[key] = (i, turn)
+            if newer is None or newer[1] <= turn:
+                continue
+            if i not in self.plan.cleared and self.clearable(i):
+                out.append((i, newer[0]))
         out.reverse()
         return out
 
-    def _read_key(self, i: int, rules: ExactRules) -> tuple[str, str] | None:
-        """(tool, arguments) of the call tool result ``i`` answers, when that call is an
-        exact read (``ExactRules``); None otherwise or when the call is not found near."""
+    def _read_key(self, i: int, rules: ExactRules) -> tuple[tuple[str, str], int] | None:
+        """((tool, arguments), the assistant message that made it) of the call tool result
+        ``i`` answers, when that call is an exact read (``ExactRules``); None otherwise or
+        when the call is not found near.
+        Worked out once per message the replay was made with (a first call on a long
+        history asks at every compaction)."""
+        if i >= self._made_with:
+            return self._find_read_key(i, rules)
+        if i not in self._read_keys:
+            self._read_keys[i] = self._find_read_key(i, rules)
+        return self._read_keys[i]
+
+    def _find_read_key(self, i: int, rules: ExactRules) -> tuple[tuple[str, str], int] | None:
         m = self.m
-        call_id = m[i].get("tool_call_id")
-        if m[i].get("role") != "tool" or not call_id:
+        result = m[i]
+        call_id = result.get("tool_call_id")
+        if result.get("role") != "tool" or not call_id:
             return None
         for a in range(i - 1, max(-1, i - SUPERSEDE_LOOKBACK), -1):
-            if m[a].get("role") != "assistant":
+            message = m[a]
+            if message.get("role") != "assistant":
                 continue
-            for call in m[a].get("tool_calls") or ():
+            for call in message.get("tool_calls") or ():
                 if not isinstance(call, dict) or call.get("id") != call_id:
                     continue
                 function = call.get("function")
@@ -561,7 +587,7 @@ class Replay:
                 name, arguments = function.get("name"), function.get("arguments")
                 if not isinstance(name, str) or not rules.exact(name, arguments, ""):
                     return None
-                return name, _canonical(arguments)
+                return (name, _canonical(arguments)), a
         return None
 
     def masked_total(self, keep: int | None = None) -> int:
@@ -853,9 +879,23 @@ class Replay:
         return self.grown / max(1, self.calls)
 
     def _recent_results(self) -> int:
-        """Tokens of the newest ``keep_recent`` tool results themselves, as sent now."""
+        """Tokens of the newest ``keep_recent`` tool results themselves, as sent now.
+        Kept as a running sum between compactions (a request over the trigger asks,
+        and under mask_first most are), made again after one."""
         keep = self.policy.keep_recent
-        return sum(self.cost(i) for i in self.results[-keep:]) if keep > 0 else 0
+        if keep <= 0:
+            return 0
+        results, plan = self.results, self.plan
+        version = (len(plan.cleared), plan.cut)
+        n, total, seen = self._recent
+        if seen != version or n > len(results):
+            n, total = len(results), sum(self.cost(i) for i in results[-keep:])
+        for k in range(n, len(results)):
+            total += self.cost(results[k])
+            if k >= keep:
+                total -= self.cost(results[k - keep])
+        self._recent = (len(results), total, version)
+        return total
 
     def _recent_span(self) -> int:
         """Tokens the request keeps if it keeps the turns of its newest ``keep_recent``
