@@ -76,6 +76,18 @@ def test_the_chart_is_drawn_with_the_compactions_marked(session: tuple[str, Fake
     assert int(value(html, "conv-compactions")) == len(compacted)
 
 
+def test_each_compaction_says_what_it_took_off_and_made_the_provider_re_read(session: tuple[str, FakeCache]) -> None:
+    root, _ = session
+    conversation = httpx.get(f"{root}/ui/api/conversations").json()[0]
+    rows = httpx.get(f"{root}/ui/api/conversations/{conversation['id']}").json()["rows"]
+    costly = [r for r in rows if r["removed"]]
+    assert costly
+    html = dom(f"{root}/ui/#c={conversation['id']}")
+    assert int(value(html, "conv-compaction-cost")) == conversation["compaction_rewritten"] > 0
+    for row in costly:
+        assert f"−{row['removed']:,} a request; {row['rewritten']:,} re-sent" in html
+
+
 def test_the_diff_shows_the_cleared_result_and_the_cut(session: tuple[str, FakeCache]) -> None:
     root, _ = session
     conversation = httpx.get(f"{root}/ui/api/conversations").json()[0]
