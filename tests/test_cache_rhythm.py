@@ -221,21 +221,22 @@ def _superseded_actions(history: list[dict[str, Any]], **policy: Any) -> list[st
     return [a.detail for a in result.report.actions if "is repeated at message" in a.detail]
 
 
-def test_a_read_made_again_clears_the_older_one_at_a_compaction() -> None:
+def test_a_read_made_again_is_cleared_with_its_reason() -> None:
+    """The stale read among the newest results is cleared at the compaction, and the
+    report names the newer call; an older result cleared anyway keeps the plain detail."""
     paths = [f"src/m{n}.py" for n in range(30)]
-    paths[26] = paths[22]  # m22 read again: both among the newest ten results
-    history = _read_session(paths)
-    details = _superseded_actions(history)
-    older = 2 + 2 * 22 + 1  # the result of the first read of m22
-    newer = 2 + 2 * 26 + 1
-    assert len(details) == 1 and details[0].startswith(
-        f"old tool result (6030 chars) cleared: the same call is repeated at message {newer} "
-    ), details
-    out = govern(history, context_window=40_000, max_output=1_000).messages
-    sent = {m.get("tool_call_id"): m["content"] for m in out if m.get("role") == "tool"}
-    assert sent["c26"] == history[newer]["content"]  # the newer read whole
-    assert sent["c22"] != history[older]["content"]  # the stale one cleared
-    assert _superseded_actions(history, supersede=False) == []
+    paths[29] = paths[27]
+    history = _read_session(paths, size=3_000)
+    result = govern(history, context_window=16_000, max_output=1_000,
+                    compaction=CompactionPolicy(keep_recent=4))  # fmt: skip
+    stale = [a for a in result.report.actions if "is repeated at message" in a.detail]
+    newer = 2 + 2 * 29 + 1
+    assert [a.tool_call_id for a in stale] == ["c27"]
+    assert stale[0].detail.startswith(
+        f"old tool result (3030 chars) cleared: the same call is repeated at message {newer} "
+    ), stale[0].detail
+    sent = {m.get("tool_call_id"): m["content"] for m in result.messages if m.get("role") == "tool"}
+    assert sent["c29"] == history[newer]["content"]  # the newer read whole
 
 
 def test_only_exact_reads_repeated_with_the_same_arguments_are_superseded() -> None:

@@ -141,6 +141,14 @@ class Plan:
 SUPERSEDE_LOOKBACK = 64
 
 
+def _may_read(name: str, arguments: Any, rules: ExactRules) -> bool:
+    """A cheap first look: the tool is an exact one by name, or its arguments may hold a
+    shell command (``ExactRules`` parses them only then)."""
+    if name.lower() in rules.tools:
+        return True
+    return not isinstance(arguments, str) or '"command"' in arguments or '"cmd"' in arguments
+
+
 def _canonical(arguments: Any) -> str:
     """A call's arguments as one string: JSON sorted and compact when they parse."""
     try:
@@ -528,10 +536,10 @@ class Replay:
 
     def _superseded(self, start: int) -> list[tuple[int, int]]:
         """(result, newer), oldest first, for the clearable results from position ``start``
-        of ``results`` on that a newer result repeats: the same exact read
-        (``CompactionPolicy.supersede``) made again with the same arguments. From the
-        newest results (kept whole otherwise) they are cleared too; older ones are cleared
-        anyway, and the report says which were stale."""
+        of ``results`` on (the newest, kept whole otherwise) that a newer result repeats:
+        the same exact read (``CompactionPolicy.supersede``) made again, with the same
+        arguments, in a later model turn. They are cleared with the older results, and
+        the report says why."""
         policy = self.policy
         if self.counted is not None:
             # a one-call-per-turn model's view (stages/_single_call.py): its parallel calls
@@ -585,7 +593,9 @@ class Replay:
                 function = call.get("function")
                 function = function if isinstance(function, dict) else {}
                 name, arguments = function.get("name"), function.get("arguments")
-                if not isinstance(name, str) or not rules.exact(name, arguments, ""):
+                if not isinstance(name, str) or not _may_read(name, arguments, rules):
+                    return None
+                if not rules.exact(name, arguments, ""):
                     return None
                 return (name, _canonical(arguments)), a
         return None
@@ -828,7 +838,7 @@ class Replay:
         if j >= len(self.m):
             self.saved_now += self.total - after
         again = self.compacted_now()  # a further compaction of this request: one of it
-        stale = dict(self._superseded(self.clear_ptr)) if self.policy.supersede else {}
+        stale = dict(self._superseded(len(self.results) - keep)) if self.policy.supersede else {}
         for i in chosen:
             self.plan.cleared[i] = j
             if i in stale:
