@@ -279,3 +279,25 @@ def test_a_stale_read_among_the_newest_results_is_cleared_with_them_kept() -> No
 
     assert whole() == ["c26", "c28", "c29"]
     assert whole(supersede=False) == ["c26", "c27", "c28", "c29"]
+
+
+@given(
+    keep=st.integers(0, 12),
+    window=st.sampled_from([8_000, 16_000, 40_000]),
+    reads=st.lists(st.sampled_from(["a.py", "b.py", "c.py"]), min_size=0, max_size=30),
+    prose=st.integers(0, 40),
+)
+@settings(max_examples=40, deadline=None)
+def test_compaction_never_falls_back(keep: int, window: int, reads: list[str], prose: int) -> None:
+    """Whatever the number of results against ``keep_recent`` (none at all: a chat), the
+    cache policy decides without failing: a failure would leave the request to the
+    pipeline's minimal repair, uncompacted and over its budget."""
+    history = _read_session(reads, size=2_000)
+    for n in range(prose):
+        history.append({"role": "user", "content": f"question {n} " + "why " * 300})
+        history.append({"role": "assistant", "content": f"answer {n} " + "because " * 300})
+    history.append({"role": "user", "content": "go on"})
+    result = govern(history, context_window=window, max_output=1_000,
+                    compaction=CompactionPolicy(keep_recent=keep))  # fmt: skip
+    assert not [a for a in result.report.actions if a.stage == "pipeline"], result.report
+    assert result.report.within_budget

@@ -660,14 +660,14 @@ class Governor:
 
     @staticmethod
     def _floors(policy: Compaction) -> bool:
-        """Whether ``policy`` has a verbatim floor at all (CompactionPolicy.floor)."""
-        return (
-            isinstance(policy, CompactionPolicy)
-            and policy.verbatim_floor
-            and not policy.mask_first
-            and policy.adaptive_target
-            and policy.dear_reads()
-        )
+        """Whether ``policy`` can hold a request over its trigger without compacting: a
+        verbatim floor (CompactionPolicy.floor), or, under mask_first, a clearing that
+        waits for what it is worth (CompactionPolicy.clear_room)."""
+        if not isinstance(policy, CompactionPolicy):
+            return False
+        if policy.mask_first:
+            return True
+        return policy.verbatim_floor and policy.adaptive_target and policy.dear_reads()
 
     def _floor_possible(self, state: _State) -> bool:
         """Whether the verbatim floor could hold a step over the trigger (the history's

@@ -527,7 +527,7 @@ class Replay:
                     total -= saving
             k += 1
         if self.policy.supersede:
-            for i, _ in self._superseded(max(eligible, 0)):
+            for i, _ in self._superseded(eligible):
                 saving = self.t[i] - self.ph(i)
                 if saving > 0:
                     chosen.append(i)
@@ -546,6 +546,7 @@ class Replay:
             # are split into turns, so a duplicate in one turn looks like a later repeat
             return []
         rules = exact_rules(policy.exact_tools, policy.exact_commands, ())
+        start = max(start, 0)  # fewer results than are kept whole: all of them
         #: per read, the newest result seen so far and the model turn that called it
         seen: dict[tuple[str, str], tuple[int, int]] = {}
         out: list[tuple[int, int]] = []
