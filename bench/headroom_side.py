@@ -82,6 +82,7 @@ from .rhythm import (
     _newest_result,
     _result_content,
     client_bodies,
+    effective_cost,
 )
 from .section import write_section
 from .sessions import Message, Replay
@@ -394,8 +395,7 @@ class SideRow:
 
     @property
     def cost(self) -> float:
-        uncached = self.tokens - self.read - self.written
-        return uncached + READ_PRICE * self.read + WRITE_PRICE * self.written
+        return effective_cost(self.tokens, self.read, self.written)
 
     @property
     def breaks(self) -> int:

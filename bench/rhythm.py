@@ -183,8 +183,13 @@ class Row:
 
     @property
     def cost(self) -> float:
-        uncached = self.tokens - self.read - self.written
-        return uncached + READ_PRICE * self.read + WRITE_PRICE * self.written
+        return effective_cost(self.tokens, self.read, self.written)
+
+
+def effective_cost(tokens: int, read: int, written: int) -> float:
+    """Input tokens as billed: uncached at 1x, read at ``READ_PRICE``, written at
+    ``WRITE_PRICE``."""
+    return tokens - read - written + READ_PRICE * read + WRITE_PRICE * written
 
 
 def measure(label: str, send: Sender, replay: Replay, window: int) -> Row:
