@@ -301,3 +301,18 @@ def test_compaction_never_falls_back(keep: int, window: int, reads: list[str], p
                     compaction=CompactionPolicy(keep_recent=keep))  # fmt: skip
     assert not [a for a in result.report.actions if a.stage == "pipeline"], result.report
     assert result.report.within_budget
+
+
+def test_huge_newest_results_do_not_cost_the_agent_its_turns() -> None:
+    """Results so big that five of them outgrow the budget (API responses, whole CI logs
+    at a small window): the newest two stay whole and every turn stays, where keeping
+    five whole cut the agent's own messages away."""
+    history = _read_session([f"src/m{n}.py" for n in range(20)], tool="fetch", size=6_000)
+    history.append({"role": "user", "content": "go on"})
+    result = govern(history, context_window=16_000, max_output=1_000)
+    sent = result.messages
+    assistants = [m for m in history if m["role"] == "assistant"]
+    assert all(m in sent for m in assistants)  # every turn of the agent kept
+    whole = [m["tool_call_id"] for m in sent if m.get("role") == "tool" and m in history]
+    assert whole == ["c18", "c19"]  # the newest two results whole, the rest masked
+    assert result.report.within_budget

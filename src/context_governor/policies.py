@@ -53,6 +53,8 @@ __all__ = [
     "DEFAULT_TRIGGER",
     "DEFAULT_TRIGGER_TOKENS",
     "FLOOR_RESULTS",
+    "MASK_HEAVY_SHARE",
+    "MASK_MIN_HEAVY",
     "MASK_MIN_RECENT",
     "MASK_ROOM_CALLS",
     "OFFLOAD_PLACEHOLDER",
@@ -151,6 +153,13 @@ CLEAR_CHUNK_SHARE = 0.1
 #: preference; the agent's trail is the product). SWE-agent keeps the last five
 #: observations.
 MASK_MIN_RECENT = 5
+#: Under ``mask_first``: where those ``MASK_MIN_RECENT`` newest results alone take more
+#: than this share of the budget (API responses of 5-40 KB, whole CI logs at 64k), the
+#: newest results kept whole go down to ``MASK_MIN_HEAVY`` before a turn is cut: five
+#: of them left room for a few turns only (0.15 of the agent's messages kept on a JSON
+#: agent at 64k; 0.86 with two, the newest result whole at every request either way).
+MASK_HEAVY_SHARE = 0.5
+MASK_MIN_HEAVY = 2
 
 #: Under ``verbatim_floor``: the least share of the newest results' turns the results
 #: themselves must take for the floor to apply (a chat's take about a tenth).

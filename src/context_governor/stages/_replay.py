@@ -22,7 +22,13 @@ from itertools import islice
 from typing import Any, Literal
 
 from ..messages import Message, merge_contents, text_parts
-from ..policies import MASK_MIN_RECENT, OFFLOAD_PLACEHOLDER, CompactionPolicy
+from ..policies import (
+    MASK_HEAVY_SHARE,
+    MASK_MIN_HEAVY,
+    MASK_MIN_RECENT,
+    OFFLOAD_PLACEHOLDER,
+    CompactionPolicy,
+)
 from ._exact import ExactRules, exact_rules
 from ._inserted import is_bridge
 from ._media_mask import has_media, masked_media, media_in
@@ -805,13 +811,23 @@ class Replay:
                 return None
             if not below:
                 limit = ceiling  # turns are cut: the goal is judged against the ceiling
-                keep = min(keep, MASK_MIN_RECENT)  # mask the newest results first
+                keep = self._kept_at_ceiling(keep)  # mask the newest results first
                 masked = self.masked_total(keep)
         goal = masked if below and masked > trigger - chunk else self._adapted(trigger, target)
         near = limit > trigger
         trail = max(0, masked - self._recent_results()) / max(1, self.calls)
         prose = near and self.results_grown * 2 < self.grown
         return policy.masked_goal(goal, limit, masked, trail, prose), keep
+
+    def _kept_at_ceiling(self, keep: int) -> int:
+        """How many of the newest results stay whole when turns must be cut at the
+        ceiling: ``MASK_MIN_RECENT``, or ``MASK_MIN_HEAVY`` where those take more than
+        ``MASK_HEAVY_SHARE`` of the budget (turns would go to keep a few huge results)."""
+        keep = min(keep, MASK_MIN_RECENT)
+        heavy = sum(self.cost(i) for i in self.results[-keep:]) if keep > 0 else 0
+        if heavy > MASK_HEAVY_SHARE * self.budget:
+            keep = min(keep, MASK_MIN_HEAVY)
+        return keep
 
     def _decide(
         self, forced: bool, goal: int, keep: int
