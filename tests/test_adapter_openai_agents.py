@@ -140,7 +140,9 @@ def test_nothing_to_do_returns_the_sdks_own_input() -> None:
 
 
 def test_kept_items_are_the_sdks_objects_and_the_input_is_not_mutated() -> None:
-    items = _session(12)
+    # 24 reads: enough that the window needs a cut even with old results masked (with
+    # 12, masking alone fits once the newest results kept whole go down to two)
+    items = _session(24)
     snapshot = copy.deepcopy(items)
     data = _data(items)
     gov = GovernInput(context_window=10_000)

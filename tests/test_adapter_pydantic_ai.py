@@ -155,7 +155,7 @@ def test_kept_messages_are_the_frameworks_objects() -> None:
     model response (never rebuilt here) and the newest tool return; only the first request,
     which carries the note on the cut, and the requests whose old tool returns were
     cleared are new."""
-    script = _Scripted(12)
+    script = _Scripted(24)  # enough reads that a cut is needed with old results masked
     seen: list[list[ModelMessage]] = []
 
     def spy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

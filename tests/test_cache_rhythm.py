@@ -224,19 +224,21 @@ def _superseded_actions(history: list[dict[str, Any]], **policy: Any) -> list[st
 def test_a_read_made_again_is_cleared_with_its_reason() -> None:
     """The stale read among the newest results is cleared at the compaction, and the
     report names the newer call; an older result cleared anyway keeps the plain detail."""
-    paths = [f"src/m{n}.py" for n in range(30)]
-    paths[29] = paths[27]
+    # 29 reads at 24k: the last request compacts below the ceiling (where the newest
+    # results kept whole are keep_recent's four, not the two kept at the ceiling)
+    paths = [f"src/m{n}.py" for n in range(29)]
+    paths[28] = paths[26]
     history = _read_session(paths, size=3_000)
-    result = govern(history, context_window=16_000, max_output=1_000,
+    result = govern(history, context_window=24_000, max_output=1_000,
                     compaction=CompactionPolicy(keep_recent=4))  # fmt: skip
     stale = [a for a in result.report.actions if "is repeated at message" in a.detail]
-    newer = 2 + 2 * 29 + 1
-    assert [a.tool_call_id for a in stale] == ["c27"]
+    newer = 2 + 2 * 28 + 1
+    assert [a.tool_call_id for a in stale] == ["c26"]
     assert stale[0].detail.startswith(
         f"old tool result (3030 chars) cleared: the same call is repeated at message {newer} "
     ), stale[0].detail
     sent = {m.get("tool_call_id"): m["content"] for m in result.messages if m.get("role") == "tool"}
-    assert sent["c29"] == history[newer]["content"]  # the newer read whole
+    assert sent["c28"] == history[newer]["content"]  # the newer read whole
 
 
 def test_only_exact_reads_repeated_with_the_same_arguments_are_superseded() -> None:
@@ -265,20 +267,20 @@ def test_every_superseded_result_has_a_newer_identical_read(paths: list[str]) ->
 def test_a_stale_read_among_the_newest_results_is_cleared_with_them_kept() -> None:
     """The newest ``keep_recent`` results stay whole at a compaction, but one whose read
     is made again after it is stale: it is cleared, and the results around it are not."""
-    paths = [f"src/m{n}.py" for n in range(30)]
-    paths[29] = paths[27]
+    paths = [f"src/m{n}.py" for n in range(29)]  # as above: compacts below the ceiling
+    paths[28] = paths[26]
     history = _read_session(paths, size=3_000)
 
     def whole(**policy: Any) -> list[str]:
-        result = govern(history, context_window=16_000, max_output=1_000,
+        result = govern(history, context_window=24_000, max_output=1_000,
                         compaction=CompactionPolicy(keep_recent=4, **policy))  # fmt: skip
         sent = {
             m.get("tool_call_id"): m["content"] for m in result.messages if m.get("role") == "tool"
         }
         return [c for c, text in sent.items() if text == history[2 + 2 * int(c[1:]) + 1]["content"]]
 
-    assert whole() == ["c26", "c28", "c29"]
-    assert whole(supersede=False) == ["c26", "c27", "c28", "c29"]
+    assert whole() == ["c25", "c27", "c28"]
+    assert whole(supersede=False) == ["c25", "c26", "c27", "c28"]
 
 
 @given(

@@ -258,7 +258,7 @@ def test_each_compaction_s_cost_and_gain_reach_the_metrics_and_the_page(proxy: A
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("api", APIS)
 def test_metrics_and_the_page_equal_what_the_upstream_reported(proxy: Any, fake: FakeCache, api: str, stream: bool) -> None:
-    root = proxy(api)
+    root = proxy(api, context_window=6000)  # small enough that every API cuts turns
     run(root, api, 24, stream=stream)
     reported = list(fake.reported)
     totals = fake.totals()

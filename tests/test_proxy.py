@@ -441,7 +441,7 @@ def test_replicas_forward_byte_identical_bodies(start_proxy: StartProxy) -> None
     try:
         config = {"upstream": f"{recorder.served.url}/v1", "model_windows": {MODEL: 9000}}
         replica_a, replica_b = start_proxy(**config), start_proxy(**config)
-        history = _long_history(24)
+        history = _long_history(40)  # enough turns that a cut is needed with old results masked
         steps = [*range(8, len(history), 12), len(history)]
         for n in steps:  # a growing conversation, every request through A
             assert _post(replica_a, {"model": MODEL, "messages": history[:n], "max_tokens": 300}).status_code == 200
@@ -579,7 +579,7 @@ def test_the_proxy_governs_a_legacy_body_instead_of_refusing_it(
     the body is governed to the window in its own form (legacy.py), not refused."""
     window = 40_000  # the newest result (up to ~16k tokens) fits: no oversized turn
     url = start_proxy(model_windows={MODEL: window})
-    history = legacy_session(random.Random(9), 40)
+    history = legacy_session(random.Random(9), 80)  # a cut is needed with old results masked
     upstream.context_window = window
     upstream.push(Reply.text("Fixed."))
     body = {"model": MODEL, "messages": history, "functions": FUNCTIONS, "max_tokens": 500}
