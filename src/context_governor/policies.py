@@ -376,6 +376,11 @@ class CompactionPolicy:
     #: ``exact_commands``: the file read again, the same ``git diff``): what the agent
     #: sees of it is the newer result. Off: the newest results all stay whole.
     supersede: bool = True
+    #: Clear a long log or a JSON document with a large array to its digest instead of
+    #: the bare placeholder (stages/_digest.py): a log keeps its failure and error lines
+    #: and its tail, JSON the array's length, item keys and types, first and last item.
+    #: Exact text (``exact_tools``, numbered lines) is never digested. Off: placeholders.
+    digest: bool = False
     exact_tools: frozenset[str] = DEFAULT_EXACT_TOOLS
     exact_commands: tuple[str, ...] = DEFAULT_EXACT_COMMANDS
     exact_content: tuple[str, ...] = DEFAULT_EXACT_CONTENT
@@ -733,6 +738,8 @@ SETTINGS: dict[str, str] = {
     "mask_first": "true or false",
     "receipt": "true or false",
     "shrink": "true or false",
+    "supersede": "true or false",
+    "digest": "true or false",
     "exact_tools": "a list of tool names (replaces the default list)",
     "exact_commands": 'a list of shell programs, e.g. "git diff" (replaces the default list)',
     "exact_content": "a list of regular expressions for numbered lines (replaces the default list)",

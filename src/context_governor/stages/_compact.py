@@ -49,6 +49,7 @@ from ._replay import (
     CutNote,
     Plan,
     Replay,
+    call_of,
     content_chars,
     last_user_before,
     masks_media,
@@ -118,7 +119,7 @@ def plan_replay(
     def placeholder_tokens(i: int) -> int:
         count = placeholders.get(i)
         if count is None:
-            count = placeholders[i] = ctx.made_tokens(placeholder_for(messages[i], policy))
+            count = placeholders[i] = ctx.made_tokens(_placeholder(messages, i, policy))
         return count
 
     notes: dict[CutNote, int] = {}  # the replay weighs each note twice
@@ -145,8 +146,15 @@ def plan_replay(
         note_tokens,
         ctx.compact_final,
         counted,
-        lambda message: ctx.made_tokens(placeholder_for(message, policy)),
+        lambda m, i: ctx.made_tokens(_placeholder(m, i, policy)),
     )
+
+
+def _placeholder(messages: list[Message], i: int, policy: CompactionPolicy) -> Message:
+    """The cleared form of ``messages[i]`` as the replay counts it (its call looked up
+    only where digests need it: exact text is never digested)."""
+    call = call_of(messages, i) if policy.digest else (None, None)
+    return placeholder_for(messages[i], policy, call=call)
 
 
 def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
@@ -241,7 +249,7 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
         if v in plan.cleared and masks_media(message, policy):
             message = _masked(i, message, policy, ctx, at(plan.cleared[v]))
         elif v in plan.cleared:
-            replaced = _cleared(message, policy, ctx)
+            replaced = _cleared(message, policy, ctx, seen, v)
             cleared_calls.add(str(message.get("tool_call_id")))
             newer = plan.superseded.get(v)
             stale = "" if newer is None else f": the same call is repeated at message {at(newer)}"
@@ -440,14 +448,19 @@ def _masked(
     return masked
 
 
-def _cleared(message: Message, policy: CompactionPolicy, ctx: Context) -> Message:
+def _cleared(
+    message: Message, policy: CompactionPolicy, ctx: Context, seen: list[Message], v: int
+) -> Message:
+    """``message`` (``seen[v]``) cleared: its placeholder or digest, offloaded where set."""
+    call = call_of(seen, v) if policy.digest else (None, None)
     if policy.offload_dir is None:
-        return placeholder_for(message, policy)
+        return placeholder_for(message, policy, call=call)
     try:
-        return placeholder_for(message, policy, _offload(policy.offload_dir, message))
+        path = _offload(policy.offload_dir, message)
+        return placeholder_for(message, policy, path, call=call)
     except OSError as exc:
         ctx.notes.append(f"offload to {policy.offload_dir} failed ({exc}); output only cleared")
-        return placeholder_for(message, policy)
+        return placeholder_for(message, policy, call=call)
 
 
 def _clear_arguments(

@@ -29,6 +29,7 @@ from ..policies import (
     OFFLOAD_PLACEHOLDER,
     CompactionPolicy,
 )
+from ._digest import MIN_DIGEST_CHARS, digest_text
 from ._exact import ExactRules, exact_rules
 from ._inserted import is_bridge
 from ._media_mask import has_media, masked_media, media_in
@@ -40,6 +41,7 @@ __all__ = [
     "NoteHow",
     "Plan",
     "Replay",
+    "call_of",
     "content_chars",
     "last_user_before",
     "masks_media",
@@ -301,7 +303,7 @@ class Replay:
         note_tokens: Callable[[CutNote, Message | None], int] | None = None,
         force_final: bool = False,
         counted: list[bool] | None = None,
-        placeholder_of: Callable[[Message], int] | None = None,
+        placeholder_of: Callable[[list[Message], int], int] | None = None,
     ) -> None:
         self.m, self.t = messages, tokens
         #: placeholder tokens by position, for the messages the replay was made with;
@@ -369,7 +371,7 @@ class Replay:
     def ph(self, i: int) -> int:
         """Tokens of message ``i`` as a placeholder."""
         if i >= self._made_with and self._placeholder_of is not None:
-            return self._placeholder_of(self.m[i])
+            return self._placeholder_of(self.m, i)
         return int(self._placeholder(i))
 
     def cost(self, i: int) -> int:
@@ -1022,7 +1024,7 @@ def replay_history(
     note_tokens: Callable[[CutNote, Message | None], int] | None = None,
     force_final: bool = False,
     counted: list[bool] | None = None,
-    placeholder_of: Callable[[Message], int] | None = None,
+    placeholder_of: Callable[[list[Message], int], int] | None = None,
 ) -> Replay:
     """Replay the history's requests; the result stands at the last one (``.plan``)."""
     replay = Replay(
@@ -1058,16 +1060,77 @@ def masks_media(message: Message, policy: CompactionPolicy) -> bool:
     return message.get("role") == "user" or content_chars(message.get("content")) < policy.min_chars
 
 
-def placeholder_for(message: Message, policy: CompactionPolicy, path: str | None = None) -> Message:
+def call_of(messages: list[Message], i: int) -> tuple[Any, Any]:
+    """(name, arguments) of the call tool result ``i`` answers, found within
+    ``SUPERSEDE_LOOKBACK`` messages before it; (None, None) when not found."""
+    call_id = messages[i].get("tool_call_id")
+    if call_id is None:
+        return None, None
+    for a in range(i - 1, max(-1, i - SUPERSEDE_LOOKBACK), -1):
+        message = messages[a]
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and call.get("id") == call_id:
+                function = call.get("function")
+                function = function if isinstance(function, dict) else {}
+                return function.get("name"), function.get("arguments")
+    return None, None
+
+
+def placeholder_for(
+    message: Message,
+    policy: CompactionPolicy,
+    path: str | None = None,
+    digest: bool = True,
+    call: tuple[Any, Any] = (None, None),
+) -> Message:
     """The cleared form of a tool result: same role, id and name; content says what
-    was removed and how to get it back. A user message keeps its text, its media masked
+    was removed and how to get it back (under ``policy.digest``, and unless ``digest``
+    is false, a log's or a JSON array's digest where one is much smaller:
+    stages/_digest.py; ``call``, the call's name and arguments from ``call_of``, tells
+    exact text, never digested). A user message keeps its text, its media masked
     (stages/_media_mask.py)."""
     if masks_media(message, policy):
         return masked_media(message, None)[0]
     name = str(message.get("name") or "the tool")
+    if digest and policy.digest:
+        made = _digested(message, policy, name, path, call)
+        if made is not None:
+            return {**message, "content": made}
     template = OFFLOAD_PLACEHOLDER if path is not None else policy.placeholder
     fields = _Fields(name=name, chars=content_chars(message.get("content")), path=path or "")
     return {**message, "content": template.format_map(fields)}
+
+
+def _digested(
+    message: Message, policy: CompactionPolicy, name: str, path: str | None, call: tuple[Any, Any]
+) -> str | None:
+    """The digest of a tool result's text (None: media, exact text, or nothing worth it)."""
+    content = message.get("content")
+    if isinstance(content, list) and any(
+        not isinstance(p, dict) or p.get("type") not in ("text", "input_text", "output_text")
+        for p in content
+    ):
+        return None
+    text = content if isinstance(content, str) else "\n".join(t for t in _texts(content))
+    if len(text) < MIN_DIGEST_CHARS:
+        return None
+    rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
+    if rules.exact(name, call[1], text) or (call[0] is not None and rules.exact(call[0], None, "")):
+        return None
+    back = (
+        f"The full output is in the file {path}; read it with read_file if you need it."
+        if path is not None
+        else f"Call {name} again if you need all of it."
+    )
+    return digest_text(text, name, back)
+
+
+def _texts(content: Any) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    return [str(p.get("text", "")) for p in content if isinstance(p, dict)]
 
 
 def note_text(note: CutNote, policy: CompactionPolicy) -> str:
