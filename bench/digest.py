@@ -36,6 +36,9 @@ from .shapes_extra import EXTRA_SHAPES
 
 HEADING = "## Digests of cleared logs and JSON"
 WINDOWS = (128_000, 64_000)
+STEPS = 160
+#: the shapes measured: logs and JSON, then the coding, big-reads and research controls
+SHAPES_MEASURED: tuple[Shape, ...] = (*EXTRA_SHAPES, *SHAPES[:3])
 _FAILURE = re.compile(r"FAILED|Error:")
 
 
@@ -170,10 +173,9 @@ def render(rows: Sequence[Row], steps: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     def build(args: argparse.Namespace) -> str:
-        shapes = (*EXTRA_SHAPES, *SHAPES[:3])
-        return render(run(args.steps, shapes), args.steps)
+        return render(run(args.steps, SHAPES_MEASURED), args.steps)
 
-    return section_main(__doc__, argv, {"steps": 160}, build)
+    return section_main(__doc__, argv, {"steps": STEPS}, build)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from . import (
     anthropic_cache,
     claude_estimate,
     counters,
+    digest,
     first_call,
     messages_request,
     proxy_cost,
@@ -765,6 +766,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections.append(
         rhythm.render(rhythm.run(rhythm.STEPS, rhythm.WINDOW), rhythm.STEPS, rhythm.WINDOW)
     )
+    progress("digests of cleared logs and JSON: what the agent still sees, and the price")
+    digest_steps = 24 if args.quick else digest.STEPS
+    sections.append(digest.render(digest.run(digest_steps, digest.SHAPES_MEASURED), digest_steps))
     progress("session shapes: the cache policy's targets per shape and provider pricing")
     sections.append(shapes.render(shapes.run(steps)))
     progress("real sessions: counts against the providers' usage; a screenshot's cost and time")

@@ -221,3 +221,24 @@ def test_digests_cost_some_room_and_keep_what_the_placeholder_loses() -> None:
 def test_the_config_file_turns_digests_on() -> None:
     policy = policy_from_settings("cache", {"digest": True, "supersede": False})
     assert isinstance(policy, CompactionPolicy) and policy.digest and not policy.supersede
+
+
+def test_a_governor_step_by_step_sends_what_govern_sends() -> None:
+    """Digests are made where the placeholder would go, from the output and its call: a
+    Governor appending one step at a time (its replay extended, not made again) sends
+    the same request as govern() on the whole history at every step."""
+    from context_governor import Governor
+
+    history = _ci_session(30)
+    policy = CompactionPolicy(digest=True)
+    gov = Governor(model="gpt-4o", context_window=24_000, max_output=1_000, compaction=policy)
+    digested = 0
+    for end in range(4, len(history) + 1, 2):
+        step = gov.govern(history[:end])
+        whole = govern(history[:end], model="gpt-4o", context_window=24_000, max_output=1_000,
+                       compaction=policy)  # fmt: skip
+        assert step.messages == whole.messages, end
+        digested = max(
+            digested, sum("was shortened" in str(m.get("content")) for m in step.messages)
+        )
+    assert digested > 0
