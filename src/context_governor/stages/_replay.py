@@ -792,7 +792,7 @@ class Replay:
         first edit, so it comes rarely and clears much. Past the ceiling turns are cut
         (the newest results masked first)."""
         policy, budget = self.policy, self.budget
-        keep, limit = policy.keep_recent, trigger
+        keep, limit, cut_room = policy.keep_recent, trigger, 0
         masked = self.masked_total()
         chunk = policy.clear_chunk(trigger)
         ceiling = policy.cut_ceiling(budget)
@@ -815,11 +815,12 @@ class Replay:
                 limit = ceiling  # turns are cut: the goal is judged against the ceiling
                 keep = self._kept_at_ceiling(keep)  # mask the newest results first
                 masked = self.masked_total(keep)
+                cut_room = policy.cut_room(ceiling, self.grown / max(1, self.calls))
         goal = masked if below and masked > trigger - chunk else self._adapted(trigger, target)
         near = limit > trigger
         trail = max(0, masked - self._recent_results()) / max(1, self.calls)
         prose = near and self.results_grown * 2 < self.grown
-        return policy.masked_goal(goal, limit, masked, trail, prose), keep
+        return policy.masked_goal(goal, limit, masked, trail, prose, cut_room), keep
 
     def _kept_at_ceiling(self, keep: int) -> int:
         """How many of the newest results stay whole when turns must be cut at the
