@@ -318,3 +318,61 @@ def test_huge_newest_results_do_not_cost_the_agent_its_turns() -> None:
     whole = [m["tool_call_id"] for m in sent if m.get("role") == "tool" and m in history]
     assert whole == ["c18", "c19"]  # the newest two results whole, the rest masked
     assert result.report.within_budget
+
+
+@given(
+    limit=st.integers(4_000, 200_000),
+    growth=st.floats(1, 20_000),
+    which=st.sampled_from(range(len(PRICES))),
+)
+@settings(max_examples=200, deadline=None)
+def test_cut_room_is_the_optimum_under_its_cap(limit: int, growth: float, which: int) -> None:
+    """A cut at the ceiling leaves the room that makes re-sending the kept request at
+    each cut and reading the room between cuts cheapest, never more than the cap."""
+    from context_governor.policies import CUT_ROOM_SHARE
+
+    policy = CompactionPolicy(cache_price=PRICES[which])
+    room = policy.cut_room(limit, growth)
+    assert 0 <= room <= CUT_ROOM_SHARE * limit
+    assert policy.cut_room(limit, growth * 2) >= room  # faster growth: cut deeper
+    price = PRICES[which]
+    read = price.read if price is not None else 0.1
+    miss = price.miss if price is not None else 1.0
+    if 10 <= room < int(CUT_ROOM_SHARE * limit):  # the optimum, not the cap
+
+        def per_call(x: float) -> float:
+            return (miss - read) * limit * growth / x + read * x / 2
+
+        assert per_call(room) <= per_call(room * 0.8) and per_call(room) <= per_call(room * 1.25)
+
+
+def _chat(turns: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful assistant."}]
+    for n in range(turns):
+        history.append({"role": "user", "content": f"Question {n}: " + "tell me more " * 60})
+        history.append({"role": "assistant", "content": f"Answer {n}: " + "here is more " * 120})
+    return history
+
+
+def test_cuts_at_the_ceiling_come_rarely_and_leave_their_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long chat at a small window is cut at its ceiling; each cut now leaves the
+    priced room, so a Governor cuts far less often than with the old room of
+    a few calls, and every request still fits."""
+    from context_governor import policies
+
+    history = _chat(160)
+
+    def cuts(share: float) -> int:
+        monkeypatch.setattr(policies, "CUT_ROOM_SHARE", share)
+        gov = Governor(model="gpt-5", context_window=16_000, max_output=1_000)
+        made = 0
+        for end in range(3, len(history) + 1, 2):
+            result = gov.govern(history[:end])
+            assert result.report.within_budget
+            made += result.report.compaction_cost is not None
+        return made
+
+    priced, old = cuts(policies.CUT_ROOM_SHARE), cuts(0.0)
+    assert 2 * old >= 3 * priced > 0, (old, priced)  # at least 1.5x fewer (63 -> 33)
