@@ -346,33 +346,27 @@ def test_cut_room_is_the_optimum_under_its_cap(limit: int, growth: float, which:
         assert per_call(room) <= per_call(room * 0.8) and per_call(room) <= per_call(room * 1.25)
 
 
-def _chat(turns: int) -> list[dict[str, Any]]:
-    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful assistant."}]
-    for n in range(turns):
-        history.append({"role": "user", "content": f"Question {n}: " + "tell me more " * 60})
-        history.append({"role": "assistant", "content": f"Answer {n}: " + "here is more " * 120})
-    return history
-
-
 def test_cuts_at_the_ceiling_come_rarely_and_leave_their_room(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A long chat at a small window is cut at its ceiling; each cut now leaves the
-    priced room, so a Governor cuts far less often than with the old room of
-    a few calls, and every request still fits."""
+    """A long coding session whose masked trail outgrows a small window is cut at its
+    ceiling; each cut now leaves the priced room, so a Governor cuts far less often than
+    with the old room of a few calls of the masked trail, and every request still fits."""
     from context_governor import policies
 
-    history = _chat(160)
+    history = _read_session([f"src/m{n}.py" for n in range(240)], size=3_000)
+    for message in history[2::2]:  # the agent says what it does: a trail worth keeping
+        message["content"] = f"Reading {message['tool_calls'][0]['id']} next. " + "why " * 250
 
     def cuts(share: float) -> int:
         monkeypatch.setattr(policies, "CUT_ROOM_SHARE", share)
-        gov = Governor(model="gpt-5", context_window=16_000, max_output=1_000)
+        gov = Governor(model="gpt-5", context_window=64_000, max_output=1_000)
         made = 0
-        for end in range(3, len(history) + 1, 2):
+        for end in range(4, len(history) + 1, 2):
             result = gov.govern(history[:end])
             assert result.report.within_budget
             made += result.report.compaction_cost is not None
         return made
 
     priced, old = cuts(policies.CUT_ROOM_SHARE), cuts(0.0)
-    assert 2 * old >= 3 * priced > 0, (old, priced)  # at least 1.5x fewer (63 -> 33)
+    assert 2 * old >= 3 * priced > 0, (old, priced)  # 116 -> 58 when written

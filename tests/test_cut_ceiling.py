@@ -17,7 +17,7 @@ from typing import Any
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.policies import (
     CEILING_ROOM_CALLS,
-    CUT_ROOM_SHARE,
+    CUT_ROOM_PROSE_SHARE,
     DEFAULT_TRIGGER,
     DEFAULT_TRIGGER_TOKENS,
 )
@@ -76,8 +76,10 @@ def test_a_chat_keeps_about_what_a_sliding_window_at_the_budget_keeps() -> None:
             return govern(messages, context_window=10**7).report.tokens_before
 
         # a cut at the budget leaves the cache's room (CompactionPolicy.cut_room: at
-        # most CUT_ROOM_SHARE of the budget) or a few calls, whichever is more
-        window_keeps = _turns_a_window_keeps(history, int((1 - CUT_ROOM_SHARE) * budget), count)
+        # most CUT_ROOM_PROSE_SHARE of the budget for a chat) or a few calls, whichever is more
+        window_keeps = _turns_a_window_keeps(
+            history, int((1 - CUT_ROOM_PROSE_SHARE) * budget), count
+        )
         answers = [m for m in history[1:] if m["role"] == "assistant"]
         kept = sum(1 for m in answers if m in result.messages)
         # that room, plus the turn a window cuts whole

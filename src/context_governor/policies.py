@@ -43,6 +43,7 @@ __all__ = [
     "ADAPTIVE_BAND_CALLS",
     "CACHE",
     "CLEAR_CHUNK_SHARE",
+    "CUT_ROOM_PROSE_SHARE",
     "CUT_ROOM_SHARE",
     "DEFAULT_CUT_NOTE",
     "DEFAULT_EXACT_COMMANDS",
@@ -141,6 +142,11 @@ MASK_ROOM_CALLS = 10
 #: chat at 128k by half and of research by a quarter while the agent's messages kept
 #: moved by at most 0.02 on every bench shape; 0.25 saved more and kept up to 0.06 less.
 CUT_ROOM_SHARE = 0.1
+#: The same for a chat (``masked_goal``'s ``near``: tool results under half of what the
+#: history grew by): its trail is nearly all the agent's own prose, which the seed
+#: policy's sliding window keeps to the budget. 0.03 keeps as much of it as that window
+#: on bench's chat at 128k (0.969) at 0.39x its cost; 0.1 kept 0.96 at 0.31x.
+CUT_ROOM_PROSE_SHARE = 0.03
 #: Under ``mask_first``: the room a cut at the ceiling (``cut_ceiling``) leaves when
 #: clearing has nothing left to give (chat: prose turns, rare tools), in calls of the
 #: masked trail's growth. The seed policy's sliding window keeps the trail up to the
@@ -525,7 +531,8 @@ class CompactionPolicy:
         again at once): the
         request then keeps about as much of the trail as the sliding window, at a cut
         every few calls instead of every call. A cut leaves at least ``cut_room`` (see
-        ``cut_room``) whichever room applies. Never under ``goal``.
+        ``cut_room``; for a chat at most ``CUT_ROOM_PROSE_SHARE`` of the ceiling) whichever
+        room applies. Never under ``goal``.
         What the model still sees of its own work is the product: observation masking
         keeps the trail, cutting loses it."""
         if not self.mask_first:
@@ -535,6 +542,8 @@ class CompactionPolicy:
         room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
         if near:
             room = max(self.min_savings // 8, int(CEILING_ROOM_CALLS * trail_growth))
+        if near:
+            cut_room = min(cut_room, int(CUT_ROOM_PROSE_SHARE * trigger))
         return max(goal, trigger - max(room, cut_room))
 
     def cut_room(self, limit: int, growth: float) -> int:
