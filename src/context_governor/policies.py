@@ -43,6 +43,7 @@ __all__ = [
     "ADAPTIVE_BAND_CALLS",
     "CACHE",
     "CLEAR_CHUNK_SHARE",
+    "CUT_ROOM_CALLS",
     "CUT_ROOM_PROSE_SHARE",
     "CUT_ROOM_SHARE",
     "DEFAULT_CUT_NOTE",
@@ -142,6 +143,10 @@ MASK_ROOM_CALLS = 10
 #: chat at 128k by half and of research by a quarter while the agent's messages kept
 #: moved by at most 0.02 on every bench shape; 0.25 saved more and kept up to 0.06 less.
 CUT_ROOM_SHARE = 0.1
+#: ... and only where that room holds at least this many calls' growth: with CI logs
+#: of 30k tokens at 200k, a capped room of 20k cut a third of the agent's messages
+#: (kept 1.00 -> 0.63) for 0.4% of the cost.
+CUT_ROOM_CALLS = 2
 #: The same for a chat (``masked_goal``'s ``near``: tool results under half of what the
 #: history grew by): its trail is nearly all the agent's own prose, which the seed
 #: policy's sliding window keeps to the budget. 0.03 keeps as much of it as that window
@@ -559,14 +564,19 @@ class CompactionPolicy:
         the masked trail's: rooms of a few calls of the masked trail cut again every few
         calls (every 7 requests on a long coding history at 128k). Capped at
         ``CUT_ROOM_SHARE`` of ``limit``: what a deeper cut removes is the agent's own
-        trail. Measured in docs/compaction.md (*Cutting in the cache's rhythm*)."""
+        trail; and none where the room would not hold ``CUT_ROOM_CALLS`` calls' growth
+        (it would not put the next cut off). Measured in docs/compaction.md (*Cutting in
+        the cache's rhythm*)."""
         price = self.cache_price
         read = price.read if price is not None else REFERENCE_READ
         miss = price.miss if price is not None else 1.0
         if read <= 0 or limit <= 0 or growth <= 0:
             return 0
-        best = math.sqrt(2 * max(0.0, miss - read) / read * limit * growth)
-        return int(min(best, CUT_ROOM_SHARE * limit))
+        room = min(math.sqrt(2 * max(0.0, miss - read) / read * limit * growth),
+                   CUT_ROOM_SHARE * limit)  # fmt: skip
+        # a room under two calls' growth (whole CI logs, API responses at a small
+        # window) would put the next cut off by a call at most: it only costs the trail
+        return int(room) if room >= CUT_ROOM_CALLS * growth else 0
 
     def cut_ceiling(self, budget: int) -> int:
         """Under ``mask_first``: the request size past which turns are cut, when clearing
