@@ -282,8 +282,6 @@ def measure(
         if extra is not None:
             extra(r, history, result)
     return result
-
-
 def render_table(results: Sequence[FirstCall]) -> str:
     """One row per contender, two columns (time, vs json.dumps) per history size."""
     labels: list[str] = []

@@ -221,13 +221,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def send_all(
-    targets: Sequence[Target],
-    workload: str,
-    bodies: Sequence[bytes],
-    every: int = 0,
-    checkpoint: Callable[[int], None] | None = None,
-) -> None:
+def send_all(targets: Sequence[Target], workload: str, bodies: Sequence[bytes],
+             every: int = 0, checkpoint: Callable[[int], None] | None = None) -> None:
     """Each body to every target, one request at a time; the order of the targets turns
     by one from a body to the next. ``checkpoint(n)`` after every ``every`` bodies."""
     n = len(targets)
@@ -299,7 +294,9 @@ def latency(workload: str, direct: Target, proxies: Sequence[Target]) -> Latency
     """Each process's proxy-added times; each observing kind against off (the per-request
     mean of each kind's processes), and each kind's two processes against each other."""
     base = direct.times[workload]
-    added = {p.name: [t - d for t, d in zip(p.times[workload], base, strict=True)] for p in proxies}
+    added = {
+        p.name: [t - d for t, d in zip(p.times[workload], base, strict=True)] for p in proxies
+    }
     groups: dict[str, list[list[float]]] = {}
     for p in proxies:
         assert p.variant is not None

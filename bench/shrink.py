@@ -91,14 +91,10 @@ def _samples() -> dict[str, str]:
     """Tool outputs as agents get them: an npm install drawing its spinner, pytest in
     colour, a pretty-printed API response, ``ls -la`` with trailing blanks, a retry log."""
     spin = "|/-\\"
-    npm = (
-        "\x1b[?25l"
-        + "".join(
-            f"\r\x1b[K\x1b[36m{spin[k % 4]}\x1b[0m idealTree:lodash: \x1b[90mtiming {k}ms\x1b[0m"
-            for k in range(120)
-        )
-        + "\r\x1b[K\x1b[?25h\nadded 214 packages, and audited 215 packages in 3s\n"
-    )
+    npm = "\x1b[?25l" + "".join(
+        f"\r\x1b[K\x1b[36m{spin[k % 4]}\x1b[0m idealTree:lodash: \x1b[90mtiming {k}ms\x1b[0m"
+        for k in range(120)
+    ) + "\r\x1b[K\x1b[?25h\nadded 214 packages, and audited 215 packages in 3s\n"
     tests = "".join(
         f"tests/test_m{k}.py \x1b[32m.\x1b[0m\x1b[32m.\x1b[0m\x1b[31mF\x1b[0m"
         f"\x1b[32m   [{k * 10}%]\x1b[0m\n"
@@ -119,11 +115,9 @@ def _samples() -> dict[str, str]:
     log = "".join(
         ["connecting to db:5432\n", "WARN db:5432 refused, retrying in 1s\n" * 60, "connected\n"]
     )
-    pip = (
-        "Downloading torch-2.3.whl (780 MB)\n"
-        + "".join(f"\r   {'━' * (k // 2)}{' ' * (50 - k // 2)} {k}%" for k in range(101))
-        + "\nSuccessfully installed torch-2.3\n"
-    )
+    pip = "Downloading torch-2.3.whl (780 MB)\n" + "".join(
+        f"\r   {'━' * (k // 2)}{' ' * (50 - k // 2)} {k}%" for k in range(101)
+    ) + "\nSuccessfully installed torch-2.3\n"
     return {"npm install": npm, "pytest (colour)": pytest, "JSON API response": api,
             "ls -la": ls, "retry log": log, "pip download": pip}  # fmt: skip
 

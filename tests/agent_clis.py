@@ -60,9 +60,7 @@ def binary(name: str) -> Path:
     manifest = CACHE / "node_modules" / package / "package.json"
     installed = json.loads(manifest.read_text()).get("version")
     if installed != version:
-        raise RuntimeError(
-            f"{package} {installed} is installed, the tests pin {version}: run `make agent-clis`"
-        )
+        raise RuntimeError(f"{package} {installed} is installed, the tests pin {version}: run `make agent-clis`")
     return path
 
 
@@ -165,9 +163,7 @@ class Cli:
     proxy_flags: tuple[str, ...] = ()
 
 
-def _claude(
-    home: Path, ws: Path, root: str, model: str, prompt: str
-) -> tuple[list[str], dict[str, str]]:
+def _claude(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
     argv = [str(binary("claude")), "-p", prompt, "--output-format", "json", "--model", model,
             "--allowedTools", "Read", "--max-turns", "40"]  # fmt: skip
     env = {
@@ -184,23 +180,17 @@ def _claude(
     return argv, env
 
 
-def _codex(
-    home: Path, ws: Path, root: str, model: str, prompt: str
-) -> tuple[list[str], dict[str, str]]:
+def _codex(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
     return _codex_with(home, root, model, prompt, builtin=False)
 
 
-def _codex_builtin(
-    home: Path, ws: Path, root: str, model: str, prompt: str
-) -> tuple[list[str], dict[str, str]]:
+def _codex_builtin(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
     """Codex with its built-in ``openai`` provider pointed at the proxy: it then compacts
     remotely (a ``compaction_trigger`` item) once the session passes 30,000 tokens."""
     return _codex_with(home, root, model, prompt, builtin=True)
 
 
-def _codex_with(
-    home: Path, root: str, model: str, prompt: str, *, builtin: bool
-) -> tuple[list[str], dict[str, str]]:
+def _codex_with(home: Path, root: str, model: str, prompt: str, *, builtin: bool) -> tuple[list[str], dict[str, str]]:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     provider = (
@@ -210,7 +200,9 @@ def _codex_with(
         else 'model_provider = "cg"\n'
     )
     (codex_home / "config.toml").write_text(
-        f'model = "{model}"\n' + provider + 'approval_policy = "never"\n'
+        f'model = "{model}"\n'
+        + provider +
+        'approval_policy = "never"\n'
         'sandbox_mode = "danger-full-access"\n'
         "check_for_update_on_startup = false\n"
         'web_search = "disabled"\n'
@@ -233,9 +225,7 @@ def _codex_with(
     return argv, env
 
 
-def _gemini(
-    home: Path, ws: Path, root: str, model: str, prompt: str
-) -> tuple[list[str], dict[str, str]]:
+def _gemini(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
     settings = {
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True,
                     "enableAutoUpdate": False, "enableAutoUpdateNotification": False},
@@ -250,9 +240,7 @@ def _gemini(
     return argv, {"GEMINI_API_KEY": TEST_KEY, "GOOGLE_GEMINI_BASE_URL": root}
 
 
-def _opencode(
-    home: Path, ws: Path, root: str, model: str, prompt: str
-) -> tuple[list[str], dict[str, str]]:
+def _opencode(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
     config = {
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
@@ -281,9 +269,7 @@ def _opencode(
 
 
 CLIS = {
-    "claude": Cli(
-        "claude", "anthropic", "/v1", _claude, "claude-opus-5-5", ("--profile", "anthropic")
-    ),
+    "claude": Cli("claude", "anthropic", "/v1", _claude, "claude-opus-5-5", ("--profile", "anthropic")),
     "codex": Cli("codex", "responses", "/v1", _codex, "gpt-7-codex"),
     "codex-openai-provider": Cli("codex", "responses", "/v1", _codex_builtin, "gpt-7-codex"),
     "gemini": Cli("gemini", "gemini", "/v1beta", _gemini, "gemini-3.5-flash"),

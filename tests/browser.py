@@ -44,9 +44,7 @@ def dom(url: str, budget_ms: int = 8000) -> str:
     return _run([f"--virtual-time-budget={budget_ms}", "--dump-dom", url]).stdout
 
 
-def screenshot(
-    url: str, out: Path, size: tuple[int, int] = (1400, 1000), budget_ms: int = 8000
-) -> Path:
+def screenshot(url: str, out: Path, size: tuple[int, int] = (1400, 1000), budget_ms: int = 8000) -> Path:
     _run([f"--virtual-time-budget={budget_ms}", f"--window-size={size[0]},{size[1]}",
           f"--screenshot={out}", url])  # fmt: skip
     assert out.exists() and out.stat().st_size > 10_000, "chromium wrote no screenshot"

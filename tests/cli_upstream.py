@@ -106,9 +106,7 @@ def make_workspace(root: Path) -> list[Path]:
         lines = [f"FILE f{n:02d} BEGIN"]
         i = 0
         while sum(len(line) + 1 for line in lines) < FILE_BYTES - 40:
-            lines.append(
-                f"def step_{n}_{i}(value): return value * {n * 31 + i} + {i % 13}  # f{n:02d}"
-            )
+            lines.append(f"def step_{n}_{i}(value): return value * {n * 31 + i} + {i % 13}  # f{n:02d}")
             i += 1
         lines.append(f"FILE f{n:02d} END")
         path = root / f"f{n:02d}.txt"
@@ -323,9 +321,7 @@ class CliUpstream(ThreadedServer):
                 if isinstance(item, dict) and item.get("type") == "reasoning":
                     sealed = item.get("encrypted_content")
                     if sealed is not None and self.encrypted.get(item.get("id", "")) != sealed:
-                        problems.append(
-                            f"reasoning item {item.get('id')!r}: encrypted_content altered"
-                        )
+                        problems.append(f"reasoning item {item.get('id')!r}: encrypted_content altered")
         elif api == "gemini":
             for content in body.get("contents") or []:
                 for part in content.get("parts") or [] if isinstance(content, dict) else []:
@@ -397,9 +393,7 @@ class CliUpstream(ThreadedServer):
         if what == "call":
             name, args = detail
             content.append({"type": "text", "text": f"Reading {Path(_path_arg(args)).name}."})
-            content.append(
-                {"type": "tool_use", "id": self._next("toolu_"), "name": name, "input": args}
-            )
+            content.append({"type": "tool_use", "id": self._next("toolu_"), "name": name, "input": args})
         else:
             content.append({"type": "text", "text": detail})
         message = {
@@ -422,18 +416,12 @@ class CliUpstream(ThreadedServer):
         refusal = self._refusal(seen, "responses")
         if refusal is not None:
             code = "context_length_exceeded" if not seen.problems else None
-            error = {
-                "message": refusal,
-                "type": "invalid_request_error",
-                "param": "input",
-                "code": code,
-            }
+            error = {"message": refusal, "type": "invalid_request_error", "param": "input", "code": code}
             return JSONResponse({"error": error}, status_code=400)
         texts = [
             _text_of(item.get("output"))
             for item in body.get("input") or []
-            if isinstance(item, dict)
-            and item.get("type") in ("function_call_output", "custom_tool_call_output")
+            if isinstance(item, dict) and item.get("type") in ("function_call_output", "custom_tool_call_output")
         ]
         what, detail = self.step("responses", body, texts)
         seen.answer = what
@@ -442,9 +430,7 @@ class CliUpstream(ThreadedServer):
             rid = self._next("rs_")
             item: dict[str, Any] = {"type": "reasoning", "id": rid, "summary": []}
             if "reasoning.encrypted_content" in (body.get("include") or []):
-                item["encrypted_content"] = (
-                    "gAAAA" + base64.b64encode(_signature(rid).encode()).decode()
-                )
+                item["encrypted_content"] = "gAAAA" + base64.b64encode(_signature(rid).encode()).decode()
                 self.encrypted[rid] = item["encrypted_content"]
             output.append(item)
         if what == "call":
@@ -479,12 +465,7 @@ class CliUpstream(ThreadedServer):
         refusal = self._refusal(seen, "openai")
         if refusal is not None:
             code = "context_length_exceeded" if not seen.problems else None
-            error = {
-                "message": refusal,
-                "type": "invalid_request_error",
-                "param": "messages",
-                "code": code,
-            }
+            error = {"message": refusal, "type": "invalid_request_error", "param": "messages", "code": code}
             return JSONResponse({"error": error}, status_code=400)
         texts = [
             _text_of(message.get("content"))
@@ -509,9 +490,7 @@ class CliUpstream(ThreadedServer):
         if not body.get("stream"):
             message = {k: v for k, v in delta.items() if k != "tool_calls"}
             if "tool_calls" in delta:
-                message["tool_calls"] = [
-                    {k: v for k, v in c.items() if k != "index"} for c in delta["tool_calls"]
-                ]
+                message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in delta["tool_calls"]]
             choice = {"index": 0, "message": message, "finish_reason": finish}
             return JSONResponse({"id": cid, "object": "chat.completion", "created": created,
                                  "model": model, "choices": [choice], "usage": usage})  # fmt: skip
@@ -527,9 +506,7 @@ class CliUpstream(ThreadedServer):
             head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
             frames.append(chunk({"tool_calls": [head]}))
             for piece in pieces(call["function"]["arguments"], 16):
-                frames.append(
-                    chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
-                )
+                frames.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
         else:
             frames += [chunk({"content": piece}) for piece in pieces(detail, 8)]
         frames.append(chunk({}, finish))
@@ -604,13 +581,7 @@ class CliUpstream(ThreadedServer):
 def _last_user_text(api: str, body: dict[str, Any]) -> str:
     """The text the request's last user turn says (its tool results left out): where a
     CLI asks for a summary of the session (Claude Code adds it after the tool results)."""
-    turns = (
-        body.get("input")
-        if api == "responses"
-        else body.get("contents")
-        if api == "gemini"
-        else body.get("messages")
-    )
+    turns = body.get("input") if api == "responses" else body.get("contents") if api == "gemini" else body.get("messages")
     if isinstance(turns, str):
         return turns
     for turn in reversed(turns if isinstance(turns, list) else []):
@@ -670,12 +641,7 @@ def _tools(api: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
             found.append((function.get("name", ""), function.get("parameters")))
         else:
             for decl in tool.get("functionDeclarations") or tool.get("function_declarations") or []:
-                found.append(
-                    (
-                        decl.get("name", ""),
-                        decl.get("parameters") or decl.get("parametersJsonSchema"),
-                    )
-                )
+                found.append((decl.get("name", ""), decl.get("parameters") or decl.get("parametersJsonSchema")))
     return found
 
 
@@ -732,6 +698,8 @@ def _stream(frames: list[bytes]) -> Response:
             yield frame
 
     return StreamingResponse(body(), media_type="text/event-stream")
+
+
 
 
 # ---------------------------------------------------------------------- screenshots
@@ -841,11 +809,7 @@ def claude_image_tokens(width: int, height: int, model: str | None) -> int:
 def image_data(block: dict[str, Any]) -> str | None:
     """The base64 payload of an Anthropic image block (None: a URL or a file id)."""
     source = block.get("source")
-    if (
-        isinstance(source, dict)
-        and source.get("type") == "base64"
-        and isinstance(source.get("data"), str)
-    ):
+    if isinstance(source, dict) and source.get("type") == "base64" and isinstance(source.get("data"), str):
         return str(source["data"])
     return None
 
@@ -966,9 +930,7 @@ class ScreenshotUpstream(CliUpstream):
                 if data is not None:
                     self.first_sent.setdefault(n, data)
             first = self.first_sent.get(newest)
-        whole = newest == 0 or (
-            first is not None and any(image_data(b) == first for b in answered[newest])
-        )
+        whole = newest == 0 or (first is not None and any(image_data(b) == first for b in answered[newest]))
         return Shot(
             request=-1, newest=newest, newest_whole=whole, images=len(every),
             image_tokens=image_tokens, text_tokens=prompt_tokens - image_tokens,
@@ -981,10 +943,7 @@ class ScreenshotUpstream(CliUpstream):
         texts = _strings(body.get("messages"), [])  # images collected aside, not read as text
         done = max([done, *(int(n) for text in texts for n in _SCREENSHOT_SUMMARY.findall(text))])
         if _asks_for_summary(api, body):
-            return (
-                "summary",
-                f"Summary: screenshots seen so far: up to s{done:02d}. Task: {SCREENSHOT_PROMPT}",
-            )
+            return "summary", f"Summary: screenshots seen so far: up to s{done:02d}. Task: {SCREENSHOT_PROMPT}"
         tool = read_tool(api, body)
         if tool is None:
             return "side", "OK."

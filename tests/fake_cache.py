@@ -141,12 +141,7 @@ class FakeCache:
                    "stop_sequence": None, "usage": usage}  # fmt: skip
         if not body.get("stream"):
             return JSONResponse(message)
-        start = {
-            **message,
-            "content": [],
-            "stop_reason": None,
-            "usage": {**usage, "output_tokens": 1},
-        }
+        start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
         events = [
             sse_data({"type": "message_start", "message": start}, "message_start"),
             sse_data({"type": "content_block_start", "index": 0,

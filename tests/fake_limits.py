@@ -67,9 +67,7 @@ def _vllm(count: int, limit: int, reserve: int) -> tuple[int, dict[str, Any]]:
 
 
 def _sglang(count: int, limit: int, reserve: int) -> tuple[int, dict[str, Any]]:
-    message = (
-        f"The input ({count} tokens) is longer than the model's context length ({limit} tokens)."
-    )
+    message = f"The input ({count} tokens) is longer than the model's context length ({limit} tokens)."
     return 400, {"object": "error", "message": message, "type": "BadRequestError",
                  "param": None, "code": 400}  # fmt: skip
 
@@ -166,16 +164,12 @@ class FakeLimits:
         ours = govern_request(body, api=api, model=model).report.tokens_before  # type: ignore[arg-type]
         return math.ceil(ours * self.factor)
 
-    def _judge(
-        self, body: dict[str, Any], api: str, model: str | None
-    ) -> tuple[int, Response | None]:
+    def _judge(self, body: dict[str, Any], api: str, model: str | None) -> tuple[int, Response | None]:
         count = self.count(body, api, model)
         if api == "gemini":
             reserve = int((body.get("generationConfig") or {}).get("maxOutputTokens") or 0)
         elif api == "openai":
-            reserve = int(
-                body.get("max_completion_tokens") or body.get("max_tokens") or self.max_output
-            )
+            reserve = int(body.get("max_completion_tokens") or body.get("max_tokens") or self.max_output)
         else:
             reserve = int(body.get(_RESERVE[api]) or 0)
         refused = count + reserve > self.limit
@@ -208,12 +202,7 @@ class FakeLimits:
                    "stop_sequence": None, "usage": usage}  # fmt: skip
         if not body.get("stream"):
             return JSONResponse(message)
-        start = {
-            **message,
-            "content": [],
-            "stop_reason": None,
-            "usage": {**usage, "output_tokens": 1},
-        }
+        start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
         events = [
             sse_data({"type": "message_start", "message": start}, "message_start"),
             sse_data({"type": "content_block_start", "index": 0,
@@ -240,12 +229,7 @@ class FakeLimits:
                              "finish_reason": "stop"}],
                 "usage": usage,
             })  # fmt: skip
-        chunk = {
-            "id": "c1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": body.get("model"),
-        }
+        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": body.get("model")}
         events = [
             sse_data({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"},
                                             "finish_reason": None}]}),

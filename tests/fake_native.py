@@ -205,10 +205,7 @@ class FakeNative(ThreadedServer):
             ]
             # The library's own count of what was sent (a window so large nothing is cut).
             counted = govern_request(
-                body,
-                api=api,
-                profile=self.profile[api],
-                context_window=1 << 40,  # type: ignore[arg-type]
+                body, api=api, profile=self.profile[api], context_window=1 << 40  # type: ignore[arg-type]
             ).report.tokens_before
         except ContextGovernorError as exc:
             return [f"unreadable body: {exc}"], 0
@@ -279,9 +276,7 @@ class FakeNative(ThreadedServer):
         if not body.get("stream"):
             return JSONResponse(message)
         events = _anthropic_events(message)
-        return ListeningStream(
-            _sse(events, reply, self.stream_ends), media_type="text/event-stream"
-        )
+        return ListeningStream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
 
     def _anthropic_usage(self, counted: int, content: list[dict[str, Any]]) -> dict[str, Any]:
         """The answer's ``usage``: the prompt's count, a fixed answer length."""
@@ -335,9 +330,7 @@ class FakeNative(ThreadedServer):
         if not body.get("stream"):
             return JSONResponse(response)
         events = _responses_events(response)
-        return ListeningStream(
-            _sse(events, reply, self.stream_ends), media_type="text/event-stream"
-        )
+        return ListeningStream(_sse(events, reply, self.stream_ends), media_type="text/event-stream")
 
     def _response_object(
         self, body: dict[str, Any], reply: NativeReply, counted: int
@@ -412,22 +405,13 @@ class FakeNative(ThreadedServer):
 
 def _anthropic_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The events the Messages API streams for ``message``, deltas in small pieces."""
-    start = {
-        **message,
-        "content": [],
-        "stop_reason": None,
-        "usage": {**message["usage"], "output_tokens": 1},
-    }
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": start})
-    ]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(message["content"]):
         kind = block["type"]
         if kind == "thinking":
             opening: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [
-                {"type": "thinking_delta", "thinking": p} for p in pieces(block["thinking"], 8)
-            ]
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(block["thinking"], 8)]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "text":
             opening = {"type": "text", "text": ""}
@@ -436,28 +420,11 @@ def _anthropic_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]
             opening = {**block, "input": {}}
             text = json.dumps(block["input"])
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces(text, 7)]
-        events.append(
-            (
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": opening},
-            )
-        )
-        events += [
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-            for d in deltas
-        ]
+        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
+        events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": delta,
-                "usage": {"output_tokens": message["usage"]["output_tokens"]},
-            },
-        )
-    )
+    events.append(("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -473,81 +440,30 @@ def _responses_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any
         kind = item["type"]
         if kind == "message":
             added = {**item, "status": "in_progress", "content": []}
-            events.append(
-                (
-                    "response.output_item.added",
-                    {"type": "response.output_item.added", "output_index": n, "item": added},
-                )
-            )
+            events.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": n, "item": added}))
             text = item["content"][0]["text"]
             where = {"item_id": item["id"], "output_index": n, "content_index": 0}
             empty = {"type": "output_text", "text": "", "annotations": []}
-            events.append(
-                (
-                    "response.content_part.added",
-                    {"type": "response.content_part.added", **where, "part": empty},
-                )
-            )
+            events.append(("response.content_part.added", {"type": "response.content_part.added", **where, "part": empty}))
             events += [
-                (
-                    "response.output_text.delta",
-                    {"type": "response.output_text.delta", **where, "delta": p, "logprobs": []},
-                )
+                ("response.output_text.delta", {"type": "response.output_text.delta", **where, "delta": p, "logprobs": []})
                 for p in pieces(text, 5)
             ]
-            events.append(
-                (
-                    "response.output_text.done",
-                    {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
-                )
-            )
-            events.append(
-                (
-                    "response.content_part.done",
-                    {"type": "response.content_part.done", **where, "part": item["content"][0]},
-                )
-            )
+            events.append(("response.output_text.done", {"type": "response.output_text.done", **where, "text": text, "logprobs": []}))
+            events.append(("response.content_part.done", {"type": "response.content_part.done", **where, "part": item["content"][0]}))
         elif kind == "function_call":
             added = {**item, "status": "in_progress", "arguments": ""}
-            events.append(
-                (
-                    "response.output_item.added",
-                    {"type": "response.output_item.added", "output_index": n, "item": added},
-                )
-            )
+            events.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": n, "item": added}))
             where = {"item_id": item["id"], "output_index": n}
             events += [
-                (
-                    "response.function_call_arguments.delta",
-                    {"type": "response.function_call_arguments.delta", **where, "delta": p},
-                )
+                ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", **where, "delta": p})
                 for p in pieces(item["arguments"], 7)
             ]
-            events.append(
-                (
-                    "response.function_call_arguments.done",
-                    {
-                        "type": "response.function_call_arguments.done",
-                        **where,
-                        "arguments": item["arguments"],
-                        "name": item["name"],
-                    },
-                )
-            )
+            events.append(("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", **where, "arguments": item["arguments"], "name": item["name"]}))
         else:
             added = {**item, "summary": []}
-            events.append(
-                (
-                    "response.output_item.added",
-                    {"type": "response.output_item.added", "output_index": n, "item": added},
-                )
-            )
-        events.append(
-            (
-                "response.output_item.done",
-                {"type": "response.output_item.done", "output_index": n, "item": item},
-            )
-        )
+            events.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": n, "item": added}))
+        events.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": n, "item": item}))
     events.append(("response.completed", {"type": "response.completed", "response": response}))
     for seq, (_, data) in enumerate(events):
         data["sequence_number"] = seq

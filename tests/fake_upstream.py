@@ -61,9 +61,7 @@ class Reply:
         return cls("chat", content=content, finish_reason=finish_reason, delay=delay)
 
     @classmethod
-    def calls(
-        cls, *calls: tuple[str, dict[str, Any]] | tuple[str, str], content: str | None = None
-    ) -> Reply:
+    def calls(cls, *calls: tuple[str, dict[str, Any]] | tuple[str, str], content: str | None = None) -> Reply:
         """Tool calls, each (name, arguments); ids are given by the server like OpenAI's."""
         built = []
         for name, args in calls:
@@ -163,9 +161,7 @@ class FakeUpstream(ThreadedServer):
         if problems:
             self.violations.extend(problems)
             message = "; ".join(problems)
-            return JSONResponse(
-                {"error": {"message": message, "type": "invalid_request_error"}}, status_code=400
-            )
+            return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=400)
         if not self.replies:
             self.violations.append(f"request {len(self.requests)} arrived with no reply scripted")
             return JSONResponse({"error": {"message": "no reply scripted"}}, status_code=500)
@@ -188,13 +184,9 @@ class FakeUpstream(ThreadedServer):
         usage["total_tokens"] = usage["prompt_tokens"] + 7
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            chunks = _stream_chunks(
-                completion_id, body["model"], reply, calls, usage if include_usage else None
-            )
+            chunks = _stream_chunks(completion_id, body["model"], reply, calls, usage if include_usage else None)
             frames = [sse_data(c) for c in chunks]
-            events = sse(
-                frames, reply.stall, reply.cut_after, self.stream_ends, b"data: [DONE]\n\n"
-            )
+            events = sse(frames, reply.stall, reply.cut_after, self.stream_ends, b"data: [DONE]\n\n")
             return ListeningStream(events, media_type="text/event-stream")
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
         if calls:
@@ -206,12 +198,7 @@ class FakeUpstream(ThreadedServer):
                 "created": int(time.time()),
                 "model": body["model"],
                 "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "logprobs": None,
-                        "finish_reason": reply.finish_reason,
-                    }
+                    {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
                 ],
                 "usage": usage,
             }
@@ -253,21 +240,10 @@ def _stream_chunks(
         }
         chunks.append(chunk({"tool_calls": [first]}))
         for piece in pieces(call["function"]["arguments"], 7):
-            chunks.append(
-                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            )
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     chunks.append(chunk({}, reply.finish_reason))
     if usage is not None:
-        chunks.append(
-            {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": model,
-                "choices": [],
-                "usage": usage,
-            }
-        )
+        chunks.append({"id": completion_id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [], "usage": usage})
     return chunks
 
 
@@ -301,14 +277,7 @@ class HangUp:
                         break
                     data += chunk
                 head, _, body = data.partition(b"\r\n\r\n")
-                length = next(
-                    (
-                        int(line.split(b":")[1])
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length:")
-                    ),
-                    0,
-                )
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
                 while len(body) < length:
                     chunk = conn.recv(65536)
                     if not chunk:

@@ -46,7 +46,5 @@ class ProxyStarter:
 
 def tool_result_text(step: int, size: int) -> str:
     """A file's worth of text for a tool result, different at every step."""
-    lines = [
-        f"def handler_{step}_{i}(v): return v * {step + i}  # {i % 7}" for i in range(size // 45)
-    ]
+    lines = [f"def handler_{step}_{i}(v): return v * {step + i}  # {i % 7}" for i in range(size // 45)]
     return "\n".join(lines)

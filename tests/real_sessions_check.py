@@ -471,7 +471,9 @@ def _count_responses(c: _Counter, body: dict[str, Any], model: str | None) -> in
     items = body.get("input")
     if isinstance(items, str):
         return total + PER_MESSAGE + c.text(items)
-    newest = max((i for i, it in enumerate(items or []) if it.get("role") == "user"), default=-1)
+    newest = max(
+        (i for i, it in enumerate(items or []) if it.get("role") == "user"), default=-1
+    )
     for i, item in enumerate(items or []):
         total += PER_MESSAGE
         kind = item.get("type", "message")

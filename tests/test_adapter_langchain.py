@@ -186,22 +186,15 @@ def _rich_history() -> list[BaseMessage]:
     return [
         SystemMessage("You are a coding agent.", id="sys"),
         HumanMessage(
-            [
-                {"type": "text", "text": "What is in this screenshot?"},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-            ],
+            [{"type": "text", "text": "What is in this screenshot?"},
+             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}],
             id="human-1",
         ),
         AIMessage(
             [
                 {"type": "thinking", "thinking": "I should read it.", "signature": "c2ln"},
                 {"type": "text", "text": "Reading it."},
-                {
-                    "type": "tool_use",
-                    "id": "toolu_1",
-                    "name": "read_file",
-                    "input": {"path": "a.py"},
-                },
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}},
             ],
             tool_calls=[_call("toolu_1", "a.py")],
             id="ai-1",
@@ -209,18 +202,9 @@ def _rich_history() -> list[BaseMessage]:
             response_metadata={"model_name": "claude", "stop_reason": "tool_use"},
             usage_metadata={"input_tokens": 5, "output_tokens": 6, "total_tokens": 11},
         ),
-        ToolMessage(
-            "x = 1\n" * 400,
-            tool_call_id="toolu_1",
-            id="tool-1",
-            artifact={"bytes": 2400},
-            status="success",
-        ),
+        ToolMessage("x = 1\n" * 400, tool_call_id="toolu_1", id="tool-1", artifact={"bytes": 2400}, status="success"),
         AIMessage(
-            [
-                {"type": "reasoning", "reasoning": "done", "id": "rs_1"},
-                {"type": "text", "text": "It sets x."},
-            ],
+            [{"type": "reasoning", "reasoning": "done", "id": "rs_1"}, {"type": "text", "text": "It sets x."}],
             id="ai-2",
             response_metadata={"model_name": "gpt"},
         ),
@@ -246,9 +230,7 @@ def test_reasoning_content_is_governed_with_its_message() -> None:
     history = _rich_history()
     ai = history[2]
     assert isinstance(ai, AIMessage)
-    history[2] = ai.model_copy(
-        update={"additional_kwargs": {"reasoning_content": "think", "custom": 1}}
-    )
+    history[2] = ai.model_copy(update={"additional_kwargs": {"reasoning_content": "think", "custom": 1}})
     dicts = to_openai(history)
     assert dicts[2]["reasoning_content"] == "think"
     assert from_openai(dicts)[2].additional_kwargs == {"reasoning_content": "think"}
@@ -259,18 +241,9 @@ def test_reasoning_content_is_governed_with_its_message() -> None:
     assert rewritten.additional_kwargs == {"custom": 1}
     assert rewritten.content == ai.content  # the tool_use block too: content was not rewritten
     assert (rewritten.id, rewritten.response_metadata, rewritten.usage_metadata) == (
-        ai.id,
-        ai.response_metadata,
-        ai.usage_metadata,
+        ai.id, ai.response_metadata, ai.usage_metadata,
     )
-    assert [o is h for o, h in zip(out, history, strict=True)] == [
-        True,
-        True,
-        False,
-        True,
-        True,
-        True,
-    ]
+    assert [o is h for o, h in zip(out, history, strict=True)] == [True, True, False, True, True, True]
     kept = governed(Governor(profile="deepseek", context_window=128_000)).invoke(history)
     assert kept[2] is history[2]
 
@@ -282,12 +255,7 @@ def test_rewritten_messages_keep_what_governance_did_not_rewrite() -> None:
     out = governed(gov, on_report=reports.append).invoke(history)
     (tool,) = [m for m in out if isinstance(m, ToolMessage)]
     assert tool is not history[3] and len(tool.content) < len(history[3].content)  # capped
-    assert (tool.id, tool.artifact, tool.status, tool.tool_call_id) == (
-        "tool-1",
-        {"bytes": 2400},
-        "success",
-        "toolu_1",
-    )
+    assert (tool.id, tool.artifact, tool.status, tool.tool_call_id) == ("tool-1", {"bytes": 2400}, "success", "toolu_1")
     assert [a.stage for a in reports[0].actions if a.index == 3]  # reported
     assert all(o is h for o, h in zip(out, history, strict=True) if not isinstance(o, ToolMessage))
 
@@ -298,14 +266,10 @@ def test_merged_user_turns_and_backfilled_results_are_new_or_traced() -> None:
         HumanMessage("b", id="h2"),
         AIMessage("", tool_calls=[_call("c1", "x.py")], id="ai", response_metadata={"k": 1}),
     ]
-    out = governed(Governor(context_window=200_000)).invoke(
-        [*history, HumanMessage("go on", id="h3")]
-    )
+    out = governed(Governor(context_window=200_000)).invoke([*history, HumanMessage("go on", id="h3")])
     assert out[0].content == "a\n\nb" and out[0].id == "h1"  # traced to the first of the run
     assert out[1] is history[2]
-    assert (
-        isinstance(out[2], ToolMessage) and out[2].tool_call_id == "c1" and out[2].id is None
-    )  # made
+    assert isinstance(out[2], ToolMessage) and out[2].tool_call_id == "c1" and out[2].id is None  # made
 
 
 def test_a_governor_step_still_returns_the_callers_objects() -> None:
@@ -314,20 +278,14 @@ def test_a_governor_step_still_returns_the_callers_objects() -> None:
     gov = Governor(profile="anthropic", context_window=200_000)
     history = _rich_history()
     governed(gov).invoke(history)
-    step = [
-        *copy.deepcopy(history),
-        AIMessage("You're welcome.", id="ai-3"),
-        HumanMessage("Bye.", id="h-3"),
-    ]
+    step = [*copy.deepcopy(history), AIMessage("You're welcome.", id="ai-3"), HumanMessage("Bye.", id="h-3")]
     out = governed(gov).invoke(step)
     assert all(o is h for o, h in zip(out, step, strict=True))
 
 
 @given(
     st.lists(
-        st.sampled_from(["human", "ai", "ai_call", "tool", "tool_orphan", "system"]),
-        min_size=1,
-        max_size=12,
+        st.sampled_from(["human", "ai", "ai_call", "tool", "tool_orphan", "system"]), min_size=1, max_size=12
     ),
     st.sampled_from(["openai", "anthropic", "gemini", "mistral"]),
     st.sampled_from([None, 400]),
@@ -346,26 +304,15 @@ def test_every_output_message_is_an_original_a_traced_rewrite_or_reported(
             history.append(AIMessage(f"answer {n}", id=f"m{n}", response_metadata={"n": n}))
         elif kind == "ai_call":
             open_calls.append(f"call_{n}")
-            history.append(
-                AIMessage(
-                    "",
-                    tool_calls=[_call(f"call_{n}", f"f{n}.py")],
-                    id=f"m{n}",
-                    response_metadata={"n": n},
-                )
-            )
+            history.append(AIMessage("", tool_calls=[_call(f"call_{n}", f"f{n}.py")], id=f"m{n}", response_metadata={"n": n}))
         elif kind == "tool":
             call_id = open_calls.pop() if open_calls else f"call_x{n}"
-            history.append(
-                ToolMessage(f"result {n} " * 80, tool_call_id=call_id, id=f"m{n}", artifact=n)
-            )
+            history.append(ToolMessage(f"result {n} " * 80, tool_call_id=call_id, id=f"m{n}", artifact=n))
         else:
             history.append(ToolMessage("stray", tool_call_id=f"orphan_{n}", id=f"m{n}"))
     snapshot = copy.deepcopy(history)
     reports: list[Report] = []
-    out = governed(
-        Governor(profile=profile, max_tool_result_chars=cap), on_report=reports.append
-    ).invoke(history)
+    out = governed(Governor(profile=profile, max_tool_result_chars=cap), on_report=reports.append).invoke(history)
     assert history == snapshot
     assert validate(to_openai(out), provider=profile) == []
     originals = {id(m) for m in history}
@@ -385,21 +332,10 @@ def test_steps_of_a_cut_conversation_return_the_callers_objects() -> None:
     """Over several steps of a conversation that is cut to fit, every message sent as the
     caller wrote it is the caller's own object, whichever path the Governor took."""
     gov = Governor(context_window=WINDOW)
-    history: list[BaseMessage] = [
-        SystemMessage("You are a coding agent.", id="sys"),
-        HumanMessage("Fix it.", id="h"),
-    ]
+    history: list[BaseMessage] = [SystemMessage("You are a coding agent.", id="sys"), HumanMessage("Fix it.", id="h")]
     for n in range(30):
-        history.append(
-            AIMessage(
-                f"Reading part {n}.", tool_calls=[_call(f"call_{n}", f"m{n}.py")], id=f"a-{n}"
-            )
-        )
-        history.append(
-            ToolMessage(
-                f"line {n}: " + "x = compute(y) " * 80, tool_call_id=f"call_{n}", id=f"t-{n}"
-            )
-        )
+        history.append(AIMessage(f"Reading part {n}.", tool_calls=[_call(f"call_{n}", f"m{n}.py")], id=f"a-{n}"))
+        history.append(ToolMessage(f"line {n}: " + "x = compute(y) " * 80, tool_call_id=f"call_{n}", id=f"t-{n}"))
         history.append(AIMessage(f"Part {n} is fine.", id=f"s-{n}"))
         history.append(HumanMessage(f"Next ({n}).", id=f"u-{n}"))
     for step in range(6):
@@ -409,11 +345,7 @@ def test_steps_of_a_cut_conversation_return_the_callers_objects() -> None:
             twins = [h for h in history if to_openai([h]) == to_openai([message])]
             assert not twins or any(message is t for t in twins), (step, message)
         assert sum(m is h for m in out for h in history) >= 3
-        history = [
-            *history,
-            AIMessage(f"Step {step} done.", id=f"a{step}"),
-            HumanMessage(f"Go on {step}.", id=f"h{step}"),
-        ]
+        history = [*history, AIMessage(f"Step {step} done.", id=f"a{step}"), HumanMessage(f"Go on {step}.", id=f"h{step}")]
 
 
 def test_the_way_back_finds_unchanged_messages_after_a_cut_and_never_traces_a_marker() -> None:
@@ -437,20 +369,12 @@ def test_the_way_back_finds_unchanged_messages_after_a_cut_and_never_traces_a_ma
 
     out, _ = govern_messages(cut, history)
     assert out[0] is history[0] and out[2] is history[3]
-    assert (
-        isinstance(out[1], HumanMessage)
-        and out[1].id is None
-        and out[1].content == marker["content"]
-    )
+    assert isinstance(out[1], HumanMessage) and out[1].id is None and out[1].content == marker["content"]
 
 
 @settings(max_examples=examples(full=60, fast=25), deadline=None)
-@given(
-    cases(quirks=True), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "deepseek"])
-)
-def test_the_langchain_path_sends_what_the_dict_path_sends(
-    case: dict[str, Any], profile: str
-) -> None:
+@given(cases(quirks=True), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "deepseek"]))
+def test_the_langchain_path_sends_what_the_dict_path_sends(case: dict[str, Any], profile: str) -> None:
     """Differential: governing LangChain messages sends, message for message, what governing
     their dicts sends (so the way back never hands over an original that governance
     changed), for random agent transcripts."""
@@ -458,11 +382,7 @@ def test_the_langchain_path_sends_what_the_dict_path_sends(
         history = from_openai(case["messages"])
     except (ValueError, TypeError, KeyError):
         return  # a shape LangChain itself cannot hold as messages: nothing to compare
-    settings_ = {
-        "profile": profile,
-        "context_window": case["context_window"],
-        "tools": case["tools"],
-    }
+    settings_ = {"profile": profile, "context_window": case["context_window"], "tools": case["tools"]}
     originals = copy.deepcopy(history)
     out, result = govern_messages(Governor(**settings_), history)
     expected = govern(to_openai(history), **settings_)

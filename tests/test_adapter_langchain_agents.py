@@ -49,9 +49,7 @@ STEPS = 8
 @tool
 def read_file(path: str) -> str:
     """Read a file of the project."""
-    return f"contents of {path}:\n" + "\n".join(
-        f"{path}:{n}: value_{n} = compute({n})" for n in range(60)
-    )
+    return f"contents of {path}:\n" + "\n".join(f"{path}:{n}: value_{n} = compute({n})" for n in range(60))
 
 
 class StrictChatModel(BaseChatModel):
@@ -69,11 +67,7 @@ class StrictChatModel(BaseChatModel):
         return "strict-fake"
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
-        return {
-            "ls_provider": self.provider,
-            "ls_model_name": self.model_name,
-            "ls_max_tokens": MAX_OUTPUT,
-        }
+        return {"ls_provider": self.provider, "ls_model_name": self.model_name, "ls_max_tokens": MAX_OUTPUT}
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self
@@ -93,9 +87,7 @@ class StrictChatModel(BaseChatModel):
             assert broken == [], [f"{v.rule}: {v.error}" for v in broken]
             prompt = exact_counter(self.model_name).prompt_tokens(dicts, None)
             # the budget: the window less the output reserve and the 1,024-token margin
-            assert prompt <= self.window - MAX_OUTPUT - 1024, (
-                f"{prompt} prompt tokens: over the budget"
-            )
+            assert prompt <= self.window - MAX_OUTPUT - 1024, f"{prompt} prompt tokens: over the budget"
         return ChatResult(generations=[ChatGeneration(message=self.script[len(self.received) - 1])])
 
 
@@ -104,34 +96,20 @@ def _script(provider: str) -> list[AIMessage]:
     out = []
     for step in range(STEPS):
         blocks: list[Any] = (
-            [
-                {
-                    "type": "thinking",
-                    "thinking": f"step {step}: read the next file",
-                    "signature": f"sig{step}",
-                }
-            ]
+            [{"type": "thinking", "thinking": f"step {step}: read the next file", "signature": f"sig{step}"}]
             if provider == "anthropic"
             else []
         )
         out.append(
             AIMessage(
                 [*blocks, {"type": "text", "text": f"Reading part {step}."}],
-                tool_calls=[
-                    {
-                        "name": "read_file",
-                        "args": {"path": f"src/m{step}.py"},
-                        "id": f"toolu_{step:02d}",
-                    }
-                ],
+                tool_calls=[{"name": "read_file", "args": {"path": f"src/m{step}.py"}, "id": f"toolu_{step:02d}"}],
                 id=f"ai-{step}",
                 response_metadata={"model_name": "scripted", "stop_reason": "tool_use"},
                 usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
             )
         )
-    out.append(
-        AIMessage("The bug is in m3.", id="ai-final", response_metadata={"stop_reason": "end_turn"})
-    )
+    out.append(AIMessage("The bug is in m3.", id="ai-final", response_metadata={"stop_reason": "end_turn"}))
     return out
 
 
@@ -170,10 +148,7 @@ def _run_create_agent(model: StrictChatModel, middleware: list[Any], thread: str
 
 
 def _check_session(
-    model: StrictChatModel,
-    reports: list[Report],
-    state: list[BaseMessage],
-    reference: list[BaseMessage],
+    model: StrictChatModel, reports: list[Report], state: list[BaseMessage], reference: list[BaseMessage]
 ) -> None:
     assert len(model.received) == STEPS + 1  # every call was accepted (the model checks)
     assert len(reports) == STEPS + 1
@@ -183,26 +158,20 @@ def _check_session(
     # The stored history is exactly what an ungoverned run stores.
     assert _shape(state) == _shape(reference)
     tool_results = [m for m in state if isinstance(m, ToolMessage)]
-    assert len(tool_results) == STEPS and all(
-        m.content == read_file.invoke({"path": f"src/m{i}.py"}) for i, m in enumerate(tool_results)
-    )
+    assert len(tool_results) == STEPS and all(m.content == read_file.invoke({"path": f"src/m{i}.py"}) for i, m in enumerate(tool_results))
     # The newest turn reaches the model as the agent stored it: the same objects.
     last_call = model.received[-1]
     assert last_call[-1] is state[-2] and last_call[-2] is state[-3]
 
 
 @pytest.mark.parametrize(("provider", "name"), PROVIDERS)
-def test_create_agent_middleware_governs_every_call_and_leaves_state_alone(
-    provider: str, name: str
-) -> None:
+def test_create_agent_middleware_governs_every_call_and_leaves_state_alone(provider: str, name: str) -> None:
     reports: list[Report] = []
     model = StrictChatModel(provider=provider, model_name=name, script=_script(provider))
     middleware = GovernorMiddleware(context_window=WINDOW, on_report=reports.append)
     out = _run_create_agent(model, [middleware], "t1")
 
-    reference_model = StrictChatModel(
-        provider=provider, model_name=name, script=_script(provider), check=False
-    )
+    reference_model = StrictChatModel(provider=provider, model_name=name, script=_script(provider), check=False)
     reference = _run_create_agent(reference_model, [], "t1")["messages"]
     _check_session(model, reports, out["messages"], reference)
     assert out["messages"][-1].content == "The bug is in m3."
@@ -221,16 +190,12 @@ def test_create_agent_middleware_governs_every_call_and_leaves_state_alone(
     whole = [m for m in sent_ai if m.content == by_id[m.id].content]
     assert whole and all(m.response_metadata == by_id[m.id].response_metadata for m in whole)
     if provider == "anthropic":
-        assert any(
-            b.get("type") == "thinking" for m in whole for b in m.content if isinstance(b, dict)
-        )
+        assert any(b.get("type") == "thinking" for m in whole for b in m.content if isinstance(b, dict))
 
 
 def test_create_agent_without_middleware_breaks_the_strict_model() -> None:
     """The check is real: the same session, ungoverned, is refused by the strict model."""
-    model = StrictChatModel(
-        provider="google_genai", model_name="gemini-2.5-flash", script=_script("gemini")
-    )
+    model = StrictChatModel(provider="google_genai", model_name="gemini-2.5-flash", script=_script("gemini"))
     with pytest.raises(AssertionError, match="GE-4"):
         _run_create_agent(model, [], "t1")
     model = StrictChatModel(script=_script("anthropic"))
@@ -244,12 +209,8 @@ def test_create_agent_async_and_one_governor_per_thread() -> None:
 
     async def run(thread: str) -> dict[str, Any]:
         model = StrictChatModel(script=_script("anthropic"))
-        agent = create_agent(
-            model, tools=[read_file], middleware=[middleware], checkpointer=InMemorySaver()
-        )
-        return await agent.ainvoke(
-            {"messages": _opening()}, config={"configurable": {"thread_id": thread}}
-        )
+        agent = create_agent(model, tools=[read_file], middleware=[middleware], checkpointer=InMemorySaver())
+        return await agent.ainvoke({"messages": _opening()}, config={"configurable": {"thread_id": thread}})
 
     first = asyncio.run(run("a"))
     second = asyncio.run(run("b"))
@@ -269,16 +230,12 @@ def test_langgraph_pre_model_hook_governs_llm_input_only(provider: str, name: st
     def run(model: StrictChatModel, hook: Any) -> dict[str, Any]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            agent = create_react_agent(
-                model, [read_file], pre_model_hook=hook, checkpointer=InMemorySaver()
-            )
+            agent = create_react_agent(model, [read_file], pre_model_hook=hook, checkpointer=InMemorySaver())
         history = [SystemMessage("You are a coding agent."), *_opening()]
         return agent.invoke({"messages": history}, config={"configurable": {"thread_id": "t1"}})
 
     out = run(model, hook)
-    reference_model = StrictChatModel(
-        provider=provider, model_name=name, script=_script(provider), check=False
-    )
+    reference_model = StrictChatModel(provider=provider, model_name=name, script=_script(provider), check=False)
     reference = run(reference_model, None)["messages"]
     _check_session(model, reports, out["messages"], reference)
     assert "llm_input_messages" not in out  # never part of what the graph returns
@@ -289,12 +246,7 @@ def test_target_of_reads_through_bound_models() -> None:
     model = StrictChatModel(provider="google_genai", model_name="gemini-2.5-flash")
     model.profile = {"max_input_tokens": 12_345}
     target = target_of(model)
-    assert (target.profile, target.model, target.context_window, target.max_output) == (
-        "gemini",
-        "gemini-2.5-flash",
-        12_345,
-        MAX_OUTPUT,
-    )
+    assert (target.profile, target.model, target.context_window, target.max_output) == ("gemini", "gemini-2.5-flash", 12_345, MAX_OUTPUT)
     assert target_of(model.bind(stop=["END"])) == target
     assert target_of(object()).profile == "openai"
 
@@ -328,19 +280,14 @@ def doc_examples(doc: str) -> dict[str, str]:
 
 
 def _run_example(name: str) -> str:
-    done = subprocess.run(
-        [sys.executable, name], cwd=EXAMPLES, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, name], cwd=EXAMPLES, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def test_langchain_docs_show_the_example_files_as_they_are() -> None:
     blocks = doc_examples("adapters-langchain.md")
-    assert set(blocks) == {
-        "examples/adapters/langchain_agent.py",
-        "examples/adapters/langgraph_agent.py",
-    }
+    assert set(blocks) == {"examples/adapters/langchain_agent.py", "examples/adapters/langgraph_agent.py"}
     for path, code in blocks.items():
         assert code == (ROOT / path).read_text(), path
 
@@ -348,9 +295,7 @@ def test_langchain_docs_show_the_example_files_as_they_are() -> None:
 def test_create_agent_example_prints_what_the_docs_show() -> None:
     out = _run_example("langchain_agent.py")
     text = (ROOT / "docs" / "adapters-langchain.md").read_text()
-    shown = re.search(
-        r"\$ cd examples/adapters && python langchain_agent.py\n(.*?)```", text, re.DOTALL
-    )
+    shown = re.search(r"\$ cd examples/adapters && python langchain_agent.py\n(.*?)```", text, re.DOTALL)
     assert shown is not None and out == shown.group(1)
 
 
@@ -359,10 +304,5 @@ def test_langgraph_example_runs() -> None:
     calls = [re.findall(r"[\d,]+", line) for line in out if line.startswith("model call:")]
     assert len(calls) == 7
     figures = [[int(n.replace(",", "")) for n in call] for call in calls]
-    assert any(after < before for before, after, _ in figures) and all(
-        after <= budget for _, after, budget in figures
-    )
-    assert out[-2:] == [
-        "stored history: 15 messages, none cut",
-        "answer: The bug is in m3: compute(3) is never called.",
-    ]
+    assert any(after < before for before, after, _ in figures) and all(after <= budget for _, after, budget in figures)
+    assert out[-2:] == ["stored history: 15 messages, none cut", "answer: The bug is in m3: compute(3) is never called."]

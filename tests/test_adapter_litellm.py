@@ -50,11 +50,7 @@ TOOLS = [
         "function": {
             "name": "read_file",
             "description": "Read a file of the project.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
         },
     }
 ]
@@ -96,11 +92,7 @@ def _over_window(body: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
     """The text of the prompt, counted, against the window (structure aside)."""
     text = "\n".join(s for f in fields for s in _strings(body.get(f)))
     tokens = _COUNTER.message_tokens({"role": "user", "content": text})
-    return (
-        [f"context_length_exceeded: {tokens} tokens > {WINDOW}"]
-        if tokens + MAX_OUTPUT > WINDOW
-        else []
-    )
+    return [f"context_length_exceeded: {tokens} tokens > {WINDOW}"] if tokens + MAX_OUTPUT > WINDOW else []
 
 
 def _gemini_problems(body: dict[str, Any]) -> list[str]:
@@ -121,9 +113,7 @@ def _gemini_problems(body: dict[str, Any]) -> list[str]:
         if responses:
             calls = sum("functionCall" in p for p in contents[i - 1].get("parts") or []) if i else 0
             if calls != responses:
-                problems.append(
-                    f"GE-3: {responses} function responses for {calls} calls at contents[{i}]"
-                )
+                problems.append(f"GE-3: {responses} function responses for {calls} calls at contents[{i}]")
     return problems + _over_window(body, ("contents", "system_instruction"))
 
 
@@ -144,9 +134,7 @@ class NativeUpstream:
         self._sock = _free_socket()
         self.base_url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     def start(self) -> NativeUpstream:
         self._thread.start()
@@ -176,14 +164,7 @@ class NativeUpstream:
         reply = self.replies["anthropic"].popleft()
         self._calls += 1
         if reply["kind"] == "call":
-            content = [
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_{self._calls:03d}",
-                    "name": "read_file",
-                    "input": reply["args"],
-                }
-            ]
+            content = [{"type": "tool_use", "id": f"toolu_{self._calls:03d}", "name": "read_file", "input": reply["args"]}]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": reply["text"]}], "end_turn"
@@ -209,25 +190,13 @@ class NativeUpstream:
             return self._refuse(problems)
         reply = self.replies["gemini"].popleft()
         if reply["kind"] == "call":
-            parts: list[dict[str, Any]] = [
-                {"functionCall": {"name": "read_file", "args": reply["args"]}}
-            ]
+            parts: list[dict[str, Any]] = [{"functionCall": {"name": "read_file", "args": reply["args"]}}]
         else:
             parts = [{"text": reply["text"]}]
         return JSONResponse(
             {
-                "candidates": [
-                    {
-                        "content": {"role": "model", "parts": parts},
-                        "finishReason": "STOP",
-                        "index": 0,
-                    }
-                ],
-                "usageMetadata": {
-                    "promptTokenCount": 10,
-                    "candidatesTokenCount": 5,
-                    "totalTokenCount": 15,
-                },
+                "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
             }
         )
 
@@ -250,9 +219,7 @@ def hook() -> Iterator[tuple[ContextGovernorHook, list[Report]]]:
 
 
 def _result(step: int) -> str:
-    return f"contents of src/m{step}.py:\n" + "\n".join(
-        f"m{step}:{n}: value_{n} = compute({n})" for n in range(45)
-    )
+    return f"contents of src/m{step}.py:\n" + "\n".join(f"m{step}:{n}: value_{n} = compute({n})" for n in range(45))
 
 
 def _opening() -> list[Any]:
@@ -267,20 +234,13 @@ def _opening() -> list[Any]:
 
 def _script(route: str, upstream: FakeUpstream, native: NativeUpstream) -> None:
     if route == "openai":
-        upstream.push(
-            *[Reply.calls(("read_file", {"path": f"src/m{s}.py"})) for s in range(STEPS)],
-            Reply.text("The bug is in m3."),
-        )
+        upstream.push(*[Reply.calls(("read_file", {"path": f"src/m{s}.py"})) for s in range(STEPS)], Reply.text("The bug is in m3."))
     else:
-        native.replies[route].extend(
-            [{"kind": "call", "args": {"path": f"src/m{s}.py"}} for s in range(STEPS)]
-        )
+        native.replies[route].extend([{"kind": "call", "args": {"path": f"src/m{s}.py"}} for s in range(STEPS)])
         native.replies[route].append({"kind": "text", "text": "The bug is in m3."})
 
 
-async def _session(
-    model: str, api_base: str, *, governed: bool = True
-) -> tuple[list[Any], str | None]:
+async def _session(model: str, api_base: str, *, governed: bool = True) -> tuple[list[Any], str | None]:
     """The agent loop: call, run the tool calls, append, until the model answers."""
     messages = _opening()
     for step in range(STEPS + 1):
@@ -312,10 +272,7 @@ def _api_base(route: str, upstream: FakeUpstream, native: NativeUpstream) -> str
 
 @pytest.mark.parametrize("route", ["openai", "anthropic", "gemini"])
 def test_acompletion_session_outgrows_the_window_and_every_request_is_accepted(
-    route: str,
-    upstream: FakeUpstream,
-    native: NativeUpstream,
-    hook: tuple[ContextGovernorHook, list[Report]],
+    route: str, upstream: FakeUpstream, native: NativeUpstream, hook: tuple[ContextGovernorHook, list[Report]]
 ) -> None:
     governor_hook, reports = hook
     upstream.context_window = WINDOW
@@ -336,9 +293,7 @@ def test_acompletion_session_outgrows_the_window_and_every_request_is_accepted(
     assert governor_hook.conversations.get("s1") is not None  # one Governor for the session
 
 
-def test_without_the_hook_the_session_is_refused(
-    upstream: FakeUpstream, native: NativeUpstream
-) -> None:
+def test_without_the_hook_the_session_is_refused(upstream: FakeUpstream, native: NativeUpstream) -> None:
     """The checks are real: the same session, ungoverned, outgrows the window and is refused."""
     native.violations.clear()
     _script("gemini", upstream, native)
@@ -358,34 +313,13 @@ def test_sync_completion_goes_through_govern_kwargs(
     upstream.push(Reply.text("done"), Reply.text("done"))
     history: list[dict[str, Any]] = [{"role": "user", "content": "Summarize."}]
     for step in range(STEPS):
-        history.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{step}",
-                        "type": "function",
-                        "function": {"name": "read_file", "arguments": "{}"},
-                    }
-                ],
-            }
-        )
+        history.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{step}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
         history.append({"role": "tool", "tool_call_id": f"c{step}", "content": _result(step)})
     history.append({"role": "user", "content": "Go on."})
-    call = {
-        "model": SMALL["openai"],
-        "messages": history,
-        "max_tokens": MAX_OUTPUT,
-        "api_base": upstream.base_url,
-        "api_key": "k",
-    }
+    call = {"model": SMALL["openai"], "messages": history, "max_tokens": MAX_OUTPUT, "api_base": upstream.base_url, "api_key": "k"}
     response = litellm.completion(**governor_hook.govern_kwargs(call))
     assert response.choices[0].message.content == "done"
-    assert (
-        len(reports) == 1
-        and reports[0].tokens_before > reports[0].budget >= reports[0].tokens_after
-    )
+    assert len(reports) == 1 and reports[0].tokens_before > reports[0].budget >= reports[0].tokens_after
     # What we found in LiteLLM's source: sync completion does not call the hook.
     with pytest.raises(litellm.BadRequestError):
         litellm.completion(**call)
@@ -398,11 +332,7 @@ def test_target_of_a_call() -> None:
     hook = ContextGovernorHook()
     settings = hook.settings_for({"model": "openai/gpt-4o", "max_tokens": 1000})
     assert settings is not None
-    assert (settings["profile"], settings["model"], settings["max_output"]) == (
-        "openai",
-        "gpt-4o",
-        1000,
-    )
+    assert (settings["profile"], settings["model"], settings["max_output"]) == ("openai", "gpt-4o", 1000)
     assert settings["context_window"] == litellm.get_model_info("gpt-4o")["max_input_tokens"]
     assert hook.settings_for({"model": "claude-sonnet-4-5"})["profile"] == "anthropic"  # type: ignore[index]
     assert profile_for("vertex_ai", "claude-sonnet-4-5") == "anthropic"
@@ -430,14 +360,7 @@ def test_proxy_hook_and_call_types() -> None:
     assert data["messages"] is broken and len(broken) == 2  # not modified
     alias = {"model": "my-team-alias", "messages": broken}  # routed later, by the deployment hook
     assert asyncio.run(hook.async_pre_call_hook(None, None, alias, "completion")) is None
-    assert (
-        asyncio.run(
-            hook.async_pre_call_deployment_hook(
-                {"model": "openai/gpt-4o", "input": ["x"]}, "aembedding"
-            )
-        )
-        is None
-    )
+    assert asyncio.run(hook.async_pre_call_deployment_hook({"model": "openai/gpt-4o", "input": ["x"]}, "aembedding")) is None
     assert len(reports) == 1
 
 
@@ -469,10 +392,7 @@ def test_docs_example_is_the_file_and_runs(
     blocks = dict(re.findall(r"<!-- example: (\S+) -->\n```python\n(.*?)```", text, re.DOTALL))
     assert blocks == {"examples/adapters/litellm_hook.py": example.read_text()}
     upstream.context_window = WINDOW
-    upstream.push(
-        *[Reply.calls(("read_file", {"path": f"src/m{s}.py"})) for s in range(STEPS)],
-        Reply.text("The bug is in m3."),
-    )
+    upstream.push(*[Reply.calls(("read_file", {"path": f"src/m{s}.py"})) for s in range(STEPS)], Reply.text("The bug is in m3."))
     monkeypatch.setenv("OPENAI_BASE_URL", upstream.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setattr(litellm, "callbacks", list(litellm.callbacks))  # the example sets its own
@@ -480,10 +400,7 @@ def test_docs_example_is_the_file_and_runs(
     lines = capsys.readouterr().out.splitlines()
     calls = [line for line in lines if line.startswith("openai: ")]
     assert len(calls) == STEPS + 1
-    assert lines[-2:] == [
-        f"history: {2 + 2 * STEPS} messages, none cut",
-        "answer: The bug is in m3.",
-    ]
+    assert lines[-2:] == [f"history: {2 + 2 * STEPS} messages, none cut", "answer: The bug is in m3."]
 
 
 ROUTES = {
@@ -497,9 +414,7 @@ ROUTES = {
 
 @settings(max_examples=examples(full=60, fast=25), deadline=None)
 @given(cases(quirks=True), st.sampled_from(sorted(ROUTES)))
-def test_governed_calls_are_valid_for_the_routed_provider_and_stable(
-    case: dict[str, Any], model: str
-) -> None:
+def test_governed_calls_are_valid_for_the_routed_provider_and_stable(case: dict[str, Any], model: str) -> None:
     """For random agent transcripts on each route: the governed messages pass the routed
     provider's rules (or the report names what could not be met), fit the budget (or the
     report says not), the call's own kwargs are untouched, and governing again changes nothing."""

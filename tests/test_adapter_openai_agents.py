@@ -111,9 +111,7 @@ def test_a_run_that_outgrows_the_window_sends_only_valid_requests_that_fit(
     assert all(c.get("id") == PLACEHOLDER_ID for c in calls)
 
 
-def _data(
-    items: list[Any], model: str | None = "gpt-4o", instructions: str | None = "Be brief."
-) -> CallModelData[Any]:
+def _data(items: list[Any], model: str | None = "gpt-4o", instructions: str | None = "Be brief.") -> CallModelData[Any]:
     agent: Agent[Any] = Agent(name="a", model=model, tools=[read_file])
     return CallModelData(
         model_data=ModelInputData(input=items, instructions=instructions), agent=agent, context=None
@@ -124,34 +122,12 @@ def _session(steps: int) -> list[Any]:
     """Responses items as the SDK keeps them: placeholder ids, reasoning, an unknown item."""
     items: list[Any] = [{"role": "user", "content": "Fix the bug"}]
     for i in range(steps):
-        items.append(
-            {
-                "type": "reasoning",
-                "id": f"rs_{i}",
-                "summary": [],
-                "encrypted_content": "gAAA" + "z" * 40,
-            }
-        )
+        items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": "gAAA" + "z" * 40})
         path = json.dumps({"path": f"src/m{i}.py"})  # distinct reads: none makes another stale
-        items.append(
-            {
-                "type": "function_call",
-                "id": PLACEHOLDER_ID,
-                "call_id": f"c{i}",
-                "name": "read_file",
-                "arguments": path,
-            }
-        )
+        items.append({"type": "function_call", "id": PLACEHOLDER_ID, "call_id": f"c{i}", "name": "read_file", "arguments": path})
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "y = 1 " * 200})
     items.append({"type": "x_future_item", "id": "xf_1", "payload": {"a": 1}})
-    items.append(
-        {
-            "type": "message",
-            "id": PLACEHOLDER_ID,
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "Reading more.", "annotations": []}],
-        }
-    )
+    items.append({"type": "message", "id": PLACEHOLDER_ID, "role": "assistant", "content": [{"type": "output_text", "text": "Reading more.", "annotations": []}]})
     items.append({"role": "user", "content": "Go on."})
     return items
 
@@ -183,15 +159,10 @@ def test_kept_items_are_the_sdks_objects_and_the_input_is_not_mutated() -> None:
             assert id(item) in originals
     assert out.input[-1] is items[-1] and out.input[0]["content"].startswith("Fix the bug")
     kept_calls = [i for i in out.input if i.get("type") == "function_call"]
-    assert kept_calls and all(
-        i.get("id") == PLACEHOLDER_ID and id(i) in originals for i in kept_calls
-    )
+    assert kept_calls and all(i.get("id") == PLACEHOLDER_ID and id(i) in originals for i in kept_calls)
     assert any(i.get("type") == "x_future_item" for i in out.input)  # unknown item kept
     assert gov.last is not None and gov.last.report.ok
-    body = {
-        "model": "gpt-4o",
-        "input": [{k: v for k, v in i.items() if v != PLACEHOLDER_ID} for i in out.input],
-    }
+    body = {"model": "gpt-4o", "input": [{k: v for k, v in i.items() if v != PLACEHOLDER_ID} for i in out.input]}
     assert validate_request(body, api="responses") == []
 
 
@@ -208,13 +179,7 @@ def test_repairs_reach_the_model_and_the_report() -> None:
     items: list[Any] = [
         {"role": "user", "content": "start"},
         {"type": "function_call_output", "call_id": "orphan", "output": "stale"},
-        {
-            "type": "function_call",
-            "id": PLACEHOLDER_ID,
-            "call_id": "lost",
-            "name": "read_file",
-            "arguments": "{}",
-        },
+        {"type": "function_call", "id": PLACEHOLDER_ID, "call_id": "lost", "name": "read_file", "arguments": "{}"},
         {"role": "user", "content": "next"},
     ]
     reports: list[Report] = []
@@ -223,18 +188,14 @@ def test_repairs_reach_the_model_and_the_report() -> None:
     assert ("function_call_output", "orphan") not in kinds
     assert kinds.index(("function_call", "lost")) < kinds.index(("function_call_output", "lost"))
     (report,) = reports
-    assert {("orphans", "drop"), ("backfill", "insert")} <= {
-        (a.stage, a.kind) for a in report.actions
-    }
+    assert {("orphans", "drop"), ("backfill", "insert")} <= {(a.stage, a.kind) for a in report.actions}
 
 
 def test_server_side_runs_keep_outputs_of_calls_the_server_holds() -> None:
     """A server-managed run sends only the new items: an output whose call is on the server
     is an orphan to the filter. Without server_side it is dropped (and the server would say
     the call has no output); with it, it is kept and the report says what was not governed."""
-    delta: list[Any] = [
-        {"type": "function_call_output", "call_id": "call_on_server", "output": "42"}
-    ]
+    delta: list[Any] = [{"type": "function_call_output", "call_id": "call_on_server", "output": "42"}]
     local = GovernInput(context_window=200_000)
     assert local(_data(delta)).input == []
     server = GovernInput(context_window=200_000, server_side=True)

@@ -76,14 +76,7 @@ def _chat(messages: list[ModelMessage], info: AgentInfo | None = None) -> list[d
 
 def _tools(info: AgentInfo) -> list[dict[str, Any]]:
     return [
-        {
-            "type": "function",
-            "function": {
-                "name": t.name,
-                "description": t.description or "",
-                "parameters": t.parameters_json_schema,
-            },
-        }
+        {"type": "function", "function": {"name": t.name, "description": t.description or "", "parameters": t.parameters_json_schema}}
         for t in info.function_tools
     ]
 
@@ -102,10 +95,7 @@ class _Scripted:
         assert validate(chats, provider="openai") == []
         extra = sum(
             self.counter.message_tokens({"role": "user", "content": edge.opaque_text(p)})
-            for m in messages
-            if isinstance(m, ModelResponse)
-            for p in m.parts
-            if isinstance(p, ThinkingPart)
+            for m in messages if isinstance(m, ModelResponse) for p in m.parts if isinstance(p, ThinkingPart)
         )
         prompt = self.counter.prompt_tokens(chats, _tools(info)) + extra
         assert prompt + DEFAULT_OUTPUT <= WINDOW, prompt
@@ -141,9 +131,7 @@ def test_function_model_run_outgrows_the_window_and_gets_valid_requests_that_fit
     script = _Scripted(steps)
     reports: list[Report] = []
     gov = GovernHistory(context_window=WINDOW, on_report=reports.append)
-    result = _agent(FunctionModel(script), gov).run_sync(
-        ["Fix the bug; see the screenshot.", IMAGE]
-    )
+    result = _agent(FunctionModel(script), gov).run_sync(["Fix the bug; see the screenshot.", IMAGE])
 
     assert result.output == "The bug is in m3."
     assert len(reports) == len(script.seen) == steps + 1
@@ -155,16 +143,11 @@ def test_function_model_run_outgrows_the_window_and_gets_valid_requests_that_fit
     # The run's own history is whole: every call, every return, the retry and the thinking.
     returns = [p for m in history for p in m.parts if isinstance(p, ToolReturnPart)]
     assert len(returns) == steps and any(p.outcome == "retried" for p in returns)
-    assert all(
-        "x = compute(y)" in p.model_response_str() for p in returns if p.outcome != "retried"
-    )
+    assert all("x = compute(y)" in p.model_response_str() for p in returns if p.outcome != "retried")
     thinking = [p for m in history for p in m.parts if isinstance(p, ThinkingPart)]
     assert len(thinking) == steps
     first = history[0]
-    assert isinstance(first, ModelRequest) and first.parts[0].content == [
-        "Fix the bug; see the screenshot.",
-        IMAGE,
-    ]
+    assert isinstance(first, ModelRequest) and first.parts[0].content == ["Fix the bug; see the screenshot.", IMAGE]
 
 
 def test_kept_messages_are_the_frameworks_objects() -> None:
@@ -179,9 +162,7 @@ def test_kept_messages_are_the_frameworks_objects() -> None:
         seen.append(list(messages))
         return script(messages, info)
 
-    result = _agent(FunctionModel(spy), GovernHistory(context_window=WINDOW)).run_sync(
-        "Fix the bug"
-    )
+    result = _agent(FunctionModel(spy), GovernHistory(context_window=WINDOW)).run_sync("Fix the bug")
     history = result.all_messages()
     own = {id(m) for m in history}
     # Request n (from 0) carries 2n + 1 messages of the history: fewer means it was cut.
@@ -210,9 +191,7 @@ def test_over_http_with_the_openai_chat_model(upstream: FakeUpstream, streamed: 
     for i in range(8):
         upstream.push(Reply.calls(("read_file", {"path": f"src/m{i}.py"})))
     upstream.push(Reply.text("The bug is in m3."))
-    model = OpenAIChatModel(
-        "gpt-4o-mini", provider=OpenAIProvider(base_url=upstream.base_url, api_key="test")
-    )
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=upstream.base_url, api_key="test"))
     reports: list[Report] = []
     agent = Agent(
         model,
@@ -265,6 +244,7 @@ def test_history_processors_sync_and_async(factory: Any) -> None:
     assert len(result.all_messages()) < 2 + 2 * 15
 
 
+
 @pytest.mark.parametrize("factory", [history_processor, async_history_processor])
 def test_processors_take_the_hook_settings_by_keyword_only(factory: Any) -> None:
     """Both processors pass every hook setting to their engine, refuse an unknown or a
@@ -290,68 +270,43 @@ def test_processors_take_the_hook_settings_by_keyword_only(factory: Any) -> None
     with pytest.raises(TypeError):
         factory("anthropic")
 
-
 def test_repairs_map_back_to_parts() -> None:
     """An orphan return is dropped, an unanswered call answered, and the rest untouched."""
-    answered = ModelResponse(
-        parts=[ThinkingPart("hmm"), ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1")]
-    )
-    lost = ModelResponse(
-        parts=[
-            TextPart("Reading b."),
-            ToolCallPart("read_file", {"path": "b"}, tool_call_id="lost"),
-        ]
-    )
+    answered = ModelResponse(parts=[ThinkingPart("hmm"), ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1")])
+    lost = ModelResponse(parts=[TextPart("Reading b."), ToolCallPart("read_file", {"path": "b"}, tool_call_id="lost")])
     history: list[ModelMessage] = [
         ModelRequest(parts=[SystemPromptPart("sys"), UserPromptPart("start")]),
         answered,
-        ModelRequest(
-            parts=[
-                ToolReturnPart("read_file", "A", tool_call_id="c1"),
-                ToolReturnPart("read_file", "stale", tool_call_id="orphan"),
-            ]
-        ),
+        ModelRequest(parts=[ToolReturnPart("read_file", "A", tool_call_id="c1"), ToolReturnPart("read_file", "stale", tool_call_id="orphan")]),
         lost,
         ModelRequest(parts=[UserPromptPart("next")]),
     ]
     snapshot = copy.deepcopy(history)
     reports: list[Report] = []
-    out = Governance(context_window=200_000, on_report=reports.append).govern(
-        history, Target(None, "openai", "gpt-4o")
-    )
+    out = Governance(context_window=200_000, on_report=reports.append).govern(history, Target(None, "openai", "gpt-4o"))
 
     assert history == snapshot
     assert out[0] is history[0] and out[1] is answered and out[3] is lost
-    returns = [
-        (p.tool_call_id, p.content) for m in out for p in m.parts if isinstance(p, ToolReturnPart)
-    ]
+    returns = [(p.tool_call_id, p.content) for m in out for p in m.parts if isinstance(p, ToolReturnPart)]
     assert ("orphan", "stale") not in returns and ("c1", "A") in returns
     assert any(call_id == "lost" for call_id, _ in returns)
     assert validate(_chat(out), provider="openai") == []
     (report,) = reports
-    assert {("orphans", "drop"), ("backfill", "insert")} <= {
-        (a.stage, a.kind) for a in report.actions
-    }
+    assert {("orphans", "drop"), ("backfill", "insert")} <= {(a.stage, a.kind) for a in report.actions}
 
 
 def test_merged_user_prompts_keep_their_items() -> None:
     """Two user prompts in a row are merged (the openai profile's alternation): every
     image, audio and cache point of both is still the framework's own object. (Before the
     items were found by ref, the first prompt's audio came back as its JSON text.)"""
-    img, audio, text = (
-        ImageUrl(url="https://e.com/a.png"),
-        AudioUrl(url="https://e.com/a.mp3"),
-        TextContent("note", metadata={"k": 1}),
-    )
+    img, audio, text = ImageUrl(url="https://e.com/a.png"), AudioUrl(url="https://e.com/a.mp3"), TextContent("note", metadata={"k": 1})
     wav, point = BinaryContent(b"RIFF", media_type="audio/wav"), CachePoint()
     history: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart(["look", img, audio, text])]),
         ModelRequest(parts=[UserPromptPart(["and", wav, point])]),
     ]
     for profile in ("openai", "anthropic", "mistral"):
-        out = Governance(context_window=50_000, profile=profile).govern(
-            history, Target(None, "openai", "gpt-4o")
-        )
+        out = Governance(context_window=50_000, profile=profile).govern(history, Target(None, "openai", "gpt-4o"))
         (message,) = out
         (part,) = message.parts
         assert isinstance(part, UserPromptPart) and isinstance(part.content, list)
@@ -366,15 +321,8 @@ def test_every_profile_judges_what_is_sent(profile: str) -> None:
     keys (Groq, GLM) must not be reported as getting it (it was, as GQ-1 / GLM-4)."""
     history: list[ModelMessage] = [
         ModelRequest(parts=[SystemPromptPart("sys"), UserPromptPart(["look", IMAGE])]),
-        ModelResponse(
-            parts=[
-                ThinkingPart("t"),
-                ToolCallPart("read_file", {"a": 1}, tool_call_id="call_abcdefghijklmnop"),
-            ]
-        ),
-        ModelRequest(
-            parts=[ToolReturnPart("read_file", "x", tool_call_id="call_abcdefghijklmnop")]
-        ),
+        ModelResponse(parts=[ThinkingPart("t"), ToolCallPart("read_file", {"a": 1}, tool_call_id="call_abcdefghijklmnop")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", "x", tool_call_id="call_abcdefghijklmnop")]),
         ModelRequest(parts=[UserPromptPart("go")]),
     ]
     governance = Governance(context_window=50_000, profile=profile)
@@ -395,11 +343,7 @@ def test_profile_follows_the_serving_model() -> None:
     assert gemini.last is not None and gemini.last.profile == "gemini"
     forced = Governance(profile="mistral", context_window=20_000)
     forced.govern(history, Target(None, "anthropic", "claude-sonnet-4-5"))
-    assert (
-        forced.last is not None
-        and forced.last.profile == "mistral"
-        and forced.last.context_window == 20_000
-    )
+    assert forced.last is not None and forced.last.profile == "mistral" and forced.last.context_window == 20_000
 
 
 def test_one_governor_per_conversation_and_steps_are_incremental() -> None:
@@ -408,9 +352,7 @@ def test_one_governor_per_conversation_and_steps_are_incremental() -> None:
     governance = Governance(context_window=50_000)
     history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("go")])]
     governance.govern(history, Target("conv-1", "openai", "gpt-4o"))
-    history.append(
-        ModelResponse(parts=[ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1")])
-    )
+    history.append(ModelResponse(parts=[ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1")]))
     history.append(ModelRequest(parts=[ToolReturnPart("read_file", "A", tool_call_id="c1")]))
     out = governance.govern(history, Target("conv-1", "openai", "gpt-4o"))
     assert out is history
@@ -422,11 +364,7 @@ def test_one_governor_per_conversation_and_steps_are_incremental() -> None:
     last = history[-1]
     assert isinstance(last, ModelRequest)
     last.parts = [*last.parts, UserPromptPart("and one more thing")]
-    (chats,) = [
-        c
-        for c in edge.decode(history, conversation.cache)
-        if c["role"] == "user" and "more" in str(c["content"])
-    ]
+    (chats,) = [c for c in edge.decode(history, conversation.cache) if c["role"] == "user" and "more" in str(c["content"])]
     assert chats["content"] == "and one more thing"
 
 
@@ -439,14 +377,8 @@ def test_a_step_gives_back_last_steps_rebuilt_messages() -> None:
     history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Fix the bug")])]
     outs: list[list[ModelMessage]] = []
     for i in range(40):
-        history.append(
-            ModelResponse(parts=[ToolCallPart("read_file", {"p": str(i)}, tool_call_id=f"c{i}")])
-        )
-        history.append(
-            ModelRequest(
-                parts=[ToolReturnPart("read_file", f"step {i}\n" * 120, tool_call_id=f"c{i}")]
-            )
-        )
+        history.append(ModelResponse(parts=[ToolCallPart("read_file", {"p": str(i)}, tool_call_id=f"c{i}")]))
+        history.append(ModelRequest(parts=[ToolReturnPart("read_file", f"step {i}\n" * 120, tool_call_id=f"c{i}")]))
         outs.append(governance.govern(history, target))
     own = {id(m) for m in history}
     repeated = 0
@@ -463,23 +395,16 @@ def test_a_history_with_no_chat_form_is_left_alone() -> None:
     govern: the history comes back as it is, not an error."""
     delta = ModelRequest(parts=[ModelSettingsDeltaPart(settings={"temperature": 0.2})])
     history: list[ModelMessage] = [delta]
-    assert (
-        Governance(context_window=1_000).govern(history, Target(None, "openai", "gpt-4o"))
-        is history
-    )
+    assert Governance(context_window=1_000).govern(history, Target(None, "openai", "gpt-4o")) is history
     # Between other messages it travels with the one before it, and comes back in place.
-    mixed: list[ModelMessage] = [
-        ModelRequest(parts=[UserPromptPart("hi")]),
-        delta,
-        ModelResponse(parts=[TextPart("ok")]),
-    ]
+    mixed: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("hi")]), delta, ModelResponse(parts=[TextPart("ok")])]
     decoded = edge.decode(mixed)
     assert len(decoded) == 2 and edge.encode(decoded, decoded) == mixed
 
 
 # -- the edge's round trip, over generated ModelMessage lists ----------------------------------
 
-_text = st.text(alphabet='abc xyz{}"\n', min_size=0, max_size=12)
+_text = st.text(alphabet="abc xyz{}\"\n", min_size=0, max_size=12)
 _ids = st.sampled_from(["c1", "c2", "c3", "call_4"])
 _user_items = st.lists(
     st.one_of(
@@ -494,39 +419,18 @@ _user_items = st.lists(
 _request_part = st.one_of(
     st.builds(SystemPromptPart, _text),
     st.builds(UserPromptPart, st.one_of(_text, _user_items)),
-    st.builds(
-        lambda n, c, i: ToolReturnPart(n, c, tool_call_id=i),
-        st.just("read_file"),
-        st.one_of(_text, st.dictionaries(_text, st.integers(), max_size=2)),
-        _ids,
-    ),
-    st.builds(
-        lambda c, i: ToolReturnPart("read_file", c, tool_call_id=i, outcome="retried"), _text, _ids
-    ),
+    st.builds(lambda n, c, i: ToolReturnPart(n, c, tool_call_id=i), st.just("read_file"), st.one_of(_text, st.dictionaries(_text, st.integers(), max_size=2)), _ids),
+    st.builds(lambda c, i: ToolReturnPart("read_file", c, tool_call_id=i, outcome="retried"), _text, _ids),
     st.builds(lambda c: RetryFeedbackPart(c, retry=RetryInfo(cause="output_validation")), _text),
-    st.builds(
-        lambda t: ModelSettingsDeltaPart(settings={"temperature": t}), st.sampled_from([0.0, 0.5])
-    ),
+    st.builds(lambda t: ModelSettingsDeltaPart(settings={"temperature": t}), st.sampled_from([0.0, 0.5])),
     st.builds(CompactionPart, _text),
 )
 _response_part = st.one_of(
     st.builds(TextPart, _text),
     st.builds(lambda c: ThinkingPart(c, signature="sig"), _text),
-    st.builds(
-        lambda n, i: ToolCallPart(n, {"path": "p"}, tool_call_id=i), st.just("read_file"), _ids
-    ),
-    st.builds(
-        lambda i: NativeToolCallPart(
-            tool_name="web_search", args={"q": "x"}, tool_call_id=i, provider_name="openai"
-        ),
-        _ids,
-    ),
-    st.builds(
-        lambda i: NativeToolReturnPart(
-            tool_name="web_search", content="r", tool_call_id=i, provider_name="openai"
-        ),
-        _ids,
-    ),
+    st.builds(lambda n, i: ToolCallPart(n, {"path": "p"}, tool_call_id=i), st.just("read_file"), _ids),
+    st.builds(lambda i: NativeToolCallPart(tool_name="web_search", args={"q": "x"}, tool_call_id=i, provider_name="openai"), _ids),
+    st.builds(lambda i: NativeToolReturnPart(tool_name="web_search", content="r", tool_call_id=i, provider_name="openai"), _ids),
     st.builds(lambda d: FilePart(BinaryContent(d, media_type="image/png")), st.binary(max_size=4)),
     st.builds(CompactionPart, _text),
 )
@@ -537,11 +441,7 @@ _message = st.one_of(
 _histories = st.lists(_message, min_size=1, max_size=8)
 
 
-@settings(
-    max_examples=examples(full=150, fast=60),
-    suppress_health_check=[HealthCheck.too_slow],
-    deadline=None,
-)
+@settings(max_examples=examples(full=150, fast=60), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(_histories)
 def test_round_trip_gives_back_the_same_objects(history: list[ModelMessage]) -> None:
     decoded = edge.decode(history)
@@ -552,19 +452,9 @@ def test_round_trip_gives_back_the_same_objects(history: list[ModelMessage]) -> 
     assert len(out) == len(history) and all(a is b for a, b in zip(out, history, strict=True))
 
 
-@settings(
-    max_examples=examples(full=120, fast=40),
-    suppress_health_check=[HealthCheck.too_slow],
-    deadline=None,
-)
-@given(
-    _histories,
-    st.sampled_from([300, 5_500, 200_000]),
-    st.sampled_from(["openai", "anthropic", "gemini", "mistral", "groq", "qwen"]),
-)
-def test_governed_histories_are_valid_and_keep_what_they_can(
-    history: list[ModelMessage], window: int, profile: str
-) -> None:
+@settings(max_examples=examples(full=120, fast=40), suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(_histories, st.sampled_from([300, 5_500, 200_000]), st.sampled_from(["openai", "anthropic", "gemini", "mistral", "groq", "qwen"]))
+def test_governed_histories_are_valid_and_keep_what_they_can(history: list[ModelMessage], window: int, profile: str) -> None:
     """Whatever the history and the target, the governed one is valid for it (or the report
     says why), leaves the input alone, keeps unchanged parts as the same objects, and is stable."""
     history = [*history, ModelRequest(parts=[UserPromptPart("now")])]
@@ -584,13 +474,7 @@ def test_governed_histories_are_valid_and_keep_what_they_can(
     assert all(id(p) in parts for m in out for p in m.parts if isinstance(p, opaque))
     # Every user content item but a plain string is the framework's own object, even in a
     # message the target's rules merged from two.
-    items = {
-        id(i)
-        for m in history
-        for p in m.parts
-        if isinstance(p, UserPromptPart) and not isinstance(p.content, str)
-        for i in p.content
-    }
+    items = {id(i) for m in history for p in m.parts if isinstance(p, UserPromptPart) and not isinstance(p.content, str) for i in p.content}
     for m in out:
         for p in m.parts:
             if isinstance(p, UserPromptPart) and not isinstance(p.content, str):
@@ -634,18 +518,13 @@ def test_the_docs_example_runs(
     printed = capsys.readouterr().out
     assert printed.startswith("The bug is in m7.\n")
     assert "22 messages in the run's history" in printed
-    totals = [
-        tuple(map(int, m)) for m in re.findall(r"request \d+: (\d+) -> (\d+) tokens", printed)
-    ]
+    totals = [tuple(map(int, m)) for m in re.findall(r"request \d+: (\d+) -> (\d+) tokens", printed)]
     assert len(totals) == 11 and any(before > after for before, after in totals)
 
 
 def test_each_request_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="context_governor.adapters.pydantic_ai")
-    history: list[ModelMessage] = [
-        ModelRequest(parts=[UserPromptPart("a")]),
-        ModelRequest(parts=[UserPromptPart("b")]),
-    ]
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("a")]), ModelRequest(parts=[UserPromptPart("b")])]
     Governance(context_window=50_000).govern(history, Target(None, "openai", "gpt-4o"))
     (info,) = [r for r in caplog.records if r.levelname == "INFO"]
     assert info.getMessage().startswith("context-governor: 2 -> 1 messages")

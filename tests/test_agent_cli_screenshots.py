@@ -70,9 +70,7 @@ full_only = pytest.mark.skipif(
 )
 
 
-def _claude_prepare(
-    home: Path, ws: Path, root: str, model: str, prompt: str
-) -> tuple[list[str], dict[str, str]]:
+def _claude_prepare(home: Path, ws: Path, root: str, model: str, prompt: str) -> tuple[list[str], dict[str, str]]:
     """Claude Code as tests/agent_clis.py runs it, with turns for 40 reads and the answer."""
     argv, env = CLIS["claude"].prepare(home, ws, root, model, prompt)
     argv[argv.index("--max-turns") + 1] = str(SCREENSHOTS + 10)
@@ -113,19 +111,12 @@ def test_the_independent_image_rule(size: tuple[int, int], model: str, tokens: i
     assert claude_image_tokens(*size, model) == tokens
 
 
-def test_the_screenshot_upstream_counts_images_by_their_rule_not_their_base64(
-    tmp_path: Path,
-) -> None:
+def test_the_screenshot_upstream_counts_images_by_their_rule_not_their_base64(tmp_path: Path) -> None:
     make_screenshots(tmp_path, count=2)
     upstream = ScreenshotUpstream(48_000, tmp_path, screenshots=2)
     data = base64.b64encode(screenshot_png(1)).decode()
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-    read = {
-        "type": "tool_use",
-        "id": "toolu_1",
-        "name": "Read",
-        "input": {"file_path": str(tmp_path / "s01.png")},
-    }
+    read = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": str(tmp_path / "s01.png")}}
     body = {"model": "claude-opus-5-5", "max_tokens": 100, "messages": [
         {"role": "user", "content": "Look."},
         {"role": "assistant", "content": [read]},
@@ -172,10 +163,8 @@ class Session:
         said = self.proxy.request_lines() or self.proxy.lines
         return (
             f"window {upstream.window} (independent count: tests/cli_upstream.py)\n"
-            + "upstream saw:\n"
-            + "\n".join(lines[-limit:])
-            + "\nproxy said:\n"
-            + "\n".join("  " + line[:600] for line in said[-limit:])
+            + "upstream saw:\n" + "\n".join(lines[-limit:])
+            + "\nproxy said:\n" + "\n".join("  " + line[:600] for line in said[-limit:])
         )
 
     def figures(self) -> str:
@@ -229,9 +218,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     if os.environ.get("CG_CLI_DUMP"):  # every request body as the upstream got it, to debug
         dump = Path(os.environ["CG_CLI_DUMP"]) / "claude-screenshots.jsonl"
         dump.parent.mkdir(parents=True, exist_ok=True)
-        dump.write_text(
-            "".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies)
-        )
+        dump.write_text("".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies))
         (dump.parent / "claude-screenshots-proxy.log").write_text("\n".join(proxy.lines) + "\n")
     yield run
 
@@ -253,12 +240,8 @@ def test_claude_code_reads_40_screenshots_inside_a_48k_window(session: Session) 
         f"(first: #{broken[0].request}, s{broken[0].newest:02d}); {figures}\n{story}"
     )
     done = session.done
-    assert done.returncode == 0, (
-        f"claude exited {done.returncode}\n{done.stderr[-1200:]}\n{figures}\n{story}"
-    )
-    assert SCREENSHOT_FINAL_TEXT in done.stdout, (
-        f"claude did not finish: {done.stdout[-1200:]}\n{story}"
-    )
+    assert done.returncode == 0, f"claude exited {done.returncode}\n{done.stderr[-1200:]}\n{figures}\n{story}"
+    assert SCREENSHOT_FINAL_TEXT in done.stdout, f"claude did not finish: {done.stdout[-1200:]}\n{story}"
     assert upstream.finished()
     assert sorted(upstream.first_sent) == list(range(1, SCREENSHOTS + 1)), f"{figures}\n{story}"
     assert len(upstream.governed_requests) >= SCREENSHOTS + 1, story  # 40 reads and the answer
@@ -272,10 +255,7 @@ def test_the_independent_image_count_agrees_with_the_library(session: Session) -
     """Every image Claude Code sent: the test's rule and ``media_count`` give one figure."""
     disagree = []
     for n, data in sorted(session.upstream.first_sent.items()):
-        block = {
-            "type": "image",
-            "source": {"type": "base64", "media_type": "image/png", "data": data},
-        }
+        block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
         size = image_size(block)
         assert size is not None, f"s{n:02d}: the image Claude Code sent has no readable size"
         ours = claude_image_tokens(*size, CLAUDE.model)

@@ -76,16 +76,12 @@ def _explain(upstream: CliUpstream, proxy: ProxyProcess, limit: int = 60) -> str
     lines = proxy.request_lines() or proxy.lines
     return (
         f"window {upstream.window} (independent count: tests/cli_upstream.py)\n"
-        + "upstream saw:\n"
-        + "\n".join(seen[:limit])
-        + "\nproxy said:\n"
-        + "\n".join("  " + line[:400] for line in lines[-limit:])
+        + "upstream saw:\n" + "\n".join(seen[:limit])
+        + "\nproxy said:\n" + "\n".join("  " + line[:400] for line in lines[-limit:])
     )
 
 
-@pytest.mark.parametrize(
-    "window_flag", [True, False], ids=["context-window-40000", "no-window-flag"]
-)
+@pytest.mark.parametrize("window_flag", [True, False], ids=["context-window-40000", "no-window-flag"])
 @pytest.mark.parametrize("name", list(CLIS))
 def test_cli_session_stays_valid_and_inside_the_window(
     name: str, window_flag: bool, tmp_path: Path, outside: OutsideCalls
@@ -93,9 +89,7 @@ def test_cli_session_stays_valid_and_inside_the_window(
     _session(name, window_flag, tmp_path, outside)
 
 
-@pytest.mark.parametrize(
-    "window_flag", [True, False], ids=["context-window-40000", "no-window-flag"]
-)
+@pytest.mark.parametrize("window_flag", [True, False], ids=["context-window-40000", "no-window-flag"])
 def test_claude_code_whole_session_in_one_assistant_message(
     window_flag: bool, tmp_path: Path, outside: OutsideCalls
 ) -> None:
@@ -146,9 +140,7 @@ def _session(
         tag = f"{name}-{'flag' if window_flag else 'noflag'}{'-one-id' if message_id else ''}"
         dump = Path(os.environ["CG_CLI_DUMP"]) / f"{tag}.jsonl"
         dump.parent.mkdir(parents=True, exist_ok=True)
-        dump.write_text(
-            "".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies)
-        )
+        dump.write_text("".join(json.dumps({"api": api, "body": body}) + "\n" for api, body in upstream.bodies))
     assert outside.attempts == [], f"{name} tried to reach beyond localhost: {outside.attempts}"
     if check is not None:
         check(upstream)

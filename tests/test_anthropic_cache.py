@@ -192,12 +192,7 @@ def test_thinking_blocks_and_empty_text_are_never_marked() -> None:
         for block in message["content"] if isinstance(message["content"], list) else ():
             if "cache_control" in block:
                 assert block["type"] in cache.MARKABLE and block.get("text", "x")
-    assert (
-        validate_request(
-            govern_request(body, api="anthropic", context_window=200_000).body, api="anthropic"
-        )
-        == []
-    )
+    assert validate_request(govern_request(body, api="anthropic", context_window=200_000).body, api="anthropic") == []
 
 
 def test_each_request_reads_the_previous_one_back() -> None:
@@ -213,15 +208,11 @@ def test_each_request_reads_the_previous_one_back() -> None:
         if number == 0:
             continue
         body = to_body(history, tools)
-        total, read, _ = ours.send(
-            govern_request(body, api="anthropic", context_window=1_000_000).body
-        )
+        total, read, _ = ours.send(govern_request(body, api="anthropic", context_window=1_000_000).body)
         if previous >= 1024:
             assert read >= previous, (number, read, previous)
         previous = total
-        plain = govern_request(
-            body, api="anthropic", context_window=1_000_000, cache_breakpoints=False
-        ).body
+        plain = govern_request(body, api="anthropic", context_window=1_000_000, cache_breakpoints=False).body
         assert none.send(plain)[1] == 0
 
 

@@ -21,7 +21,6 @@ SRC = ROOT / "src"
 PACKAGE = "context_governor"
 PAGE = ROOT / "docs" / "architecture.md"
 
-
 @dataclass(frozen=True, slots=True)
 class Import:
     source: str  # the importing module
@@ -130,7 +129,8 @@ def test_the_root_keeps_the_public_api_and_the_core() -> None:
 
 def test_no_import_reaches_a_higher_layer() -> None:
     upward = sorted(
-        f"{i.source} (line {i.line}) imports {i.target}: {unit(i.source)} is below {unit(i.target)}"
+        f"{i.source} (line {i.line}) imports {i.target}: "
+        f"{unit(i.source)} is below {unit(i.target)}"
         for i in IMPORTS
         if LEVEL[unit(i.source)] < LEVEL[unit(i.target)]
     )
@@ -196,7 +196,9 @@ def test_no_private_name_crosses_a_module() -> None:
     crossing = sorted(
         f"{i.source} (line {i.line}) imports {i.name} from {i.target}"
         for i in IMPORTS
-        if i.name is not None and _private(i.name) and i.source != i.target
+        if i.name is not None
+        and _private(i.name)
+        and i.source != i.target
     )
     assert not crossing, "\n".join(crossing)
 

@@ -25,9 +25,7 @@ def test_the_median_interval_holds_the_median_and_narrows_with_more_requests() -
     for diffs in (small, large):
         median, low, high = oc.median_ci(diffs)
         assert low <= median <= high
-    assert (oc.median_ci(large)[2] - oc.median_ci(large)[1]) < (
-        oc.median_ci(small)[2] - oc.median_ci(small)[1]
-    ) / 5
+    assert (oc.median_ci(large)[2] - oc.median_ci(large)[1]) < (oc.median_ci(small)[2] - oc.median_ci(small)[1]) / 5
     _, low, high = oc.median_ci(large)
     assert low < 1.0 < high  # the true median, 1 ms, inside
 
@@ -40,12 +38,8 @@ def _target(name: str, group: str, times: list[float]) -> oc.Target:
 
 def _kinds(off: list[float], on: list[float], noise: float = 0.0) -> list[oc.Target]:
     """Two processes of each kind; the second off ``noise`` s slower than the first."""
-    return [
-        _target("off #1", oc.OFF, off),
-        _target("on #1", oc.ON, on),
-        _target("off #2", oc.OFF, [t + noise for t in off]),
-        _target("on #2", oc.ON, on),
-    ]
+    return [_target("off #1", oc.OFF, off), _target("on #1", oc.ON, on),
+            _target("off #2", oc.OFF, [t + noise for t in off]), _target("on #2", oc.ON, on)]
 
 
 def test_a_change_at_p50_is_measurable_only_past_the_interval_the_margin_and_the_noise() -> None:
@@ -66,9 +60,7 @@ def test_a_change_at_p50_is_measurable_only_past_the_interval_the_margin_and_the
     assert [r["name"] for r in found.rows] == ["off #1", "on #1", "off #2", "on #2"]
     # keeping the most (opt-in content) is shown, not judged
     shown = oc.latency("w", direct, [*_kinds(off, same), _target("most", oc.MOST, slower)])
-    assert shown.unmeasurable and any(
-        c["group"] == oc.MOST and c["ci"][0] > 0.4 for c in shown.compared
-    )
+    assert shown.unmeasurable and any(c["group"] == oc.MOST and c["ci"][0] > 0.4 for c in shown.compared)
     # two off processes 0.6 ms apart: on's +0.5 ms over their mean is no more than that
     noisy = oc.latency("w", direct, _kinds(off, [t + 0.0008 for t in off], noise=0.0006))
     assert noisy.unmeasurable and 0.59 < noisy.margin < 0.61, noisy.compared
@@ -77,59 +69,24 @@ def test_a_change_at_p50_is_measurable_only_past_the_interval_the_margin_and_the
 def _result(on_rss: list[float], kept: dict[str, Any]) -> oc.Result:
     rows = [{"name": "off #1", "group": "off", "p50": 3.0, "p90": 5.0}]
     compared = [
-        {
-            "name": "on − off",
-            "kind": "target",
-            "group": "on",
-            "diff": 0.0,
-            "ci": (-0.1, 0.1),
-            "r50": 1.0,
-            "r90": 1.0,
-        },
-        {
-            "name": "noise: off #2 − off #1",
-            "kind": "noise",
-            "group": "off",
-            "diff": 0.0,
-            "ci": (-0.05, 0.05),
-            "r50": 1.0,
-            "r90": 1.0,
-        },
+        {"name": "on − off", "kind": "target", "group": "on", "diff": 0.0, "ci": (-0.1, 0.1), "r50": 1.0, "r90": 1.0},
+        {"name": "noise: off #2 − off #1", "kind": "noise", "group": "off", "diff": 0.0, "ci": (-0.05, 0.05), "r50": 1.0, "r90": 1.0},
     ]
     session = oc.Latency("session", rows, compared, 3.0)
     off = [100.0, 101, 101, 102]
     return oc.Result(
-        steps=10,
-        conversations=2000,
-        session=session,
-        short=session,
-        checkpoints=[500, 1000, 2000],
+        steps=10, conversations=2000, session=session, short=session, checkpoints=[500, 1000, 2000],
         rss={"off #1": off, "on #1": on_rss, "off #2": off, "on #2": on_rss},
         peaks={"off #1": 102, "on #1": max(on_rss), "off #2": 102, "on #2": max(on_rss)},
         kept={"off #1": None, "on #1": kept, "off #2": None, "on #2": kept},
-        scrape={"on #1": (11_000, 1.5)},
-        cpu={"off #1": 2.0, "on #1": 2.1, "off #2": 2.0, "on #2": 2.1},
-        groups={"off #1": "off", "on #1": "on", "off #2": "off", "on #2": "on"},
-        load=(1.0, 1.0),
-        seconds=60,
+        scrape={"on #1": (11_000, 1.5)}, cpu={"off #1": 2.0, "on #1": 2.1, "off #2": 2.0, "on #2": 2.1}, groups={"off #1": "off", "on #1": "on", "off #2": "off", "on #2": "on"},
+        load=(1.0, 1.0), seconds=60,
     )
 
 
 def test_memory_is_bounded_only_within_the_bounds_and_levelled_off() -> None:
-    bounds = {
-        "conversations": 500,
-        "records": 20_000,
-        "report_bytes": 64 << 20,
-        "content_bytes": 64 << 20,
-    }
-    kept = {
-        "conversations": 500,
-        "records": 500,
-        "reports": 500,
-        "report_bytes": 1 << 19,
-        "contents": 0,
-        "content_bytes": 0,
-    }
+    bounds = {"conversations": 500, "records": 20_000, "report_bytes": 64 << 20, "content_bytes": 64 << 20}
+    kept = {"conversations": 500, "records": 500, "reports": 500, "report_bytes": 1 << 19, "contents": 0, "content_bytes": 0}
     flat = _result([103, 104, 104, 105], {"kept": kept, "bounds": bounds})
     assert oc.bounded(flat) == (True, [])
     growing = _result([103, 104, 110, 130], {"kept": kept, "bounds": bounds})
@@ -154,8 +111,6 @@ def test_make_bench_keeps_the_section_make_load_wrote(tmp_path: Path) -> None:
     kept = section_of(before, "## Proxy observation overhead")
     assert kept == "## Proxy observation overhead\n\nsmall\n"
     assert section_of(before, "## Nothing") == ""
-    doc.write_text(
-        "# Benchmarks\n\n## Speed\n\nfaster\n\n## Method\n\nhow\n"
-    )  # what bench.run writes
+    doc.write_text("# Benchmarks\n\n## Speed\n\nfaster\n\n## Method\n\nhow\n")  # what bench.run writes
     write_section(doc, kept)
     assert doc.read_text() == before.replace("fast\n", "faster\n")

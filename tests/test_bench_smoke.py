@@ -232,11 +232,7 @@ def test_quick_run_writes_the_report(tmp_path: Path) -> None:
     assert text.count("PASS") + text.count("MISS") + text.count("n/a") >= 4
     assert "## Governing a long Messages session" in text
     assert "## Governing a long Responses session, next to Chat Completions" in text
-    for heading in (
-        "## Summary compaction",
-        "## Exact token counters",
-        "## Proxy per-request cost",
-    ):
+    for heading in ("## Summary compaction", "## Exact token counters", "## Proxy per-request cost"):
         assert heading in text
     assert shapes.HEADING in text
 
@@ -284,9 +280,7 @@ def test_session_shapes_are_deterministic_and_shaped_like_their_names() -> None:
     assert 8 <= size["bursts"]["max_parallel"] <= 20
     screens = [m for m in by_key["screens"].messages if isinstance(m.get("content"), list)]
     assert len(screens) == 119  # a screenshot after every action
-    assert all(
-        m["content"][1]["image_url"]["url"].startswith("data:image/png;base64,") for m in screens
-    )
+    assert all(m["content"][1]["image_url"]["url"].startswith("data:image/png;base64,") for m in screens)
 
 
 def test_session_shapes_quick_run_renders_its_own_section(tmp_path: Path) -> None:

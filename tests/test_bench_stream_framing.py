@@ -22,10 +22,7 @@ def test_the_rows_are_sane_and_the_forms_carry_the_same_chunks() -> None:
     assert [json.loads(e.removeprefix(b"data: ")) for e in events if e] == chunks
     rows = stream_framing.measure(5)
     assert [name.split(":")[0] for name, _, _ in rows] == [
-        "json.loads of the array (baseline)",
-        "raw relay",
-        "events",
-        "array",
+        "json.loads of the array (baseline)", "raw relay", "events", "array"
     ]
     assert all(size > 0 and seconds > 0 for _, size, seconds in rows)
     text = stream_framing.report(rows)

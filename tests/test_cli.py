@@ -153,12 +153,8 @@ def test_real_console_script_on_a_file(tmp_path: Path) -> None:
     assert bad.stderr.strip() == "error: messages[0]: expected a message object, got int"
 
 
-@pytest.mark.parametrize(
-    ("compaction", "stages"), [("cache", {"compact"}), ("seed", {"microcompact", "snip"})]
-)
-def test_compaction_option_picks_the_policy(
-    tmp_path: Path, compaction: str, stages: set[str]
-) -> None:
+@pytest.mark.parametrize(("compaction", "stages"), [("cache", {"compact"}), ("seed", {"microcompact", "snip"})])
+def test_compaction_option_picks_the_policy(tmp_path: Path, compaction: str, stages: set[str]) -> None:
     example = Path(__file__).parent.parent / "examples" / "coding-session.json"
     report = tmp_path / "r.json"
     result = _run(["govern", str(example), "--context-window", "32000",

@@ -81,9 +81,7 @@ def test_demo_session_in_detail(tmp_path: Path) -> None:
     assert summary.missing_stages == [] and summary.violations == 0
     assert len(summary.reports) == summary.requests == 15
     # The cancelled exec call is the one backfilled, and never gets a persisted result.
-    backfilled = {
-        a.tool_call_id for r in summary.reports for a in r.actions if a.stage == "backfill"
-    }
+    backfilled = {a.tool_call_id for r in summary.reports for a in r.actions if a.stage == "backfill"}
     exec_calls = [
         c["id"]
         for m in summary.history
@@ -103,10 +101,7 @@ def test_trim_like_a_store_cuts_inside_a_tool_block() -> None:
     call = {"role": "assistant", "content": None, "tool_calls": [tool_call("grep", id="c1")]}
     result = {"role": "tool", "tool_call_id": "c1", "content": "x"}
     history = [{"role": "system", "content": "s"}] + [
-        {"role": "user", "content": "u"},
-        call,
-        result,
-        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "u"}, call, result, {"role": "assistant", "content": "a"}
     ] * 5
     trimmed = trim_like_a_store(history, keep=6)
     assert trimmed[0]["role"] == "system"
@@ -129,20 +124,8 @@ def test_run_end_to_end_with_real_tools(upstream: FakeUpstream, workspace: Path)
         Reply.text("There is one TODO, in app.py: read config."),
     )
     result = _cli(
-        [
-            "run",
-            "Find the TODOs",
-            "--model",
-            "gpt-4o-mini",
-            "--base-url",
-            upstream.base_url,
-            "--workspace",
-            str(workspace),
-            "--context-window",
-            "16000",
-            "--history",
-            str(history),
-        ],
+        ["run", "Find the TODOs", "--model", "gpt-4o-mini", "--base-url", upstream.base_url,
+         "--workspace", str(workspace), "--context-window", "16000", "--history", str(history)],
         env={"OPENAI_API_KEY": "sk-cli"},
     )
     assert result.exit_code == 0, result.stderr
@@ -159,31 +142,13 @@ def test_run_end_to_end_with_real_tools(upstream: FakeUpstream, workspace: Path)
     assert upstream.request_headers[0]["authorization"] == "Bearer sk-cli"
 
     saved = read_history(history)
-    assert [m["role"] for m in saved] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "tool",
-        "assistant",
-    ]
+    assert [m["role"] for m in saved] == ["system", "user", "assistant", "tool", "tool", "assistant"]
 
     # The next run continues the saved conversation.
     upstream.push(Reply.text("You're welcome."))
     again = _cli(
-        [
-            "run",
-            "thanks",
-            "--model",
-            "gpt-4o-mini",
-            "--base-url",
-            upstream.base_url,
-            "--workspace",
-            str(workspace),
-            "--history",
-            str(history),
-            "--no-stream",
-        ],
+        ["run", "thanks", "--model", "gpt-4o-mini", "--base-url", upstream.base_url,
+         "--workspace", str(workspace), "--history", str(history), "--no-stream"],
     )
     assert again.exit_code == 0, again.stderr
     assert again.stdout == "You're welcome.\n"
@@ -195,23 +160,9 @@ def test_run_without_a_reachable_server_says_so(workspace: Path) -> None:
     port = _closed_port()
     env = {**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "context_governor",
-            "run",
-            "hi",
-            "--model",
-            "m",
-            "--base-url",
-            f"http://127.0.0.1:{port}/v1",
-            "--workspace",
-            str(workspace),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
+        [sys.executable, "-m", "context_governor", "run", "hi", "--model", "m",
+         "--base-url", f"http://127.0.0.1:{port}/v1", "--workspace", str(workspace)],
+        capture_output=True, text=True, timeout=60, env=env,
     )
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
@@ -224,41 +175,14 @@ def test_run_without_a_reachable_server_says_so(workspace: Path) -> None:
     ("args", "env", "message"),
     [
         (["run", "hi"], {}, "Missing option '--model'"),
-        (
-            ["run", "hi", "--model", "m"],
-            {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""},
-            "error: no server given",
-        ),
+        (["run", "hi", "--model", "m"], {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}, "error: no server given"),
         (["run", "hi", "--model", "m", "--workspace", "/nonexistent/dir"], {}, "does not exist"),
-        (
-            [
-                "run",
-                "hi",
-                "--model",
-                "m",
-                "--base-url",
-                "http://x",
-                "--history",
-                "/nonexistent/dir/chat.json",
-            ],
-            {},
-            "error: --history /nonexistent/dir/chat.json: the directory /nonexistent/dir does not exist",
-        ),
-        (
-            ["run", "hi", "--model", "m", "--base-url", "http://x", "--profile", "nope"],
-            {},
-            "Invalid value for '--profile'",
-        ),
-        (
-            ["run", "hi", "--model", "m", "--base-url", "http://x", "--context-window", "5000"],
-            {},
-            "--context-window 5000 leaves no room for the prompt",
-        ),
+        (["run", "hi", "--model", "m", "--base-url", "http://x", "--history", "/nonexistent/dir/chat.json"], {}, "error: --history /nonexistent/dir/chat.json: the directory /nonexistent/dir does not exist"),
+        (["run", "hi", "--model", "m", "--base-url", "http://x", "--profile", "nope"], {}, "Invalid value for '--profile'"),
+        (["run", "hi", "--model", "m", "--base-url", "http://x", "--context-window", "5000"], {}, "--context-window 5000 leaves no room for the prompt"),
     ],
 )
-def test_run_usage_errors_exit_2(
-    args: list[str], env: dict[str, str], message: str, tmp_path: Path
-) -> None:
+def test_run_usage_errors_exit_2(args: list[str], env: dict[str, str], message: str, tmp_path: Path) -> None:
     result = _cli(args, env=env)
     assert result.exit_code == 2, result.output
     assert message in result.stderr
@@ -268,18 +192,7 @@ def test_run_usage_errors_exit_2(
 def test_run_bad_history_file_exits_2(tmp_path: Path) -> None:
     history = tmp_path / "chat.json"
     history.write_text("{not json")
-    result = _cli(
-        [
-            "run",
-            "hi",
-            "--model",
-            "m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--history",
-            str(history),
-        ]
-    )
+    result = _cli(["run", "hi", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--history", str(history)])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {history}: not JSON")
 
@@ -287,18 +200,8 @@ def test_run_bad_history_file_exits_2(tmp_path: Path) -> None:
 def test_run_stops_at_max_iterations_with_exit_1(upstream: FakeUpstream, workspace: Path) -> None:
     upstream.push(Reply.calls(("list_dir", {})), Reply.calls(("list_dir", {})))
     result = _cli(
-        [
-            "run",
-            "loop",
-            "--model",
-            "m",
-            "--base-url",
-            upstream.base_url,
-            "--workspace",
-            str(workspace),
-            "--max-iterations",
-            "2",
-        ]
+        ["run", "loop", "--model", "m", "--base-url", upstream.base_url, "--workspace", str(workspace),
+         "--max-iterations", "2"]
     )
     assert result.exit_code == 1
     assert result.stderr.strip().endswith(
@@ -309,9 +212,7 @@ def test_run_stops_at_max_iterations_with_exit_1(upstream: FakeUpstream, workspa
 @pytest.mark.asyncio
 async def test_an_interrupted_run_saves_what_happened(workspace: Path) -> None:
     save = workspace / "chat.json"
-    model = ScriptedModel(
-        [{"tool_calls": [tool_call("list_dir", {}), tool_call("exec", {"command": "sleep 30"})]}]
-    )
+    model = ScriptedModel([{"tool_calls": [tool_call("list_dir", {}), tool_call("exec", {"command": "sleep 30"})]}])
     started = asyncio.Event()
     runner = AgentRunner(
         model, builtin_tools(workspace), hooks=RunHooks(after_tool=lambda e: started.set())
@@ -332,15 +233,8 @@ async def test_an_interrupted_run_saves_what_happened(workspace: Path) -> None:
 
 def test_progress_lines() -> None:
     report = Report(
-        profile="openai",
-        counter="o200k_base",
-        context_window=8000,
-        max_output=1000,
-        budget=5976,
-        tokens_before=9000,
-        tokens_after=5000,
-        messages_before=30,
-        messages_after=12,
+        profile="openai", counter="o200k_base", context_window=8000, max_output=1000,
+        budget=5976, tokens_before=9000, tokens_after=5000, messages_before=30, messages_after=12,
         actions=[
             Action("orphans", "drop", 3, "x", "c1", 40),
             Action("snip", "drop", 1, "x", None, 3000),
@@ -354,14 +248,10 @@ def test_progress_lines() -> None:
     assert step_line(3, report).startswith(
         "step 3: 9,000 -> 5,000 tokens / budget 5,976, 30 -> 12 messages | orphans drop 1"
     )
-    event = ToolEvent(
-        1, "c", "exec", '{"command": "pytest -q"}', "Error: exit code 1\nmore", True, 1.5
-    )
+    event = ToolEvent(1, "c", "exec", '{"command": "pytest -q"}', "Error: exit code 1\nmore", True, 1.5)
     assert tool_line(event) == "  exec(command='pytest -q') -> Error: exit code 1 (1.50s)"
     ok = ToolEvent(1, "c", "grep", '{"pattern": "' + "x" * 100 + '"}', "a" * 1234, False, 0.01)
-    assert tool_line(ok).startswith("  grep(pattern='xxx") and tool_line(ok).endswith(
-        "…) -> 1,234 chars (0.01s)"
-    )
+    assert tool_line(ok).startswith("  grep(pattern='xxx") and tool_line(ok).endswith("…) -> 1,234 chars (0.01s)")
 
 
 def test_the_runner_loads_lazily() -> None:
@@ -375,9 +265,4 @@ def test_the_runner_loads_lazily() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [
-        "AgentRunner",
-        "OpenAICompatClient",
-        "RunResult",
-        "ScriptedModel",
-    ]
+    assert proc.stdout.split() == ["AgentRunner", "OpenAICompatClient", "RunResult", "ScriptedModel"]

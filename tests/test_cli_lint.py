@@ -231,13 +231,9 @@ def test_jsonl_several_bodies() -> None:
         ["4", "│", "1", "│", "AN-8b"],
         ["4", "│", "2", "│", "AN-8b"],
     ]
-    assert (
-        human.output.strip().splitlines()[-1]
-        == piped.output.strip().splitlines()[-1]
-        == (
-            "3 violations of the anthropic rules in 2 of 3 bodies "
-            "(models claude-opus-4-6, claude-sonnet-4-5): AN-6, AN-8b ×2"
-        )
+    assert human.output.strip().splitlines()[-1] == piped.output.strip().splitlines()[-1] == (
+        "3 violations of the anthropic rules in 2 of 3 bodies "
+        "(models claude-opus-4-6, claude-sonnet-4-5): AN-6, AN-8b ×2"
     )
 
 

@@ -46,9 +46,7 @@ def test_the_workspace_is_sixteen_marked_files_of_about_14_kb(tmp_path: Path) ->
     for n, path in enumerate(paths, 1):
         text = path.read_text()
         assert 13_900 < len(text) < 14_100
-        assert text.startswith(f"FILE f{n:02d} BEGIN") and text.rstrip().endswith(
-            f"FILE f{n:02d} END"
-        )
+        assert text.startswith(f"FILE f{n:02d} BEGIN") and text.rstrip().endswith(f"FILE f{n:02d} END")
 
 
 def test_it_asks_for_the_next_file_then_answers(server: CliUpstream) -> None:
@@ -96,24 +94,16 @@ def test_over_the_window_is_refused_in_the_providers_words(server: CliUpstream) 
     message = refused.json()["error"]["message"]
     assert message.startswith("prompt is too long: ") and message.endswith(" tokens > 8000 maximum")
     assert server.over_window and not server.invalid
-    reserve = {
-        "model": "claude-x",
-        "max_tokens": 7_900,
-        "messages": [{"role": "user", "content": "hi " * 200}],
-    }
+    reserve = {"model": "claude-x", "max_tokens": 7_900, "messages": [{"role": "user", "content": "hi " * 200}]}
     refused = _claude(server, reserve)
-    assert (
-        "input length and `max_tokens` exceed context limit" in refused.json()["error"]["message"]
-    )
+    assert "input length and `max_tokens` exceed context limit" in refused.json()["error"]["message"]
     chat = httpx.post(f"{server.root_url}/v1/chat/completions", timeout=10,
                       json={"model": "gpt-x", "messages": [{"role": "user", "content": big}]})  # fmt: skip
     assert chat.status_code == 400 and chat.json()["error"]["code"] == "context_length_exceeded"
     gemini = httpx.post(f"{server.root_url}/v1beta/models/gemini-x:generateContent", timeout=10,
                         json={"contents": [{"role": "user", "parts": [{"text": big}]}]})  # fmt: skip
     assert gemini.status_code == 400
-    assert (
-        "exceeds the maximum number of tokens allowed (8000)" in gemini.json()["error"]["message"]
-    )
+    assert "exceeds the maximum number of tokens allowed (8000)" in gemini.json()["error"]["message"]
 
 
 def test_an_altered_encrypted_reasoning_item_is_refused(server: CliUpstream) -> None:
@@ -128,15 +118,9 @@ def test_an_altered_encrypted_reasoning_item_is_refused(server: CliUpstream) -> 
     result = {"type": "function_call_output", "call_id": call["call_id"], "output": "ok"}
     good = {**body, "input": [*body["input"], reasoning, call, result]}
     assert httpx.post(f"{server.root_url}/v1/responses", json=good, timeout=10).status_code == 200
-    bad = {
-        **body,
-        "input": [*body["input"], {**reasoning, "encrypted_content": "gAAAAforged"}, call, result],
-    }
+    bad = {**body, "input": [*body["input"], {**reasoning, "encrypted_content": "gAAAAforged"}, call, result]}
     refused = httpx.post(f"{server.root_url}/v1/responses", json=bad, timeout=10)
-    assert (
-        refused.status_code == 400
-        and "encrypted_content altered" in refused.json()["error"]["message"]
-    )
+    assert refused.status_code == 400 and "encrypted_content altered" in refused.json()["error"]["message"]
 
 
 def test_the_independent_count_is_not_the_librarys(server: CliUpstream) -> None:
@@ -145,7 +129,4 @@ def test_the_independent_count_is_not_the_librarys(server: CliUpstream) -> None:
                          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm",
                                                             "signature": "sig_" + "x" * 500}]}]}  # fmt: skip
     assert independent_tokens("anthropic", body) == 4  # ceil((2 + 1) * 1.2)
-    assert (
-        independent_tokens("openai", {"messages": [{"role": "user", "content": "hello world"}]})
-        == 2
-    )
+    assert independent_tokens("openai", {"messages": [{"role": "user", "content": "hello world"}]}) == 2

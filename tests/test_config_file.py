@@ -265,16 +265,11 @@ def test_new_settings_work_from_the_file_and_the_command_line_without_a_warning(
 ) -> None:
     """compacted and cache-breakpoints were never flags: config-file settings with no
     deprecation warning when given on the command line."""
-    config = _write(
-        tmp_path,
-        "[proxy]\nupstream = 'http://x/v1'\ncompacted = 'drop'\ncache-breakpoints = false\n",
-    )
+    config = _write(tmp_path, "[proxy]\nupstream = 'http://x/v1'\ncompacted = 'drop'\ncache-breakpoints = false\n")
     result = _invoke("proxy", "--config", config)
     assert result.exit_code == 0, result.output
     assert (served[-1].compacted, served[-1].cache_breakpoints) == ("drop", False)
-    result = _invoke(
-        "proxy", "--upstream", "http://x/v1", "--compacted", "drop", "--no-cache-breakpoints"
-    )
+    result = _invoke("proxy", "--upstream", "http://x/v1", "--compacted", "drop", "--no-cache-breakpoints")
     assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
     assert (served[-1].compacted, served[-1].cache_breakpoints) == ("drop", False)
     assert "[proxy] cache-breakpoints, compacted" in _invoke("proxy", "--help").stdout

@@ -43,10 +43,7 @@ def test_one_govern_call_counts_each_message_once(
     replay = coding_session(30)
     history = [m for step in replay.steps for m in step]
     settings: dict[str, Any] = {
-        "tools": replay.tools,
-        "profile": "openai",
-        "model": "gpt-4o",
-        "context_window": window,
+        "tools": replay.tools, "profile": "openai", "model": "gpt-4o", "context_window": window
     }
     expected = govern(history, **settings)
     asked: Counter[int] = Counter()

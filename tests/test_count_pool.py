@@ -58,9 +58,7 @@ GATE_SECONDS = 120.0
 
 
 @pytest.fixture
-def answered(
-    monkeypatch: pytest.MonkeyPatch,
-) -> Callable[[Callable[[str], int]], Callable[[str], int]]:
+def answered(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[str], int]], Callable[[str], int]]:
     """``gate(count)``: ``count``, made to wait (once) until a worker has answered a chunk
     of the call that uses it, so that the worker surely counts something in that call
     whatever the scheduling: a test never depends on which of two processes is faster.
@@ -129,9 +127,7 @@ def history(seed: int, n: int = 240) -> list[Message]:
             "type": "function",
             "function": {"name": "read", "arguments": json.dumps({"q": rng.choice(texts)[:300]})},
         }
-        out.append(
-            {"role": "assistant", "content": rng.choice(["", None, "ok"]), "tool_calls": [call]}
-        )
+        out.append({"role": "assistant", "content": rng.choice(["", None, "ok"]), "tool_calls": [call]})
         out.append({"role": "tool", "tool_call_id": call["id"], "content": rng.choice(texts)})
         out.append({"role": "user", "content": rng.choice(texts)[:2000]})
     return out
@@ -334,7 +330,9 @@ def test_a_forked_child_never_uses_the_parents_workers(pool: None) -> None:
     assert count_pool.started() == 1, "the parent keeps its worker"
 
 
-def test_a_slow_worker_is_not_waited_for_long(pool: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_worker_is_not_waited_for_long(
+    pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = prepared()
     real = count_pool._Worker.answer
 

@@ -178,7 +178,9 @@ def _session_steps(rng: random.Random, full: list[Message]) -> Iterator[list[Mes
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(seed=st.integers(0, 2**32 - 1), choice=st.sampled_from(STORE_CHOICES))
-def test_governor_with_a_store_answers_as_govern_without(seed: int, choice: dict[str, Any]) -> None:
+def test_governor_with_a_store_answers_as_govern_without(
+    seed: int, choice: dict[str, Any]
+) -> None:
     """A session governed with a store (filling it), then resumed by a Governor with empty
     memos and the same store, mid-way and at each later step: every answer is govern()'s
     without a store."""
@@ -546,11 +548,11 @@ def _post_chat(base: str, messages: list[Message]) -> httpx.Response:
     return httpx.post(f"{base}/chat/completions", json=body, timeout=30)
 
 
-def test_a_restarted_proxy_counts_only_new_messages(upstream: FakeUpstream, tmp_path: Path) -> None:
+def test_a_restarted_proxy_counts_only_new_messages(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
     url = f"sqlite:///{tmp_path / 'proxy-counts.db'}"
-    config = ProxyConfig(
-        upstream=upstream.base_url, context_window=20_000, counting=CountingConfig(store=url)
-    )
+    config = ProxyConfig(upstream=upstream.base_url, context_window=20_000, counting=CountingConfig(store=url))
     history = _long_session(seed=5, steps=30)
     bodies = []
     for _ in range(2):  # the first proxy, then a restarted one (fresh counters, same file)
@@ -608,7 +610,9 @@ def _native_body(api: str, steps: int = 12) -> dict[str, Any]:
             items.append(
                 {"type": "function_call", "call_id": f"c{k}", "name": "read", "arguments": "{}"}
             )
-            items.append({"type": "function_call_output", "call_id": f"c{k}", "output": _output(k)})
+            items.append(
+                {"type": "function_call_output", "call_id": f"c{k}", "output": _output(k)}
+            )
         return {"model": "gpt-4o", "input": items, "max_output_tokens": 1000}
     contents: list[Any] = [{"role": "user", "parts": [{"text": "Fix the bug."}]}]
     for k in range(steps):
@@ -651,3 +655,4 @@ def test_native_bodies_read_the_store_and_answer_as_without(api: str) -> None:
         assert result.body == plain.body
         assert result.report.to_dict() == plain.report.to_dict()
     assert len(store) > 0
+

@@ -69,14 +69,7 @@ def test_the_readme_is_a_front_page() -> None:
     """What a newcomer reads in two minutes; the rest lives in docs/."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 150
-    for line in (
-        "make run    #",
-        "make test   #",
-        "Claude Code",
-        "Codex",
-        "Gemini CLI",
-        "opencode",
-    ):
+    for line in ("make run    #", "make test   #", "Claude Code", "Codex", "Gemini CLI", "opencode"):
         assert line in readme
     documented = {p.name for p in PAGES[1:]} - {"gen_providers.py"}
     linked = {Path(t.partition("#")[0]).name for t in relative_links(ROOT / "README.md")}

@@ -133,9 +133,7 @@ def test_warm_up_in_background_builds_the_encodings_off_the_callers_thread(
     monkeypatch.setattr(encodings, "_COUNTING", {})
     builds: list[tuple[str, str]] = []
     monkeypatch.setattr(
-        encodings,
-        "build_hooks",
-        [lambda name: builds.append((name, threading.current_thread().name))],
+        encodings, "build_hooks", [lambda name: builds.append((name, threading.current_thread().name))]
     )
     thread = tokens.warm_up_in_background(["gpt-4o"])
     thread.join(timeout=60)

@@ -218,5 +218,7 @@ def test_range_costs_equal_the_walk_they_replace(data: st.DataObject) -> None:
         costs.clear(i, tokens[i] - placeholder)
         start = data.draw(st.integers(0, len(roles)))
         end = data.draw(st.integers(0, len(roles)))
-        walked = sum(cleared.get(k, tokens[k]) for k in range(start, end) if roles[k] != "system")
+        walked = sum(
+            cleared.get(k, tokens[k]) for k in range(start, end) if roles[k] != "system"
+        )
         assert costs.between(start, end) == walked

@@ -78,9 +78,7 @@ def test_a_body_that_needs_nothing_comes_back_equal(body: dict[str, Any]) -> Non
     inside the window is sent as it came: the same object, no action."""
     body = _within_breakpoints(body)
     assume(validate_request(body, api="anthropic") == [])
-    result = govern_request(
-        body, api="anthropic", context_window=1_000_000, cache_breakpoints=False
-    )
+    result = govern_request(body, api="anthropic", context_window=1_000_000, cache_breakpoints=False)
     assert result.report.actions == []
     assert result.body is body
 
@@ -383,9 +381,7 @@ def test_tool_breakpoints_beyond_the_limit_are_dropped_oldest_first() -> None:
     body = _body([{"role": "user", "content": "hi"}], tools=tools)
     result = govern_request(body, api="anthropic")
     assert ["cache_control" in t for t in result.body["tools"]] == [False] * 2 + [True] * 4
-    assert (
-        validate_request(result.body, api="anthropic") == [] and tools[0]["cache_control"] == cache
-    )
+    assert validate_request(result.body, api="anthropic") == [] and tools[0]["cache_control"] == cache
 
 
 def test_text_before_tool_results_is_moved_after_them() -> None:
@@ -513,11 +509,7 @@ def test_native_bodies_are_governed_like_the_same_chat_messages(
     assert not decoded.extra and not any(m[an.CARRY].extra for m in decoded.messages[1:])
     chat = [{k: v for k, v in m.items() if k != an.CARRY} for m in decoded.messages]
     native = govern_request(
-        body,
-        api="anthropic",
-        context_window=window,
-        cache_breakpoints=False,
-        count_tokens=claude_estimate,
+        body, api="anthropic", context_window=window, cache_breakpoints=False, count_tokens=claude_estimate
     )
     plain = govern(
         chat,
@@ -614,11 +606,7 @@ def test_a_stricter_compatible_target_keeps_what_messages_carry() -> None:
 
 def test_a_messages_body_is_checked_against_the_messages_rules() -> None:
     body = _body([{"role": "user", "content": "hi", "x_client": 1}], model="glm-4.6")
-    assert (
-        validate_request(body, api="anthropic")
-        == validate_request(body, api="anthropic", provider="anthropic")
-        == []
-    )
+    assert validate_request(body, api="anthropic") == validate_request(body, api="anthropic", provider="anthropic") == []
     with pytest.raises(ConfigError, match="Messages API's rules"):
         validate_request(body, api="anthropic", provider="glm")
     with pytest.raises(ConfigError, match="unknown api"):
@@ -661,9 +649,6 @@ def test_a_prefill_with_trailing_whitespace_is_stripped_whoever_serves_messages(
     body = {
         "model": "claude-sonnet-4-5",
         "max_tokens": 256,
-        "messages": [
-            {"role": "user", "content": "alpha"},
-            {"role": "assistant", "content": content},
-        ],
+        "messages": [{"role": "user", "content": "alpha"}, {"role": "assistant", "content": content}],
     }
     _check_governed(body, 3000, profile)

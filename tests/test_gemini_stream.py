@@ -30,9 +30,7 @@ JSON = st.recursive(
 )
 ELEMENTS = st.lists(st.dictionaries(TRICKY, JSON, max_size=4), max_size=5)
 #: element layouts: Gemini's (indented, ",\r\n" between), compact, and odd whitespace
-LAYOUTS = st.sampled_from(
-    [(2, ",\r\n", "\n]"), (None, ",", "]"), (1, " ,\n\n ", " ] "), (None, ",\n", "\r\n]")]
-)
+LAYOUTS = st.sampled_from([(2, ",\r\n", "\n]"), (None, ",", "]"), (1, " ,\n\n ", " ] "), (None, ",\n", "\r\n]")])
 
 
 def _serialize(elements: list[Any], layout: tuple[int | None, str, str]) -> tuple[bytes, list[int]]:
@@ -110,10 +108,7 @@ def test_an_escape_split_across_chunks_is_still_an_escape() -> None:
     assert stream.feed(b'[{"a": "x\\') == b"["
     assert stream.feed(b'"}]"') == b""  # the quote was escaped: still inside the string
     assert stream.feed(b"}") == b'{"a": "x\\"}]"}'
-    assert (
-        stream.broken("cut")
-        == b',\r\n{"error": {"code": 502, "message": "cut", "status": "UNAVAILABLE"}}\r\n]'
-    )
+    assert stream.broken("cut") == b',\r\n{"error": {"code": 502, "message": "cut", "status": "UNAVAILABLE"}}\r\n]'
 
 
 def test_a_break_before_anything_arrived_is_an_array_of_the_error() -> None:
@@ -135,7 +130,7 @@ def test_an_element_past_the_limit_is_relayed_unfinished_and_then_not_ended() ->
     assert stream.feed(b"[" + big) == b"[" + big  # held past the limit: relayed
     assert stream.broken("cut") is None  # half an element went out: no honest ending
     assert stream.feed(b'"}') == b'"}'
-    assert stream.broken("cut") == b",\r\n" + json.dumps(ERROR).encode() + b"\r\n]"
+    assert stream.broken("cut") == b',\r\n' + json.dumps(ERROR).encode() + b"\r\n]"
 
 
 @given(st.binary(max_size=200), st.lists(st.integers(0, 300), max_size=6))

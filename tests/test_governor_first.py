@@ -225,9 +225,7 @@ def test_constructing_builds_no_encoding_and_a_first_call_on_bounds_none_on_the_
 ) -> None:
     built: list[tuple[str, str]] = []
     monkeypatch.setattr(
-        encodings,
-        "build_hooks",
-        [lambda name: built.append((name, threading.current_thread().name))],
+        encodings, "build_hooks", [lambda name: built.append((name, threading.current_thread().name))]
     )
     history = _session(random.Random(1), 4)
     gov = Governor(model="gpt-4o", context_window=128_000, tools=TOOLS)
@@ -394,7 +392,9 @@ def test_first_calls_of_every_setting_near_the_bound_are_govern(index: int) -> N
         bound = sum(b or 0 for b in bounds) + (tokens.tools_bound(counter, tools) or 0)
         for share in (0.9, 1.0, 1.05, 1.5):
             trigger = max(2, int(bound * share))  # an int 1 is refused (say 1.0)
-            policy = replace(base, trigger=trigger, target=max(2, trigger // 2), price_aware=False)
+            policy = replace(
+                base, trigger=trigger, target=max(2, trigger // 2), price_aware=False
+            )
             args = {**choice, "compaction": policy, "context_window": WINDOW, "tools": tools}
             if kind == "seed":
                 args["compaction"] = "seed"

@@ -243,8 +243,7 @@ def test_error_messages_never_render_a_hostile_value() -> None:
     with pytest.raises(InputError) as info:
         govern([{"role": deep, "content": "x"}])
     assert (
-        str(info.value)
-        == "messages[0].role: unknown role a list; expected system, developer, user, "
+        str(info.value) == "messages[0].role: unknown role a list; expected system, developer, user, "
         "assistant or tool"
     )
     with pytest.raises(InputError, match=r"unknown role 'xxxx.*\.\.\.; expected"):

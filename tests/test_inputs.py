@@ -165,9 +165,7 @@ class TestStructure:
         assert "deprecated function calling" in str(err) and "tool_calls" in str(err)
 
     def test_unknown_role_lists_the_roles_taken(self, profile: str) -> None:
-        err = input_error(
-            [{"role": "bot", "content": "x"}, u()], "messages[0].role", profile=profile
-        )
+        err = input_error([{"role": "bot", "content": "x"}, u()], "messages[0].role", profile=profile)
         assert "system, developer, user, assistant or tool" in str(err)
 
     def test_role_with_a_newline_gives_a_one_line_message(self, profile: str) -> None:
@@ -705,9 +703,7 @@ def test_a_stored_tool_call_ids_list_of_one_is_read_as_the_result_s_call(profile
     texts = json.dumps(result.messages)
     assert "setup.py" in texts and "unavailable" not in texts
     assert "tool_call_ids" not in texts
-    assert any(
-        "tool_call_ids: read as tool_call_id 'call_abc'" in a.detail for a in result.report.actions
-    )
+    assert any("tool_call_ids: read as tool_call_id 'call_abc'" in a.detail for a in result.report.actions)
     assert result.report.ok
 
 
@@ -718,11 +714,7 @@ def test_a_stored_tool_call_ids_list_of_one_is_read_as_the_result_s_call(profile
         ([], {}, "a list of one call id"),
         ("call_abc", {}, "a list of one call id"),
         ([7], {}, "a list of one call id"),
-        (
-            ["call_abc"],
-            {"tool_call_id": "call_zzz"},
-            "which call this result answers is not certain",
-        ),
+        (["call_abc"], {"tool_call_id": "call_zzz"}, "which call this result answers is not certain"),
     ],
 )
 def test_a_tool_call_ids_whose_meaning_is_not_certain_is_refused_naming_it(

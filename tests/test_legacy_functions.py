@@ -73,14 +73,9 @@ def tool_form(messages: list[Message]) -> tuple[list[Message], dict[str, str]]:
             call_id = f"{PREFIX}{i:08d}"
             names[call_id] = m["function_call"]["name"]
             rest = {k: v for k, v in m.items() if k != "function_call"}
-            out.append(
-                {
-                    **rest,
-                    "tool_calls": [
-                        {"id": call_id, "type": "function", "function": m["function_call"]}
-                    ],
-                }
-            )
+            out.append({**rest, "tool_calls": [
+                {"id": call_id, "type": "function", "function": m["function_call"]}
+            ]})
             waiting = call_id
         elif m["role"] == "function":
             call_id = waiting if waiting is not None else f"{PREFIX}{i:08d}-result"

@@ -411,9 +411,7 @@ def test_responses_answer_round_trips_into_the_next_request(items: list[dict[str
     encrypted_content included, go back exactly as returned, in their order."""
     answer = parse_response(_response(items))
     assert answer.message[ITEMS] == items
-    results = [
-        {"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in answer.tool_calls
-    ]
+    results = [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in answer.tool_calls]
     history = [{"role": "user", "content": "go"}, answer.message, *results]
     reloaded = json.loads(json.dumps(history))  # a saved history keeps the items
     body = RESPONSES.request_body(reloaded, None, 500)

@@ -34,7 +34,7 @@ def _decode(lines: list[str]) -> list[str]:
 
 
 def test_sse_joins_data_lines_skips_comments_and_flushes_the_tail() -> None:
-    lines = [": keep-alive", 'data: {"a":', "data: 1}", "", "event: x", "id: 7", "data:[DONE]"]
+    lines = [": keep-alive", "data: {\"a\":", "data: 1}", "", "event: x", "id: 7", "data:[DONE]"]
     assert _decode(lines) == ['{"a":\n1}', "[DONE]"]
 
 
@@ -50,42 +50,13 @@ def test_assembler_rebuilds_parallel_tool_calls_from_fragments() -> None:
     asm = StreamAssembler()
     pieces = [
         _chunk({"role": "assistant", "content": None}),
-        _chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": 0,
-                        "id": "call_a",
-                        "type": "function",
-                        "function": {"name": "read_file", "arguments": ""},
-                    }
-                ]
-            }
-        ),
-        _chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": 1,
-                        "id": "call_b",
-                        "type": "function",
-                        "function": {"name": "grep", "arguments": '{"pat'},
-                    }
-                ]
-            }
-        ),
+        _chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "grep", "arguments": '{"pat'}}]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path": '}}]}),
         _chunk({"tool_calls": [{"index": 1, "function": {"arguments": 'tern": "x"}'}}]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"a.py"}'}}]}),
         _chunk({}, "tool_calls"),
-        {
-            "choices": [],
-            "usage": {
-                "prompt_tokens": 11,
-                "completion_tokens": 5,
-                "prompt_tokens_details": {"cached_tokens": 4},
-            },
-        },
+        {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}},
     ]
     texts = [asm.feed(p) for p in pieces]
     response = asm.response()
@@ -94,16 +65,8 @@ def test_assembler_rebuilds_parallel_tool_calls_from_fragments() -> None:
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {
-                "id": "call_a",
-                "type": "function",
-                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
-            },
-            {
-                "id": "call_b",
-                "type": "function",
-                "function": {"name": "grep", "arguments": '{"pattern": "x"}'},
-            },
+            {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}},
+            {"id": "call_b", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "x"}'}},
         ],
     }
     assert response.finish_reason == "tool_calls"
@@ -118,21 +81,9 @@ def test_assembler_text_reasoning_repeated_names_and_missing_indexes() -> None:
         asm.feed(_chunk({"content": "Hel"})),
         asm.feed(_chunk({"content": "lo"})),
         # No index, the name repeated in every delta (seen from some servers).
-        asm.feed(
-            _chunk(
-                {"tool_calls": [{"id": "c1", "function": {"name": "exec", "arguments": '{"cmd"'}}]}
-            )
-        ),
+        asm.feed(_chunk({"tool_calls": [{"id": "c1", "function": {"name": "exec", "arguments": '{"cmd"'}}]})),
         asm.feed(_chunk({"tool_calls": [{"function": {"name": "exec", "arguments": ': "ls"}'}}]})),
-        asm.feed(
-            _chunk(
-                {
-                    "tool_calls": [
-                        {"id": "c2", "function": {"name": "list_dir", "arguments": {"path": "."}}}
-                    ]
-                }
-            )
-        ),
+        asm.feed(_chunk({"tool_calls": [{"id": "c2", "function": {"name": "list_dir", "arguments": {"path": "."}}}]})),
     ]
     message = asm.response().message
     assert out[2:4] == ["Hel", "lo"]
@@ -207,42 +158,19 @@ def test_assistant_message_keeps_only_what_a_request_may_carry() -> None:
     assert message == {
         "role": "assistant",
         "content": None,
-        "tool_calls": [
-            {
-                "id": "c",
-                "type": "function",
-                "function": {"name": "grep", "arguments": '{"pattern": "é"}'},
-            }
-        ],
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "é"}'}}],
     }
 
 
 def test_parse_completion_reads_a_completion_and_rejects_garbage() -> None:
     data = {
         "model": "m",
-        "choices": [
-            {
-                "message": {
-                    "role": "assistant",
-                    "content": "hi",
-                    "refusal": None,
-                    "annotations": [],
-                },
-                "finish_reason": "stop",
-            }
-        ],
+        "choices": [{"message": {"role": "assistant", "content": "hi", "refusal": None, "annotations": []}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 3, "completion_tokens": 1},
     }
     response = parse_completion(data)
-    assert response == ModelResponse(
-        {"role": "assistant", "content": "hi"}, Usage(3, 1), "stop", "m"
-    )
-    for bad in (
-        [],
-        {"choices": []},
-        {"choices": [{"text": "legacy"}]},
-        {"error": {"message": "nope"}},
-    ):
+    assert response == ModelResponse({"role": "assistant", "content": "hi"}, Usage(3, 1), "stop", "m")
+    for bad in ([], {"choices": []}, {"choices": [{"text": "legacy"}]}, {"error": {"message": "nope"}}):
         with pytest.raises(ModelResponseError):
             parse_completion(bad)
 
@@ -308,18 +236,9 @@ def test_a_server_that_ignores_stream_is_read_as_a_completion() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         assert json.loads(request.content)["stream"] is True
-        return httpx.Response(
-            200,
-            json={
-                "choices": [
-                    {"message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}
-                ]
-            },
-        )
+        return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}]})
 
-    response = asyncio.run(
-        _mock_client(handler, stream=True).complete([{"role": "user", "content": "x"}])
-    )
+    response = asyncio.run(_mock_client(handler, stream=True).complete([{"role": "user", "content": "x"}]))
     assert response.text == "whole" and response.finish_reason == "stop"
 
 
@@ -335,12 +254,8 @@ def test_retry_after_ms_and_a_connection_dropped_mid_answer() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(1)
         if len(calls) == 1:
-            return httpx.Response(
-                429, headers={"retry-after-ms": "20"}, json={"error": {"message": "slow down"}}
-            )
-        return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, content=broken_body()
-        )
+            return httpx.Response(429, headers={"retry-after-ms": "20"}, json={"error": {"message": "slow down"}})
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=broken_body())
 
     waits: list[float] = []
     client = _mock_client(handler, stream=True, on_retry=lambda e, n, w: waits.append(w))

@@ -44,12 +44,7 @@ def _b64(data: bytes) -> str:
 def _anthropic(image: bool) -> dict[str, Any]:
     first: list[dict[str, Any]] = [{"type": "text", "text": "what is in this screenshot?"}]
     if image:
-        first.append(
-            {
-                "type": "image",
-                "source": {"type": "base64", "media_type": "image/png", "data": _b64(png())},
-            }
-        )
+        first.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _b64(png())}})
     return {"model": "claude-sonnet-4-5", "max_tokens": 4000, "messages": [
         {"role": "user", "content": first},
         {"role": "assistant", "content": "A login form."},
@@ -94,10 +89,7 @@ def test_a_pasted_screenshot_costs_what_its_provider_documents(api: str) -> None
     cost = with_image.report.tokens_before - without.report.tokens_before
     documented = DOCUMENTED["anthropic" if api == "anthropic" else "openai"]
     assert abs(cost - documented) <= documented * 0.10, (cost, documented)
-    assert (
-        with_image.report.ok
-        and with_image.report.messages_after == with_image.report.messages_before
-    )
+    assert with_image.report.ok and with_image.report.messages_after == with_image.report.messages_before
 
 
 def test_a_gemini_inline_image_is_counted_by_tiles_not_base64() -> None:
@@ -107,10 +99,7 @@ def test_a_gemini_inline_image_is_counted_by_tiles_not_base64() -> None:
     ]}]}  # fmt: skip
     plain = {"contents": [{"role": "user", "parts": [{"text": "what is in this screenshot?"}]}]}
     kwargs: dict[str, Any] = {"api": "gemini", "model": "gemini-2.5-pro", "context_window": 128_000}
-    cost = (
-        govern_request(body, **kwargs).report.tokens_before
-        - govern_request(plain, **kwargs).report.tokens_before
-    )
+    cost = govern_request(body, **kwargs).report.tokens_before - govern_request(plain, **kwargs).report.tokens_before
     # Gemini's tiling: tiles of the short side / 1.5 (533 px): 3 x 2 tiles of 258 tokens
     documented = math.ceil(W / (H / 1.5)) * math.ceil(H / (H / 1.5)) * 258
     assert abs(cost - documented) <= documented * 0.10, (cost, documented)
@@ -133,11 +122,7 @@ def _browser(steps: int, noise: int = 150_000) -> list[dict[str, Any]]:
         {"role": "user", "content": "Book a table for two at eight."},
     ]
     for s in range(steps):
-        call = {
-            "id": f"call_{s}",
-            "type": "function",
-            "function": {"name": "click", "arguments": json.dumps({"x": s})},
-        }
+        call = {"id": f"call_{s}", "type": "function", "function": {"name": "click", "arguments": json.dumps({"x": s})}}
         url = "data:image/png;base64," + _b64(png(noise=noise))
         messages += [
             {"role": "assistant", "content": f"Step {s}.", "tool_calls": [call]},
@@ -210,12 +195,8 @@ def test_earlier_turns_thinking_is_not_counted_on_a_model_that_strips_it() -> No
             {"type": "text", "text": "first answer"}]},
         {"role": "user", "content": "second question"},
     ]}  # fmt: skip
-    strips = govern_request(
-        {**body, "model": "claude-sonnet-4-5"}, api="anthropic", context_window=200_000
-    )
-    keeps = govern_request(
-        {**body, "model": "claude-opus-4-5"}, api="anthropic", context_window=200_000
-    )
+    strips = govern_request({**body, "model": "claude-sonnet-4-5"}, api="anthropic", context_window=200_000)
+    keeps = govern_request({**body, "model": "claude-opus-4-5"}, api="anthropic", context_window=200_000)
     assert strips.report.tokens_before < 60 < 500 < keeps.report.tokens_before
     assert strips.body["messages"][1] == body["messages"][1]  # counted less, sent as it was
 
@@ -237,9 +218,7 @@ def test_reasoning_before_the_newest_user_message_is_not_counted() -> None:
                       {"type": "function_call_output", "call_id": "c1", "output": "ok"}]  # fmt: skip
         return {"model": "gpt-5", "input": items}
 
-    earlier = govern_request(
-        body(False), api="responses", context_window=200_000
-    ).report.tokens_before
+    earlier = govern_request(body(False), api="responses", context_window=200_000).report.tokens_before
     live = govern_request(body(True), api="responses", context_window=200_000).report.tokens_before
     assert earlier < 100
     # the reasoning it carries: ~1,000 characters of envelope, then 5.8 a token

@@ -434,9 +434,7 @@ def test_the_usage_of_a_request_the_server_compacted_is_read_from_its_steps() ->
     found = usage_of("anthropic", {"usage": THRESHOLD["usage"]})
     assert found is not None
     assert (found.input_tokens, found.extra_input_tokens, found.billed_input_tokens) == (
-        180_000,
-        23_000,
-        203_000,
+        180_000, 23_000, 203_000
     )
     assert found.output_tokens == 4_500 and found.uncached_tokens == 203_000
     paused = usage_of("anthropic", ON_DEMAND["response"])

@@ -23,23 +23,13 @@ from test_proxy import Served
 
 from context_governor.proxy import PageConfig, ProxyConfig, create_app
 
-STEPS = examples(
-    300, 80
-)  # long enough that a request both clears and cuts (clearing alone fits 60)
+STEPS = examples(300, 80)  # long enough that a request both clears and cuts (clearing alone fits 60)
 
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[tuple[str, FakeCache]]:
     fake = FakeCache().start()
-    served = Served(
-        create_app(
-            ProxyConfig(
-                upstream=fake.base_url,
-                context_window=12_000,
-                page=PageConfig(content=True, content_bytes=256 * 1024 * 1024),
-            )
-        )
-    )
+    served = Served(create_app(ProxyConfig(upstream=fake.base_url, context_window=12_000, page=PageConfig(content=True, content_bytes=256 * 1024 * 1024))))
     run(served.url, "openai", STEPS)
     yield served.url, fake
     served.stop()
@@ -65,19 +55,14 @@ def test_the_list_shows_the_providers_cache_figures(session: tuple[str, FakeCach
     assert metric(root, "context_governor_upstream_input_tokens_total") == totals["input"]
     assert metric(root, "context_governor_requests_total", outcome="ok") == STEPS
     saved = metric(root, "context_governor_saved_tokens_total")
-    assert (
-        saved > 0
-        and int(value(html, "client-total")) - int(value(html, "forwarded-total")) <= saved
-    )
+    assert saved > 0 and int(value(html, "client-total")) - int(value(html, "forwarded-total")) <= saved
 
 
 def test_the_chart_is_drawn_with_the_compactions_marked(session: tuple[str, FakeCache]) -> None:
     root, fake = session
     conversation = httpx.get(f"{root}/ui/api/conversations").json()[0]
     rows = httpx.get(f"{root}/ui/api/conversations/{conversation['id']}").json()["rows"]
-    assert [(r["input"], r["cache_read"]) for r in rows] == [
-        (r["input"], r["read"]) for r in fake.reported
-    ]
+    assert [(r["input"], r["cache_read"]) for r in rows] == [(r["input"], r["read"]) for r in fake.reported]
     compacted = [r["index"] for r in rows if r["compacted"]]
     assert compacted
     html = dom(f"{root}/ui/#c={conversation['id']}")
@@ -91,9 +76,7 @@ def test_the_chart_is_drawn_with_the_compactions_marked(session: tuple[str, Fake
     assert int(value(html, "conv-compactions")) == len(compacted)
 
 
-def test_each_compaction_says_what_it_took_off_and_made_the_provider_re_read(
-    session: tuple[str, FakeCache],
-) -> None:
+def test_each_compaction_says_what_it_took_off_and_made_the_provider_re_read(session: tuple[str, FakeCache]) -> None:
     root, _ = session
     conversation = httpx.get(f"{root}/ui/api/conversations").json()[0]
     rows = httpx.get(f"{root}/ui/api/conversations/{conversation['id']}").json()["rows"]
@@ -112,11 +95,7 @@ def test_the_diff_shows_the_cleared_result_and_the_cut(session: tuple[str, FakeC
     target = None
     for row in reversed(rows):
         detail = httpx.get(f"{root}/ui/api/requests/{row['seq']}").json()
-        if (
-            detail["view"]
-            and detail["view"]["counts"].get("cleared")
-            and detail["view"]["counts"].get("cut")
-        ):
+        if detail["view"] and detail["view"]["counts"].get("cleared") and detail["view"]["counts"].get("cut"):
             target = detail
             break
     assert target is not None, "no request with both a cleared result and a cut"
@@ -140,9 +119,7 @@ def test_the_offline_page_renders_too(tmp_path: Path) -> None:
     source = tmp_path / "s.jsonl"
     source.write_text("\n".join(json.dumps(body("openai", n)[1]) for n in range(1, 41)) + "\n")
     out = tmp_path / "s.html"
-    CliRunner().invoke(
-        main, ["govern", str(source), "--context-window", "16000", "--html", str(out)]
-    )
+    CliRunner().invoke(main, ["govern", str(source), "--context-window", "16000", "--html", str(out)])
     html = dom(out.as_uri() + "#c=s.jsonl")
     assert '<svg id="chart"' in html and 'class="compaction-mark"' in html
     shot = screenshot(out.as_uri() + "#c=s.jsonl", tmp_path / "s.png")
@@ -155,17 +132,11 @@ def test_with_a_token_the_page_loads_and_shows_a_forgotten_report_by_its_figures
     A request whose report the proxy forgot (--ui-reports-mb) still shows its figures."""
     fake = FakeCache().start()
     token = "t0ken-for-the-page-0123"
-    config = ProxyConfig(
-        upstream=fake.base_url,
-        context_window=12_000,
-        page=PageConfig(token=token, report_bytes=15_000),
-    )
+    config = ProxyConfig(upstream=fake.base_url, context_window=12_000, page=PageConfig(token=token, report_bytes=15_000))
     served = Served(create_app(config))
     try:
         run(served.url, "openai", 20)
-        first = httpx.get(
-            f"{served.url}/ui/api/requests/1", headers={"authorization": f"Bearer {token}"}
-        ).json()
+        first = httpx.get(f"{served.url}/ui/api/requests/1", headers={"authorization": f"Bearer {token}"}).json()
         assert first["report"] is None  # forgotten: the oldest go first
         html = dom(f"{served.url}/ui/?token={token}")
         assert 'data-ready="1"' in html and 'id="input-total"' in html, html[-2000:]

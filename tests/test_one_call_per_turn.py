@@ -162,9 +162,7 @@ def test_the_summary_counts_the_callers_messages_it_stands_for() -> None:
     from context_governor.summary import Summaries
 
     history = _old_parallel_call_history()
-    policy = CompactionPolicy(
-        summary=Summaries(lambda messages: "they read files"), mask_first=False
-    )
+    policy = CompactionPolicy(summary=Summaries(lambda messages: "they read files"), mask_first=False)
     result = govern(history, profile="vllm", model="llama-3.3-70b", context_window=9000,
                     max_output=1000, compaction=policy)  # fmt: skip
     drops = [a.index for a in result.report.actions if a.stage == "compact" and a.kind == "drop"]
@@ -211,7 +209,6 @@ def test_only_a_call_answered_exactly_right_after_it_splits() -> None:
 
 
 # -- the property ---------------------------------------------------------------------------------
-
 
 def parallel_turn_cases() -> st.SearchStrategy[tuple[list[Message], dict[str, Any]]]:
     """fuzz.one_call's inputs: the newest model turn holds a parallel call, the model

@@ -23,11 +23,7 @@ TOOLS = [
         "function": {
             "name": "read_file",
             "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
         },
     }
 ]
@@ -61,9 +57,7 @@ async def test_sdk_parses_a_tool_call_completion(upstream: FakeUpstream) -> None
 
 @pytest.mark.asyncio
 async def test_sdk_stream_matches_our_assembler(upstream: FakeUpstream) -> None:
-    upstream.push(
-        Reply.calls(("read_file", {"path": "src/a_rather_long_name.py"}), content="Let me look.")
-    )
+    upstream.push(Reply.calls(("read_file", {"path": "src/a_rather_long_name.py"}), content="Let me look."))
     assembler = StreamAssembler()
     texts: list[str] = []
     async with _sdk(upstream) as client:

@@ -24,12 +24,7 @@ def _serve(upstream: FakeUpstream, **config: object) -> Served:
 def _chat(root: str, conversation: str, turn: int) -> None:
     body = {"model": MODEL, "messages": [*DAMAGED, {"role": "user", "content": f"turn {turn}"}]}
     headers = {"x-context-governor-conversation": conversation}
-    assert (
-        httpx.post(
-            f"{root}/v1/chat/completions", json=body, headers=headers, timeout=30
-        ).status_code
-        == 200
-    )
+    assert httpx.post(f"{root}/v1/chat/completions", json=body, headers=headers, timeout=30).status_code == 200
 
 
 def _page(root: str) -> dict[str, dict[str, object]]:
@@ -37,14 +32,8 @@ def _page(root: str) -> dict[str, dict[str, object]]:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_the_page_survives_a_restart(
-    upstream: FakeUpstream, tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'page.db'}"
-        if kind == "sqlite"
-        else request.getfixturevalue("redis_url")
-    )
+def test_the_page_survives_a_restart(upstream: FakeUpstream, tmp_path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    url = f"sqlite:///{tmp_path / 'page.db'}" if kind == "sqlite" else request.getfixturevalue("redis_url")
     page = PageConfig(store=url, requests=5)
     first = _serve(upstream, page=page)
     root = f"http://127.0.0.1:{first.port}"
@@ -67,9 +56,7 @@ def test_the_page_survives_a_restart(
     assert shown == 5
 
 
-def test_the_count_store_is_the_page_store_by_default(
-    upstream: FakeUpstream, tmp_path: Path
-) -> None:
+def test_the_count_store_is_the_page_store_by_default(upstream: FakeUpstream, tmp_path: Path) -> None:
     counting = CountingConfig(store=f"sqlite:///{tmp_path / 'counts.db'}")
     first = _serve(upstream, counting=counting)
     upstream.push(Reply.text("ok"))

@@ -35,11 +35,7 @@ shares = st.floats(min_value=0.01, max_value=1.0)
 
 
 def _old_thresholds(
-    budget: int,
-    trigger: float,
-    trigger_tokens: int | None,
-    target: float,
-    target_tokens: int | None,
+    budget: int, trigger: float, trigger_tokens: int | None, target: float, target_tokens: int | None
 ) -> tuple[int, int]:
     """The two-field rule the one-field thresholds replace (min of share and cap)."""
     hi, lo = int(trigger * budget), int(target * budget)

@@ -124,7 +124,9 @@ def test_explicit_settings_win_and_the_rule_can_be_turned_off() -> None:
     assert CompactionPolicy(cache_price=OPENAI_4O).thresholds(budget) == (scaled, 16_000)
     off = CompactionPolicy(cache_price=OPENAI_4O, price_aware=False)
     assert off.thresholds(budget) == default
-    assert CompactionPolicy(cache_price=OPENAI_4O, trigger=90_000).thresholds(budget)[0] == (90_000)
+    assert CompactionPolicy(cache_price=OPENAI_4O, trigger=90_000).thresholds(budget)[0] == (
+        90_000
+    )
     assert CompactionPolicy(cache_price=OPENAI_4O, trigger=0.5).thresholds(budget)[0] == 61_440
     # priced() fills in the target's prices only when none were given and the rule is on
     assert CompactionPolicy().priced("openai", "gpt-4o").cache_price is OPENAI_4O

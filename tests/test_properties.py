@@ -196,11 +196,8 @@ def _short_id_session(turns: int, lines: int) -> list[dict[str, Any]]:
         {"role": "user", "content": "fix the tests"},
     ]
     for t in range(turns):
-        call = {
-            "id": f"c{t}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
-        }
+        call = {"id": f"c{t}", "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
         messages += [
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"c{t}", "name": "read_file",
@@ -374,11 +371,8 @@ def test_a_bridge_is_not_taken_for_the_newest_model_turn() -> None:
     newest model turn and cut the calls before it."""
 
     def call(n: int) -> dict[str, Any]:
-        return {
-            "id": f"call_{n}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": "{}"},
-        }
+        return {"id": f"call_{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": "{}"}}
 
     def result(n: int, repeat: int) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": f"call_{n}", "content": f"out call_{n} " * repeat}
@@ -412,19 +406,12 @@ def test_results_are_ordered_as_a_one_call_per_turn_model_gets_them() -> None:
     second pass stubbed a different one. The results are now put in call order first."""
 
     def call(n: int) -> dict[str, Any]:
-        return {
-            "id": f"c{n}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": "{}"},
-        }
+        return {"id": f"c{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": "{}"}}
 
     def result(n: int) -> dict[str, Any]:
-        return {
-            "role": "tool",
-            "tool_call_id": f"c{n}",
-            "name": "read_file",
-            "content": f"row {n}\n" * 100,
-        }
+        return {"role": "tool", "tool_call_id": f"c{n}", "name": "read_file",
+                "content": f"row {n}\n" * 100}
 
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},

@@ -143,7 +143,11 @@ def test_answered_calls_survive_when_nothing_is_snipped(
         return  # malformed calls are stripped by design (test_inputs covers that)
     result = _govern(case, provider, model, prefill, NO_LIMIT)
     wanted = _answered(messages)
-    kept = Counter(_call_key(c) for m in result.messages for c in (m.get("tool_calls") or []))
+    kept = Counter(
+        _call_key(c)
+        for m in result.messages
+        for c in (m.get("tool_calls") or [])
+    )
     if kept or not wanted:  # the provider takes tool calls as calls
         missing = wanted - _answered(result.messages)
         assert not missing, f"answered calls lost: {sorted(missing)[:3]}"

@@ -49,9 +49,7 @@ class Served:
         self.port: int = self._sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="error", lifespan="on", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:
@@ -102,9 +100,7 @@ def _sdk(base_url: str, key: str = "sk-client") -> openai.OpenAI:
 def _post(base_url: str, body: Any, **kw: Any) -> httpx.Response:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     headers = {"authorization": "Bearer sk-client", "content-type": "application/json"}
-    return httpx.post(
-        f"{base_url}/chat/completions", content=content, headers=headers, timeout=10, **kw
-    )
+    return httpx.post(f"{base_url}/chat/completions", content=content, headers=headers, timeout=10, **kw)
 
 
 TOOLS = [
@@ -113,22 +109,14 @@ TOOLS = [
         "function": {
             "name": "read_file",
             "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
         },
     }
 ]
 
 
 def _call(cid: str, path: str) -> dict[str, Any]:
-    return {
-        "id": cid,
-        "type": "function",
-        "function": {"name": "read_file", "arguments": json.dumps({"path": path})},
-    }
+    return {"id": cid, "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": path})}}
 
 
 DAMAGED = [
@@ -151,16 +139,9 @@ def _long_history(turns: int, size: int = 3000) -> list[dict[str, Any]]:
         {"role": "user", "content": "Refactor the parser module."},
     ]
     for t in range(turns):
-        lines = [
-            f"def handler_{t}_{i}(value_{i}, limit={i * 7 % 97}): return value_{i} * {t + i}"
-            for i in range(size // 60)
-        ]
+        lines = [f"def handler_{t}_{i}(value_{i}, limit={i * 7 % 97}): return value_{i} * {t + i}" for i in range(size // 60)]
         msgs += [
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [_call(f"call_{t}", f"src/mod_{t}.py")],
-            },
+            {"role": "assistant", "content": None, "tool_calls": [_call(f"call_{t}", f"src/mod_{t}.py")]},
             {"role": "tool", "tool_call_id": f"call_{t}", "content": "\n".join(lines)},
             {"role": "assistant", "content": f"Read mod_{t}; next."},
             {"role": "user", "content": f"Go on with step {t + 1}."},
@@ -174,9 +155,7 @@ def _long_history(turns: int, size: int = 3000) -> list[dict[str, Any]]:
 def test_damaged_history_arrives_valid_via_httpx(upstream: FakeUpstream, proxy_url: str) -> None:
     assert validate(DAMAGED, provider="openai", model=MODEL), "the history must really be damaged"
     upstream.push(Reply.text("Done."))
-    response = _post(
-        proxy_url, {"model": MODEL, "messages": DAMAGED, "tools": TOOLS, "max_tokens": 200}
-    )
+    response = _post(proxy_url, {"model": MODEL, "messages": DAMAGED, "tools": TOOLS, "max_tokens": 200})
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["content"] == "Done."
     sent = upstream.requests[0]
@@ -194,15 +173,11 @@ def test_damaged_history_arrives_valid_via_httpx(upstream: FakeUpstream, proxy_u
     assert len(response.headers.get_list("date")) == 1  # ours, not also the upstream's
 
 
-def test_damaged_history_arrives_valid_via_openai_sdk(
-    upstream: FakeUpstream, proxy_url: str
-) -> None:
+def test_damaged_history_arrives_valid_via_openai_sdk(upstream: FakeUpstream, proxy_url: str) -> None:
     upstream.push(Reply.calls(("read_file", {"path": "b.py"})))
     with _sdk(proxy_url) as client:
         raw = client.chat.completions.with_raw_response.create(
-            model=MODEL,
-            messages=DAMAGED,
-            tools=TOOLS,  # type: ignore[arg-type]
+            model=MODEL, messages=DAMAGED, tools=TOOLS  # type: ignore[arg-type]
         )
     completion = raw.parse()
     call = completion.choices[0].message.tool_calls[0]  # type: ignore[index]
@@ -227,9 +202,7 @@ def test_developer_messages_from_the_sdk_are_governed_not_refused(
         upstream.push(Reply.text("Done."))
         with _sdk(start_proxy(profile=profile)) as client:
             raw = client.chat.completions.with_raw_response.create(
-                model=MODEL,
-                messages=history,
-                tools=TOOLS,  # type: ignore[arg-type]
+                model=MODEL, messages=history, tools=TOOLS  # type: ignore[arg-type]
             )
         assert raw.parse().choices[0].message.content == "Done."
         sent = upstream.requests[0]["messages"]
@@ -238,9 +211,7 @@ def test_developer_messages_from_the_sdk_are_governed_not_refused(
         assert int(raw.headers["x-context-governor-actions"]) == actions, profile
 
 
-def test_long_history_is_governed_to_the_window(
-    upstream: FakeUpstream, start_proxy: StartProxy
-) -> None:
+def test_long_history_is_governed_to_the_window(upstream: FakeUpstream, start_proxy: StartProxy) -> None:
     window, reserve = 8000, 500
     url = start_proxy(model_windows={MODEL: window})
     history = _long_history(30)
@@ -272,12 +243,7 @@ def test_a_reserve_the_window_cannot_give_is_fitted_not_forwarded(
     history = _long_history(30)
     upstream.context_window = window
     upstream.push(Reply.text("ok"))
-    body = {
-        "model": MODEL,
-        "messages": history,
-        "max_tokens": 128_000,
-        "max_completion_tokens": 128_000,
-    }
+    body = {"model": MODEL, "messages": history, "max_tokens": 128_000, "max_completion_tokens": 128_000}
     response = _post(url, body)
     assert response.status_code == 200, response.text
     sent = upstream.requests[0]
@@ -311,10 +277,7 @@ def test_sdk_stream_passes_through(upstream: FakeUpstream, proxy_url: str) -> No
     upstream.push(Reply.text("Streaming through the proxy works."))
     with _sdk(proxy_url) as client:
         stream = client.chat.completions.create(
-            model=MODEL,
-            messages=DAMAGED,
-            stream=True,
-            stream_options={"include_usage": True},  # type: ignore[arg-type]
+            model=MODEL, messages=DAMAGED, stream=True, stream_options={"include_usage": True}  # type: ignore[arg-type]
         )
         chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -370,18 +333,11 @@ def test_upstream_500_is_relayed(upstream: FakeUpstream, proxy_url: str) -> None
         (b'{"model": "gpt-4o-mini", "messages": [', "request body is not valid JSON", None),
         (b"[1, 2]", "request body must be a JSON object", None),
         (b'{"model": "gpt-4o-mini"}', "'messages' is a required property", "messages"),
-        (
-            b'{"model": "gpt-4o-mini", "messages": [{"role": "wizard", "content": "x"}]}',
-            "messages[0]",
-            "messages",
-        ),
+        (b'{"model": "gpt-4o-mini", "messages": [{"role": "wizard", "content": "x"}]}', "messages[0]", "messages"),
         (b'{"model": "gpt-4o-mini", "messages": "hello"}', "messages", "messages"),
         # a lone orphan tool result is dropped, which leaves nothing to send
-        (
-            b'{"model": "gpt-4o-mini", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "r"}]}',
-            "nothing is left to send: message 0: tool result answers no earlier tool call",
-            "messages",
-        ),
+        (b'{"model": "gpt-4o-mini", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "r"}]}',
+         "nothing is left to send: message 0: tool result answers no earlier tool call", "messages"),
     ],
 )
 def test_bad_request_gives_openai_shaped_400(
@@ -416,9 +372,7 @@ def _closed_port() -> int:
 
 
 def test_unreachable_upstream_gives_502(start_proxy: StartProxy) -> None:
-    url = start_proxy(
-        upstream=f"http://127.0.0.1:{_closed_port()}/v1", timeouts=TimeoutsConfig(connect=2)
-    )
+    url = start_proxy(upstream=f"http://127.0.0.1:{_closed_port()}/v1", timeouts=TimeoutsConfig(connect=2))
     response = _post(url, {"model": MODEL, "messages": DAMAGED})
     assert response.status_code == 502
     error = response.json()["error"]
@@ -447,14 +401,10 @@ def test_models_and_other_paths_pass_through(upstream: FakeUpstream, proxy_url: 
     response = httpx.post(f"{proxy_url}/embeddings?x=1", json={"input": "hi"}, timeout=10)
     assert response.status_code == 404 and response.text == "Not Found"
     assert "x-context-governor-actions" not in response.headers
-    assert httpx.get(proxy_url.removesuffix("/v1") + "/healthz", timeout=10).json() == {
-        "status": "ok"
-    }
+    assert httpx.get(proxy_url.removesuffix("/v1") + "/healthz", timeout=10).json() == {"status": "ok"}
 
 
-def test_fixed_api_key_replaces_the_clients(
-    upstream: FakeUpstream, start_proxy: StartProxy
-) -> None:
+def test_fixed_api_key_replaces_the_clients(upstream: FakeUpstream, start_proxy: StartProxy) -> None:
     url = start_proxy(api_key="sk-fixed")
     upstream.push(Reply.text("ok"))
     with _sdk(url, key="sk-whatever") as client:
@@ -470,9 +420,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.bodies: list[bytes] = []
-        self.served = Served(
-            Starlette(routes=[Route("/v1/chat/completions", self._handle, methods=["POST"])])
-        )
+        self.served = Served(Starlette(routes=[Route("/v1/chat/completions", self._handle, methods=["POST"])]))
 
     async def _handle(self, request: Request) -> Response:
         raw = await request.body()
@@ -482,15 +430,8 @@ class Recorder:
         if problems:
             return JSONResponse({"error": {"message": str(problems)}}, status_code=400)
         message = {"role": "assistant", "content": "ok"}
-        return JSONResponse(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            }
-        )
+        return JSONResponse({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
 
 
 def test_replicas_forward_byte_identical_bodies(start_proxy: StartProxy) -> None:
@@ -503,12 +444,7 @@ def test_replicas_forward_byte_identical_bodies(start_proxy: StartProxy) -> None
         history = _long_history(40)  # enough turns that a cut is needed with old results masked
         steps = [*range(8, len(history), 12), len(history)]
         for n in steps:  # a growing conversation, every request through A
-            assert (
-                _post(
-                    replica_a, {"model": MODEL, "messages": history[:n], "max_tokens": 300}
-                ).status_code
-                == 200
-            )
+            assert _post(replica_a, {"model": MODEL, "messages": history[:n], "max_tokens": 300}).status_code == 200
         last = {"model": MODEL, "messages": history, "max_tokens": 300}
         response = _post(replica_b, last)
         assert response.status_code == 200, response.text
@@ -525,30 +461,15 @@ def test_replicas_forward_byte_identical_bodies(start_proxy: StartProxy) -> None
 
 
 def test_config_checks_and_window_lookup() -> None:
-    config = ProxyConfig(
-        upstream="http://x/v1/",
-        context_window=32_000,
-        model_windows={"gpt-4o": 128_000, "gpt-4o-mini": 64_000},
-    )
+    config = ProxyConfig(upstream="http://x/v1/", context_window=32_000, model_windows={"gpt-4o": 128_000, "gpt-4o-mini": 64_000})
     assert config.upstream == "http://x/v1"
     assert config.window_for("gpt-4o-2024-08-06") == 128_000
     assert config.window_for("gpt-4o-mini-2024-07-18") == 64_000  # the longest prefix wins
     assert config.window_for("llama-3") == 32_000 and config.window_for(None) == 32_000
-    for bad in (
-        {"upstream": "localhost:8000"},
-        {"profile": "nope"},
-        {"compaction": "lru"},
-        {"context_window": 0},
-        {"model_windows": {"m": -1}},
-        {"max_output": -1},
-        {"read_timeout": 0},
-        {"connect_timeout": float("nan")},
-        {"read_timeout": True},
-        {"max_body_bytes": 0},
-        {"govern_in": "fork"},
-        {"govern_processes": 0},
-        {"upstream": "http://x/v1#frag"},
-    ):
+    for bad in ({"upstream": "localhost:8000"}, {"profile": "nope"}, {"compaction": "lru"},
+                {"context_window": 0}, {"model_windows": {"m": -1}}, {"max_output": -1}, {"read_timeout": 0},
+                {"connect_timeout": float("nan")}, {"read_timeout": True}, {"max_body_bytes": 0},
+                {"govern_in": "fork"}, {"govern_processes": 0}, {"upstream": "http://x/v1#frag"}):
         with pytest.raises(ConfigError):
             ProxyConfig(**{"upstream": "http://x/v1", **bad})
     with pytest.raises(ConfigError) as caught:
@@ -579,14 +500,10 @@ def test_cli_port_taken_and_bad_options() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = CliRunner().invoke(
-            main, ["proxy", "--upstream", "http://127.0.0.1:1/v1", "--port", str(port)]
-        )
+        result = CliRunner().invoke(main, ["proxy", "--upstream", "http://127.0.0.1:1/v1", "--port", str(port)])
     assert result.exit_code == 2
     assert f"cannot listen on 127.0.0.1:{port}" in result.output and result.output.count("\n") == 1
-    result = CliRunner().invoke(
-        main, ["proxy", "--upstream", "http://x/v1", "--model-window", "gpt-4o"]
-    )
+    result = CliRunner().invoke(main, ["proxy", "--upstream", "http://x/v1", "--model-window", "gpt-4o"])
     assert result.exit_code == 2 and "MODEL=TOKENS" in result.output
     result = CliRunner().invoke(main, ["proxy", "--upstream", "ftp://x"])
     assert result.exit_code == 2 and "http(s) URL" in result.output
@@ -626,18 +543,8 @@ def test_cli_socket_serves_connections_with_nodelay() -> None:
 
 def test_cli_serves_a_governing_proxy(upstream: FakeUpstream) -> None:
     """The real command in a subprocess: listens, governs, forwards, logs one line."""
-    args = [
-        sys.executable,
-        "-m",
-        "context_governor",
-        "proxy",
-        "--upstream",
-        upstream.base_url,
-        "--port",
-        "0",
-        "--model-window",
-        f"{MODEL}=100000",
-    ]
+    args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream.base_url,
+            "--port", "0", "--model-window", f"{MODEL}=100000"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -58,59 +58,20 @@ def _chat_bodies() -> list[tuple[str, Any]]:
         ("damaged+tools", {"model": MODEL, "messages": DAMAGED, "tools": TOOLS, "max_tokens": 200}),
         ("damaged", {"model": MODEL, "messages": DAMAGED}),
         ("damaged-stream", {"model": MODEL, "messages": DAMAGED, "stream": True}),
-        (
-            "both-reserves",
-            {"model": MODEL, "messages": DAMAGED, "max_tokens": 100, "max_completion_tokens": 1000},
-        ),
-        (
-            "both-128k",
-            {
-                "model": MODEL,
-                "messages": _long_history(40),
-                "max_tokens": 128_000,
-                "max_completion_tokens": 128_000,
-            },
-        ),
+        ("both-reserves", {"model": MODEL, "messages": DAMAGED, "max_tokens": 100, "max_completion_tokens": 1000}),
+        ("both-128k", {"model": MODEL, "messages": _long_history(40), "max_tokens": 128_000, "max_completion_tokens": 128_000}),
         ("long-300", {"model": MODEL, "messages": _long_history(60), "max_tokens": 300}),
-        (
-            "legacy-functions",
-            {"model": MODEL, "messages": legacy, "functions": FUNCTIONS, "max_tokens": 500},
-        ),
+        ("legacy-functions", {"model": MODEL, "messages": legacy, "functions": FUNCTIONS, "max_tokens": 500}),
         ("guard", {"model": MODEL, "messages": [USER]}),
         ("temperature", {"model": MODEL, "messages": [USER], "temperature": 0.2}),
-        (
-            "developer",
-            {
-                "model": MODEL,
-                "messages": [{"role": "developer", "content": "Be brief."}, USER],
-                "tools": TOOLS,
-            },
-        ),
+        ("developer", {"model": MODEL, "messages": [{"role": "developer", "content": "Be brief."}, USER], "tools": TOOLS}),
         # where the proxy's own chat code differed from the library's
-        (
-            "prefill",
-            {"model": MODEL, "messages": [USER, {"role": "assistant", "content": "Sure, "}]},
-        ),
-        (
-            "prefill-mistral",
-            {
-                "model": "mistral-large-latest",
-                "messages": [USER, {"role": "assistant", "content": "Sure, "}],
-            },
-        ),
-        (
-            "null-beside-set",
-            {"model": MODEL, "messages": [USER], "max_completion_tokens": None, "max_tokens": 300},
-        ),
+        ("prefill", {"model": MODEL, "messages": [USER, {"role": "assistant", "content": "Sure, "}]}),
+        ("prefill-mistral", {"model": "mistral-large-latest", "messages": [USER, {"role": "assistant", "content": "Sure, "}]}),
+        ("null-beside-set", {"model": MODEL, "messages": [USER], "max_completion_tokens": None, "max_tokens": 300}),
         ("no-reserve-long", {"model": MODEL, "messages": _long_history(60)}),
-        (
-            "reserve-over-window",
-            {"model": "gpt-4o", "messages": _long_history(30), "max_tokens": 100_000},
-        ),
-        (
-            "unknown-model-big-reserve",
-            {"model": "my-local-model", "messages": [USER], "max_tokens": 100_000},
-        ),
+        ("reserve-over-window", {"model": "gpt-4o", "messages": _long_history(30), "max_tokens": 100_000}),
+        ("unknown-model-big-reserve", {"model": "my-local-model", "messages": [USER], "max_tokens": 100_000}),
         ("no-model", {"messages": [USER], "max_tokens": 50}),
         # refused
         ("reserve-string", {"model": MODEL, "messages": DAMAGED, "max_tokens": "lots"}),
@@ -128,9 +89,7 @@ def _chat_bodies() -> list[tuple[str, Any]]:
         out.append((f"windows-{turns}", windows_body("openai", "gpt-6", turns=turns)))
     out.append(("windows-stream", windows_body("openai", "gpt-6", turns=1, words=5, stream=True)))
     raws = bench_bodies(target=20_000)
-    out += [
-        (f"bench-{n}", json.loads(raws[n])) for n in range(0, len(raws), max(1, len(raws) // 6))
-    ]
+    out += [(f"bench-{n}", json.loads(raws[n])) for n in range(0, len(raws), max(1, len(raws) // 6))]
     out.append(("bench-last", json.loads(raws[-1])))
     return out
 
@@ -153,9 +112,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
 def _library(data: Any, config: ProxyConfig) -> bytes:
     """The library's body for ``data`` under the same settings as the proxy's, as a
     user of govern_request would pass them."""
-    model = (
-        data.get("model") if isinstance(data, dict) and isinstance(data.get("model"), str) else None
-    )
+    model = data.get("model") if isinstance(data, dict) and isinstance(data.get("model"), str) else None
     result = govern_request(
         data,
         api="openai",
@@ -230,12 +187,7 @@ def test_max_output_is_the_reserve_of_a_body_that_names_none_on_every_route(
     route: str, body: dict[str, Any]
 ) -> None:
     config = ProxyConfig(upstream=UPSTREAM, max_output=1_000, context_window=16_000)
-    governed = govern_body(
-        json.dumps(body).encode(),
-        config,
-        route,
-        model="gemini-2.5-flash" if route == "gemini" else None,
-    )
+    governed = govern_body(json.dumps(body).encode(), config, route, model="gemini-2.5-flash" if route == "gemini" else None)
     assert governed.report.max_output == 1_000
     library = govern_request(body, api=route, context_window=16_000, max_output=1_000)  # type: ignore[arg-type]
     assert library.report.max_output == 1_000
@@ -251,9 +203,7 @@ def test_api_is_required_and_named_once() -> None:
     with pytest.raises(ConfigError, match="unknown api 'chat'"):
         govern_request(body, api="chat")  # type: ignore[arg-type]
     # the names given so far stay (a new wire format adds its own: formats/_registry.py)
-    assert len(set(APIS)) == len(APIS) and {"anthropic", "openai", "responses", "gemini"} <= set(
-        APIS
-    )
+    assert len(set(APIS)) == len(APIS) and {"anthropic", "openai", "responses", "gemini"} <= set(APIS)
     assert {route.api for route in ROUTES} == set(APIS)  # the proxy's routes
     assert set(CLI_APIS) <= set(APIS)  # context-governor run --api
 

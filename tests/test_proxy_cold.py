@@ -19,7 +19,7 @@ from test_proxy_security import _wait_healthy
 
 TESTS = Path(__file__).parent
 
-COLD = r"""
+COLD = r'''
 import collections, json, sys, threading
 from context_governor import counting as tokens
 builds = collections.Counter()  # every encoding build, tiktoken's or rs-bpe's
@@ -49,22 +49,13 @@ threads = [threading.Thread(target=one) for _ in range(20)]
 for t in threads: t.start()
 for t in threads: t.join()
 print(json.dumps({"at_start": at_start, "after": dict(builds), "statuses": statuses}))
-"""
+'''
 
 
 def _cold(windows: dict[str, int], model: str) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", COLD, json.dumps(windows), model],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", COLD, json.dumps(windows), model],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -87,23 +78,9 @@ def test_twenty_concurrent_first_requests_load_an_encoding_once() -> None:
 
 
 def test_cli_workers_serve_from_several_processes(upstream: FakeUpstream) -> None:
-    args = [
-        sys.executable,
-        "-m",
-        "context_governor",
-        "proxy",
-        "--upstream",
-        upstream.base_url,
-        "--port",
-        "0",
-        "--workers",
-        "2",
-        "--model-window",
-        f"{MODEL}=100000",
-    ]
-    process = subprocess.Popen(
-        args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
+    args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream.base_url,
+            "--port", "0", "--workers", "2", "--model-window", f"{MODEL}=100000"]
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         assert process.stderr is not None
         banner = process.stderr.readline()
@@ -117,12 +94,8 @@ def test_cli_workers_serve_from_several_processes(upstream: FakeUpstream) -> Non
             assert response.status_code == 200
             assert response.headers["x-context-governor-budget"] == str(100_000 - 100 - 1024)
         children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
-        if (
-            children.exists()
-        ):  # Linux: two server processes (and multiprocessing's resource tracker)
-            cmdlines = [
-                Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children.read_text().split()
-            ]
+        if children.exists():  # Linux: two server processes (and multiprocessing's resource tracker)
+            cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children.read_text().split()]
             assert sum(b"spawn_main" in c for c in cmdlines) == 2, cmdlines
     finally:
         process.terminate()

@@ -76,9 +76,7 @@ BAD: list[tuple[type[Any], dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("group", "kwargs", "name"), BAD, ids=[name for *_, name in BAD])
-def test_each_groups_error_names_the_setting(
-    group: type[Any], kwargs: dict[str, Any], name: str
-) -> None:
+def test_each_groups_error_names_the_setting(group: type[Any], kwargs: dict[str, Any], name: str) -> None:
     with pytest.raises(ConfigError, match=rf"(^|\W){re.escape(name)}\b"):
         group(**kwargs)
 
@@ -110,15 +108,7 @@ def test_groups_are_frozen_and_show_no_secret() -> None:
         telemetry=TelemetryConfig(otlp_endpoint="http://otel:otlp-secret@collector:4318"),
     )
     shown = repr(config)
-    for secret in (
-        "pw-secret",
-        "sk-the-upstream-key",
-        KEY,
-        TOKEN,
-        "count-secret",
-        "summary-secret",
-        "otlp-secret",
-    ):
+    for secret in ("pw-secret", "sk-the-upstream-key", KEY, TOKEN, "count-secret", "summary-secret", "otlp-secret"):
         assert secret not in shown
         assert config.redactor()(f"saw {secret}") == "saw ***"
     assert "access=AccessConfig(allow_origins=('http://localhost:3000',)" in shown
@@ -134,17 +124,11 @@ def test_groups_are_frozen_and_show_no_secret() -> None:
 
 def test_the_flat_keywords_still_build_the_same_config_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning) as caught:
-        flat = ProxyConfig(
-            upstream="http://x/v1", read_timeout=30.0, ui_requests=100, client_keys={"ci": KEY}
-        )
+        flat = ProxyConfig(upstream="http://x/v1", read_timeout=30.0, ui_requests=100, client_keys={"ci": KEY})
     (warning,) = caught
     said = str(warning.message)
     assert "deprecated and will be removed in the next release" in said
-    for place in (
-        "timeouts=TimeoutsConfig(read=...)",
-        "page=PageConfig(requests=...)",
-        "access=AccessConfig(client_keys=...)",
-    ):
+    for place in ("timeouts=TimeoutsConfig(read=...)", "page=PageConfig(requests=...)", "access=AccessConfig(client_keys=...)"):
         assert place in said
     assert warning.filename == __file__  # the caller's line
     grouped = ProxyConfig(
@@ -157,12 +141,8 @@ def test_the_flat_keywords_still_build_the_same_config_with_a_warning() -> None:
 
 
 def test_the_flat_attributes_still_read_with_a_warning() -> None:
-    config = ProxyConfig(
-        upstream="http://x/v1", page=PageConfig(requests=100), limits=LimitsConfig(max_in_flight=5)
-    )
-    with pytest.warns(
-        DeprecationWarning, match=r"ProxyConfig\.ui_requests is deprecated .*read \.page\.requests"
-    ):
+    config = ProxyConfig(upstream="http://x/v1", page=PageConfig(requests=100), limits=LimitsConfig(max_in_flight=5))
+    with pytest.warns(DeprecationWarning, match=r"ProxyConfig\.ui_requests is deprecated .*read \.page\.requests"):
         assert config.ui_requests == 100  # type: ignore[attr-defined]
     with pytest.warns(DeprecationWarning, match=r"read \.limits\.max_in_flight"):
         assert config.max_in_flight == 5  # type: ignore[attr-defined]
@@ -172,15 +152,9 @@ def test_the_flat_attributes_still_read_with_a_warning() -> None:
 
 
 def test_flat_errors_name_the_setting_as_given() -> None:
-    with (
-        pytest.warns(DeprecationWarning),
-        pytest.raises(ConfigError, match=r"^ui_requests must be a positive integer"),
-    ):
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match=r"^ui_requests must be a positive integer"):
         ProxyConfig(upstream="http://x/v1", ui_requests=0)
-    with (
-        pytest.warns(DeprecationWarning),
-        pytest.raises(ConfigError, match=r"^count_retention needs count_store$"),
-    ):
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match=r"^count_retention needs count_store$"):
         ProxyConfig(upstream="http://x/v1", count_retention=5)
     with pytest.raises(ConfigError, match="give page or ui_token"):
         ProxyConfig(upstream="http://x/v1", page=PageConfig(), ui_token=TOKEN)
@@ -189,12 +163,8 @@ def test_flat_errors_name_the_setting_as_given() -> None:
 
 
 #: Settings added after the groups replaced the flat names: they never had one.
-NEVER_FLAT = {
-    ("limits", "max_uploads"),
-    ("limits", "header_timeout"),
-    ("limits", "body_timeout"),
-    ("page", "store"),
-}
+NEVER_FLAT = {("limits", "max_uploads"), ("limits", "header_timeout"), ("limits", "body_timeout"),
+              ("page", "store")}
 
 
 def test_the_flat_names_cover_every_group_setting_once() -> None:
@@ -223,38 +193,18 @@ def _everything() -> ProxyConfig:
         compacted="drop",
         cache_breakpoints=False,
         timeouts=TimeoutsConfig(connect=3.0, read=45.5),
-        limits=LimitsConfig(
-            max_body_bytes=1_000_000,
-            max_in_flight=9,
-            max_in_flight_per_client=4,
-            max_uploads=7,
-            header_timeout=3.5,
-            body_timeout=30.0,
-        ),
+        limits=LimitsConfig(max_body_bytes=1_000_000, max_in_flight=9, max_in_flight_per_client=4,
+                           max_uploads=7, header_timeout=3.5, body_timeout=30.0),
         governing=GoverningConfig(run_in="process", processes=3),
-        counting=CountingConfig(
-            store="sqlite:///counts.db", retention=3600.0, calibrate_upstream=True
-        ),
+        counting=CountingConfig(store="sqlite:///counts.db", retention=3600.0, calibrate_upstream=True),
         summaries=SummariesConfig(
-            model="small",
-            store="memory://",
-            base_url="http://summaries.example/v1",
-            timeout=5.0,
-            retention=60.0,
+            model="small", store="memory://", base_url="http://summaries.example/v1", timeout=5.0, retention=60.0
         ),
         access=AccessConfig(
-            allow_origins=("http://localhost:3000",),
-            allow_hosts=("llm.example.com",),
-            client_keys={"ci": KEY},
+            allow_origins=("http://localhost:3000",), allow_hosts=("llm.example.com",), client_keys={"ci": KEY}
         ),
         page=PageConfig(
-            enabled=True,
-            conversations=7,
-            requests=9,
-            report_bytes=3_000,
-            content=True,
-            content_bytes=4_000,
-            token=TOKEN,
+            enabled=True, conversations=7, requests=9, report_bytes=3_000, content=True, content_bytes=4_000, token=TOKEN,
             store="sqlite:///page.db",
         ),
         telemetry=TelemetryConfig(metrics=False, otlp_endpoint="http://collector:4318"),
@@ -267,9 +217,7 @@ def _settings(config: ProxyConfig) -> dict[str, Any]:
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         if f.name in GROUPS:
-            found.update(
-                {f"{f.name}.{g.name}": getattr(value, g.name) for g in dataclasses.fields(value)}
-            )
+            found.update({f"{f.name}.{g.name}": getattr(value, g.name) for g in dataclasses.fields(value)})
         else:
             found[f.name] = value
     return found
@@ -279,16 +227,11 @@ def test_the_json_for_workers_keeps_every_setting() -> None:
     config = _everything()
     default = _settings(ProxyConfig(upstream="http://x/v1"))
     same = [name for name, value in _settings(config).items() if value == default[name]]
-    assert same == [
-        "compaction",
-        "page.enabled",
-    ]  # summaries need the cache policy, content the page
+    assert same == ["compaction", "page.enabled"]  # summaries need the cache policy, content the page
     again = ProxyConfig.from_json(config.to_json())
     assert again == config and _settings(again) == _settings(config)
     with pytest.raises(ConfigError, match=r"unknown settings: colour, page\.colour"):
-        ProxyConfig.from_json(
-            '{"upstream": "http://x/v1", "colour": "red", "page": {"colour": "red"}}'
-        )
+        ProxyConfig.from_json('{"upstream": "http://x/v1", "colour": "red", "page": {"colour": "red"}}')
     with pytest.raises(ConfigError, match="page must be a JSON object"):
         ProxyConfig.from_json('{"upstream": "http://x/v1", "page": 3}')
 
@@ -296,12 +239,7 @@ def test_the_json_for_workers_keeps_every_setting() -> None:
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No setting from the environment: the file's are the ones the test checks."""
-    for name in (
-        "CONTEXT_GOVERNOR_UI_TOKEN",
-        "CONTEXT_GOVERNOR_CLIENT_KEYS",
-        "CONTEXT_GOVERNOR_UPSTREAM_KEY",
-        CONFIG_ENV,
-    ):
+    for name in ("CONTEXT_GOVERNOR_UI_TOKEN", "CONTEXT_GOVERNOR_CLIENT_KEYS", "CONTEXT_GOVERNOR_UPSTREAM_KEY", CONFIG_ENV):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -316,11 +254,7 @@ def test_workers_rebuild_the_commands_config_from_the_environment(
     built: list[ProxyConfig] = []
     served: list[ProxyConfig] = []
     serve = proxy_cli._serve
-    monkeypatch.setattr(
-        proxy_cli,
-        "_serve",
-        lambda uvicorn, config, *rest: (served.append(config), serve(uvicorn, config, *rest)),
-    )
+    monkeypatch.setattr(proxy_cli, "_serve", lambda uvicorn, config, *rest: (served.append(config), serve(uvicorn, config, *rest)))
     monkeypatch.setattr(proxy_app, "create_app", lambda config: built.append(config))
 
     class Supervisor:
@@ -333,9 +267,7 @@ def test_workers_rebuild_the_commands_config_from_the_environment(
     monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", Supervisor)
     path = tmp_path / "proxy.toml"
     path.write_text(TABLES, encoding="utf-8")
-    result = CliRunner().invoke(
-        main, ["proxy", "--config", str(path), "--port", "0", "--workers", "2"]
-    )
+    result = CliRunner().invoke(main, ["proxy", "--config", str(path), "--port", "0", "--workers", "2"])
     assert result.exit_code == 0, result.output
     (config,) = served
     assert built == [config]
@@ -415,32 +347,17 @@ def test_the_tables_load(tmp_path: Path, served: list[ProxyConfig]) -> None:
     assert "warning" not in result.stderr
     (config,) = served
     assert config.timeouts == TimeoutsConfig(connect=3.0, read=45.5)
-    assert config.limits == LimitsConfig(
-        max_body_bytes=1_000_000, max_in_flight=9, max_in_flight_per_client=4
-    )
+    assert config.limits == LimitsConfig(max_body_bytes=1_000_000, max_in_flight=9, max_in_flight_per_client=4)
     assert config.governing == GoverningConfig(run_in="process", processes=3)
-    assert config.counting == CountingConfig(
-        store="memory://", retention=3600.0, calibrate_upstream=True
-    )
+    assert config.counting == CountingConfig(store="memory://", retention=3600.0, calibrate_upstream=True)
     assert config.summaries == SummariesConfig(
-        model="small",
-        store="memory://",
-        base_url="http://summaries.example/v1",
-        timeout=5.0,
-        retention=60.0,
+        model="small", store="memory://", base_url="http://summaries.example/v1", timeout=5.0, retention=60.0
     )
     assert config.access == AccessConfig(
-        allow_origins=("http://localhost:3000",),
-        allow_hosts=("llm.example.com",),
-        client_keys={"ci": KEY},
+        allow_origins=("http://localhost:3000",), allow_hosts=("llm.example.com",), client_keys={"ci": KEY}
     )
     assert config.page == PageConfig(
-        conversations=7,
-        requests=9,
-        report_bytes=3 << 20,
-        content=True,
-        content_bytes=4 << 20,
-        token=TOKEN,
+        conversations=7, requests=9, report_bytes=3 << 20, content=True, content_bytes=4 << 20, token=TOKEN
     )
     assert config.telemetry == TelemetryConfig(metrics=False, otlp_endpoint="http://collector:4318")
     assert config.api_key == "sk-the-upstream-key"
@@ -454,13 +371,8 @@ def test_the_tables_are_the_groups() -> None:
     assert "[proxy.limits] body-timeout, header-timeout, max-body, max-in-flight," in epilog
 
 
-def test_a_flat_key_still_loads_with_a_warning_naming_its_table(
-    tmp_path: Path, served: list[ProxyConfig]
-) -> None:
-    result = _proxy(
-        tmp_path,
-        '[proxy]\nupstream = "http://localhost:9/v1"\nread-timeout = 30\nui-requests = 100\n',
-    )
+def test_a_flat_key_still_loads_with_a_warning_naming_its_table(tmp_path: Path, served: list[ProxyConfig]) -> None:
+    result = _proxy(tmp_path, '[proxy]\nupstream = "http://localhost:9/v1"\nread-timeout = 30\nui-requests = 100\n')
     assert result.exit_code == 0, result.output
     (config,) = served
     assert config.timeouts.read == 30.0 and config.page.requests == 100
@@ -472,9 +384,7 @@ def test_a_flat_key_still_loads_with_a_warning_naming_its_table(
 
 
 def test_the_moved_flags_name_their_table(tmp_path: Path, served: list[ProxyConfig]) -> None:
-    result = _proxy(
-        tmp_path, '[proxy]\nupstream = "http://localhost:9/v1"\n', "--read-timeout", "7"
-    )
+    result = _proxy(tmp_path, '[proxy]\nupstream = "http://localhost:9/v1"\n', "--read-timeout", "7")
     assert result.exit_code == 0, result.output
     assert served[0].timeouts.read == 7.0
     assert "set read-timeout in the [proxy.timeouts] table of a --config file" in result.stderr
@@ -493,12 +403,8 @@ def test_the_moved_flags_name_their_table(tmp_path: Path, served: list[ProxyConf
         ("[proxy.limits]\nmax-in-flight = 0\n", "[proxy.limits] max-in-flight: 0 is not in the range x>=1"),
     ],
 )  # fmt: skip
-def test_mistakes_in_the_tables_name_the_place(
-    tmp_path: Path, served: list[ProxyConfig], text: str, said: str
-) -> None:
-    result = _proxy(
-        tmp_path, '[proxy]\nupstream = "http://localhost:9/v1"\n' + text.replace("[proxy]\n", "", 1)
-    )
+def test_mistakes_in_the_tables_name_the_place(tmp_path: Path, served: list[ProxyConfig], text: str, said: str) -> None:
+    result = _proxy(tmp_path, '[proxy]\nupstream = "http://localhost:9/v1"\n' + text.replace("[proxy]\n", "", 1))
     assert result.exit_code == 2, result.output
     assert said in result.stderr and served == []
 
@@ -529,8 +435,6 @@ def test_the_proxy_builds_every_encoding_in_the_background_at_start() -> None:
         "governance.warming.join(60)\n"
         "print(sorted(set(built)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['cl100k_base', 'o200k_base']"

@@ -75,9 +75,7 @@ def test_upstream_500_then_still_serving(upstream: FakeUpstream, proxy: Any) -> 
     still_serving(url, upstream)
 
 
-def test_upstream_429_keeps_retry_after_then_still_serving(
-    upstream: FakeUpstream, proxy: Any
-) -> None:
+def test_upstream_429_keeps_retry_after_then_still_serving(upstream: FakeUpstream, proxy: Any) -> None:
     url = proxy()
     upstream.push(Reply.error(429, "Rate limit reached", headers={"retry-after": "3"}))
     with _sdk(url) as client, pytest.raises(openai.RateLimitError) as caught:
@@ -103,9 +101,7 @@ def test_upstream_hangs_up_before_answering(upstream: FakeUpstream, proxy: Any) 
     still_serving(proxy(), upstream)
 
 
-def test_upstream_silent_past_read_timeout_before_answering(
-    upstream: FakeUpstream, proxy: Any
-) -> None:
+def test_upstream_silent_past_read_timeout_before_answering(upstream: FakeUpstream, proxy: Any) -> None:
     url = proxy(timeouts=TimeoutsConfig(read=0.3))
     upstream.push(Reply.text("too late", delay=1.0))
     with _sdk(url) as client, pytest.raises(openai.APIStatusError) as caught:
@@ -128,9 +124,7 @@ def test_stream_cut_mid_answer_raises_in_the_sdk(upstream: FakeUpstream, proxy: 
     still_serving(url, upstream)
 
 
-def test_stream_cut_ends_with_an_error_event_not_a_clean_end(
-    upstream: FakeUpstream, proxy: Any
-) -> None:
+def test_stream_cut_ends_with_an_error_event_not_a_clean_end(upstream: FakeUpstream, proxy: Any) -> None:
     """On the wire: whole events, then one error event, and no [DONE]."""
     url = proxy()
     upstream.push(Reply("chat", content=LONG, finish_reason="stop", cut_after=3))
@@ -144,9 +138,7 @@ def test_stream_cut_ends_with_an_error_event_not_a_clean_end(
     assert json.loads(events[3][6:])["error"]["type"] == "upstream_error"
 
 
-def test_stream_silent_past_read_timeout_raises_in_the_sdk(
-    upstream: FakeUpstream, proxy: Any
-) -> None:
+def test_stream_silent_past_read_timeout_raises_in_the_sdk(upstream: FakeUpstream, proxy: Any) -> None:
     url = proxy(timeouts=TimeoutsConfig(read=0.3))
     upstream.push(Reply("chat", content=LONG, finish_reason="stop", stall=1.0))
     with pytest.raises(openai.APIError) as caught:
@@ -156,9 +148,7 @@ def test_stream_silent_past_read_timeout_raises_in_the_sdk(
     still_serving(url, upstream)
 
 
-def test_client_going_away_closes_the_upstream_stream_at_once(
-    upstream: FakeUpstream, proxy: Any
-) -> None:
+def test_client_going_away_closes_the_upstream_stream_at_once(upstream: FakeUpstream, proxy: Any) -> None:
     """The upstream stalls after its first event; the client reads it and leaves. The
     proxy must close its upstream request then, not when the upstream next writes."""
     url = proxy()
@@ -188,17 +178,12 @@ def test_client_going_away_closes_the_upstream_stream_at_once(
         (b"\xff\xfe{}", 400),
         (b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": NaN}]}', 400),
         (b'{"messages": [' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"]}", 400),
-        (
-            b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "x"}], "max_tokens": -5}',
-            400,
-        ),
+        (b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "x"}], "max_tokens": -5}', 400),
         (b"x" * 300_000, 413),
     ],
     ids=["empty", "not-utf8", "nan", "deep", "negative-reserve", "too-large"],
 )
-def test_bad_bodies_then_still_serving(
-    upstream: FakeUpstream, proxy: Any, body: bytes, status: int
-) -> None:
+def test_bad_bodies_then_still_serving(upstream: FakeUpstream, proxy: Any, body: bytes, status: int) -> None:
     url = proxy(limits=LimitsConfig(max_body_bytes=200_000))
     response = _post(url, body)
     assert response.status_code == status, response.text
@@ -213,17 +198,12 @@ def test_bad_bodies_then_still_serving(
 def _big_history(messages: int) -> list[dict[str, Any]]:
     history: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
     for i in range(messages // 2):
-        history += [
-            {"role": "user", "content": f"question {i} " * 40},
-            {"role": "assistant", "content": f"answer {i} " * 40},
-        ]
+        history += [{"role": "user", "content": f"question {i} " * 40}, {"role": "assistant", "content": f"answer {i} " * 40}]
     return [*history, {"role": "user", "content": "and now?"}]
 
 
 @pytest.mark.parametrize("govern_in", ["thread", "process"])
-def test_healthz_answers_while_a_huge_body_is_governed(
-    upstream: FakeUpstream, proxy: Any, govern_in: str
-) -> None:
+def test_healthz_answers_while_a_huge_body_is_governed(upstream: FakeUpstream, proxy: Any, govern_in: str) -> None:
     """Governance runs off the event loop: /healthz and a small request are answered
     while a huge body is still being governed (it has not reached the upstream yet)."""
     url = proxy(context_window=8000, governing=GoverningConfig(run_in=govern_in, processes=1))

@@ -356,7 +356,7 @@ def test_both_streaming_forms_are_governed_alike_and_relayed_losslessly(
     assert received == fake.streamed[-1]
     if query == "?alt=sse":
         assert headers["content-type"] == "text/event-stream"
-        chunks = [json.loads(e[len("data: ") :]) for e in received.decode().split("\r\n\r\n") if e]
+        chunks = [json.loads(e[len("data: "):]) for e in received.decode().split("\r\n\r\n") if e]
     else:
         assert headers["content-type"].startswith("application/json")
         chunks = json.loads(received)
@@ -379,7 +379,7 @@ def test_an_array_stream_the_upstream_breaks_off_ends_with_an_error_element(
         received = reply.read()
     sent = fake.streamed[-1]
     first = sent[: sent.index(b",\r\n")]  # what the upstream sent of whole elements
-    assert received.startswith(first) and sent[len(first) :] not in received
+    assert received.startswith(first) and sent[len(first):] not in received
     chunks = json.loads(received)
     assert len(chunks) == 2 and "functionCall" in json.dumps(chunks[0])
     error = chunks[1]["error"]
@@ -387,9 +387,7 @@ def test_an_array_stream_the_upstream_breaks_off_ends_with_an_error_element(
     assert "broke off" in error["message"]
 
 
-def test_an_array_stream_gone_silent_ends_with_an_error_element(
-    fake: FakeGemini, proxy: Any
-) -> None:
+def test_an_array_stream_gone_silent_ends_with_an_error_element(fake: FakeGemini, proxy: Any) -> None:
     """Past ``--read-timeout`` mid-array, the same ending: the whole elements, then the
     error (what a silent event stream gets as an error event)."""
     url = proxy(timeouts=TimeoutsConfig(read=0.3))

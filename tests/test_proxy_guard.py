@@ -96,49 +96,23 @@ def test_the_issues_cross_site_simple_post_is_refused_and_reaches_nothing(
     url = served(api_key=FIXED).url
     body = json.dumps(CHAT)
     page = {"content-type": "text/plain", "origin": "http://evil.example"}
-    message = _error(
-        httpx.post(f"{url}/v1/chat/completions", content=body, headers=page),
-        403,
-        "origin_not_allowed",
-    )
+    message = _error(httpx.post(f"{url}/v1/chat/completions", content=body, headers=page), 403, "origin_not_allowed")
     assert "'http://evil.example' is not allowed" in message and "--allow-origin" in message
     # a no-cors request or a form: no Origin, but the browser says where it comes from
     form = {"content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "cross-site"}
-    _error(
-        httpx.post(f"{url}/v1/chat/completions", content=body, headers=form),
-        403,
-        "origin_not_allowed",
-    )
+    _error(httpx.post(f"{url}/v1/chat/completions", content=body, headers=form), 403, "origin_not_allowed")
     same_site = {**JSON, "sec-fetch-site": "same-site"}  # another port of localhost
-    _error(
-        httpx.post(f"{url}/v1/chat/completions", content=body, headers=same_site),
-        403,
-        "origin_not_allowed",
-    )
+    _error(httpx.post(f"{url}/v1/chat/completions", content=body, headers=same_site), 403, "origin_not_allowed")
     # even JSON (a page's fetch after a preflight it would not get) and pass-through paths
-    _error(
-        httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"origin": "null"}),
-        403,
-        "origin_not_allowed",
-    )
-    _error(
-        httpx.get(f"{url}/v1/models", headers={"origin": "http://evil.example"}),
-        403,
-        "origin_not_allowed",
-    )
+    _error(httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"origin": "null"}), 403, "origin_not_allowed")
+    _error(httpx.get(f"{url}/v1/models", headers={"origin": "http://evil.example"}), 403, "origin_not_allowed")
     # without a browser's headers, a body that is not declared JSON is refused too
-    plain = httpx.post(
-        f"{url}/v1/chat/completions", content=body, headers={"content-type": "text/plain"}
-    )
+    plain = httpx.post(f"{url}/v1/chat/completions", content=body, headers={"content-type": "text/plain"})
     assert "Content-Type: application/json" in _error(plain, 415, "unsupported_media_type")
     _error(httpx.post(f"{url}/v1/chat/completions", content=body), 415, "unsupported_media_type")
     assert upstream.targets == []
     upstream.push(Reply.text("served"))  # and a program's request is served
-    direct = httpx.post(
-        f"{url}/v1/chat/completions",
-        json=CHAT,
-        headers={"content-type": "application/json; charset=utf-8"},
-    )
+    direct = httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"content-type": "application/json; charset=utf-8"})
     assert direct.status_code == 200 and "access-control-allow-origin" not in direct.headers
     assert upstream.request_headers[-1]["authorization"] == f"Bearer {FIXED}"
 
@@ -157,9 +131,7 @@ def test_a_refusal_is_logged_on_one_line_whatever_the_path(
     assert upstream.targets == []
 
 
-def test_preflights_are_answered_for_allowed_origins_only(
-    upstream: FakeUpstream, served: Any
-) -> None:
+def test_preflights_are_answered_for_allowed_origins_only(upstream: FakeUpstream, served: Any) -> None:
     url = served(api_key=FIXED, access=AccessConfig(allow_origins=(PAGE + "/",))).url
     asked = {
         "origin": PAGE,
@@ -169,26 +141,16 @@ def test_preflights_are_answered_for_allowed_origins_only(
     preflight = httpx.options(f"{url}/v1/chat/completions", headers=asked)
     assert preflight.status_code == 204, preflight.text
     assert preflight.headers["access-control-allow-origin"] == PAGE
-    assert (
-        preflight.headers["access-control-allow-headers"] == asked["access-control-request-headers"]
-    )
+    assert preflight.headers["access-control-allow-headers"] == asked["access-control-request-headers"]
     assert "POST" in preflight.headers["access-control-allow-methods"]
-    refused = httpx.options(
-        f"{url}/v1/chat/completions", headers={**asked, "origin": "http://evil.example"}
-    )
+    refused = httpx.options(f"{url}/v1/chat/completions", headers={**asked, "origin": "http://evil.example"})
     _error(refused, 403, "origin_not_allowed")
     assert "access-control-allow-origin" not in refused.headers
-    anthropic_shape = httpx.options(
-        f"{url}/v1/messages", headers={**asked, "origin": "http://evil.example"}
-    )
+    anthropic_shape = httpx.options(f"{url}/v1/messages", headers={**asked, "origin": "http://evil.example"})
     assert anthropic_shape.json()["error"]["type"] == "permission_error"
     assert upstream.targets == []  # a preflight is never forwarded
     upstream.push(Reply.text("for the page"))
-    allowed = httpx.post(
-        f"{url}/v1/chat/completions",
-        json=CHAT,
-        headers={"origin": PAGE, "sec-fetch-site": "cross-site"},
-    )
+    allowed = httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"origin": PAGE, "sec-fetch-site": "cross-site"})
     assert allowed.status_code == 200, allowed.text
     assert allowed.headers["access-control-allow-origin"] == PAGE
     assert allowed.headers["access-control-expose-headers"] == "*"
@@ -200,31 +162,15 @@ def test_a_forged_host_is_refused_on_loopback(upstream: FakeUpstream, served: An
     --allow-host names are served."""
     proxy = served(api_key=FIXED, access=AccessConfig(allow_hosts=("llm.example.com",)))
     url = proxy.url
-    for host in (
-        "attacker.example",
-        f"attacker.example:{proxy.port}",
-        "127.0.0.1.nip.io",
-        "192.168.1.7",
-    ):
+    for host in ("attacker.example", f"attacker.example:{proxy.port}", "127.0.0.1.nip.io", "192.168.1.7"):
         refused = httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"host": host})
         assert "--allow-host" in _error(refused, 421, "host_not_allowed")
-    gemini = httpx.post(
-        f"{url}/v1beta/models/{GEMINI}:generateContent", json={}, headers={"host": "evil.example"}
-    )
+    gemini = httpx.post(f"{url}/v1beta/models/{GEMINI}:generateContent", json={}, headers={"host": "evil.example"})
     assert gemini.status_code == 421 and gemini.json()["error"]["status"] == "PERMISSION_DENIED"
     assert upstream.targets == []
-    for host in (
-        f"localhost:{proxy.port}",
-        "LocalHost.",
-        f"[::1]:{proxy.port}",
-        "app.localhost",
-        "llm.example.com:443",
-    ):
+    for host in (f"localhost:{proxy.port}", "LocalHost.", f"[::1]:{proxy.port}", "app.localhost", "llm.example.com:443"):
         upstream.push(Reply.text("ok"))
-        assert (
-            httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"host": host}).status_code
-            == 200
-        )
+        assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"host": host}).status_code == 200
     assert len(upstream.targets) == 5
 
 
@@ -238,9 +184,7 @@ def test_chat_clients_must_present_a_client_key_which_never_goes_upstream(
     url = served(api_key=FIXED, access=AccessConfig(client_keys=KEYS)).url
     missing = httpx.post(f"{url}/v1/chat/completions", json=CHAT)
     assert _error(missing, 401, "invalid_api_key").startswith("no client key")
-    wrong = httpx.post(
-        f"{url}/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {WRONG}"}
-    )
+    wrong = httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {WRONG}"})
     assert _error(wrong, 401, "invalid_api_key").startswith("a wrong client key")
     assert missing.json()["error"]["type"] == "authentication_error"
     with pytest.raises(openai.AuthenticationError):
@@ -250,10 +194,7 @@ def test_chat_clients_must_present_a_client_key_which_never_goes_upstream(
     answer = _openai(url, ALICE).chat.completions.create(model=MODEL, messages=DAMAGED)
     assert answer.choices[0].message.content == "hello alice"
     # a client key works in any of the places an SDK sends its key, on any route
-    assert (
-        httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": BOB}).status_code
-        == 200
-    )
+    assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": BOB}).status_code == 200
     assert _openai(url, BOB).models.list().data[0].id == "fake-model"  # passed through
     for headers in upstream.request_headers:
         assert headers["authorization"] == f"Bearer {FIXED}" and "x-api-key" not in headers
@@ -289,50 +230,27 @@ def native(native_server: FakeNative) -> Iterator[FakeNative]:
     assert not native_server.rejections, native_server.rejections
 
 
-def test_the_anthropic_sdk_and_the_responses_api_with_client_keys(
-    native: FakeNative, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_anthropic_sdk_and_the_responses_api_with_client_keys(native: FakeNative, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    served = Served(
-        create_app(
-            ProxyConfig(
-                upstream=native.base_url, api_key=FIXED, access=AccessConfig(client_keys=KEYS)
-            )
-        )
-    )
+    served = Served(create_app(ProxyConfig(upstream=native.base_url, api_key=FIXED, access=AccessConfig(client_keys=KEYS))))
     try:
         right = anthropic.Anthropic(base_url=served.url, api_key=ALICE, max_retries=0, timeout=20)
         native.push(NativeReply.answer("hi from claude"))
-        message = right.messages.create(
-            model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-        )
+        message = right.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
         assert message.content[0].type == "text" and message.content[0].text == "hi from claude"
         wrong = anthropic.Anthropic(base_url=served.url, api_key=WRONG, max_retries=0, timeout=20)
         with pytest.raises(anthropic.AuthenticationError) as raised:
-            wrong.messages.create(
-                model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-            )
+            wrong.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
         body: Any = raised.value.body
         assert body["type"] == "error" and body["error"]["type"] == "authentication_error"
         assert body["error"]["message"].startswith("a wrong client key")
-        missing = httpx.post(
-            f"{served.url}/v1/messages", json={}, headers={"anthropic-version": "2023-06-01"}
-        )
-        assert (
-            missing.status_code == 401 and missing.json()["error"]["type"] == "authentication_error"
-        )
-        page = httpx.post(
-            f"{served.url}/v1/messages",
-            json={},
-            headers={"x-api-key": ALICE, "origin": "http://evil.example"},
-        )
+        missing = httpx.post(f"{served.url}/v1/messages", json={}, headers={"anthropic-version": "2023-06-01"})
+        assert missing.status_code == 401 and missing.json()["error"]["type"] == "authentication_error"
+        page = httpx.post(f"{served.url}/v1/messages", json={}, headers={"x-api-key": ALICE, "origin": "http://evil.example"})
         assert page.status_code == 403 and page.json()["error"]["type"] == "permission_error"
         # the Responses API through the openai SDK, on the same proxy
         native.push(NativeReply.answer("hi from gpt"))
-        assert (
-            _openai(served.url, BOB).responses.create(model="gpt-5-mini", input="hi").output_text
-            == "hi from gpt"
-        )
+        assert _openai(served.url, BOB).responses.create(model="gpt-5-mini", input="hi").output_text == "hi from gpt"
         with pytest.raises(openai.AuthenticationError):
             _openai(served.url, WRONG).responses.create(model="gpt-5-mini", input="hi")
     finally:
@@ -353,13 +271,9 @@ def _genai(url: str, key: str) -> genai.Client:
     return genai.Client(api_key=key, http_options=types.HttpOptions(base_url=url))
 
 
-def test_the_google_genai_sdk_with_client_keys(
-    gemini: FakeGemini, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_google_genai_sdk_with_client_keys(gemini: FakeGemini, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    config = ProxyConfig(
-        upstream=gemini.base_url + "/v1beta", api_key=FIXED, access=AccessConfig(client_keys=KEYS)
-    )
+    config = ProxyConfig(upstream=gemini.base_url + "/v1beta", api_key=FIXED, access=AccessConfig(client_keys=KEYS))
     served = Served(create_app(config))
     try:
         right, wrong = _genai(served.url, BOB), _genai(served.url, WRONG)  # kept: see _genai
@@ -375,11 +289,7 @@ def test_the_google_genai_sdk_with_client_keys(
         refused = httpx.post(f"{path}?key={WRONG}", json=body)
         assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"
         missing = httpx.post(path, json=body)
-        assert missing.json()["error"] == {
-            "code": 401,
-            "status": "UNAUTHENTICATED",
-            "message": missing.json()["error"]["message"],
-        }
+        assert missing.json()["error"] == {"code": 401, "status": "UNAUTHENTICATED", "message": missing.json()["error"]["message"]}
         assert missing.json()["error"]["message"].startswith("no client key")
     finally:
         served.stop()
@@ -402,21 +312,14 @@ def _never_seen(text: str) -> None:
 # ----------------------------------------------------------------------------- limits
 
 
-def test_a_burst_past_the_limits_gets_429s_and_leaves_others_served(
-    upstream: FakeUpstream, served: Any
-) -> None:
+def test_a_burst_past_the_limits_gets_429s_and_leaves_others_served(upstream: FakeUpstream, served: Any) -> None:
     """alice bursts 8 slow requests at a limit of 3 per client (5 in all): 3 are
     forwarded, 5 refused at once; bob still gets the 2 slots left, not a third."""
-    url = served(
-        access=AccessConfig(client_keys=KEYS),
-        limits=LimitsConfig(max_in_flight=5, max_in_flight_per_client=3),
-    ).url
+    url = served(access=AccessConfig(client_keys=KEYS), limits=LimitsConfig(max_in_flight=5, max_in_flight_per_client=3)).url
     upstream.push(*[Reply.text("slow", delay=1.5) for _ in range(5)])
 
     async def post(client: httpx.AsyncClient, key: str) -> httpx.Response:
-        return await client.post(
-            f"{url}/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {key}"}
-        )
+        return await client.post(f"{url}/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {key}"})
 
     async def burst() -> tuple[list[httpx.Response], list[httpx.Response]]:
         async with httpx.AsyncClient(timeout=20) as client:
@@ -436,12 +339,7 @@ def test_a_burst_past_the_limits_gets_429s_and_leaves_others_served(
     assert sum("the proxy has 5 requests in flight" in m for m in messages) == 1
     assert len(upstream.targets) == 5
     upstream.push(Reply.text("after"))  # the slots are given back
-    assert (
-        httpx.post(
-            f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": ALICE}
-        ).status_code
-        == 200
-    )
+    assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": ALICE}).status_code == 200
     assert httpx.get(f"{url}/healthz").status_code == 200  # no key, never counted
 
 
@@ -452,39 +350,18 @@ HOSTS = [("127.0.0.1", True), ("localhost", True), ("[::1]", True), ("dev.localh
          ("10.0.0.5", False)]  # fmt: skip
 ORIGINS = [(None, True), (PAGE, True), ("http://evil.example", False), ("null", False),
            ("http://localhost:8080", False)]  # fmt: skip
-SITES = [
-    (None, True),
-    ("none", True),
-    ("same-origin", True),
-    ("cross-site", False),
-    ("same-site", False),
-]
+SITES = [(None, True), ("none", True), ("same-origin", True), ("cross-site", False), ("same-site", False)]
 TYPES = [("application/json", True), ("application/json; charset=utf-8", True),
          ("application/merge-patch+json", True), ("text/plain", False),
          ("application/x-www-form-urlencoded", False), ("multipart/form-data; boundary=x", False),
          (None, False)]  # fmt: skip
-KEY_PLACES = [
-    "authorization",
-    "x-api-key",
-    "x-goog-api-key",
-    "x-context-governor-client-key",
-    "?key",
-]
-PRESENTED = [
-    (None, False),
-    (ALICE, True),
-    (BOB, True),
-    (WRONG, False),
-    (ALICE[:-1], False),
-    ("", False),
-]
+KEY_PLACES = ["authorization", "x-api-key", "x-goog-api-key", "x-context-governor-client-key", "?key"]
+PRESENTED = [(None, False), (ALICE, True), (BOB, True), (WRONG, False), (ALICE[:-1], False), ("", False)]
 
 
 @pytest.fixture(scope="module")
 def guarded(upstream_server: FakeUpstream) -> Iterator[str]:
-    access = AccessConfig(
-        client_keys=KEYS, allow_origins=(PAGE,), allow_hosts=("team.example.com",)
-    )
+    access = AccessConfig(client_keys=KEYS, allow_origins=(PAGE,), allow_hosts=("team.example.com",))
     config = ProxyConfig(upstream=upstream_server.base_url, api_key=FIXED, access=access)
     served = Served(create_app(config))
     yield served.url
@@ -537,9 +414,7 @@ def test_no_refused_request_ever_reaches_the_upstream(
     path = "/v1/chat/completions" if governed else "/v1/models"
     method = "POST" if governed else "GET"
     content = json.dumps(CHAT).encode() if governed else None
-    response = httpx.request(
-        method, f"{guarded}{path}{query}", headers=headers, content=content, timeout=10
-    )
+    response = httpx.request(method, f"{guarded}{path}{query}", headers=headers, content=content, timeout=10)
     assert response.status_code == expected, (response.status_code, response.text)
     assert len(upstream_server.targets) == (1 if expected == 200 else 0)
     assert not upstream_server.violations and not upstream_server.replies
@@ -552,31 +427,15 @@ def test_no_refused_request_ever_reaches_the_upstream(
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_GOVERNOR_")}
     command = [sys.executable, "-m", "context_governor", "proxy", *args]
-    return subprocess.Popen(
-        command,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**base, **(env or {}), "PYTHONUNBUFFERED": "1"},
-    )
+    return subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**base, **(env or {}), "PYTHONUNBUFFERED": "1"})
 
 
 def test_the_cli_refuses_to_start_an_open_relay(upstream_server: FakeUpstream) -> None:
-    process = _cli(
-        "--upstream",
-        upstream_server.base_url,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        "0",
-        "--api-key",
-        FIXED,
-    )
+    process = _cli("--upstream", upstream_server.base_url, "--host", "0.0.0.0", "--port", "0", "--api-key", FIXED)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 2
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(
-        "error: refusing to listen on 0.0.0.0 with --api-key"
-    ), err
+    assert len(lines) == 1 and lines[0].startswith("error: refusing to listen on 0.0.0.0 with --api-key"), err
     assert "--client-key" in lines[0] and "--allow-open-relay" in lines[0] and FIXED not in err
 
 
@@ -597,33 +456,19 @@ def test_the_cli_serves_on_all_addresses_with_client_keys_from_a_file_and_the_en
         _wait_healthy(f"{url}/v1")
         upstream.push(Reply.text("a"), Reply.text("b"))
         for key in (ALICE, BOB):
-            assert (
-                httpx.post(
-                    f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": key}
-                ).status_code
-                == 200
-            )
-        assert (
-            httpx.post(
-                f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": WRONG}
-            ).status_code
-            == 401
-        )
+            assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": key}).status_code == 200
+        assert httpx.post(f"{url}/v1/chat/completions", json=CHAT, headers={"x-api-key": WRONG}).status_code == 401
         logged = [log_line(process.stderr), process.stderr.readline(), process.stderr.readline()]
     finally:
         process.terminate()
         rest = process.communicate(timeout=10)[1]
-    assert "client=alice POST /v1/chat/completions" in logged[0] and "client=bob" in logged[1], (
-        logged
-    )
+    assert "client=alice POST /v1/chat/completions" in logged[0] and "client=bob" in logged[1], logged
     assert "401 (not forwarded)" in logged[2], logged
     _never_seen(banner + "".join(logged) + rest)
     assert all(h["authorization"] == f"Bearer {FIXED}" for h in upstream.request_headers)
 
 
-def test_the_cli_starts_an_open_relay_only_when_told_and_says_so(
-    upstream_server: FakeUpstream,
-) -> None:
+def test_the_cli_starts_an_open_relay_only_when_told_and_says_so(upstream_server: FakeUpstream) -> None:
     process = _cli("--upstream", upstream_server.base_url, "--host", "0.0.0.0", "--port", "0",
                    "--api-key", FIXED, "--allow-open-relay")  # fmt: skip
     try:
@@ -662,26 +507,18 @@ def test_the_cli_starts_an_open_relay_only_when_told_and_says_so(
         ("10.0.0.5", "10.0.0.5", ("llm.example.com",), True),
     ],
 )
-def test_host_rules(
-    host: str | None, server: str | None, allowed: tuple[str, ...], served: bool
-) -> None:
+def test_host_rules(host: str | None, server: str | None, allowed: tuple[str, ...], served: bool) -> None:
     assert host_allowed(host, server, allowed) is served
 
 
 def test_origin_and_content_type_rules() -> None:
-    allowed = {
-        normalize_origin("HTTP://LocalHost:3000/"),
-        normalize_origin("https://app.example:443"),
-    }
+    allowed = {normalize_origin("HTTP://LocalHost:3000/"), normalize_origin("https://app.example:443")}
     assert allowed == {"http://localhost:3000", "https://app.example"}
     assert origin_refusal("http://localhost:3000", "cross-site", allowed) is None
     assert origin_refusal("https://app.example", None, allowed) is None
     assert origin_refusal("http://localhost:3001", None, allowed) is not None
     assert origin_refusal(None, "cross-site", allowed) is not None
-    assert (
-        origin_refusal(None, "same-origin", allowed) is None
-        and origin_refusal(None, None, allowed) is None
-    )
+    assert origin_refusal(None, "same-origin", allowed) is None and origin_refusal(None, None, allowed) is None
     for bad in ("localhost:3000", "http://a/b", "*", "ftp://x"):
         with pytest.raises(ConfigError):
             normalize_origin(bad)
@@ -692,10 +529,7 @@ def test_origin_and_content_type_rules() -> None:
 def test_client_key_options() -> None:
     assert parse_client_key(f"alice:{ALICE}", 1) == ("alice", ALICE)
     assert parse_client_key(ALICE, 2) == ("client-2", ALICE)
-    assert client_keys([f"alice:{ALICE}", "# comment", "", BOB]) == {
-        "alice": ALICE,
-        "client-2": BOB,
-    }
+    assert client_keys([f"alice:{ALICE}", "# comment", "", BOB]) == {"alice": ALICE, "client-2": BOB}
     for entries, said in (
         ([f"a:{ALICE}", f"a:{BOB}"], "given twice"),
         ([f"a:{ALICE}", f"b:{ALICE}"], "same key as another"),
@@ -707,10 +541,7 @@ def test_client_key_options() -> None:
         assert ALICE not in str(raised.value) and BOB not in str(raised.value)
     keys = [(name, digest(key)) for name, key in KEYS.items()]
     assert matching_name(BOB, keys) == "bob" and matching_name(WRONG, keys) is None
-    config = ProxyConfig(
-        upstream="http://127.0.0.1:9/v1",
-        access=AccessConfig(client_keys=KEYS, allow_origins=(PAGE,)),
-    )
+    config = ProxyConfig(upstream="http://127.0.0.1:9/v1", access=AccessConfig(client_keys=KEYS, allow_origins=(PAGE,)))
     assert ALICE not in repr(config) and "'alice': '***'" in repr(config)
     assert ProxyConfig.from_json(config.to_json()) == config  # crosses to worker processes
     assert config.redactor()(f"saw {ALICE}") == "saw ***"

@@ -51,11 +51,7 @@ TOOLS = [
         "function": {
             "name": "read_file",
             "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
         },
     }
 ]
@@ -104,9 +100,7 @@ def _over_the_window(body: dict[str, Any], api: str, profile: str) -> int:
 # ------------------------------------------------------------------ Chat Completions
 
 
-def _chat_turn(
-    url: str, history: list[dict[str, Any]], stream: bool, use_async: bool
-) -> tuple[dict[str, Any], dict[str, str]]:
+def _chat_turn(url: str, history: list[dict[str, Any]], stream: bool, use_async: bool) -> tuple[dict[str, Any], dict[str, str]]:
     """One ``litellm.completion`` (or ``acompletion``) call through the proxy: the
     assistant message, as an agent keeps it, and the headers LiteLLM hands back."""
     kwargs: dict[str, Any] = {
@@ -132,20 +126,14 @@ def _chat_turn(
     built: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         built["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
             for c in message.tool_calls
         ]
     headers = response._hidden_params.get("additional_headers") or {}
     return built, headers
 
 
-@pytest.mark.parametrize(
-    ("stream", "use_async"), [(False, False), (True, False), (False, True), (True, True)]
-)
+@pytest.mark.parametrize(("stream", "use_async"), [(False, False), (True, False), (False, True), (True, True)])
 def test_a_chat_session_through_litellm_outgrows_the_window_and_stays_legal(
     upstream: FakeUpstream, proxy: Callable[..., str], stream: bool, use_async: bool
 ) -> None:
@@ -154,10 +142,7 @@ def test_a_chat_session_through_litellm_outgrows_the_window_and_stays_legal(
     history grew past it; LiteLLM hands the report's headers back."""
     upstream.context_window = WINDOW
     url = proxy(upstream=upstream.base_url, context_window=WINDOW)
-    upstream.push(
-        *(Reply.calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS)),
-        Reply.text("Done."),
-    )
+    upstream.push(*(Reply.calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS)), Reply.text("Done."))
     history: list[dict[str, Any]] = [{"role": "user", "content": "Read every file."}]
     for step in range(STEPS + 1):
         turn, headers = _chat_turn(url, history, stream, use_async)
@@ -169,9 +154,7 @@ def test_a_chat_session_through_litellm_outgrows_the_window_and_stays_legal(
             break
         call = turn["tool_calls"][0]
         assert json.loads(call["function"]["arguments"]) == {"path": f"f{step}.py"}
-        history.append(
-            {"role": "tool", "tool_call_id": call["id"], "content": tool_result_text(step, 1200)}
-        )
+        history.append({"role": "tool", "tool_call_id": call["id"], "content": tool_result_text(step, 1200)})
     assert len(upstream.requests) == STEPS + 1
     assert all(r.get("stream", False) is stream for r in upstream.requests)
     assert _over_the_window({"messages": history[:-1]}, "openai", "openai") > WINDOW
@@ -190,9 +173,7 @@ def test_an_anthropic_session_through_litellm_completion_stays_legal(
     turns the OpenAI-style history into a Messages body, the proxy governs it."""
     native.context_window = WINDOW
     url = proxy(upstream=native.base_url, context_window=WINDOW)
-    native.push(
-        *(NativeReply.tool_calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS))
-    )
+    native.push(*(NativeReply.tool_calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS)))
     native.push(NativeReply.answer("Done."))
     history: list[dict[str, Any]] = [{"role": "user", "content": "Read every file."}]
     for step in range(STEPS + 1):
@@ -212,36 +193,25 @@ def test_an_anthropic_session_through_litellm_completion_stays_legal(
         call = message.tool_calls[0]
         history.append({"role": "assistant", "content": message.content, "tool_calls": [
             {"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": call.function.arguments}}]})  # fmt: skip
-        history.append(
-            {"role": "tool", "tool_call_id": call.id, "content": tool_result_text(step, 1200)}
-        )
+        history.append({"role": "tool", "tool_call_id": call.id, "content": tool_result_text(step, 1200)})
     assert native.apis == ["anthropic"] * (STEPS + 1)
     assert all(r.get("stream", False) is stream for r in native.requests)
     assert len(native.requests[-1]["messages"]) < len(history)  # old turns were cut
     assert native.request_headers[-1]["x-api-key"] == KEY
 
 
-def test_litellm_anthropic_messages_round_trips_tool_use(
-    native: FakeNative, proxy: Callable[..., str]
-) -> None:
+def test_litellm_anthropic_messages_round_trips_tool_use(native: FakeNative, proxy: Callable[..., str]) -> None:
     """``litellm.anthropic.messages.acreate(api_base=<proxy root>)``, the Messages API
     as LiteLLM passes it through: a session of tool_use / tool_result turns."""
     native.context_window = WINDOW
     url = proxy(upstream=native.base_url, context_window=WINDOW)
-    native.push(
-        *(NativeReply.tool_calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS))
-    )
+    native.push(*(NativeReply.tool_calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS)))
     native.push(NativeReply.answer("Done."))
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Read every file."}]
 
     async def turn() -> dict[str, Any]:
         answer = await litellm.anthropic.messages.acreate(
-            model=CLAUDE,
-            api_base=url,
-            api_key=KEY,
-            messages=messages,
-            tools=[READ_TOOL],
-            max_tokens=300,
+            model=CLAUDE, api_base=url, api_key=KEY, messages=messages, tools=[READ_TOOL], max_tokens=300
         )
         return dict(answer)
 
@@ -260,9 +230,7 @@ def test_litellm_anthropic_messages_round_trips_tool_use(
     assert len(native.requests[-1]["messages"]) < len(messages)
 
 
-def test_what_litellm_anthropic_messages_cannot_do(
-    native: FakeNative, proxy: Callable[..., str]
-) -> None:
+def test_what_litellm_anthropic_messages_cannot_do(native: FakeNative, proxy: Callable[..., str]) -> None:
     """What docs/proxy.md says of ``litellm.anthropic.messages``, measured: ``create``
     (sync) refuses before sending anything; ``acreate(stream=True)`` sends the request
     (governed as any) and reads the stream only with ``fastapi`` installed (LiteLLM's
@@ -270,9 +238,7 @@ def test_what_litellm_anthropic_messages_cannot_do(
     url = proxy(upstream=native.base_url)
     messages = [{"role": "user", "content": "hi"}]
     with pytest.raises(ValueError, match="not implemented for sync calls"):
-        litellm.anthropic.messages.create(
-            model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50
-        )
+        litellm.anthropic.messages.create(model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50)
     assert native.requests == []
     native.push(NativeReply.answer("streamed"))
 
@@ -303,9 +269,7 @@ def test_a_responses_session_through_litellm_stays_legal(
     and their outputs sent back as input items, streamed or not."""
     native.context_window = WINDOW
     url = proxy(upstream=native.base_url, context_window=WINDOW)
-    native.push(
-        *(NativeReply.tool_calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS))
-    )
+    native.push(*(NativeReply.tool_calls(("read_file", {"path": f"f{i}.py"})) for i in range(STEPS)))
     native.push(NativeReply.answer("Done."))
     items: list[dict[str, Any]] = [{"role": "user", "content": "Read every file."}]
     for step in range(STEPS + 1):
@@ -326,9 +290,7 @@ def test_a_responses_session_through_litellm_stays_legal(
             assert output[-1]["content"][0]["text"] == "Done."
             break
         call = output[-1]
-        assert call["type"] == "function_call" and json.loads(call["arguments"]) == {
-            "path": f"f{step}.py"
-        }
+        assert call["type"] == "function_call" and json.loads(call["arguments"]) == {"path": f"f{step}.py"}
         items.append({"type": "function_call", "call_id": call["call_id"], "name": call["name"],
                       "arguments": call["arguments"]})  # fmt: skip
         items.append({"type": "function_call_output", "call_id": call["call_id"],
@@ -366,15 +328,9 @@ def test_a_gemini_session_through_litellm_stays_legal(
             assert message.content == "All files summarised."
             break
         calls = message.tool_calls
-        assert [json.loads(c.function.arguments)["path"] for c in calls] == [
-            f"f{step + 1}.txt",
-            f"g{step + 1}.txt",
-        ]
+        assert [json.loads(c.function.arguments)["path"] for c in calls] == [f"f{step + 1}.txt", f"g{step + 1}.txt"]
         history.append(message.model_dump(exclude_none=True))
-        history += [
-            {"role": "tool", "tool_call_id": c.id, "content": tool_result_text(step, 3000)}
-            for c in calls
-        ]
+        history += [{"role": "tool", "tool_call_id": c.id, "content": tool_result_text(step, 3000)} for c in calls]
     action = "streamGenerateContent" if stream else "generateContent"
     assert gemini.paths == [f"/v1beta/models/gemini-2.5-flash:{action}"] * (gemini.calls + 1)
     assert all(q.get("alt") == (["sse"] if stream else None) for q in gemini.queries)
@@ -412,13 +368,9 @@ def test_litellm_through_the_proxy_sends_exactly_what_govern_request_makes(
         native.push(NativeReply.answer("ok"), NativeReply.answer("ok"))
         litellm.responses(model=GPT, api_base=f"{base}/v1", api_key=KEY, input=items, tools=[RS_TOOL],
                           max_output_tokens=300, store=False)  # fmt: skip
-        litellm.completion(
-            model=CLAUDE, api_base=base, api_key=KEY, messages=messages, tools=TOOLS, max_tokens=300
-        )
+        litellm.completion(model=CLAUDE, api_base=base, api_key=KEY, messages=messages, tools=TOOLS, max_tokens=300)
         sent[name] = native.requests[-2:]
-    for api, direct, proxied in zip(
-        ("responses", "anthropic"), sent["direct"], sent["proxied"], strict=True
-    ):
+    for api, direct, proxied in zip(("responses", "anthropic"), sent["direct"], sent["proxied"], strict=True):
         profile = "openai" if api == "responses" else "anthropic"
         expected = govern_request(direct, api=api, profile=profile, context_window=window)  # type: ignore[arg-type]
         assert expected.report.actions, f"{api}: nothing was cut, the test proves nothing"
@@ -491,11 +443,7 @@ def test_the_api_base_each_litellm_api_needs(
     else:
         with pytest.raises(litellm.NotFoundError):
             call()
-        governed = [
-            t
-            for t in fake.targets
-            if t in ("/v1/chat/completions", "/v1/messages", "/v1/responses")
-        ]
+        governed = [t for t in fake.targets if t in ("/v1/chat/completions", "/v1/messages", "/v1/responses")]
         assert governed == []
 
 
@@ -508,15 +456,11 @@ def test_the_proxys_errors_reach_litellm_with_our_message(
     chat = proxy(upstream=upstream.base_url, limits=LimitsConfig(max_body_bytes=5_000))
     messages = [{"role": "user", "content": "x" * 6_000}]
     with pytest.raises(litellm.APIError, match="larger than the proxy's limit") as raised:
-        litellm.completion(
-            model=CHAT_MODEL, api_base=f"{chat}/v1", api_key=KEY, messages=messages, max_retries=0
-        )
+        litellm.completion(model=CHAT_MODEL, api_base=f"{chat}/v1", api_key=KEY, messages=messages, max_retries=0)
     assert raised.value.status_code == 413
     url = proxy(upstream=native.base_url, limits=LimitsConfig(max_body_bytes=5_000))
     with pytest.raises(litellm.BadRequestError, match="larger than the proxy's limit"):
-        litellm.completion(
-            model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50
-        )
+        litellm.completion(model=CLAUDE, api_base=url, api_key=KEY, messages=messages, max_tokens=50)
     with pytest.raises(litellm.BadRequestError, match="larger than the proxy's limit"):
         litellm.responses(model=GPT, api_base=f"{url}/v1", api_key=KEY, input="x" * 6_000)
     assert upstream.requests == [] and native.requests == []
@@ -537,9 +481,7 @@ def test_the_proxys_errors_reach_litellm_with_our_message(
                 stream = litellm.completion(model=CLAUDE, api_base=url, api_key=KEY, max_tokens=50, stream=True,
                                             messages=[{"role": "user", "content": "hi"}])  # fmt: skip
             else:
-                stream = litellm.responses(
-                    model=GPT, api_base=f"{url}/v1", api_key=KEY, input="hi", stream=True
-                )
+                stream = litellm.responses(model=GPT, api_base=f"{url}/v1", api_key=KEY, input="hi", stream=True)
             for _ in stream:
                 pass
     assert [end for _, end in native.stream_ends] == ["cut", "cut"]

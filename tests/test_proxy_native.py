@@ -89,10 +89,7 @@ def test_anthropic_sdk_tool_use_with_thinking_round_trips_signatures(
     use = first.content[1]
     messages += [
         {"role": "assistant", "content": first.content},
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "x = 1"}],
-        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "x = 1"}]},
     ]
     native.push(NativeReply.answer("Fixed.", thinking="done"))
     second = client.messages.create(
@@ -100,11 +97,7 @@ def test_anthropic_sdk_tool_use_with_thinking_round_trips_signatures(
     )
     assert second.content[-1].text == "Fixed."
     sent = native.requests[-1]["messages"][1]["content"][0]
-    assert sent == {
-        "type": "thinking",
-        "thinking": "look at a.py",
-        "signature": fake_signature("look at a.py"),
-    }
+    assert sent == {"type": "thinking", "thinking": "look at a.py", "signature": fake_signature("look at a.py")}
     headers = native.request_headers[-1]
     assert {k: headers[k] for k in ANTHROPIC_HEADERS} == ANTHROPIC_HEADERS
     assert headers["authorization"] == f"Bearer {CLIENT_KEY}"
@@ -116,23 +109,15 @@ def test_the_beta_messages_api_keeps_its_query(native: FakeNative, start: ProxyS
     url = start()
     native.push(NativeReply.answer("ok"))
     body = {"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
-    response = httpx.post(
-        f"{url}/v1/messages?beta=true", json=body, headers=ANTHROPIC_HEADERS, timeout=10
-    )
+    response = httpx.post(f"{url}/v1/messages?beta=true", json=body, headers=ANTHROPIC_HEADERS, timeout=10)
     assert response.status_code == 200 and response.headers[f"{H}tokens-after"]
     assert native.targets == ["/v1/messages?beta=true"]
     assert native.apis == ["anthropic"]
 
 
-def test_anthropic_sdk_streaming_relays_every_event(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_anthropic_sdk_streaming_relays_every_event(native: FakeNative, start: ProxyStarter) -> None:
     client = _claude(start())
-    native.push(
-        NativeReply.tool_calls(
-            ("read_file", {"path": "b.py"}), text="Reading.", thinking="hmm, b.py"
-        )
-    )
+    native.push(NativeReply.tool_calls(("read_file", {"path": "b.py"}), text="Reading.", thinking="hmm, b.py"))
     with client.messages.stream(
         model=CLAUDE, max_tokens=2048, thinking=THINKING, tools=[READ_TOOL],
         messages=[{"role": "user", "content": "Look at b.py"}],
@@ -140,9 +125,7 @@ def test_anthropic_sdk_streaming_relays_every_event(
         kinds = [event.type for event in stream]
         final = stream.get_final_message()
     assert kinds.count("content_block_start") == 3 and "message_stop" in kinds
-    assert final.content[0].type == "thinking" and final.content[0].signature == fake_signature(
-        "hmm, b.py"
-    )
+    assert final.content[0].type == "thinking" and final.content[0].signature == fake_signature("hmm, b.py")
     assert final.content[2].type == "tool_use" and final.content[2].input == {"path": "b.py"}
     assert native.stream_ends[-1][1] == "complete"
 
@@ -151,9 +134,7 @@ def test_anthropic_async_sdk_create_and_stream(native: FakeNative, start: ProxyS
     url = start()
 
     async def session() -> list[str]:
-        client = anthropic.AsyncAnthropic(
-            base_url=url, api_key=CLIENT_KEY, max_retries=0, timeout=20
-        )
+        client = anthropic.AsyncAnthropic(base_url=url, api_key=CLIENT_KEY, max_retries=0, timeout=20)
         native.push(NativeReply.answer("one"), NativeReply.answer("two", thinking="t"))
         first = await client.messages.create(
             model=CLAUDE, max_tokens=256, messages=[{"role": "user", "content": "hi"}]
@@ -181,12 +162,7 @@ def test_a_damaged_history_is_repaired_before_it_reaches_anthropic(
         "max_tokens": 256,
         "messages": [
             {"role": "user", "content": "Fix it."},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "tool_use", "id": "toolu_lost", "name": "read_file", "input": {}}
-                ],
-            },
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_lost", "name": "read_file", "input": {}}]},
             {"role": "user", "content": "Are you there?"},
         ],
     }
@@ -235,13 +211,7 @@ def _anthropic_session(steps: int, size: int = 1200) -> dict[str, Any]:
             ]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": tool_result_text(step, size)}]},
         ]  # fmt: skip
-    return {
-        "model": CLAUDE,
-        "max_tokens": 512,
-        "thinking": THINKING,
-        "tools": [READ_TOOL],
-        "messages": messages,
-    }
+    return {"model": CLAUDE, "max_tokens": 512, "thinking": THINKING, "tools": [READ_TOOL], "messages": messages}
 
 
 def _responses_session(steps: int, size: int = 1200) -> dict[str, Any]:
@@ -252,13 +222,7 @@ def _responses_session(steps: int, size: int = 1200) -> dict[str, Any]:
             {"type": "function_call", "id": f"fc_{step:03d}", "call_id": f"call_{step:03d}", "name": "read_file", "arguments": "{}"},
             {"type": "function_call_output", "call_id": f"call_{step:03d}", "output": tool_result_text(step, size)},
         ]  # fmt: skip
-    return {
-        "model": GPT,
-        "max_output_tokens": 512,
-        "tools": [RS_TOOL],
-        "store": False,
-        "input": items,
-    }
+    return {"model": GPT, "max_output_tokens": 512, "tools": [RS_TOOL], "store": False, "input": items}
 
 
 def test_a_long_anthropic_session_with_thinking_outgrows_the_window_and_keeps_working(
@@ -272,11 +236,7 @@ def test_a_long_anthropic_session_with_thinking_outgrows_the_window_and_keeps_wo
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the whole parser."}]
     cut = 0
     for step in range(examples(full=20, fast=10)):
-        native.push(
-            NativeReply.tool_calls(
-                ("read_file", {"path": f"f{step}.py"}), thinking=f"next: f{step}.py"
-            )
-        )
+        native.push(NativeReply.tool_calls(("read_file", {"path": f"f{step}.py"}), thinking=f"next: f{step}.py"))
         with client.messages.stream(
             model=CLAUDE, max_tokens=reserve, thinking=THINKING, tools=[READ_TOOL], messages=messages
         ) as stream:  # fmt: skip
@@ -308,17 +268,13 @@ def test_profile_glm_governs_an_anthropic_client_for_a_smaller_compatible_target
     assert reply.parse().content[-1].text == "ok"
     budget = int(reply.headers[f"{H}budget"])
     assert budget <= 4000 - 512  # the model's own window, not Claude's 200k
-    assert (
-        int(reply.headers[f"{H}tokens-after"]) <= budget < int(reply.headers[f"{H}tokens-before"])
-    )
+    assert int(reply.headers[f"{H}tokens-after"]) <= budget < int(reply.headers[f"{H}tokens-before"])
 
 
 # ---------------------------------------------------------------- OpenAI Responses
 
 
-def test_openai_sdk_responses_with_tools_and_reasoning_items(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_openai_sdk_responses_with_tools_and_reasoning_items(native: FakeNative, start: ProxyStarter) -> None:
     """Reasoning items with encrypted_content go back byte for byte (store=false)."""
     client = _gpt(start())
     native.push(NativeReply.tool_calls(("read_file", {"path": "a.py"}), thinking="plan"))
@@ -344,9 +300,7 @@ def test_openai_sdk_responses_with_tools_and_reasoning_items(
 
 def test_openai_sdk_responses_streaming(native: FakeNative, start: ProxyStarter) -> None:
     client = _gpt(start())
-    native.push(
-        NativeReply.tool_calls(("read_file", {"path": "b.py"}), text="Reading.", thinking="hmm")
-    )
+    native.push(NativeReply.tool_calls(("read_file", {"path": "b.py"}), text="Reading.", thinking="hmm"))
     with client.responses.stream(
         model=GPT, input="Look at b.py", tools=[RS_TOOL], reasoning={"effort": "low"}
     ) as stream:
@@ -401,12 +355,8 @@ def test_a_long_responses_session_outgrows_the_window_and_keeps_working(
     }  # fmt: skip
     cut = 0
     for step in range(examples(full=20, fast=10)):
-        native.push(
-            NativeReply.tool_calls(("read_file", {"path": f"f{step}.py"}), thinking=f"s{step}")
-        )
-        raw = client.responses.with_raw_response.create(
-            input=items, stream=step % 2 == 1, **settings
-        )
+        native.push(NativeReply.tool_calls(("read_file", {"path": f"f{step}.py"}), thinking=f"s{step}"))
+        raw = client.responses.with_raw_response.create(input=items, stream=step % 2 == 1, **settings)
         cut += int(raw.headers[f"{H}tokens-before"]) > window - reserve
         parsed: Any = raw.parse()
         if step % 2:  # streamed: the final response is the response.completed event's
@@ -415,21 +365,13 @@ def test_a_long_responses_session_outgrows_the_window_and_keeps_working(
             output = parsed
         items += [item.model_dump(exclude_none=True) for item in output.output]
         call = output.output[-1]
-        items.append(
-            {
-                "type": "function_call_output",
-                "call_id": call.call_id,
-                "output": tool_result_text(step, 3000),
-            }
-        )
+        items.append({"type": "function_call_output", "call_id": call.call_id, "output": tool_result_text(step, 3000)})
     assert cut >= 2, "the session never outgrew the window: the test proves nothing"
     assert all(tokens + reserve <= window for tokens in native.prompt_tokens)
 
 
 @pytest.mark.parametrize("api", ["anthropic", "responses"])
-def test_native_streams_are_relayed_as_they_come(
-    native: FakeNative, start: ProxyStarter, api: str
-) -> None:
+def test_native_streams_are_relayed_as_they_come(native: FakeNative, start: ProxyStarter, api: str) -> None:
     """The first event reaches the client while the upstream is still stalling."""
     stall = 1.5
     reply = NativeReply.answer("slow answer")
@@ -437,22 +379,11 @@ def test_native_streams_are_relayed_as_they_come(
     native.push(NativeReply.answer("warm-up"), reply)
     url = start()
     if api == "anthropic":
-        path, body = (
-            "messages",
-            {
-                "model": CLAUDE,
-                "max_tokens": 64,
-                "stream": True,
-                "messages": [{"role": "user", "content": "hi"}],
-            },
-        )
+        path, body = "messages", {"model": CLAUDE, "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     else:
         path, body = "responses", {"model": GPT, "stream": True, "input": "hi"}
     # the first request of a model may load its encoding (on both sides): not measured
-    assert (
-        httpx.post(f"{url}/v1/{path}", json={**body, "stream": False}, timeout=10).status_code
-        == 200
-    )
+    assert httpx.post(f"{url}/v1/{path}", json={**body, "stream": False}, timeout=10).status_code == 200
     started = time.monotonic()
     with httpx.stream("POST", f"{url}/v1/{path}", json=body, timeout=10) as response:
         assert response.status_code == 200
@@ -463,10 +394,7 @@ def test_native_streams_are_relayed_as_they_come(
         rest = [line for line in lines if line]
     assert first == ("event: message_start" if api == "anthropic" else "event: response.created")
     assert first_at < stall * 0.7, f"first event after {first_at:.2f}s: the stream was buffered"
-    assert rest[-1].startswith("data: ") and json.loads(rest[-1][6:])["type"] in (
-        "message_stop",
-        "response.completed",
-    )
+    assert rest[-1].startswith("data: ") and json.loads(rest[-1][6:])["type"] in ("message_stop", "response.completed")
 
 
 # ---------------------------------------------------------------- errors, in each API's shape
@@ -495,19 +423,13 @@ def test_bad_messages_bodies_get_a_400_in_anthropic_shape(
     assert native.requests == []
 
 
-def test_the_anthropic_sdk_raises_its_own_errors_with_our_message(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_the_anthropic_sdk_raises_its_own_errors_with_our_message(native: FakeNative, start: ProxyStarter) -> None:
     client = _claude(start(limits=LimitsConfig(max_body_bytes=2000)))
     with pytest.raises(anthropic.BadRequestError) as bad:
-        client.messages.create(
-            model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": 5}]
-        )  # type: ignore[arg-type]
+        client.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": 5}])  # type: ignore[arg-type]
     assert "messages[0].content" in str(bad.value)
     with pytest.raises(anthropic.APIStatusError) as big:
-        client.messages.create(
-            model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "x" * 5000}]
-        )
+        client.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "x" * 5000}])
     assert big.value.status_code == 413 and big.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
 
 
@@ -519,9 +441,7 @@ def test_an_unreachable_upstream_gives_502_in_each_apis_shape(start: ProxyStarte
         port = sock.getsockname()[1]
     url = start(upstream=f"http://127.0.0.1:{port}/v1", timeouts=TimeoutsConfig(connect=2))
     with pytest.raises(anthropic.InternalServerError) as caught:
-        _claude(url).messages.create(
-            model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-        )
+        _claude(url).messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     assert caught.value.status_code == 502
     assert caught.value.body["error"]["type"] == "api_error"  # type: ignore[index]
     with pytest.raises(openai.InternalServerError) as also:
@@ -529,9 +449,7 @@ def test_an_unreachable_upstream_gives_502_in_each_apis_shape(start: ProxyStarte
     assert also.value.status_code == 502 and "unreachable" in str(also.value)
 
 
-def test_upstream_errors_come_back_unchanged_streaming_or_not(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_upstream_errors_come_back_unchanged_streaming_or_not(native: FakeNative, start: ProxyStarter) -> None:
     """The provider's own error (here Anthropic's 529 overloaded) reaches the SDK as sent,
     with the report's headers: governance does not hide or rewrite it."""
     client = _claude(start())
@@ -539,16 +457,10 @@ def test_upstream_errors_come_back_unchanged_streaming_or_not(
     for stream in (False, True):
         with pytest.raises(anthropic.APIStatusError) as caught:
             client.messages.create(
-                model=CLAUDE,
-                max_tokens=10,
-                stream=stream,
-                messages=[{"role": "user", "content": "hi"}],
+                model=CLAUDE, max_tokens=10, stream=stream, messages=[{"role": "user", "content": "hi"}]
             )
         assert caught.value.status_code == 529
-        assert caught.value.body == {
-            "type": "error",
-            "error": {"type": "overloaded_error", "message": "Overloaded"},
-        }
+        assert caught.value.body == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
         assert caught.value.response.headers[f"{H}tokens-after"]
 
 
@@ -560,10 +472,7 @@ def test_a_config_without_a_profile_crosses_to_worker_processes() -> None:
     config = ProxyConfig(upstream="http://127.0.0.1:1/v1")
     assert config.profile is None
     assert ProxyConfig.from_json(config.to_json()).profile is None
-    assert (
-        ProxyConfig.from_json(ProxyConfig(upstream="http://h/v1", profile="glm").to_json()).profile
-        == "glm"
-    )
+    assert ProxyConfig.from_json(ProxyConfig(upstream="http://h/v1", profile="glm").to_json()).profile == "glm"
 
 
 def test_a_messages_stream_that_breaks_off_ends_with_an_anthropic_error_event(
@@ -575,17 +484,11 @@ def test_a_messages_stream_that_breaks_off_ends_with_an_anthropic_error_event(
     native.push(reply)
     with pytest.raises(anthropic.APIStatusError) as caught:  # noqa: SIM117
         with client.messages.stream(
-            model=CLAUDE,
-            max_tokens=512,
-            thinking=THINKING,
-            messages=[{"role": "user", "content": "hi"}],
+            model=CLAUDE, max_tokens=512, thinking=THINKING, messages=[{"role": "user", "content": "hi"}]
         ) as stream:
             stream.get_final_message()
     assert "incomplete" in str(caught.value)
-    assert caught.value.body == {
-        "type": "error",
-        "error": {"type": "api_error", "message": caught.value.body["error"]["message"]},
-    }  # type: ignore[index]
+    assert caught.value.body == {"type": "error", "error": {"type": "api_error", "message": caught.value.body["error"]["message"]}}  # type: ignore[index]
 
 
 def test_a_responses_stream_that_breaks_off_ends_with_an_error_event(
@@ -609,22 +512,15 @@ def test_other_paths_pass_through_and_are_logged_once_per_kind(
     caplog.set_level(logging.INFO, logger="context_governor.proxy")
     url = start()
     client = _claude(url)
-    counted = client.messages.count_tokens(
-        model=CLAUDE, messages=[{"role": "user", "content": "hi there"}]
-    )
+    counted = client.messages.count_tokens(model=CLAUDE, messages=[{"role": "user", "content": "hi there"}])
     assert counted.input_tokens > 0
     for rid in ("resp_0001", "resp_0002"):
         assert _gpt(url).responses.retrieve(rid).id == rid
     # paths the fake does not serve: relayed as its 404/405, but they reached it as sent
     # (count_tokens and responses/compact are side endpoints now: tests/test_proxy_side.py)
-    others = [
-        ("POST", "responses/resp_0003/cancel"),
-        ("GET", "responses/resp_0003/input_items?limit=5"),
-    ]
+    others = [("POST", "responses/resp_0003/cancel"), ("GET", "responses/resp_0003/input_items?limit=5")]
     for method, path in others:
-        assert httpx.request(
-            method, f"{url}/v1/{path}", json={} if method == "POST" else None
-        ).status_code in (404, 405)
+        assert httpx.request(method, f"{url}/v1/{path}", json={} if method == "POST" else None).status_code in (404, 405)
     assert native.targets == [
         "/v1/messages/count_tokens", "/v1/responses/resp_0001", "/v1/responses/resp_0002",
         *(f"/v1/{path}" for _, path in others),
@@ -634,10 +530,7 @@ def test_other_paths_pass_through_and_are_logged_once_per_kind(
     kinds = ["GET /v1/responses/{id}", "POST /v1/responses/{id}/cancel",
              "GET /v1/responses/{id}/input_items"]  # fmt: skip
     assert len(said) == len(kinds), said
-    assert all(
-        f"not governed: {kind} is passed through" in line
-        for kind, line in zip(kinds, said, strict=True)
-    )
+    assert all(f"not governed: {kind} is passed through" in line for kind, line in zip(kinds, said, strict=True))
 
 
 def test_client_keys_are_forwarded_but_never_logged(
@@ -646,29 +539,21 @@ def test_client_keys_are_forwarded_but_never_logged(
     caplog.set_level(logging.DEBUG)
     client = _claude(start())
     native.push(NativeReply.answer("ok"))
-    client.messages.create(
-        model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-    )
+    client.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     client.messages.count_tokens(model=CLAUDE, messages=[{"role": "user", "content": "hi"}])
     assert all(h["x-api-key"] == CLIENT_KEY for h in native.request_headers)
     assert CLIENT_KEY not in caplog.text
 
 
-def test_a_fixed_api_key_replaces_the_clients_in_its_own_header(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_a_fixed_api_key_replaces_the_clients_in_its_own_header(native: FakeNative, start: ProxyStarter) -> None:
     client = _claude(start(api_key="sk-ant-proxy-key"))
     native.push(NativeReply.answer("ok"))
-    client.messages.create(
-        model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-    )
+    client.messages.create(model=CLAUDE, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     headers = native.request_headers[-1]
     assert headers["x-api-key"] == "sk-ant-proxy-key" and "authorization" not in headers
 
 
-def test_native_routes_govern_in_a_process_pool_too(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_native_routes_govern_in_a_process_pool_too(native: FakeNative, start: ProxyStarter) -> None:
     native.context_window = 3000
     url = start(context_window=3000, governing=GoverningConfig(run_in="process", processes=1))
     native.push(NativeReply.answer("ok"), NativeReply.answer("ok"))
@@ -683,12 +568,7 @@ def test_native_routes_govern_in_a_process_pool_too(
 
 @pytest.mark.parametrize(
     ("args", "expected"),
-    [
-        ([], None),
-        (["--profile", "glm"], "glm"),
-        (["--profile", "openai"], "openai"),
-        (["--provider", "openai"], "openai"),
-    ],
+    [([], None), (["--profile", "glm"], "glm"), (["--profile", "openai"], "openai"), (["--provider", "openai"], "openai")],
 )
 def test_the_cli_leaves_the_profile_to_each_route_unless_given(
     monkeypatch: pytest.MonkeyPatch, args: list[str], expected: str | None
@@ -702,9 +582,7 @@ def test_the_cli_leaves_the_profile_to_each_route_unless_given(
 
     seen: list[Any] = []
     monkeypatch.setattr(cli_proxy, "_serve", lambda uvicorn, config, *rest: seen.append(config))
-    result = CliRunner().invoke(
-        main, ["proxy", "--upstream", "http://127.0.0.1:1/v1", "--port", "0", *args]
-    )
+    result = CliRunner().invoke(main, ["proxy", "--upstream", "http://127.0.0.1:1/v1", "--port", "0", *args])
     assert result.exit_code == 0, result.output
     assert seen[0].profile == expected
 
@@ -777,9 +655,7 @@ def test_a_request_governed_to_nothing_is_answered_400_not_forwarded(
     assert native.requests == []
 
 
-def test_cache_breakpoints_can_be_turned_off_in_the_proxy(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_cache_breakpoints_can_be_turned_off_in_the_proxy(native: FakeNative, start: ProxyStarter) -> None:
     """By default the proxy marks the stable prefix of a Messages body; with
     cache_breakpoints=False (--no-cache-breakpoints) it forwards no mark of its own."""
     body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "You are terse.",
@@ -788,9 +664,6 @@ def test_cache_breakpoints_can_be_turned_off_in_the_proxy(
     marks = []
     for url in (start(), start(cache_breakpoints=False)):
         native.push(NativeReply.answer("ok"))
-        assert (
-            httpx.post(f"{url}/v1/messages", json=body, headers=headers, timeout=30).status_code
-            == 200
-        )
+        assert httpx.post(f"{url}/v1/messages", json=body, headers=headers, timeout=30).status_code == 200
         marks.append(json.dumps(native.requests[-1]).count("cache_control"))
     assert marks[0] > 0 and marks[1] == 0

@@ -110,9 +110,7 @@ def test_a_session_with_one_part_replaced_by_junk_gets_forwarded_or_a_400(
 
 @SETTINGS
 @given(api=st.sampled_from(["anthropic", "responses"]), raw=st.binary(max_size=200))
-def test_raw_bytes_get_a_400_in_shape(
-    proxied: tuple[FakeNative, str], api: str, raw: bytes
-) -> None:
+def test_raw_bytes_get_a_400_in_shape(proxied: tuple[FakeNative, str], api: str, raw: bytes) -> None:
     _check(proxied[1], api, raw)
 
 
@@ -126,7 +124,6 @@ def test_raw_bytes_get_a_400_in_shape(
         b"\xff\xfe{}",
     ],
 )
-def test_hostile_bodies_get_a_400_in_shape(
-    proxied: tuple[FakeNative, str], api: str, body: bytes
-) -> None:
+def test_hostile_bodies_get_a_400_in_shape(proxied: tuple[FakeNative, str], api: str, body: bytes) -> None:
     _check(proxied[1], api, body)
+

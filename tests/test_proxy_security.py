@@ -84,9 +84,7 @@ ESCAPES = [
 
 
 @pytest.mark.parametrize("target", ESCAPES)
-def test_paths_that_could_leave_the_base_are_refused(
-    upstream: FakeUpstream, served: Any, target: str
-) -> None:
+def test_paths_that_could_leave_the_base_are_refused(upstream: FakeUpstream, served: Any, target: str) -> None:
     proxy = served(api_key=KEY)
     status, body = raw_http(proxy.port, "GET", target)
     assert status == 400, body
@@ -96,9 +94,7 @@ def test_paths_that_could_leave_the_base_are_refused(
     assert upstream.targets == []  # nothing reached the upstream, key or not
 
 
-def test_control_characters_in_the_path_are_not_forwarded(
-    upstream: FakeUpstream, served: Any
-) -> None:
+def test_control_characters_in_the_path_are_not_forwarded(upstream: FakeUpstream, served: Any) -> None:
     proxy = served(api_key=KEY)
     status, _ = raw_http(proxy.port, "GET", "/v1/models%0d%0aX-Injected:%201")
     assert status in (400, 404)  # no route matches a decoded newline: the proxy's own 404
@@ -141,9 +137,7 @@ def test_base_path_and_query_of_the_upstream_are_kept(upstream: FakeUpstream, se
 
 def test_redact_url_masks_userinfo_and_secret_parameters() -> None:
     url = "https://bob:pa%40ss@api.example.com:8443/v1?key=AIza123&region=eu&access_token=t0k"
-    assert (
-        redact_url(url) == "https://***@api.example.com:8443/v1?key=***&region=eu&access_token=***"
-    )
+    assert redact_url(url) == "https://***@api.example.com:8443/v1?key=***&region=eu&access_token=***"
     assert redact_url("http://localhost:8000/v1") == "http://localhost:8000/v1"
     # userinfo and an api key are refused together (config.py): one config each
     keyed = url.replace("bob:pa%40ss@", "")
@@ -155,9 +149,7 @@ def test_redact_url_masks_userinfo_and_secret_parameters() -> None:
 
 def test_logging_filter_scrubs_messages_and_tracebacks() -> None:
     redact = Redactor(["pa@ss", KEY])
-    record = logging.LogRecord(
-        "httpx", logging.INFO, __file__, 1, "HTTP Request: %s", ("http://bob:pa@ss@h/v1",), None
-    )
+    record = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: %s", ("http://bob:pa@ss@h/v1",), None)
     try:
         raise RuntimeError(f"boom with {KEY}")
     except RuntimeError:
@@ -176,10 +168,7 @@ def test_credentials_are_used_but_never_shown(
     proxy = served(upstream=upstream.base_url.replace("://", "://bob:s3cret-pw@") + "?key=q-s3cret")
     upstream.push(Reply.text("ok"), Reply.error(500, "upstream exploded"))
     assert _post(f"{proxy.url}/v1", {"model": MODEL, "messages": DAMAGED}).status_code == 200
-    assert (
-        upstream.request_headers[0]["authorization"]
-        == "Basic " + base64.b64encode(b"bob:s3cret-pw").decode()
-    )
+    assert upstream.request_headers[0]["authorization"] == "Basic " + base64.b64encode(b"bob:s3cret-pw").decode()
     assert _post(f"{proxy.url}/v1", {"model": MODEL, "messages": DAMAGED}).status_code == 500
     down = served(upstream=f"http://127.0.0.1:{_closed_port()}/v1?key=q-s3cret", api_key=KEY)
     response = _post(f"{down.url}/v1", {"model": MODEL, "messages": DAMAGED})
@@ -194,22 +183,10 @@ def test_credentials_are_used_but_never_shown(
 def test_cli_banner_and_log_hide_credentials(upstream: FakeUpstream) -> None:
     # (userinfo and --api-key are refused together: the key is the secret shown here)
     upstream_url = upstream.base_url + "?api_key=q-s3cret&region=eu"
-    args = [
-        sys.executable,
-        "-m",
-        "context_governor",
-        "proxy",
-        "--upstream",
-        upstream_url,
-        "--port",
-        "0",
-        "--api-key",
-        KEY,
-    ]
+    args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream_url,
+            "--port", "0", "--api-key", KEY]
     env = {k: v for k, v in os.environ.items() if k != "CONTEXT_GOVERNOR_UPSTREAM_KEY"}
-    process = subprocess.Popen(
-        args, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONUNBUFFERED": "1"}
-    )
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONUNBUFFERED": "1"})
     try:
         assert process.stderr is not None
         banner = process.stderr.readline()
@@ -243,22 +220,13 @@ def _wait_healthy(url: str) -> None:
 # ----------------------------------------------------------------------------- limits
 
 
-def test_body_over_the_limit_gets_413_and_is_not_forwarded(
-    upstream: FakeUpstream, served: Any
-) -> None:
+def test_body_over_the_limit_gets_413_and_is_not_forwarded(upstream: FakeUpstream, served: Any) -> None:
     proxy = served(limits=LimitsConfig(max_body_bytes=50_000))
     url = f"{proxy.url}/v1"
-    big = json.dumps(
-        {"model": MODEL, "messages": [{"role": "user", "content": "x" * 2_000_000}]}
-    ).encode()
+    big = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "x" * 2_000_000}]}).encode()
     for response in (
         _post(url, big),  # Content-Length declared: refused before reading
-        httpx.post(
-            f"{url}/chat/completions",
-            content=iter([big[:40_000], big[40_000:]]),
-            timeout=10,
-            headers=JSON,
-        ),  # chunked
+        httpx.post(f"{url}/chat/completions", content=iter([big[:40_000], big[40_000:]]), timeout=10, headers=JSON),  # chunked
         httpx.post(f"{url}/embeddings", content=big, timeout=10),  # pass-through routes too
     ):
         assert response.status_code == 413, response.text
@@ -292,36 +260,16 @@ def test_read_limited_stops_reading_at_the_limit() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (
-            b'{"model": "gpt-4o-mini", "temperature": NaN, "messages": [{"role": "user", "content": "hi"}]}',
-            "request body is not valid JSON: NaN",
-        ),
-        (
-            b'{"model": "gpt-4o-mini", "temperature": Infinity, "messages": [{"role": "user", "content": "hi"}]}',
-            "request body is not valid JSON: Infinity",
-        ),
-        (
-            b'{"model": "gpt-4o-mini", "top_p": -Infinity, "messages": [{"role": "user", "content": "hi"}]}',
-            "request body is not valid JSON: -Infinity",
-        ),
-        (
-            b'{"model": "gpt-4o-mini", "temperature": 1e999, "messages": [{"role": "user", "content": "hi"}]}',
-            "request body has a number out of range",
-        ),
-        (
-            b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "\xff"}]}',
-            "request body is not valid JSON",
-        ),
-        (
-            b'{"model": "gpt-4o-mini", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-            "request body is nested too deeply",
-        ),
+        (b'{"model": "gpt-4o-mini", "temperature": NaN, "messages": [{"role": "user", "content": "hi"}]}', "request body is not valid JSON: NaN"),
+        (b'{"model": "gpt-4o-mini", "temperature": Infinity, "messages": [{"role": "user", "content": "hi"}]}', "request body is not valid JSON: Infinity"),
+        (b'{"model": "gpt-4o-mini", "top_p": -Infinity, "messages": [{"role": "user", "content": "hi"}]}', "request body is not valid JSON: -Infinity"),
+        (b'{"model": "gpt-4o-mini", "temperature": 1e999, "messages": [{"role": "user", "content": "hi"}]}', "request body has a number out of range"),
+        (b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "\xff"}]}', "request body is not valid JSON"),
+        (b'{"model": "gpt-4o-mini", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "request body is nested too deeply"),
     ],
     ids=["nan", "infinity", "minus-infinity", "overflow", "not-utf8", "deep"],
 )
-def test_non_json_and_deep_bodies_get_a_400(
-    upstream: FakeUpstream, served: Any, body: bytes, message: str
-) -> None:
+def test_non_json_and_deep_bodies_get_a_400(upstream: FakeUpstream, served: Any, body: bytes, message: str) -> None:
     url = f"{served().url}/v1"
     response = _post(url, body)
     assert response.status_code == 400, response.text

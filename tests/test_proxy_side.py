@@ -38,61 +38,25 @@ def _messages(turns: int) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Read the files."}]
     for step in range(turns):
         tid = f"toolu_{step:03d}"
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": tid,
-                        "name": "read",
-                        "input": {"path": f"f{step}.py"},
-                    }
-                ],
-            }
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": tid,
-                        "content": tool_result_text(step, 3000),
-                    }
-                ],
-            }
-        )
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": tid, "name": "read", "input": {"path": f"f{step}.py"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": tool_result_text(step, 3000)}]})
     return messages  # fmt: skip
 
 
 def _responses_input(turns: int) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = [
-        {"type": "message", "role": "user", "content": "Read the files."}
-    ]
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "Read the files."}]
     for step in range(turns):
         call = f"call_{step:03d}"
-        items.append(
-            {
-                "type": "function_call",
-                "call_id": call,
-                "name": "read",
-                "arguments": json.dumps({"path": f"f{step}.py"}),
-            }
-        )
-        items.append(
-            {
-                "type": "function_call_output",
-                "call_id": call,
-                "output": tool_result_text(step, 3000),
-            }
-        )
+        items.append({"type": "function_call", "call_id": call, "name": "read",
+                      "arguments": json.dumps({"path": f"f{step}.py"})})
+        items.append({"type": "function_call_output", "call_id": call,
+                      "output": tool_result_text(step, 3000)})
     return items  # fmt: skip
 
 
-def test_count_tokens_counts_the_governed_body_upstream(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_count_tokens_counts_the_governed_body_upstream(native: FakeNative, start: ProxyStarter) -> None:
     url = start(context_window=WINDOW)
     body = {"model": MODEL, "messages": _messages(24)}
     answer = httpx.post(f"{url}/v1/messages/count_tokens", json=body, headers=ANTHROPIC_HEADERS)
@@ -126,9 +90,7 @@ def test_a_side_body_that_cannot_be_governed_is_refused_in_the_api_shape(
     native: FakeNative, start: ProxyStarter
 ) -> None:
     url = start(context_window=WINDOW)
-    bad = httpx.post(
-        f"{url}/v1/messages/count_tokens", content=b"[1, 2]", headers=ANTHROPIC_HEADERS
-    )
+    bad = httpx.post(f"{url}/v1/messages/count_tokens", content=b"[1, 2]", headers=ANTHROPIC_HEADERS)
     assert bad.status_code == 400
     assert bad.json()["type"] == "error" and bad.json()["error"]["type"] == "invalid_request_error"
     bad = httpx.post(f"{url}/v1/responses/compact", content=b"not json",
@@ -143,9 +105,7 @@ def test_responses_compact_is_answered_with_the_governed_input(
 ) -> None:
     url = start(context_window=WINDOW)
     body = {"model": "gpt-5-mini", "input": _responses_input(24), "instructions": "Be brief."}
-    answer = httpx.post(
-        f"{url}/v1/responses/compact", json=body, headers={"authorization": "Bearer sk-x"}
-    )
+    answer = httpx.post(f"{url}/v1/responses/compact", json=body, headers={"authorization": "Bearer sk-x"})
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-context-governor-side"] == "local"  # the fake has no compact
     compacted = answer.json()
@@ -185,18 +145,14 @@ def test_a_compaction_trigger_the_upstream_ignores_is_answered_here(
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-context-governor-side"] == "local"
     if stream:
-        events = [
-            json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")
-        ]
+        events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
         assert [e["type"] for e in events] == ["response.created", "response.output_item.added",
                                                "response.output_item.done", "response.completed"]  # fmt: skip
         response = events[-1]["response"]
     else:
         response = answer.json()
     [item] = response["output"]
-    assert item["type"] == "compaction" and item["encrypted_content"].startswith(
-        "cg-compaction-v1:"
-    )
+    assert item["type"] == "compaction" and item["encrypted_content"].startswith("cg-compaction-v1:")
     assert native.requests[-1]["input"][-1] == TRIGGER  # the upstream was asked first
     # The client's next request: what it kept, the compaction, a new message. The
     # upstream gets the governed history instead of the item, each item once.
@@ -208,17 +164,13 @@ def test_a_compaction_trigger_the_upstream_ignores_is_answered_here(
     assert again.status_code == 200, again.text
     sent = native.requests[-1]["input"]
     assert all(i.get("type") not in ("compaction", "compaction_trigger") for i in sent)
-    assert [json.dumps(i, sort_keys=True) for i in sent].count(
-        json.dumps(kept, sort_keys=True)
-    ) <= 1
+    assert [json.dumps(i, sort_keys=True) for i in sent].count(json.dumps(kept, sort_keys=True)) <= 1
     assert any(i.get("type") == "function_call_output" for i in sent)
     assert sent[-1]["content"] == "Go on."
     assert not native.rejections
 
 
-def test_a_compaction_the_upstream_gives_is_relayed(
-    native: FakeNative, start: ProxyStarter
-) -> None:
+def test_a_compaction_the_upstream_gives_is_relayed(native: FakeNative, start: ProxyStarter) -> None:
     url = start(context_window=WINDOW)
     theirs = {"id": "resp_1", "object": "response", "status": "completed",
               "output": [{"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-openai"}]}  # fmt: skip
@@ -228,10 +180,7 @@ def test_a_compaction_the_upstream_gives_is_relayed(
     assert answer.headers["x-context-governor-side"] == "upstream"
     # ... and an OpenAI compaction item sent back is forwarded as it is
     native.push(NativeReply.answer("ok"))
-    follow = {
-        "model": "gpt-5-mini",
-        "input": [theirs["output"][0], {"type": "message", "role": "user", "content": "Go on."}],
-    }
+    follow = {"model": "gpt-5-mini", "input": [theirs["output"][0], {"type": "message", "role": "user", "content": "Go on."}]}
     assert httpx.post(f"{url}/v1/responses", json=follow).status_code == 200
     assert native.requests[-1]["input"][0] == theirs["output"][0]
 

@@ -109,11 +109,7 @@ def test_slow_clients_hold_no_slot_and_are_let_go(upstream: FakeUpstream, proxy:
         added = []
         for _ in range(6):
             started = time.monotonic()
-            answer = httpx.post(
-                f"{proxy}/v1/chat/completions",
-                json={"model": MODEL, "messages": DAMAGED},
-                timeout=30,
-            )
+            answer = httpx.post(f"{proxy}/v1/chat/completions", json={"model": MODEL, "messages": DAMAGED}, timeout=30)
             added.append(time.monotonic() - started)
             assert answer.status_code == 200, answer.text
         assert max(added) < 1.0, added
@@ -123,9 +119,7 @@ def test_slow_clients_hold_no_slot_and_are_let_go(upstream: FakeUpstream, proxy:
         assert time.monotonic() - started < HEADER_TIMEOUT + 5
         # a body that does not arrive within body-timeout gets a 408 in the API's shape
         deadline = time.monotonic() + BODY_TIMEOUT + 10
-        answers = [
-            _closed_within(sock, max(0.1, deadline - time.monotonic())) for sock in uploads[:20]
-        ]
+        answers = [_closed_within(sock, max(0.1, deadline - time.monotonic())) for sock in uploads[:20]]
         assert all(a is not None and a.startswith(b"HTTP/1.1 408") for a in answers), answers[:3]
         assert b"body-timeout" in answers[0]  # type: ignore[operator]
     finally:

@@ -15,9 +15,7 @@ from context_governor.proxy._sse import MAX_HELD, EventSplitter, complete_events
 
 BASE = "http://upstream.example:8000/base/v1"
 #: Segment text that exercises escapes: dots, slashes, percent signs, non-ASCII, controls.
-segment_text = st.lists(
-    st.sampled_from([*"a.%/\\?#:@ é\x00~", "..", "%2e", "%2F"]), max_size=8
-).map("".join)
+segment_text = st.lists(st.sampled_from([*"a.%/\\?#:@ é\x00~", "..", "%2e", "%2F"]), max_size=8).map("".join)
 
 
 def _raw(segment: str, encode: bool) -> str:
@@ -50,15 +48,8 @@ def test_forwarded_query_never_ends_early(query: bytes) -> None:
 secret = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=4, max_size=12)
 
 
-@given(
-    user=secret,
-    password=secret,
-    key=secret,
-    name=st.sampled_from(["key", "api_key", "access_token", "X-Amz-Signature"]),
-)
-def test_redacted_urls_and_texts_carry_no_secret(
-    user: str, password: str, key: str, name: str
-) -> None:
+@given(user=secret, password=secret, key=secret, name=st.sampled_from(["key", "api_key", "access_token", "X-Amz-Signature"]))
+def test_redacted_urls_and_texts_carry_no_secret(user: str, password: str, key: str, name: str) -> None:
     url = f"https://{user}:{password}@host.example/v1?region=eu&{name}={key}"
     assert set(url_secrets(url)) == {user, password, key}
     shown = urlsplit(redact_url(url))
@@ -68,18 +59,14 @@ def test_redacted_urls_and_texts_carry_no_secret(
     assert redact(f"ERROR: {password} / {key} / {user}") == "ERROR: *** / *** / ***"
 
 
-events = st.lists(st.text(alphabet='ab: {}"\r', max_size=20), max_size=6)
+events = st.lists(st.text(alphabet="ab: {}\"\r", max_size=20), max_size=6)
 
 
-@given(
-    events, st.sampled_from(["\n\n", "\r\n\r\n", "\r\r"]), st.lists(st.integers(1, 30), max_size=20)
-)
+@given(events, st.sampled_from(["\n\n", "\r\n\r\n", "\r\r"]), st.lists(st.integers(1, 30), max_size=20))
 def test_event_splitter_relays_every_byte_and_only_whole_events(
     texts: list[str], end: str, cuts: list[int]
 ) -> None:
-    stream = (
-        "".join(f"data: {t.replace(chr(13), '')}{end}" for t in texts).encode() + b"data: partial"
-    )
+    stream = "".join(f"data: {t.replace(chr(13), '')}{end}" for t in texts).encode() + b"data: partial"
     splitter, out, position = EventSplitter(), [], 0
     for size in [*cuts, len(stream)]:
         piece = splitter.feed(stream[position : position + size])

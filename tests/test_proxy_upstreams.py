@@ -44,16 +44,10 @@ def test_each_api_reaches_its_own_upstream_with_its_own_rules(
     # the native fake given with no path: /v1 is added
     root = _start(served, upstreams={"openai": upstream.base_url, "anthropic": native.root_url})
     upstream.push(Reply.text("from chat"))
-    chat = httpx.post(
-        f"{root}/v1/chat/completions", json={"model": MODEL, "messages": DAMAGED}, timeout=30
-    )
+    chat = httpx.post(f"{root}/v1/chat/completions", json={"model": MODEL, "messages": DAMAGED}, timeout=30)
     assert chat.status_code == 200 and chat.headers[f"{H}profile"] == "openai"
     native.push(NativeReply.answer("from messages"))
-    body = {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    }
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
     messages = httpx.post(f"{root}/v1/messages", json=body, headers=ANTHROPIC, timeout=30)
     assert messages.status_code == 200 and messages.headers[f"{H}profile"] == "anthropic"
     assert len(upstream.requests) == 1 and len(native.requests) == 1
@@ -62,13 +56,9 @@ def test_each_api_reaches_its_own_upstream_with_its_own_rules(
     assert answer.status_code == 404 and len(native.requests) == 1
 
 
-def test_an_api_without_an_upstream_is_a_404_in_its_shape(
-    native: FakeNative, served: list[Served]
-) -> None:
+def test_an_api_without_an_upstream_is_a_404_in_its_shape(native: FakeNative, served: list[Served]) -> None:
     root = _start(served, upstreams={"anthropic": native.base_url})
-    chat = httpx.post(
-        f"{root}/v1/chat/completions", json={"model": MODEL, "messages": DAMAGED}, timeout=30
-    )
+    chat = httpx.post(f"{root}/v1/chat/completions", json={"model": MODEL, "messages": DAMAGED}, timeout=30)
     assert chat.status_code == 404
     assert "--upstream openai=URL" in chat.json()["error"]["message"]
     gemini = httpx.post(f"{root}/v1beta/models/gemini-2.5-pro:generateContent",
@@ -80,15 +70,10 @@ def test_an_api_without_an_upstream_is_a_404_in_its_shape(
 
 
 def test_upstream_urls_are_checked_and_given_their_version() -> None:
-    config = ProxyConfig(
-        upstream="https://api.example.com", upstreams={"gemini": "https://g.example/"}
-    )
+    config = ProxyConfig(upstream="https://api.example.com", upstreams={"gemini": "https://g.example/"})
     assert config.upstream_for("anthropic") == "https://api.example.com/v1"
     assert config.upstream_for("gemini") == "https://g.example/v1beta"
-    assert (
-        ProxyConfig(upstream="https://gw.example/api/v1").upstream_for("openai")
-        == "https://gw.example/api/v1"
-    )
+    assert ProxyConfig(upstream="https://gw.example/api/v1").upstream_for("openai") == "https://gw.example/api/v1"
     only = ProxyConfig(upstreams={"openai": "https://api.openai.com"})
     assert only.upstream_for("responses") == "https://api.openai.com/v1"
     assert only.upstream_for("anthropic") is None
@@ -115,20 +100,11 @@ def test_the_banner_names_each_route_the_window_and_what_is_learned_where() -> N
     assert lines[0] == "governing proxy on http://127.0.0.1:8787/v1 → one per API (2 workers)"
     assert "  /v1/messages → https://***@gw.example/v1 (anthropic rules)" in lines
     assert "  /v1/responses → https://api.openai.com/v1 (openai rules)" in lines
-    assert any(
-        line.startswith("  /v1beta/models/{model}:generateContent") and "no upstream (404)" in line
-        for line in lines
-    )
+    assert any(line.startswith("  /v1beta/models/{model}:generateContent") and "no upstream (404)" in line for line in lines)
     assert "Anthropic and Gemini clients: http://127.0.0.1:8787 (no /v1)" in text
     assert "window: 16,000 tokens" in text and "page http://127.0.0.1:8787/ui" in text
-    assert (
-        "learned: this process only" in text
-        and "workers do not share them" in text
-        and "pw" not in text
-    )
-    shared = ProxyConfig(
-        upstream="https://api.openai.com/v1", counting=CountingConfig(store="memory://")
-    )
+    assert "learned: this process only" in text and "workers do not share them" in text and "pw" not in text
+    shared = ProxyConfig(upstream="https://api.openai.com/v1", counting=CountingConfig(store="memory://"))
     assert "  learned: shared through the count store" in banner(shared, "127.0.0.1", 1, workers=1)
 
 
@@ -138,11 +114,7 @@ def test_a_base_url_ending_in_v1_for_an_anthropic_client_is_told_not_passed_thro
     """Anthropic(base_url="http://HOST:PORT/v1") sends POST /v1/v1/messages: it used to be
     passed through ungoverned with one log line; it is a 404 saying which URL to give."""
     root = _start(served, upstream=native.base_url)
-    body = {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    }
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
     answer = httpx.post(f"{root}/v1/v1/messages", json=body, headers=ANTHROPIC, timeout=30)
     assert answer.status_code == 404
     error = answer.json()["error"]

@@ -149,19 +149,12 @@ def test_usage_in_each_apis_shapes() -> None:
     start = {"type": "message_start", "message": anthropic}
     assert usage_of("anthropic", json.dumps(start).encode()) == Usage(115, 7, 100, 5)
     assert usage_of("anthropic", {"type": "message_delta", "usage": {"output_tokens": 3}}) is None
-    assert usage_of("openai", {"usage": {"prompt_tokens": 42, "completion_tokens": 2}}) == Usage(
-        42, 2
-    )
+    assert usage_of("openai", {"usage": {"prompt_tokens": 42, "completion_tokens": 2}}) == Usage(42, 2)
     assert usage_of("openai", {"choices": [], "usage": None}) is None
-    done = {
-        "type": "response.completed",
-        "response": {"usage": {"input_tokens": 9, "output_tokens": 1}},
-    }
+    done = {"type": "response.completed", "response": {"usage": {"input_tokens": 9, "output_tokens": 1}}}
     assert usage_of("responses", done) == Usage(9, 1)
     assert usage_of("responses", {"object": "response", "usage": {"input_tokens": 9}}) == Usage(9)
-    assert usage_of(
-        "gemini", {"usageMetadata": {"promptTokenCount": 77, "candidatesTokenCount": 3}}
-    ) == Usage(77, 3)
+    assert usage_of("gemini", {"usageMetadata": {"promptTokenCount": 77, "candidatesTokenCount": 3}}) == Usage(77, 3)
     assert usage_of("gemini", b"not json") is None
     assert usage_of("anthropic", {"usage": {"input_tokens": True}}) is None
     assert usage_of("nope", anthropic) is None
@@ -196,9 +189,7 @@ def test_the_watch_knows_each_apis_last_event_and_keeps_the_last_usage() -> None
     responses = StreamWatch("responses")
     responses.see(_sse(("response.output_text.delta", {"delta": '"type":"response.completed"'})))
     assert not responses.finished
-    responses.see(
-        _sse((None, {"type": "response.incomplete", "response": {"usage": {"input_tokens": 3}}}))
-    )
+    responses.see(_sse((None, {"type": "response.incomplete", "response": {"usage": {"input_tokens": 3}}})))
     assert responses.finished and responses.usage == Usage(3)
 
     gemini = StreamWatch("gemini")
@@ -210,9 +201,7 @@ def test_the_watch_knows_each_apis_last_event_and_keeps_the_last_usage() -> None
     array = StreamWatch("gemini", elements)
     array.see(b'[{"candidates": [{"index": 0}]}')
     assert not array.finished
-    array.see(
-        b',\r\n{"candidates": [{"finishReason": "MAX_TOKENS"}], "usageMetadata": {"promptTokenCount": 6}}'
-    )
+    array.see(b',\r\n{"candidates": [{"finishReason": "MAX_TOKENS"}], "usageMetadata": {"promptTokenCount": 6}}')
     assert array.finished and array.usage == Usage(6)
     # the last elements relayed together (one upstream chunk) are read one by one
     both = StreamWatch("gemini", elements)
@@ -318,9 +307,7 @@ def _text(turn: int, words: int) -> str:
     return f"turn {turn}: " + " ".join(f"w{turn}x{j}" for j in range(words))
 
 
-def _body(
-    api: str, model: str, turns: int, words: int = 700, stream: bool = False
-) -> dict[str, Any]:
+def _body(api: str, model: str, turns: int, words: int = 700, stream: bool = False) -> dict[str, Any]:
     """A plain conversation of ``turns`` user/assistant pairs ending on a user turn."""
     pairs = [(_text(2 * i, words), _text(2 * i + 1, words)) for i in range(turns)]
     last = "and now?"
@@ -337,11 +324,7 @@ def _body(
     return {"model": model, "messages": messages, "max_tokens": RESERVE, "stream": stream}
 
 
-PATHS = {
-    "anthropic": "/v1/messages",
-    "openai": "/v1/chat/completions",
-    "responses": "/v1/responses",
-}
+PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions", "responses": "/v1/responses"}
 
 
 def _url(base: str, api: str, model: str, stream: bool = False, alt: str | None = "sse") -> str:
@@ -399,26 +382,14 @@ def test_a_refusal_without_a_limit_is_relayed_as_it_came(
 ) -> None:
     fake = FakeLimits(LIMIT, "unreadable")
     url = _start(fakes, proxies, fake)
-    response = httpx.post(
-        _url(url, "responses", "gpt-6"), json=_body("responses", "gpt-6", 20), timeout=60
-    )
+    response = httpx.post(_url(url, "responses", "gpt-6"), json=_body("responses", "gpt-6", 20), timeout=60)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "context_length_exceeded"
     assert [s.status for s in fake.seen] == [400]  # not retried
 
 
 def _cli_proxy(upstream: str, *flags: str) -> tuple[subprocess.Popen[str], str]:
-    args = [
-        sys.executable,
-        "-m",
-        "context_governor",
-        "proxy",
-        "--upstream",
-        upstream,
-        "--port",
-        "0",
-        *flags,
-    ]
+    args = [sys.executable, "-m", "context_governor", "proxy", "--upstream", upstream, "--port", "0", *flags]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stderr is not None
@@ -488,13 +459,8 @@ def test_budgets_shrink_by_the_upstreams_ratio_to_our_count(
     assert ratio is not None and 1.3 <= float(ratio) <= 1.35 and stands == str(window)
     assert governed == str(governed_window(window, float(ratio)))
     scraped = httpx.get(f"{url.removesuffix('/v1')}/metrics", timeout=10).text
-    assert (
-        f'context_governor_upstream_ratio{{api="{api}",model="{model}"}} {float(ratio)}' in scraped
-    )
-    assert (
-        f'context_governor_window_governed_tokens{{api="{api}",model="{model}"}} {float(governed)}'
-        in scraped
-    )
+    assert f'context_governor_upstream_ratio{{api="{api}",model="{model}"}} {float(ratio)}' in scraped
+    assert f'context_governor_window_governed_tokens{{api="{api}",model="{model}"}} {float(governed)}' in scraped
     (conv,) = httpx.get(f"{url}/ui/api/conversations", timeout=10).json()
     rows = httpx.get(f"{url}/ui/api/conversations/{conv['id']}", timeout=10).json()["rows"]
     last = rows[-1]
@@ -524,9 +490,7 @@ def test_a_stream_without_its_last_event_ends_as_the_apis_error(
     fake.truncate = truncate
     url = _start(fakes, proxies, fake)
     body = _body(api, model, turns=1, words=5, stream=True)
-    with httpx.stream(
-        "POST", _url(url, api, model, stream=True, alt=alt), json=body, timeout=30
-    ) as r:
+    with httpx.stream("POST", _url(url, api, model, stream=True, alt=alt), json=body, timeout=30) as r:
         assert r.status_code == 200
         text = r.read().decode()
     said = "without its final event"

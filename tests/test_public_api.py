@@ -95,7 +95,9 @@ def test_public_modules_are_found() -> None:
     assert "proxy/_governing.py" not in names and "governor/__init__.py" in names
 
 
-@pytest.mark.parametrize("path", public_modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+@pytest.mark.parametrize(
+    "path", public_modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix()
+)
 def test_every_public_module_says_what_it_exports(path: Path) -> None:
     """``__all__`` lists names the module binds, and every function or class the
     module defines without a leading underscore: public names are declared."""

@@ -196,9 +196,7 @@ def test_codex_counts_within_five_percent_of_the_upstream(session: Session) -> N
     assert not far, f"requests off by more than 5%: {far}"
     # the reasoning is real and carried: the last request holds more than a third of it
     last = steps[-1].body["input"]
-    cipher = sum(
-        len(i.get("encrypted_content") or "") for i in last if i.get("type") == "reasoning"
-    )
+    cipher = sum(len(i.get("encrypted_content") or "") for i in last if i.get("type") == "reasoning")
     assert cipher > 100_000
 
 

@@ -199,18 +199,13 @@ def test_messages_bodies_are_counted_with_the_estimate_unless_a_hook_is_given() 
         calls.append(text)
         return len(text.split())
 
-    hooked = govern_request(
-        body, api="anthropic", context_window=100_000, count_tokens=words
-    ).report
+    hooked = govern_request(body, api="anthropic", context_window=100_000, count_tokens=words).report
     assert hooked.counter == "custom:words" and calls
     assert hooked.tokens_before < estimated.tokens_before
 
 
 def test_a_raw_windows_mapping_is_checked_and_merged() -> None:
     body = _messages_body(8_192, model="glm-4.6")
-    assert (
-        govern_request(body, api="anthropic", windows={"other": 1_000}).report.context_window
-        == 200_000
-    )
+    assert govern_request(body, api="anthropic", windows={"other": 1_000}).report.context_window == 200_000
     with pytest.raises(ConfigError, match="windows"):
         govern_request(body, api="anthropic", windows={"glm-4.6": 0})

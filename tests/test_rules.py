@@ -1249,10 +1249,7 @@ CASES: dict[str, Case] = {
         "vllm",
         DEVSTRAL,
         [u("ls"), calls("call_1", content=""), t("call_1"), u("thanks")],
-        [
-            (i, "Tool call id was call_1 but must be a-z, A-Z, 0-9, with a length of 9.")
-            for i in (1, 2)
-        ],
+        [(i, "Tool call id was call_1 but must be a-z, A-Z, 0-9, with a length of 9.") for i in (1, 2)],
         [u("ls"), calls("call1abcd", content=""), t("call1abcd"), u("thanks")],
     ),
     "MT-8": case(
@@ -1758,11 +1755,7 @@ REGRESSIONS.append(
         GPT,
         [
             u("ls and pwd"),
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [call("c1"), call("c2", "fs.pwd")],
-            },
+            {"role": "assistant", "content": None, "tool_calls": [call("c1"), call("c2", "fs.pwd")]},
             t("c1"),
             t("c2"),
         ],

@@ -125,20 +125,10 @@ async def test_no_tool_registry_answers_every_call_with_an_error() -> None:
 @pytest.mark.asyncio
 async def test_missing_and_duplicate_call_ids_are_named_before_persisting() -> None:
     calls = [
-        {
-            "id": "dup",
-            "type": "function",
-            "function": {"name": "echo", "arguments": '{"text": "a"}'},
-        },
-        {
-            "id": "dup",
-            "type": "function",
-            "function": {"name": "echo", "arguments": '{"text": "b"}'},
-        },
+        {"id": "dup", "type": "function", "function": {"name": "echo", "arguments": '{"text": "a"}'}},
+        {"id": "dup", "type": "function", "function": {"name": "echo", "arguments": '{"text": "b"}'}},
     ]
-    model = ScriptedModel(
-        [ModelResponse({"role": "assistant", "content": None, "tool_calls": calls}), "ok"]
-    )
+    model = ScriptedModel([ModelResponse({"role": "assistant", "content": None, "tool_calls": calls}), "ok"])
     result = await AgentRunner(model, FakeTools()).run(_task())
     ids = [c["id"] for c in result.new_messages[0]["tool_calls"]]
     assert ids == ["dup", "call_s1_1"]
@@ -158,12 +148,7 @@ async def test_max_iterations_stops_with_a_legal_history() -> None:
 
 @pytest.mark.asyncio
 async def test_model_errors_end_the_run_with_a_reason() -> None:
-    model = ScriptedModel(
-        [
-            _calls(tool_call("echo", {"text": "x"})),
-            ModelHTTPError("HTTP 400 from x: bad", status=400),
-        ]
-    )
+    model = ScriptedModel([_calls(tool_call("echo", {"text": "x"})), ModelHTTPError("HTTP 400 from x: bad", status=400)])
     result = await AgentRunner(model, FakeTools()).run(_task())
     assert result.stop_reason == "model_error" and not result.ok
     assert result.error == "HTTP 400 from x: bad"
@@ -179,9 +164,7 @@ async def test_model_errors_end_the_run_with_a_reason() -> None:
 
 @pytest.mark.asyncio
 async def test_an_answer_cut_at_the_output_limit_says_so() -> None:
-    model = ScriptedModel(
-        [ModelResponse({"role": "assistant", "content": "half an ans"}, finish_reason="length")]
-    )
+    model = ScriptedModel([ModelResponse({"role": "assistant", "content": "half an ans"}, finish_reason="length")])
     result = await AgentRunner(model).run(_task())
     assert result.stop_reason == "length" and result.final_answer == "half an ans"
 
@@ -227,14 +210,8 @@ async def test_hooks_see_every_step_in_order_and_may_be_async() -> None:
     model = ScriptedModel([_calls(tool_call("echo", {"text": "x"})), "The answer is 42."])
     await AgentRunner(model, FakeTools(), hooks=hooks).run(_task())
     assert log == [
-        "report:2",
-        "model1:2",
-        "msg:assistant",
-        "tool:echo",
-        "msg:tool",
-        "report:4",
-        "model2:4",
-        "msg:assistant",
+        "report:2", "model1:2", "msg:assistant", "tool:echo", "msg:tool",
+        "report:4", "model2:4", "msg:assistant",
     ]
     assert "".join(text) == "The answer is 42."
 
@@ -265,27 +242,14 @@ async def test_a_failing_governor_falls_back_to_the_minimal_repair_and_says_so()
                 raise ZeroDivisionError("counter bug")
             return super().govern(messages, tools=tools)
 
-    lost = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [tool_call("echo", {"text": "?"}, id="lost_1")],
-    }
+    lost = {"role": "assistant", "content": None, "tool_calls": [tool_call("echo", {"text": "?"}, id="lost_1")]}
     orphan = {"role": "tool", "tool_call_id": "ghost", "name": "echo", "content": "from nowhere"}
-    history = [
-        SYSTEM,
-        {"role": "user", "content": "hi"},
-        lost,
-        orphan,
-        {"role": "user", "content": "again"},
-    ]
+    history = [SYSTEM, {"role": "user", "content": "hi"}, lost, orphan, {"role": "user", "content": "again"}]
     model = ScriptedModel(["fine"])
     result = await AgentRunner(model, FakeTools(), FailingGovernor()).run(history)
 
     assert result.stop_reason == "completed"  # a governance failure does not stop the run
-    assert (
-        len(result.events) == 1
-        and "governance failed (ZeroDivisionError('counter bug'))" in result.events[0]
-    )
+    assert len(result.events) == 1 and "governance failed (ZeroDivisionError('counter bug'))" in result.events[0]
     report = result.reports[0]
     assert [(a.stage, a.kind) for a in report.actions] == [
         ("runner", "fallback"),

@@ -27,9 +27,7 @@ FAST_RETRY = RetryPolicy(max_retries=3, base_delay=0.05, max_delay=5)
 
 def _client(upstream: FakeUpstream, **kwargs: Any) -> OpenAICompatClient:
     kwargs.setdefault("retry", FAST_RETRY)
-    return OpenAICompatClient(
-        "gpt-4o-mini", base_url=upstream.base_url, api_key="sk-test", **kwargs
-    )
+    return OpenAICompatClient("gpt-4o-mini", base_url=upstream.base_url, api_key="sk-test", **kwargs)
 
 
 def _damaged_history() -> list[dict[str, Any]]:
@@ -37,30 +35,13 @@ def _damaged_history() -> list[dict[str, Any]]:
     return [
         SYSTEM,
         {"role": "user", "content": "look at the handlers"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_old1",
-                    "type": "function",
-                    "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
-                },
-                {
-                    "id": "call_lost",
-                    "type": "function",
-                    "function": {"name": "read_file", "arguments": '{"path": "b.py"}'},
-                },
-            ],
-        },
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_old1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}},
+            {"id": "call_lost", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "b.py"}'}},
+        ]},
         {"role": "tool", "tool_call_id": "call_old1", "name": "read_file", "content": OLD_FILE},
         # call_lost never got its result: the process died.
-        {
-            "role": "tool",
-            "tool_call_id": "call_from_a_cancelled_turn",
-            "name": "exec",
-            "content": "orphan",
-        },
+        {"role": "tool", "tool_call_id": "call_from_a_cancelled_turn", "name": "exec", "content": "orphan"},
         {"role": "assistant", "content": "Both handlers are stubs."},
         {"role": "user", "content": "fix them"},
         {"role": "user", "content": "and run the tests"},
@@ -68,16 +49,12 @@ def _damaged_history() -> list[dict[str, Any]]:
 
 
 #: An old file read: ~3,500 tokens, too much to keep once the window fills up.
-OLD_FILE = "".join(
-    f"def handler_{i}(request):\n    return respond({i}, request)\n" for i in range(250)
-)
+OLD_FILE = "".join(f"def handler_{i}(request):\n    return respond({i}, request)\n" for i in range(250))
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-async def test_damaged_history_huge_outputs_small_window(
-    upstream: FakeUpstream, stream: bool
-) -> None:
+async def test_damaged_history_huge_outputs_small_window(upstream: FakeUpstream, stream: bool) -> None:
     upstream.context_window = 6000  # the upstream rejects anything larger, like a real provider
     upstream.push(
         Reply.calls(("huge", {"chars": 200_000}), ("read_file", {"path": "a.py"})),
@@ -90,10 +67,7 @@ async def test_damaged_history_huge_outputs_small_window(
     history = _damaged_history()
     async with _client(upstream, stream=stream) as client:
         runner = AgentRunner(
-            client,
-            FakeTools(),
-            governor,
-            max_tool_result_chars=4000,
+            client, FakeTools(), governor, max_tool_result_chars=4000,
             hooks=RunHooks(on_text=texts.append),
         )
         result = await runner.run(history)
@@ -152,9 +126,7 @@ async def test_retries_429_with_retry_after_then_500_then_success(upstream: Fake
         Reply.text("finally"),
     )
     retries: list[tuple[int | None, float]] = []
-    async with _client(
-        upstream, on_retry=lambda e, n, wait: retries.append((e.status, wait))
-    ) as client:
+    async with _client(upstream, on_retry=lambda e, n, wait: retries.append((e.status, wait))) as client:
         start = time.monotonic()
         result = await AgentRunner(client).run([{"role": "user", "content": "hi"}])
         elapsed = time.monotonic() - start
@@ -207,11 +179,7 @@ async def test_unreachable_server_is_a_clear_model_error() -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    client = OpenAICompatClient(
-        "m",
-        base_url=f"http://127.0.0.1:{port}/v1",
-        retry=RetryPolicy(max_retries=1, base_delay=0.01),
-    )
+    client = OpenAICompatClient("m", base_url=f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_retries=1, base_delay=0.01))
     async with client:
         result = await AgentRunner(client).run([{"role": "user", "content": "hi"}])
     assert result.stop_reason == "model_error"
@@ -246,9 +214,7 @@ async def test_streamed_tool_calls_are_assembled_from_deltas(upstream: FakeUpstr
 
 @pytest.mark.asyncio
 async def test_an_error_body_that_is_not_json_is_still_reported(upstream: FakeUpstream) -> None:
-    upstream.push(
-        Reply.raw(502, b"<html>Bad Gateway</html>", "text/html"), Reply.raw(200, b"not json")
-    )
+    upstream.push(Reply.raw(502, b"<html>Bad Gateway</html>", "text/html"), Reply.raw(200, b"not json"))
     async with _client(upstream, retry=RetryPolicy(max_retries=1, base_delay=0.01)) as client:
         result = await AgentRunner(client).run([{"role": "user", "content": "hi"}])
     assert result.stop_reason == "model_error"

@@ -160,9 +160,7 @@ async def test_a_bad_server_answer_ends_the_run_with_a_clear_error(native: FakeN
     native.push(NativeReply.raw(200, b"<html>upstream gateway</html>", "application/json"))
     result, _ = await _run(_anthropic(native), Governor(profile="anthropic", max_output=2000))
     assert result.stop_reason == "model_error"
-    assert (
-        result.error is not None and "is not JSON: '<html>upstream gateway</html>'" in result.error
-    )
+    assert result.error is not None and "is not JSON: '<html>upstream gateway</html>'" in result.error
 
 
 class _UnreadableBody(AnthropicClient):

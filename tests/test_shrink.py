@@ -107,9 +107,7 @@ _SCALARS = (
 )
 _JSON = st.recursive(
     _SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=20,
 )
 
@@ -184,10 +182,7 @@ def test_what_the_terminal_shows_is_unchanged(lines: list[str]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    lines=st.lists(
-        st.sampled_from(["x", "row 1", "", "  ", "[the line above repeated 2 more times]"]),
-        max_size=30,
-    )
+    lines=st.lists(st.sampled_from(["x", "row 1", "", "  ", "[the line above repeated 2 more times]"]), max_size=30)
 )
 def test_folded_runs_read_back_exactly(lines: list[str]) -> None:
     text = "\n".join(lines)
@@ -215,11 +210,9 @@ def test_pip_and_npm_progress_keep_their_last_picture() -> None:
     assert done == ("redraw",)
     assert out.split("\n")[2] == f"     |{'█' * 20}| 100%"
     assert terminal(out) == terminal(pip)
-    npm = (
-        "\x1b[?25l"
-        + "".join(f"\r\x1b[K\x1b[36m⠋\x1b[0m reify:lodash: timing {k}" for k in range(50))
-        + "\r\x1b[K\x1b[?25h\nadded 1 package in 2s\n"
-    )
+    npm = "\x1b[?25l" + "".join(
+        f"\r\x1b[K\x1b[36m⠋\x1b[0m reify:lodash: timing {k}" for k in range(50)
+    ) + "\r\x1b[K\x1b[?25h\nadded 1 package in 2s\n"
     out, _ = shrink_text(npm)
     assert out == "\nadded 1 package in 2s\n"
     assert terminal(out) == terminal(npm)
@@ -342,9 +335,7 @@ def test_exact_commands_output_is_byte_identical(
 @given(
     name=st.text(min_size=1, max_size=12),
     start=st.integers(1, 5000),
-    lines=st.lists(
-        st.text(st.characters(blacklist_characters="\n\r"), max_size=30), min_size=1, max_size=20
-    ),
+    lines=st.lists(st.text(st.characters(blacklist_characters="\n\r"), max_size=30), min_size=1, max_size=20),
     style=st.sampled_from(["{n:6}\t{line}", "{n:6}→{line}", "{n}: {line}", "{n:4} | {line}"]),
     tail=st.sampled_from(["", "   ", "\x1b[0m", "\r"]),
 )
@@ -358,25 +349,16 @@ def test_numbered_lines_are_byte_identical_whatever_the_tool(
 def test_a_named_tool_and_a_user_rule_from_the_config_file() -> None:
     policy = policy_from_settings(
         "cache",
-        {
-            "shrink": True,
-            "exact_tools": ["run_query"],
-            "exact_commands": ["make"],
-            "exact_content": [],
-        },
+        {"shrink": True, "exact_tools": ["run_query"], "exact_commands": ["make"], "exact_content": []},
     )
     assert isinstance(policy, CompactionPolicy)
     text = "\x1b[31mx\x1b[0m"
     assert _governed_result(_session("run_query", {}, text), compaction=policy) == text
-    assert (
-        _governed_result(_session("bash", {"command": "make all"}, text), compaction=policy) == text
-    )
+    assert _governed_result(_session("bash", {"command": "make all"}, text), compaction=policy) == text
     # the defaults are replaced: a Read is shrunk now, numbered lines too
     assert _governed_result(_session("Read", {}, text), compaction=policy) == "x"
     numbered = "     1\tx  \n     2\ty"
-    assert (
-        _governed_result(_session("t", {}, numbered), compaction=policy) == "     1\tx\n     2\ty"
-    )
+    assert _governed_result(_session("t", {}, numbered), compaction=policy) == "     1\tx\n     2\ty"
     with pytest.raises(ConfigError, match="exact_content"):
         policy_from_settings("cache", {"exact_content": ["("]})
     with pytest.raises(ConfigError, match="exact_tools"):
@@ -385,20 +367,10 @@ def test_a_named_tool_and_a_user_rule_from_the_config_file() -> None:
 
 def test_reported_as_a_replace_with_the_tokens_saved() -> None:
     content = json.dumps({"items": [{"id": k, "name": f"n{k}"} for k in range(30)]}, indent=4)
-    result = govern(
-        _session("search", {"q": "x"}, content),
-        model="gpt-4o",
-        context_window=128_000,
-        compaction=ON,
-    )
+    result = govern(_session("search", {"q": "x"}, content), model="gpt-4o", context_window=128_000, compaction=ON)
     assert result.messages[2]["content"] == json.dumps(json.loads(content), separators=(",", ":"))
     (action,) = result.report.actions
-    assert (action.stage, action.kind, action.index, action.tool_call_id) == (
-        "shrink",
-        "replace",
-        2,
-        "c1",
-    )
+    assert (action.stage, action.kind, action.index, action.tool_call_id) == ("shrink", "replace", 2, "c1")
     assert action.tokens_saved > 0 and "json" in action.detail
 
 

@@ -21,20 +21,7 @@ from context_governor import CompactionPolicy, Governor, govern, govern_request,
 from context_governor.stages._snip import SAFETY_BUFFER
 from context_governor.stages._squeeze import MIN_KEPT_CHARS
 
-WORDS = [
-    "def",
-    "class",
-    "return",
-    "import",
-    "self",
-    "value",
-    "result",
-    "data",
-    "config",
-    "path",
-    "error",
-    "test",
-]
+WORDS = ["def", "class", "return", "import", "self", "value", "result", "data", "config", "path", "error", "test"]
 
 
 def _text(rng: random.Random, chars: int) -> str:
@@ -117,12 +104,8 @@ def test_a_claude_code_session_fits_a_40k_window() -> None:
 
 
 def test_the_squeezed_request_is_a_fixed_point() -> None:
-    first = govern_request(
-        claude_code_body(), api="anthropic", context_window=40_000, cache_breakpoints=False
-    )
-    again = govern_request(
-        first.body, api="anthropic", context_window=40_000, cache_breakpoints=False
-    )
+    first = govern_request(claude_code_body(), api="anthropic", context_window=40_000, cache_breakpoints=False)
+    again = govern_request(first.body, api="anthropic", context_window=40_000, cache_breakpoints=False)
     assert again.body["messages"] == first.body["messages"]
     assert [a for a in again.report.actions if a.stage in ("compact", "squeeze", "snip")] == []
 
@@ -135,11 +118,9 @@ def test_the_newest_result_is_truncated_when_clearing_the_rest_is_not_enough() -
     text = newest if isinstance(newest, str) else newest[0]["text"]
     assert "characters of this Read result were removed here to fit the context window" in text
     original = body["messages"][-1]["content"][-1]["content"]
-    assert text.startswith(original[: MIN_KEPT_CHARS // 2])
+    assert text.startswith(original[:MIN_KEPT_CHARS // 2])
     assert any("truncated" in a.detail for a in result.report.actions if a.stage == "squeeze")
-    assert any(
-        "cleared although" in a.detail for a in result.report.actions if a.stage == "squeeze"
-    )
+    assert any("cleared although" in a.detail for a in result.report.actions if a.stage == "squeeze")
 
 
 def test_truncation_names_the_offloaded_file(tmp_path: Any) -> None:
@@ -223,13 +204,9 @@ def test_a_one_turn_session_fits_whenever_its_fixed_part_does(
                                  {"role": "user", "content": [
                                      {**b, "content": "x"} for b in body["messages"][2]["content"]
                                  ]}]}  # fmt: skip
-    fixed = govern_request(
-        bare, api="anthropic", context_window=10**7, cache_breakpoints=False
-    ).report
+    fixed = govern_request(bare, api="anthropic", context_window=10**7, cache_breakpoints=False).report
     if report.budget is not None and fixed.tokens_after + files * 80 + 400 <= report.budget:
         assert report.within_budget, report.notes
         assert report.tokens_after + result.body["max_tokens"] <= window - SAFETY_BUFFER
-    again = govern_request(
-        result.body, api="anthropic", context_window=window, cache_breakpoints=False
-    )
+    again = govern_request(result.body, api="anthropic", context_window=window, cache_breakpoints=False)
     assert again.body["messages"] == result.body["messages"]

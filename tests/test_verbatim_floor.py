@@ -89,10 +89,7 @@ def test_the_floor_is_on_by_default_and_checked() -> None:
     assert CompactionPolicy().verbatim_floor is True
     off = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, verbatim_floor=False)
     assert off.floor(BUDGET, 15_000, 15_000) is None
-    assert (
-        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O).floor(BUDGET, 15_000, 15_000)
-        is not None
-    )
+    assert CompactionPolicy(mask_first=False, cache_price=OPENAI_4O).floor(BUDGET, 15_000, 15_000) is not None
     with pytest.raises(ConfigError, match="verbatim_floor"):
         CompactionPolicy(verbatim_floor="yes")  # type: ignore[arg-type]
 
@@ -138,12 +135,8 @@ def test_the_floor_leaves_cheap_or_unknown_reads_and_explicit_triggers_alone(
         CompactionPolicy(verbatim_floor=True),
         CompactionPolicy(mask_first=False, cache_price=OPENAI_5, verbatim_floor=True),
         CompactionPolicy(mask_first=False, cache_price=ANTHROPIC, verbatim_floor=True),
-        CompactionPolicy(
-            mask_first=False, cache_price=OPENAI_4O, trigger=90_000, verbatim_floor=True
-        ),
-        CompactionPolicy(
-            mask_first=False, cache_price=OPENAI_4O, adaptive_target=False, verbatim_floor=True
-        ),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, trigger=90_000, verbatim_floor=True),
+        CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, adaptive_target=False, verbatim_floor=True),
     ):
         assert policy.floor(budget, span, span) is None
 
@@ -154,9 +147,7 @@ def test_dear_reads_keep_the_newest_results_the_price_set_trigger_cut() -> None:
     into them; with the floor each request keeps them (as the seed policy does), and
     costs stay bounded: the request never passes the fixed trigger."""
     steps = _agent(160)
-    plain = CompactionPolicy(
-        mask_first=False, cache_price=OPENAI_4O, verbatim_floor=False
-    )  # main's default
+    plain = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O, verbatim_floor=False)  # main's default
     floored = CompactionPolicy(mask_first=False, cache_price=OPENAI_4O)
     assert plain.thresholds(BUDGET) == (17_485, 11_990)
 

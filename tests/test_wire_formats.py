@@ -200,13 +200,7 @@ def test_every_api_is_registered_once_with_a_sample() -> None:
 
 @pytest.mark.parametrize("wire", FORMATS, ids=IDS)
 def test_every_entry_is_set(wire: WireFormat) -> None:
-    optional = {
-        "passthrough",
-        "output_event",
-        "required",
-        "stream_framing",
-        "upstream_of",
-    }  # None: "none"
+    optional = {"passthrough", "output_event", "required", "stream_framing", "upstream_of"}  # None: "none"
     for entry in dataclasses.fields(WireFormat):
         assert entry.name in optional or getattr(wire, entry.name) is not None, entry.name
     functions = ("govern", "validate", "messages", "fixed_parts", "session", "usage")

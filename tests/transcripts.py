@@ -554,13 +554,7 @@ def random_case(rng: random.Random) -> dict[str, Any]:
 
 #: Blank contents that providers treat differently: none, empty, whitespace, empty parts.
 _BLANKS: tuple[Any, ...] = (
-    "",
-    " ",
-    "\n\t",
-    None,
-    [],
-    [{"type": "text", "text": ""}],
-    [{"type": "text", "text": "  "}],
+    "", " ", "\n\t", None, [], [{"type": "text", "text": ""}], [{"type": "text", "text": "  "}],
 )
 
 
