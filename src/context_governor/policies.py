@@ -551,6 +551,14 @@ class CompactionPolicy:
             cut_room = min(cut_room, int(CUT_ROOM_PROSE_SHARE * trigger))
         return max(goal, trigger - max(room, cut_room))
 
+    def _read_miss(self) -> tuple[float, float]:
+        """(read, miss) prices of ``cache_price``: the reference read and no write
+        premium where the prices are unknown."""
+        price = self.cache_price
+        if price is None:
+            return REFERENCE_READ, 1.0
+        return price.read, price.miss
+
     def cut_room(self, limit: int, growth: float) -> int:
         """Under ``mask_first``: the least room a cut of turns at the ceiling (``limit``)
         leaves below it, for a history growing ``growth`` tokens a call.
@@ -567,9 +575,7 @@ class CompactionPolicy:
         trail; and none where the room would not hold ``CUT_ROOM_CALLS`` calls' growth
         (it would not put the next cut off). Measured in docs/compaction.md (*Cutting in
         the cache's rhythm*)."""
-        price = self.cache_price
-        read = price.read if price is not None else REFERENCE_READ
-        miss = price.miss if price is not None else 1.0
+        read, miss = self._read_miss()
         if read <= 0 or limit <= 0 or growth <= 0:
             return 0
         room = min(math.sqrt(2 * max(0.0, miss - read) / read * limit * growth),
@@ -619,9 +625,7 @@ class CompactionPolicy:
         premium, also taken when prices are unknown), 0.45x at gpt-4o's 0.5x reads.
         Never under ``clear_chunk``. Measured in docs/benchmarks.md (*Clearing in the
         cache's rhythm*)."""
-        price = self.cache_price
-        read = price.read if price is not None else REFERENCE_READ
-        miss = price.miss if price is not None else 1.0
+        read, miss = self._read_miss()
         least = self.clear_chunk(trigger)
         if read <= 0 or recent <= 0 or self.keep_recent <= 0:
             return least

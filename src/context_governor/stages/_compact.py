@@ -151,10 +151,8 @@ def plan_replay(
 
 
 def _placeholder(messages: list[Message], i: int, policy: CompactionPolicy) -> Message:
-    """The cleared form of ``messages[i]`` as the replay counts it (its call looked up
-    only where digests need it: exact text is never digested)."""
-    call = call_of(messages, i) if policy.digest else (None, None)
-    return placeholder_for(messages[i], policy, call=call)
+    """The cleared form of ``messages[i]`` as the replay counts it."""
+    return placeholder_for(messages[i], policy, call=call_of(messages, i, policy))
 
 
 def would_compact(messages: list[Message], ctx: Context, budget: int) -> bool:
@@ -452,7 +450,7 @@ def _cleared(
     message: Message, policy: CompactionPolicy, ctx: Context, seen: list[Message], v: int
 ) -> Message:
     """``message`` (``seen[v]``) cleared: its placeholder or digest, offloaded where set."""
-    call = call_of(seen, v) if policy.digest else (None, None)
+    call = call_of(seen, v, policy)
     if policy.offload_dir is None:
         return placeholder_for(message, policy, call=call)
     try:

@@ -33,6 +33,7 @@ from ._digest import MIN_DIGEST_CHARS, digest_text
 from ._exact import ExactRules, exact_rules
 from ._inserted import is_bridge
 from ._media_mask import has_media, masked_media, media_in
+from ._offload import output_text
 from ._receipt import Ledger
 
 __all__ = [
@@ -587,27 +588,17 @@ class Replay:
         return self._read_keys[i]
 
     def _find_read_key(self, i: int, rules: ExactRules) -> tuple[tuple[str, str], int] | None:
-        m = self.m
-        result = m[i]
-        call_id = result.get("tool_call_id")
-        if result.get("role") != "tool" or not call_id:
+        if self.m[i].get("role") != "tool":
             return None
-        for a in range(i - 1, max(-1, i - SUPERSEDE_LOOKBACK), -1):
-            message = m[a]
-            if message.get("role") != "assistant":
-                continue
-            for call in message.get("tool_calls") or ():
-                if not isinstance(call, dict) or call.get("id") != call_id:
-                    continue
-                function = call.get("function")
-                function = function if isinstance(function, dict) else {}
-                name, arguments = function.get("name"), function.get("arguments")
-                if not isinstance(name, str) or not _may_read(name, arguments, rules):
-                    return None
-                if not rules.exact(name, arguments, ""):
-                    return None
-                return (name, _canonical(arguments)), a
-        return None
+        found = _calling(self.m, i)
+        if found is None:
+            return None
+        a, name, arguments = found
+        if not isinstance(name, str) or not _may_read(name, arguments, rules):
+            return None
+        if not rules.exact(name, arguments, ""):
+            return None
+        return (name, _canonical(arguments)), a
 
     def masked_total(self, keep: int | None = None) -> int:
         """The request's total with every clearable result but the ``keep`` newest
@@ -1061,12 +1052,12 @@ def masks_media(message: Message, policy: CompactionPolicy) -> bool:
     return message.get("role") == "user" or content_chars(message.get("content")) < policy.min_chars
 
 
-def call_of(messages: list[Message], i: int) -> tuple[Any, Any]:
-    """(name, arguments) of the call tool result ``i`` answers, found within
-    ``SUPERSEDE_LOOKBACK`` messages before it; (None, None) when not found."""
+def _calling(messages: list[Message], i: int) -> tuple[int, Any, Any] | None:
+    """(the assistant message, name, arguments) of the call tool result ``i`` answers,
+    found within ``SUPERSEDE_LOOKBACK`` messages before it; None when not found."""
     call_id = messages[i].get("tool_call_id")
-    if call_id is None:
-        return None, None
+    if not call_id:
+        return None
     for a in range(i - 1, max(-1, i - SUPERSEDE_LOOKBACK), -1):
         message = messages[a]
         if message.get("role") != "assistant":
@@ -1075,8 +1066,16 @@ def call_of(messages: list[Message], i: int) -> tuple[Any, Any]:
             if isinstance(call, dict) and call.get("id") == call_id:
                 function = call.get("function")
                 function = function if isinstance(function, dict) else {}
-                return function.get("name"), function.get("arguments")
-    return None, None
+                return a, function.get("name"), function.get("arguments")
+    return None
+
+
+def call_of(messages: list[Message], i: int, policy: CompactionPolicy) -> tuple[Any, Any]:
+    """(name, arguments) of the call tool result ``i`` answers, where ``policy`` digests
+    (only a digest needs it: exact text is never digested); (None, None) otherwise or
+    when not found."""
+    found = _calling(messages, i) if policy.digest else None
+    return (None, None) if found is None else (found[1], found[2])
 
 
 def placeholder_for(
@@ -1114,7 +1113,7 @@ def _digested(
         for p in content
     ):
         return None
-    text = content if isinstance(content, str) else "\n".join(t for t in _texts(content))
+    text = output_text(message)
     if len(text) < MIN_DIGEST_CHARS:
         return None
     rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
@@ -1126,12 +1125,6 @@ def _digested(
         else f"Call {name} again if you need all of it."
     )
     return digest_text(text, name, back)
-
-
-def _texts(content: Any) -> list[str]:
-    if not isinstance(content, list):
-        return []
-    return [str(p.get("text", "")) for p in content if isinstance(p, dict)]
 
 
 def note_text(note: CutNote, policy: CompactionPolicy) -> str:
