@@ -24,6 +24,7 @@ so that a new cut reads only the messages it adds (the replay walks O(n) once).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -116,10 +117,13 @@ _STANDING = re.compile(
 )
 
 
-def _words(name: str) -> set[str]:
-    """The words of a tool name: ``read_file``, ``NotebookEdit``, ``mcp__fs__write``."""
+@functools.lru_cache(maxsize=1024)
+def _words(name: str) -> frozenset[str]:
+    """The words of a tool name: ``read_file``, ``NotebookEdit``, ``mcp__fs__write``.
+    Remembered: an agent calls the same few tools thousands of times, and a first call
+    on a long history reads every call a cut removes."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return {w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w}
+    return frozenset(w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w)
 
 
 def _file_kind(name: str, args: dict[str, Any]) -> Kind | None:
@@ -236,17 +240,55 @@ def _rank(line: str) -> int | None:
 
 
 def _hinted(text: str) -> list[int]:
-    """The starts of the lines of ``text`` that hold one of ``_ERROR_HINTS``, in order."""
+    """The starts of the lines of ``text`` that hold one of ``_ERROR_HINTS`` (in lower
+    case) or start with ``E`` and a blank, in order.
+
+    Every tool result a cut removes is read here, so a first call on a long history
+    reads megabytes: with ``ahocorasick-rs`` installed (the ``fast`` extra) the hints are
+    found in one pass over the text instead of one per hint, about three times sooner.
+    Both ways give the same lines (tests/test_receipt_scan.py)."""
+    automaton = _hint_automaton()
+    lower = text.lower()
+    if automaton is None or len(lower) != len(text):  # (a few letters lower to two)
+        return _hinted_by_find(text, lower)
+    starts = {text.rfind("\n", 0, at) + 1 for _, at, _ in automaton.find_matches_as_indexes(lower)}
+    _detail_lines(text, starts)
+    return sorted(starts)
+
+
+@functools.cache
+def _hint_automaton() -> Any:
+    """One automaton of every hint (ahocorasick-rs), or None when it is not installed."""
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        return None
+    return ahocorasick_rs.AhoCorasick(list(_ERROR_HINTS))
+
+
+def _detail_lines(text: str, starts: set[int]) -> None:
+    """Add to ``starts`` the starts of the lines of ``text`` that begin with ``E`` and a
+    blank (pytest's detail lines)."""
+    where = "\n" + text  # a line start is right after a line break
+    for hint in _DETAIL_HINTS:
+        at = where.find(hint)
+        while at >= 0:
+            starts.add(at)  # the "\n" at ``at`` in ``where`` ends the line before
+            stop = where.find("\n", at + 1)
+            at = -1 if stop < 0 else where.find(hint, stop)
+
+
+def _hinted_by_find(text: str, lower: str) -> list[int]:
+    """``_hinted`` one hint at a time, with str.find (``lower`` is ``text.lower()``)."""
     starts: set[int] = set()
-    lower = text.lower()  # the same length and line breaks as ``text``
-    for where, hints in ((lower, _ERROR_HINTS), ("\n" + text, _DETAIL_HINTS)):
-        shift = len(where) - len(text)
-        for hint in hints:
-            at = where.find(hint)
-            while at >= 0:
-                starts.add(max(0, text.rfind("\n", 0, at - shift + 1) + 1))
-                stop = where.find("\n", at + 1)
-                at = -1 if stop < 0 else where.find(hint, stop)
+    shift = len(lower) - len(text)
+    for hint in _ERROR_HINTS:
+        at = lower.find(hint)
+        while at >= 0:
+            starts.add(max(0, text.rfind("\n", 0, at - shift + 1) + 1))
+            stop = lower.find("\n", at + 1)
+            at = -1 if stop < 0 else lower.find(hint, stop)
+    _detail_lines(text, starts)
     return sorted(starts)
 
 
