@@ -45,7 +45,7 @@ from queue import SimpleQueue
 
 from ..messages import Message
 from ._counters import PER_MESSAGE_OVERHEAD, ExactCounter, Known, TokenCounter, pending
-from ._encodings import FAST_PROBE, chunked_count, counting_encoding
+from ._encodings import BULK_CHARS, FAST_PROBE, bulk_counting, chunked_count, counting_encoding
 
 __all__ = [
     "CHUNK_CHARS",
@@ -141,11 +141,14 @@ def precount(
     them) and to the counter's memo, when what is left is ``min_chars`` (default
     ``MIN_CHARS``) or more. Returns how many texts workers counted (0 when it did not
     apply, or no worker could be used: the call then counts as it would have)."""
-    n = workers()
-    if n <= 0 or not isinstance(counter, ExactCounter):
+    if not isinstance(counter, ExactCounter):
         return 0
+    n = workers()
     try:
-        if rough_chars(messages, known) < (MIN_CHARS if min_chars is None else min_chars):
+        rough = rough_chars(messages, known)
+        if rough >= BULK_CHARS:
+            _count_in_bulk(counter)
+        if n <= 0 or rough < (MIN_CHARS if min_chars is None else min_chars):
             return 0
         spec = counter.shared_encoding()
         if spec is None:
@@ -164,6 +167,14 @@ def precount(
     totals = [max(4, made + PER_MESSAGE_OVERHEAD) for made in counts]
     known.add_all(wanted.messages, [totals[i] for i in wanted.at])
     return by_workers
+
+
+def _count_in_bulk(counter: ExactCounter) -> None:
+    """Switch the counter's shared encoding to the bulk counter (encodings.bulk_counting):
+    a call with this much to count pays for its load."""
+    spec = counter.shared_encoding()
+    if spec is not None:
+        bulk_counting(spec[0])
 
 
 def count_texts(
