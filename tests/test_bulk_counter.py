@@ -1,0 +1,165 @@
+"""The bulk counter (quicktok) against tiktoken, the reference: every count equal.
+
+A call with ``BULK_CHARS`` of text or more to count switches the process's shared
+encoding to quicktok (counting/_encodings.py, ``bulk_counting``). Decisions cannot
+change only if every count is tiktoken's: a generated corpus (code, JSON, prose, CJK,
+emoji, whitespace runs, long lines, mixed scripts, lone surrogates), any text from
+hypothesis, special-token text, and whole governance results before and after the
+switch. CG_TEST_LEVEL=full draws more texts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from levels import examples
+
+from bench.counters import corpus
+from bench.sessions import coding_session
+from context_governor import govern, profiles
+from context_governor.counting import (
+    ExactCounter,
+    Known,
+    chunked_count,
+    clean_surrogates,
+    counting_encoding,
+    load_encoding,
+    pool,
+)
+from context_governor.counting import _encodings as encodings
+
+ENCODINGS = ["cl100k_base", "o200k_base"]
+
+
+def truth(name: str, text: str) -> int:
+    reference = load_encoding(name)
+    assert reference is not None
+    return len(reference.encode(text, disallowed_special=()))
+
+
+def bulk(name: str) -> Callable[[str], int]:
+    count = encodings._BULK.get(name) or encodings._load_bulk(name)
+    assert count is not None, "quicktok is a dependency and must pass its probe"
+    return count
+
+
+@pytest.fixture
+def shared_count() -> Iterator[None]:
+    """Put back each shared encoding's count after a test that switches it."""
+    before = {}
+    for name in ENCODINGS:
+        encoding = counting_encoding(name)
+        assert encoding is not None
+        chunked = chunked_count(encoding)
+        assert chunked is not None
+        before[name] = (chunked, chunked.count)
+    yield
+    for chunked, count in before.values():
+        chunked.count = count
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_quicktok_counts_a_generated_corpus_as_tiktoken_does(name: str) -> None:
+    texts = corpus(examples(full=8_000, fast=1_500), seed=11)
+    assert any(t != clean_surrogates(t) for t in texts), "the corpus must hold surrogates"
+    count = bulk(name)
+    assert [t for t in texts if count(t) != truth(name, t)] == []
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@given(text=st.text(max_size=300))  # any code point, lone surrogates included
+@settings(max_examples=examples(full=800, fast=200), deadline=None)
+def test_quicktok_counts_any_text_as_tiktoken_does(name: str, text: str) -> None:
+    assert bulk(name)(text) == truth(name, text)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_special_token_text_is_ordinary_text(name: str) -> None:
+    text = "a <|endoftext|> b <|endofprompt|> <|fim_prefix|>x"
+    assert bulk(name)(text) == truth(name, text)
+
+
+def test_a_build_that_fails_the_probe_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    monkeypatch.setattr(encodings, "_BULK", {})
+    monkeypatch.setitem(encodings.FAST_PROBE_IDS, "o200k_base", "0" * 64)
+    before = chunked_count(counting_encoding("o200k_base"))  # type: ignore[arg-type]
+    assert before is not None
+    count = before.count
+    assert encodings.bulk_counting("o200k_base") is False
+    assert before.count is count
+
+
+def test_counting_with_tiktoken_is_one_setting_away(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    monkeypatch.setenv(encodings.FAST_ENV, "0")
+    assert encodings.bulk_counting("o200k_base") is False
+
+
+def test_a_big_call_switches_the_shared_encoding_and_keeps_every_count(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    """precount loads the bulk counter for a call with BULK_CHARS or more to count (here
+    made small), with or without worker processes; the counts it hands the call are the
+    counts the encoding gave before the switch."""
+    replay = coding_session(40)
+    history = [m for step in replay.steps for m in step]
+    encoding = counting_encoding("o200k_base")
+    assert encoding is not None
+    chunked = chunked_count(encoding)
+    assert chunked is not None
+    expected = [ExactCounter(encoding, cache_size=0).message_tokens(m) for m in history]
+    monkeypatch.setattr(pool, "BULK_CHARS", 1_000)
+    pool.set_workers(0)
+    try:
+        known = Known()
+        pool.precount(ExactCounter(encoding, cache_size=0), history, known)
+    finally:
+        pool.set_workers(None)
+    assert chunked.count is encodings._BULK["o200k_base"]
+    chunked.clear()  # counted again, by the bulk counter
+    assert [ExactCounter(encoding, cache_size=0).message_tokens(m) for m in history] == expected
+
+
+@pytest.mark.parametrize(("profile", "model"), [("openai", "gpt-4o"), ("openai", "gpt-4")])
+def test_governance_is_byte_identical_before_and_after_the_switch(
+    shared_count: None, profile: str, model: str
+) -> None:
+    """A long replay governed at a small window (compactions, cuts with their receipt)
+    gives the same messages and report whichever counter the shared encoding uses."""
+    replay = coding_session(40)
+    history = [m for step in replay.steps for m in step]
+
+    def run() -> tuple[str, str]:
+        result = govern(
+            history, tools=replay.tools, profile=profile, model=model, context_window=16_000
+        )
+        return json.dumps(result.messages), json.dumps(result.report.to_dict())
+
+    encoding = counting_encoding(encodings.encoding_for_model(model))
+    assert encoding is not None
+    chunked = chunked_count(encoding)
+    assert chunked is not None
+    before = run()
+    assert encodings.bulk_counting(encoding.name.removesuffix("_offline")) is True
+    fresh()
+    try:
+        assert run() == before
+    finally:
+        fresh()
+
+
+def fresh() -> None:
+    """Counters with empty memos, and no chunk count remembered: every text counted again."""
+    profiles._cached_exact_counter.cache_clear()
+    profiles._cached_seed_counter.cache_clear()
+    for name in ENCODINGS:
+        chunked = chunked_count(counting_encoding(name))  # type: ignore[arg-type]
+        assert chunked is not None
+        chunked.clear()
