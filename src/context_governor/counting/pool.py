@@ -139,26 +139,29 @@ def precount(
     """Count the messages of a big call not in ``known`` over worker processes and add
     their counts to ``known`` (by message identity, as ``counters.KnownCounts`` takes
     them) and to the counter's memo, when what is left is ``min_chars`` (default
-    ``MIN_CHARS``) or more. Returns how many texts workers counted (0 when it did not
-    apply, or no worker could be used: the call then counts as it would have)."""
+    ``MIN_CHARS``) or more. Where the texts the memo lacks add up to ``BULK_CHARS`` or
+    more, the bulk counter is loaded first (encodings.bulk_counting), with or without
+    workers. Returns how many texts workers counted (0 when it did not apply, or no
+    worker could be used: the call then counts as it would have)."""
     if not isinstance(counter, ExactCounter):
         return 0
     n = workers()
+    least = MIN_CHARS if min_chars is None else min_chars
     try:
         rough = rough_chars(messages, known)
-        if rough >= BULK_CHARS:
-            _count_in_bulk(counter)
-        if n <= 0 or rough < (MIN_CHARS if min_chars is None else min_chars):
+        if rough < (least if n > 0 else BULK_CHARS):
             return 0
         spec = counter.shared_encoding()
         if spec is None:
             return 0
         name, count = spec
-        job = _Job(name, count, n)  # workers start while the texts are built
+        job = _Job(name, count, n if rough >= least else 0)  # workers start meanwhile
     except Exception:  # never fail a call: it counts what is left itself
         return 0
     try:
         wanted = pending(counter, messages, known)
+        if sum(map(len, wanted.texts)) >= BULK_CHARS:
+            bulk_counting(name)  # the shared encoding's count: ``count`` counts with it
         counts, by_workers = job.run(wanted.texts)
     except Exception:  # never fail a call: it counts what is left itself
         job.cancel()
@@ -167,14 +170,6 @@ def precount(
     totals = [max(4, made + PER_MESSAGE_OVERHEAD) for made in counts]
     known.add_all(wanted.messages, [totals[i] for i in wanted.at])
     return by_workers
-
-
-def _count_in_bulk(counter: ExactCounter) -> None:
-    """Switch the counter's shared encoding to the bulk counter (encodings.bulk_counting):
-    a call with this much to count pays for its load."""
-    spec = counter.shared_encoding()
-    if spec is not None:
-        bulk_counting(spec[0])
 
 
 def count_texts(

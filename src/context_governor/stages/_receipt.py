@@ -230,6 +230,7 @@ _ERROR_HINTS = (
     "not found", "no such file", "denied", "segmentation",
 )  # fmt: skip
 _DETAIL_HINTS = ("\nE ", "\nE\t")
+_DETAIL_STARTS = tuple(h[1:] for h in _DETAIL_HINTS)
 
 
 def _rank(line: str) -> int | None:
@@ -244,26 +245,34 @@ def _hinted(text: str) -> list[int]:
     case) or start with ``E`` and a blank, in order.
 
     Every tool result a cut removes is read here, so a first call on a long history
-    reads megabytes: with ``ahocorasick-rs`` installed (the ``fast`` extra) the hints are
-    found in one pass over the text instead of one per hint, about three times sooner.
-    Both ways give the same lines (tests/test_receipt_scan.py)."""
+    reads megabytes: with ``ahocorasick-rs`` installed (the ``fast`` extra) every hint is
+    found in one pass over the text instead of one pass per hint, about three times
+    sooner. Both ways give the same lines (tests/test_receipt_scan.py)."""
     automaton = _hint_automaton()
     lower = text.lower()
     if automaton is None or len(lower) != len(text):  # (a few letters lower to two)
         return _hinted_by_find(text, lower)
-    starts = {text.rfind("\n", 0, at) + 1 for _, at, _ in automaton.find_matches_as_indexes(lower)}
-    _detail_lines(text, starts)
+    starts: set[int] = set()
+    hints = len(_ERROR_HINTS)
+    for k, at, _ in automaton.find_matches_as_indexes(lower, overlapping=True):
+        if k < hints:
+            starts.add(text.rfind("\n", 0, at) + 1)
+        elif text[at + 1] == "E":  # a line break, then "e" and a blank in lower case
+            starts.add(at + 1)
+    if text.startswith(_DETAIL_STARTS):
+        starts.add(0)
     return sorted(starts)
 
 
 @functools.cache
 def _hint_automaton() -> Any:
-    """One automaton of every hint (ahocorasick-rs), or None when it is not installed."""
+    """One automaton of every hint, the detail hints in lower case after them
+    (ahocorasick-rs), or None when it is not installed."""
     try:
         import ahocorasick_rs
     except ImportError:
         return None
-    return ahocorasick_rs.AhoCorasick(list(_ERROR_HINTS))
+    return ahocorasick_rs.AhoCorasick([*_ERROR_HINTS, *(h.lower() for h in _DETAIL_HINTS)])
 
 
 def _detail_lines(text: str, starts: set[int]) -> None:
