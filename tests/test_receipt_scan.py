@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from context_governor.stages import _receipt
 from context_governor.stages._receipt import (
+    _ANY_ERROR_LINE,
     _DETAIL_HINTS,
     _ERROR_HINTS,
+    _ERROR_LINES,
     _hint_automaton,
     _hinted,
     _hinted_by_find,
@@ -49,7 +51,9 @@ PIECES = st.sampled_from(
         "Error", "ERROR", "FAILED tests/x.py::t", "ValueError: bad", "E   assert 1", "E\tx",
         "\n", "\nE ", "E ", "err", "fai", "exi", " ", "\t", "İ", "K", "ß", "é", "日本",
         "Traceback (most recent call last):", "exit code 2", "fatal: no", "panic: x",
-        "a.c:3:1: error: y", "command not found", "word", "🙂", "\r\n",
+        "a.c:3:1: error: y", "command not found", "word", "🙂", "\r\n", "FAILED ", "x.y",
+        "KeyboardInterrupt", "Failure", "Exit", ":", "12", "No such file or directory",
+        "exited with code 3", "EXIT STATUS 1", "fatal[E1]:", "Permission denied", "_",
     ]
 )  # fmt: skip
 TEXTS = st.one_of(
@@ -97,3 +101,13 @@ def test_a_failing_test_run_gives_its_failures_first() -> None:
         "FAILED tests/test_a.py::test_three - assert 1 == 2",
         "E assert 1 == 2",
     ]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(PIECES.filter(lambda p: "\n" not in p), max_size=12).map("".join))
+def test_the_one_search_before_the_seven_misses_no_error_line(line: str) -> None:
+    """``_rank`` tries the seven patterns only on a line the one search matches: that
+    search must match every line any of the seven matches."""
+    line = line.strip()
+    if any(pattern.search(line) for pattern in _ERROR_LINES):
+        assert _ANY_ERROR_LINE.search(line) is not None

@@ -233,7 +233,19 @@ _DETAIL_HINTS = ("\nE ", "\nE\t")
 _DETAIL_STARTS = tuple(h[1:] for h in _DETAIL_HINTS)
 
 
+#: Every line a pattern of ``_ERROR_LINES`` matches is matched by this one (each anchored
+#: pattern's head, and the unanchored phrases): most lines that hold a hint (code that
+#: names an ``Error``) fail it at once, one search instead of seven.
+_ANY_ERROR_LINE = re.compile(
+    r"^(?:FAILED|ERROR|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)\b"
+    r"|(?i:fatal|error|panic|exit)|\S+:\d+|E\s{2,}\S)"
+    r"|command not found|No such file or directory|Permission denied|Segmentation fault"
+)
+
+
 def _rank(line: str) -> int | None:
+    if _ANY_ERROR_LINE.search(line) is None:
+        return None
     for rank, pattern in enumerate(_ERROR_LINES):
         if pattern.search(line):
             return rank
