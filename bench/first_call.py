@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_governor.counting import (
+    BULK_CHARS,
     ExactCounter,
     counting_encoding,
     encoding_for_model,
@@ -282,6 +283,8 @@ def measure(
         if extra is not None:
             extra(r, history, result)
     return result
+
+
 def render_table(results: Sequence[FirstCall]) -> str:
     """One row per contender, two columns (time, vs json.dumps) per history size."""
     labels: list[str] = []
@@ -365,19 +368,22 @@ def why(results: Sequence[FirstCall]) -> str:
         "is in the request of the next compaction, so no count can be replaced by a bound "
         f"(UTF-8 bytes, an upper bound, are several times the count: {ratios}). Counting "
         "every message exactly is then the floor, and alone it costs more than the goal on "
-        "one core. rs-bpe, the fastest exact counter we ship, holds the GIL while it "
-        "counts (its batch functions run on one core too), so threads cannot help; "
-        "processes can, and the Governor uses them: a call with over "
+        "one core. A call whose texts left to count reach "
+        f"{BULK_CHARS / 1e6:.0f} million characters loads the bulk counter (quicktok, "
+        "about five times rs-bpe's speed, the same counts) and counts with it from then on "
+        "(the 100,000-message rows: the load, about half a second, is in the Governor's "
+        "cold row); below that a fresh process counts with rs-bpe, which holds the GIL "
+        "while it counts, so threads cannot help; processes can, and the Governor uses "
+        "them: a call with over "
         f"{count_pool.MIN_CHARS / 1e6:.0f} million characters left to count hands chunks of "
         "them to counting worker processes (one fewer than the cores; "
         "`CONTEXT_GOVERNOR_COUNT_WORKERS`), which it starts on first need and keeps. On "
         "two cores that can at best halve the counting, and only when the second core is "
         "free; the main process also builds each text and its digest, and a worker that "
         "is starting counts nothing (the rows above are what they gave in this run). "
-        "Everything else the Governor does (input checks and repairs, the replay, "
-        "pairing, copies, the memo's digests) is the row with every count known. What "
-        "meeting the goal would take on two cores: a counter several times faster than "
-        "rs-bpe, or that rest at about 1× json.dumps and the counting spread perfectly. "
+        "Everything else the Governor does (input checks and repairs, the replay with the "
+        "receipt of every cut, which reads each message a cut removes, pairing, copies, "
+        "the memo's digests) is the row with every count known. "
         "A long history in a fresh process is, in practice, a resumed "
         "session (an agent or proxy restarted, another replica): with a count store "
         "(`count_store=`, the proxy's `--count-store`, `count-store` in `run`'s config file) "

@@ -50,6 +50,7 @@ from ._counters import (
     uncounted,
 )
 from ._encodings import (
+    BULK_CHARS,
     FAST_ENV,
     FAST_PROBE,
     FAST_PROBE_IDS,
@@ -59,6 +60,7 @@ from ._encodings import (
     Encoding,
     FastEncoding,
     build_hooks,
+    bulk_counting,
     chunked_count,
     clean_surrogates,
     count_ordinary,
@@ -82,6 +84,7 @@ from ._runs import (
 )
 
 __all__ = [
+    "BULK_CHARS",
     "CHUNK_MIN_TEXT",
     "CLAUDE_BYTES_PER_TOKEN",
     "CLAUDE_FACTOR",
@@ -112,6 +115,7 @@ __all__ = [
     "bounded_segments",
     "bounded_tokens",
     "build_hooks",
+    "bulk_counting",
     "chunk_cuts",
     "chunked_count",
     "claude_counter",
