@@ -49,7 +49,10 @@ def bulk(name: str) -> Callable[[str], int]:
 
 @pytest.fixture
 def shared_count() -> Iterator[None]:
-    """Put back each shared encoding's count after a test that switches it."""
+    """Put back each shared encoding's count after a test that switches it (and allow
+    loading, which a proxy started in this process turns off)."""
+    loading = encodings._BULK_LOADING[0]
+    encodings.set_bulk_loading(True)
     before = {}
     for name in ENCODINGS:
         encoding = counting_encoding(name)
@@ -60,6 +63,7 @@ def shared_count() -> Iterator[None]:
     yield
     for chunked, count in before.values():
         chunked.count = count
+    encodings.set_bulk_loading(loading)
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
@@ -163,3 +167,30 @@ def fresh() -> None:
         chunked = chunked_count(counting_encoding(name))  # type: ignore[arg-type]
         assert chunked is not None
         chunked.clear()
+
+
+def test_the_proxy_never_loads_it_in_a_call(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    """The proxy's preload turns loading off: a big call then counts as before (loading
+    holds the GIL for half a second, and the proxy's other requests with it)."""
+    from context_governor.proxy import ProxyConfig
+    from context_governor.proxy._governing import preload
+
+    preload(ProxyConfig(upstream="http://127.0.0.1:9"))
+    monkeypatch.setattr(encodings, "_BULK", {})
+    encoding = counting_encoding("o200k_base")
+    assert encoding is not None
+    chunked = chunked_count(encoding)
+    assert chunked is not None
+    count = chunked.count
+    monkeypatch.setattr(pool, "BULK_CHARS", 1_000)
+    replay = coding_session(10)
+    history = [m for step in replay.steps for m in step]
+    pool.set_workers(0)
+    try:
+        pool.precount(ExactCounter(encoding, cache_size=0), history, Known())
+    finally:
+        pool.set_workers(None)
+    assert chunked.count is count
+    assert encodings.bulk_counting("o200k_base") is False

@@ -57,6 +57,7 @@ __all__ = [
     "encoding_for_model",
     "every_model_family",
     "load_encoding",
+    "set_bulk_loading",
     "shared_name",
     "warm_up",
     "warm_up_in_background",
@@ -340,6 +341,16 @@ def count_ordinary(encoding: Encoding) -> Callable[[str], int]:
 BULK_CHARS = 24_000_000
 #: The encodings quicktok counts in this process (name -> its count), once loaded.
 _BULK: dict[str, Callable[[str], int] | None] = {}
+#: Whether a call may load the bulk counter (``set_bulk_loading``).
+_BULK_LOADING = [True]
+
+
+def set_bulk_loading(allowed: bool) -> None:
+    """Let a call load the bulk counter (the default) or not. Loading it holds the GIL for
+    about half a second in one piece: a server that governs in threads beside its event
+    loop (the proxy) turns it off, so that one big first call does not hold every other
+    request that long; its counting then stays as it was."""
+    _BULK_LOADING[0] = bool(allowed)
 
 
 def bulk_counting(name: str) -> bool:
@@ -347,8 +358,11 @@ def bulk_counting(name: str) -> bool:
     that counts with the shared encoding (``count_ordinary``): loaded once, used only if
     it encodes ``FAST_PROBE`` to the very ids tiktoken gives. True when it is in use;
     False when it cannot be (not installed, a name it lacks, a changed build,
-    ``CONTEXT_GOVERNOR_FAST=0``, no shared encoding): counting goes on as before."""
+    ``CONTEXT_GOVERNOR_FAST=0``, no shared encoding, loading turned off by
+    ``set_bulk_loading``): counting goes on as before."""
     if os.environ.get(FAST_ENV, "1") == "0" or name not in FAST_PROBE_IDS:
+        return False
+    if not _BULK_LOADING[0] and name not in _BULK:
         return False
     encoding = counting_encoding(name)
     if encoding is None:

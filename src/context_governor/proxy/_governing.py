@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..counting import warm_up
+from ..counting import set_bulk_loading, warm_up
 from ..errors import ContextGovernorError, InputError
 from ..formats import govern_request, scaled_estimate
 from ..policies import Compaction, CompactionPolicy
@@ -90,8 +90,10 @@ def preload(config: ProxyConfig) -> None:
 
     Encodings are built once, under the tokenizer's own lock (tokens.warm_up), so N
     concurrent first requests for a model that was not preloaded wait for one build
-    instead of making N.
+    instead of making N. No call loads the bulk counter here (counting.set_bulk_loading):
+    its load holds the GIL for half a second, every other request with it.
     """
+    set_bulk_loading(False)  # one big first call must not hold the other requests
     warm_up((None, *config.model_windows))
 
 
