@@ -194,3 +194,23 @@ def test_the_proxy_never_loads_it_in_a_call(
         pool.set_workers(None)
     assert chunked.count is count
     assert encodings.bulk_counting("o200k_base") is False
+
+
+def test_without_the_fast_extra_quicktok_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without rs-bpe, the shared encodings count through quicktok (not tiktoken): the
+    same counts as tiktoken on a generated corpus."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rs_bpe", None)  # import rs_bpe raises ImportError
+    monkeypatch.setitem(sys.modules, "rs_bpe.bpe", None)
+    monkeypatch.setattr(encodings, "_COUNTING", {})
+    monkeypatch.setattr(encodings, "_CHUNKED", {})
+    texts = corpus(examples(full=2_000, fast=400), seed=13)
+    for name in ENCODINGS:
+        encoding = counting_encoding(name)
+        assert isinstance(encoding, encodings.FastEncoding)
+        assert isinstance(encoding._tokenizer, encodings._QuickTokenizer)
+        assert [t for t in texts if encoding.count(t) != truth(name, t)] == []
+        assert encoding.encode(encodings.FAST_PROBE) == load_encoding(name).encode(  # type: ignore[union-attr]
+            encodings.FAST_PROBE, disallowed_special=()
+        )
