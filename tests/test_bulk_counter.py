@@ -11,6 +11,7 @@ switch. CG_TEST_LEVEL=full draws more texts.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -24,8 +25,10 @@ from context_governor import govern, profiles
 from context_governor.counting import (
     ExactCounter,
     Known,
+    bounded_tokens,
     chunked_count,
     clean_surrogates,
+    count_ordinary,
     counting_encoding,
     load_encoding,
     pool,
@@ -59,10 +62,11 @@ def shared_count() -> Iterator[None]:
         assert encoding is not None
         chunked = chunked_count(encoding)
         assert chunked is not None
-        before[name] = (chunked, chunked.count)
+        before[name] = (chunked, chunked.count, chunked.journal)
     yield
-    for chunked, count in before.values():
+    for chunked, count, journal in before.values():
         chunked.count = count
+        chunked.journal = journal
     encodings.set_bulk_loading(loading)
 
 
@@ -214,3 +218,49 @@ def test_without_the_fast_extra_quicktok_counts(monkeypatch: pytest.MonkeyPatch)
         assert encoding.encode(encodings.FAST_PROBE) == load_encoding(name).encode(  # type: ignore[union-attr]
             encodings.FAST_PROBE, disallowed_special=()
         )
+
+
+def test_an_idle_counting_worker_loads_it_and_counts_the_same(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    """A counting worker (counting/_worker.py, run here in a thread on two pipes) loads
+    the bulk counter once it has no frame to count, and its counts stay what this
+    process counts (runs.bounded_tokens over the shared encoding)."""
+    import io
+    import marshal
+    import os
+    import sys
+    import threading
+
+    from context_governor.counting import _worker
+
+    monkeypatch.setattr(encodings, "_BULK", {})
+    texts = corpus(200, seed=17)
+    into_worker, worker_in = os.pipe()
+    worker_out, from_worker = os.pipe()
+    with open(into_worker, "rb") as stdin, open(from_worker, "wb") as sink:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(sink))
+        ended: list[int] = []
+        thread = threading.Thread(target=lambda: ended.append(_worker.main(["o200k_base"])))
+        with open(worker_in, "wb") as send, open(worker_out, "rb") as answers:
+            thread.start()
+
+            def ask() -> list[int]:
+                _worker.write_frame(send, marshal.dumps(texts))
+                frame = _worker.read_frame(answers.fileno())
+                assert frame is not None
+                counts, _chunks = marshal.loads(frame)
+                return list(counts)
+
+            encoding = counting_encoding("o200k_base")
+            assert encoding is not None
+            expected = [bounded_tokens(count_ordinary(encoding), t) for t in texts]
+            assert ask() == expected
+            deadline = time.monotonic() + 30
+            while "o200k_base" not in encodings._BULK and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert encodings._BULK.get("o200k_base") is not None
+            assert ask() == expected
+        thread.join(10)
+    assert ended == [0]
