@@ -224,8 +224,9 @@ def test_an_idle_counting_worker_loads_it_and_counts_the_same(
     monkeypatch: pytest.MonkeyPatch, shared_count: None
 ) -> None:
     """A counting worker (counting/_worker.py, run here in a thread on two pipes) loads
-    the bulk counter once it has no frame to count, and its counts stay what this
-    process counts (runs.bounded_tokens over the shared encoding)."""
+    the bulk counter once it is idle after a job (not after the probe: the job that
+    follows would wait for the load), and its counts stay what this process counts
+    (runs.bounded_tokens over the shared encoding)."""
     import io
     import marshal
     import os
@@ -256,7 +257,10 @@ def test_an_idle_counting_worker_loads_it_and_counts_the_same(
             encoding = counting_encoding("o200k_base")
             assert encoding is not None
             expected = [bounded_tokens(count_ordinary(encoding), t) for t in texts]
-            assert ask() == expected
+            assert ask() == expected  # the probe a worker answers first: no load after it
+            time.sleep(2 * _worker.IDLE)
+            assert "o200k_base" not in encodings._BULK
+            assert ask() == expected  # a job: the load comes once the worker is idle
             deadline = time.monotonic() + 30
             while "o200k_base" not in encodings._BULK and time.monotonic() < deadline:
                 time.sleep(0.02)

@@ -9,7 +9,9 @@ counts made for them (``chunks.ChunkedCount.journal``: the parent remembers them
 parent's first frame is a probe it checks the answer to. It exits with 3 when the encoding
 cannot be built, and at the end of its input (the parent closed the pipe, or died).
 
-The first time it is idle (no frame within ``IDLE`` seconds of its last answer), it loads
+The first time it is idle after a job (no frame within ``IDLE`` seconds of an answer
+other than the probe's: between the probe and the first job it waits for the caller to
+make its texts, and a load then would hold up that job), it loads
 the bulk counter (``encodings.bulk_counting``: quicktok, the same counts, several times
 faster than rs-bpe, half a second to load): the call that started it is not held up by
 the load, and every later one is counted faster. The load holds only this process's
@@ -32,7 +34,7 @@ from context_governor.counting._runs import bounded_tokens
 
 LENGTH = 8
 #: Seconds without a frame after which the worker counts itself idle (see the docstring).
-IDLE = 0.05
+IDLE = 0.25
 
 
 def read_frame(fd: int) -> bytes | None:
@@ -72,13 +74,15 @@ def main(argv: list[str]) -> int:
         count.journal = journal
     stdin, stdout = sys.stdin.fileno(), sys.stdout.buffer
     bulk = os.name != "posix"  # (select does not wait on a pipe elsewhere: no bulk there)
+    answered = 0
     while True:
-        if not bulk and not _waiting(stdin, IDLE):
+        if not bulk and answered > 1 and not _waiting(stdin, IDLE):
             bulk_counting(argv[0])  # swaps ``count``'s inner count: same counts, faster
             bulk = True
         frame = read_frame(stdin)
         if frame is None:
             return 0
+        answered += 1
         texts = marshal.loads(frame)
         counts = [bounded_tokens(count, text) for text in texts]
         write_frame(stdout, marshal.dumps((counts, journal[:])))
