@@ -394,3 +394,24 @@ def test_a_worker_counts_any_text_as_this_process_does(texts: list[str]) -> None
         assert worker.ready(spec[1])
         _PROPERTY_WORKER[:] = [worker]
     assert _PROPERTY_WORKER[0].count(texts) == [spec[1](t) for t in texts]
+
+
+def test_the_switch_interval_is_short_while_workers_are_fed_and_put_back_after(
+    pool: None,
+) -> None:
+    """This thread counts holding the GIL; the threads feeding the workers get their
+    turns every SWITCH_INTERVAL while a job runs, and the interval is put back after."""
+    import sys
+
+    spec = prepared("o200k_base")
+    seen: list[float] = []
+
+    def count(text: str) -> int:
+        seen.append(sys.getswitchinterval())
+        return spec[1](text)
+
+    before = sys.getswitchinterval()
+    counted, _ = count_pool.count_texts(spec[0], count, corpus(N_TEXTS), 1)
+    assert counted == [spec[1](t) for t in corpus(N_TEXTS)]
+    assert seen and max(seen) <= count_pool.SWITCH_INTERVAL
+    assert sys.getswitchinterval() == before

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from queue import SimpleQueue
 
@@ -211,20 +211,21 @@ class _Job:
             return [self.count(t) for t in texts], 0
         self.chunks = chunks
         self.queue.extend(range(len(chunks)))
-        self.go.set()
-        count, results = self.count, self.results
-        mine = 0
-        while True:
-            try:
-                i = self.queue.pop()
-            except IndexError:
-                break
-            results[i] = [count(t) for t in chunks[i]]
-            mine += len(chunks[i])
-        deadline = time.monotonic() + WAIT_IN_FLIGHT
-        for i, done in list(self.in_flight.items()):
-            if i not in results:
-                done.wait(max(0.0, deadline - time.monotonic()))
+        with _quick_turns():
+            self.go.set()
+            count, results = self.count, self.results
+            mine = 0
+            while True:
+                try:
+                    i = self.queue.pop()
+                except IndexError:
+                    break
+                results[i] = [count(t) for t in chunks[i]]
+                mine += len(chunks[i])
+            deadline = time.monotonic() + WAIT_IN_FLIGHT
+            for i, done in list(self.in_flight.items()):
+                if i not in results:
+                    done.wait(max(0.0, deadline - time.monotonic()))
         out: list[int] = []
         for i, chunk in enumerate(chunks):
             got = results.get(i)
@@ -233,6 +234,34 @@ class _Job:
                 mine += len(chunk)
             out.extend(got)
         return out, len(texts) - mine
+
+
+#: The interpreter's switch interval while a job feeds workers (seconds; see _quick_turns).
+SWITCH_INTERVAL = 0.0002
+_turns_lock = threading.Lock()
+_turns: list[float | int] = [0, 0.0]  # jobs feeding now, the interval before the first
+
+
+@contextlib.contextmanager
+def _quick_turns() -> Iterator[None]:
+    """A shorter switch interval while workers are fed. This thread counts holding the
+    GIL (rs-bpe does), and the threads that feed the workers and read their answers
+    need it for a moment per chunk: at the default 5 ms they waited their turn so long
+    that a worker counting several times faster than this thread took a quarter of the
+    chunks or less (measured: 0.3-0.6 s for 10,000 messages' texts, against 0.2 s with
+    0.2 ms). Put back when the last such job ends."""
+    with _turns_lock:
+        if _turns[0] == 0:
+            _turns[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_turns[1], SWITCH_INTERVAL))
+        _turns[0] += 1
+    try:
+        yield
+    finally:
+        with _turns_lock:
+            _turns[0] -= 1
+            if _turns[0] == 0:
+                sys.setswitchinterval(_turns[1])
 
 
 def _chunks(texts: Sequence[str]) -> list[list[str]]:
