@@ -415,3 +415,21 @@ def test_the_switch_interval_is_short_while_workers_are_fed_and_put_back_after(
     assert counted == [spec[1](t) for t in corpus(N_TEXTS)]
     assert seen and max(seen) <= count_pool.SWITCH_INTERVAL
     assert sys.getswitchinterval() == before
+
+
+def test_a_worker_starts_without_importing_the_library() -> None:
+    """The worker's command stands in for both packages, so neither ``__init__`` runs (the
+    whole library, ~160 ms of a worker's start): only the counting modules load."""
+    import subprocess
+    import sys
+
+    boot = count_pool._boot()
+    run_main = "from context_governor.counting._worker import main\n"
+    assert run_main in boot
+    probe = boot.split(run_main)[0] + (
+        "from context_governor.counting import _worker\n"
+        "import context_governor\n"
+        "print(hasattr(context_governor, 'govern'), 'context_governor.formats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,6 +1,8 @@
 """A counting worker process (pool.py starts it): exact token counts over a pipe.
 
-Run as ``python -m context_governor.counting._worker ENCODING``. It builds the encoding the
+Run as ``python -m context_governor.counting._worker ENCODING``, or as pool.py runs it:
+its ``main`` with the two packages stood in by plain modules, so that their ``__init__``
+(the whole library) is not imported: it needs only the counting modules it names. It builds the encoding the
 parent counts with (``encodings.counting_encoding``), then answers frames until its input
 ends: each frame is an 8-byte little-endian length and a ``marshal``-ed list of texts,
 each answer the same framing around the pair of the list of their counts
