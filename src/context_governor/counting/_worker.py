@@ -2,10 +2,12 @@
 
 Run as ``python -m context_governor.counting._worker ENCODING``, or as pool.py runs it:
 its ``main`` with the two packages stood in by plain modules, so that their ``__init__``
-(the whole library) is not imported: it needs only the counting modules it names. It builds the encoding the
-parent counts with (``encodings.counting_encoding``), then answers frames until its input
-ends: each frame is an 8-byte little-endian length and a ``marshal``-ed list of texts,
-each answer the same framing around the pair of the list of their counts
+(the whole library) is not imported: it needs only the counting modules it names.
+
+It builds the encoding the parent counts with (``encodings.counting_encoding``), then
+answers frames until its input ends: each frame is an 8-byte little-endian length and a
+``marshal``-ed list of texts, each answer the same framing around the pair of the list of
+their counts
 (``runs.bounded_tokens`` with the encoding, as ``ExactCounter`` counts) and the chunk
 counts made for them (``chunks.ChunkedCount.journal``: the parent remembers them). The
 parent's first frame is a probe it checks the answer to. It exits with 3 when the encoding
