@@ -547,7 +547,6 @@ class CompactionPolicy:
         room = max(self.min_savings, int(MASK_ROOM_CALLS * trail_growth))
         if near:
             room = max(self.min_savings // 8, int(CEILING_ROOM_CALLS * trail_growth))
-        if near:
             cut_room = min(cut_room, int(CUT_ROOM_PROSE_SHARE * trigger))
         return max(goal, trigger - max(room, cut_room))
 

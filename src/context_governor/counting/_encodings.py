@@ -274,17 +274,23 @@ def _build_fast(name: str) -> Encoding | None:
     if os.environ.get(FAST_ENV, "1") == "0" or name not in FAST_PROBE_IDS:
         return None
     try:
-        try:
-            from rs_bpe.bpe import openai as rs_openai
-        except ImportError:  # the fast extra is not installed
-            tokenizer = _quick_tokenizer(name)
-        else:
-            tokenizer = getattr(rs_openai, name)()
-        encoding = FastEncoding(name, tokenizer, _SPECIAL_TEXT[name])
-        ids = json.dumps(encoding.encode(FAST_PROBE)).encode()
-    except Exception:  # missing, or a broken or changed build: count with tiktoken
-        return None
-    if hashlib.sha256(ids).hexdigest() != FAST_PROBE_IDS[name]:
+        from rs_bpe.bpe import openai as rs_openai
+    except ImportError:  # the fast extra is not installed
+        return _probed(name, lambda: _quick_tokenizer(name))
+    return _probed(name, lambda: getattr(rs_openai, name)())
+
+
+def _probed(name: str, tokenizer: Callable[[], Any]) -> FastEncoding | None:
+    """A FastEncoding of ``name`` over ``tokenizer()``, if it builds, encodes
+    ``FAST_PROBE`` to the very ids tiktoken gives and counts as many; None otherwise (a
+    missing, broken or changed build: counting goes on without it)."""
+    try:
+        encoding = FastEncoding(name, tokenizer(), _SPECIAL_TEXT[name])
+        ids = encoding.encode(FAST_PROBE)
+        pinned = hashlib.sha256(json.dumps(ids).encode()).hexdigest() == FAST_PROBE_IDS[name]
+        if not pinned or encoding.count(FAST_PROBE) != len(ids):
+            return None
+    except Exception:
         return None
     return encoding
 
@@ -403,28 +409,11 @@ def _quick_tokenizer(name: str) -> _QuickTokenizer:
 
 
 def _load_bulk(name: str) -> Callable[[str], int] | None:
-    """quicktok's count of ``name`` (special-token text as ordinary text, lone surrogates
-    cleaned as tiktoken cleans them), or None if it is missing or fails the probe."""
-    try:
-        import quicktok
-
-        tokenizer = quicktok.get_encoding(name)
-        ids = list(tokenizer.encode_ordinary(FAST_PROBE))
-        if hashlib.sha256(json.dumps(ids).encode()).hexdigest() != FAST_PROBE_IDS[name]:
-            return None
-        if tokenizer.count(FAST_PROBE) != len(ids):
-            return None
-    except Exception:  # missing, or a changed build: count as before
-        return None
-    plain = tokenizer.count
-
-    def count(text: str) -> int:
-        try:
-            return int(plain(text))
-        except (TypeError, UnicodeEncodeError):  # a lone surrogate: not UTF-8
-            return int(plain(clean_surrogates(text)))
-
-    return count
+    """quicktok's count of ``name`` (FastEncoding's: special-token text as ordinary text,
+    lone surrogates cleaned as tiktoken cleans them), or None if it is missing or fails
+    the probe."""
+    encoding = _probed(name, lambda: _quick_tokenizer(name))
+    return None if encoding is None else encoding.count
 
 
 def chunked_count(encoding: Encoding) -> ChunkedCount | None:

@@ -287,18 +287,6 @@ def _hint_automaton() -> Any:
     return ahocorasick_rs.AhoCorasick([*_ERROR_HINTS, *(h.lower() for h in _DETAIL_HINTS)])
 
 
-def _detail_lines(text: str, starts: set[int]) -> None:
-    """Add to ``starts`` the starts of the lines of ``text`` that begin with ``E`` and a
-    blank (pytest's detail lines)."""
-    where = "\n" + text  # a line start is right after a line break
-    for hint in _DETAIL_HINTS:
-        at = where.find(hint)
-        while at >= 0:
-            starts.add(at)  # the "\n" at ``at`` in ``where`` ends the line before
-            stop = where.find("\n", at + 1)
-            at = -1 if stop < 0 else where.find(hint, stop)
-
-
 def _hinted_by_find(text: str, lower: str) -> list[int]:
     """``_hinted`` one hint at a time, with str.find (``lower`` is ``text.lower()``)."""
     starts: set[int] = set()
@@ -309,7 +297,13 @@ def _hinted_by_find(text: str, lower: str) -> list[int]:
             starts.add(max(0, text.rfind("\n", 0, at - shift + 1) + 1))
             stop = lower.find("\n", at + 1)
             at = -1 if stop < 0 else lower.find(hint, stop)
-    _detail_lines(text, starts)
+    where = "\n" + text  # a detail line (``E`` and a blank) starts right after a break
+    for hint in _DETAIL_HINTS:
+        at = where.find(hint)
+        while at >= 0:
+            starts.add(at)  # the "\n" at ``at`` in ``where`` ends the line before
+            stop = where.find("\n", at + 1)
+            at = -1 if stop < 0 else where.find(hint, stop)
     return sorted(starts)
 
 
