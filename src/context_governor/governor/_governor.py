@@ -71,7 +71,7 @@ The results whose report is made later, and the first call's thread, are in late
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..counting import (
@@ -91,8 +91,18 @@ from ..messages.roles import Developers, first_edge
 from ..pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
 from ..policies import Compaction, CompactionPolicy
 from ..profiles import Profile
-from ..report import Report, moved_messages, note_kind
-from ..stages import Context, Replay, output_replay
+from ..report import Action, Report, moved_messages, note_kind
+from ..stages import (
+    SHRINK_STAGE,
+    Context,
+    Replay,
+    output_replay,
+    shrink,
+    shrink_detail,
+    shrink_forms,
+    shrink_policy,
+    shrunk_form,
+)
 from ._late import MISMATCH, Bounds, CountedLater, Exact, ExactLater, FirstJob, Relabelled
 from ._probe import Resume, leaves_alone, plain_facts
 
@@ -131,7 +141,9 @@ class _Pending:
 class _State:
     history: list[Message]  # the last history (its message objects)
     frozen: list[Any]  # their frozen copies
-    tokens: list[int]  # their token counts
+    #: their token counts as the stages after the shrink see them (a shrunk result's is
+    #: its shrunk form's: ``shrunk`` has the form and the count of the result as it came)
+    tokens: list[int]
     result: GovernResult
     #: the result's messages, copied: the result may be the caller's own list, which
     #: grows in place as the conversation goes on
@@ -157,6 +169,9 @@ class _State:
     #: for that: the counts of the last full run's output and the history's length then
     #: (every later step appends the same messages to both, counted in ``tokens``)
     out_base: tuple[list[int], int] | None = None
+    #: the results of the history the lossless shrink changes (stages/_shrink.py): index
+    #: -> (the shrunk form the output carries, the count of the result as it came)
+    shrunk: dict[int, tuple[Message, int]] = field(default_factory=dict)
 
 
 class Governor:
@@ -250,6 +265,11 @@ class Governor:
         compaction = self.settings.compaction
         if budget is not None and budget > 0 and isinstance(compaction, CompactionPolicy):
             self._trigger = compaction.thresholds(budget)[0]
+        #: the cache policy's settings when its profile shrinks tool results losslessly
+        #: (an appending step then appends each new result in its shrunk form), else None
+        self._shrinking = (
+            shrink_policy(compaction) if shrink in self.settings.profile.stages else None
+        )
 
     @property
     def _tools_count(self) -> tuple[Sequence[Any] | None, int]:
@@ -366,7 +386,7 @@ class Governor:
                 if old is not new and old != new:
                     break
                 same = i + 1
-            known.add_all(messages[:same], state.tokens)
+            known.add_all(messages[:same], _as_they_came(state))
         loaded = None
         unseen = messages[same:]
         if self._store is not None:
@@ -382,7 +402,8 @@ class Governor:
             self._stored(loaded, counter, result)
         replay = ctx.replay
         sent = list(result.messages)
-        turn = self._extendable(messages, result, replay)
+        shrunk = self._shrunk(messages, result.report, tokens, counter)
+        turn = None if shrunk is None else self._extendable(messages, result, replay, shrunk)
         out_replay, out_base = None, None
         if turn is not None and self._floors(self.settings.compaction):
             out_replay, out_base = self._out_replay(ctx, result, sent, len(messages))
@@ -400,8 +421,37 @@ class Governor:
             turn=turn,
             out_replay=out_replay,
             out_base=out_base,
+            shrunk=shrunk or {},
         )
         return result
+
+    def _shrunk(
+        self, messages: list[Message], report: Report, tokens: list[int], counter: Any
+    ) -> dict[int, tuple[Message, int]] | None:
+        """After a full run: the results of ``messages`` its shrink changed (see
+        ``_State.shrunk``; the run's report names them), their counts in ``tokens``
+        (those of the messages as they came) made those of their shrunk forms. None when
+        a reported result is not the history's (the stages before it moved something):
+        then the result is not extended."""
+        if self._shrinking is None:
+            return {}
+        forms: dict[int, Message] = {}
+        for action in report.actions:
+            if action.stage != SHRINK_STAGE:
+                continue
+            i = action.index
+            if not 0 <= i < len(messages):
+                return None
+            call_id = messages[i].get("tool_call_id")
+            form = shrunk_form(messages[i])
+            if form is None or (None if call_id is None else str(call_id)) != action.tool_call_id:
+                return None
+            forms[i] = form
+        shrunk: dict[int, tuple[Message, int]] = {}
+        for i, form in forms.items():
+            shrunk[i] = (form, tokens[i])
+            tokens[i] = counter.message_tokens(form)
+        return shrunk
 
     def _out_replay(
         self, ctx: Context, result: GovernResult, sent: list[Message], n: int
@@ -539,9 +589,15 @@ class Governor:
             result.report.notes.append(loaded.note)
 
     def _extendable(
-        self, messages: list[Message], result: GovernResult, replay: Replay | None
+        self,
+        messages: list[Message],
+        result: GovernResult,
+        replay: Replay | None,
+        shrunk: dict[int, tuple[Message, int]],
     ) -> int | None:
-        """Where the newest model turn starts, if the result can be extended by appending."""
+        """Where the newest model turn starts, if the result can be extended by appending:
+        the result ends with that turn as the stages got it (``shrunk``: its results in
+        their shrunk form) and nothing asks for a whole run."""
         report = result.report
         if (
             not isinstance(self.settings.compaction, CompactionPolicy)
@@ -566,10 +622,11 @@ class Governor:
             return None
         tail = messages[turn:]
         out = result.messages
-        if len(out) < len(tail) or any(
-            a is not b for a, b in zip(out[-len(tail) :], tail, strict=True)
-        ):
+        if len(out) < len(tail):
             return None
+        for i, (a, b) in enumerate(zip(out[-len(tail) :], tail, strict=True), turn):
+            if a is not b and (i not in shrunk or a != shrunk[i][0]):
+                return None
         return turn
 
     def _settle(self, state: _State) -> None:
@@ -584,7 +641,7 @@ class Governor:
         counts = pending.result.counts()
         state.tokens.extend(counts)
         pending.result.report  # noqa: B018 - made now, from the exact counts
-        if state.replay is not None and not state.replay.extend(pending.history, counts):
+        if state.replay is not None and not self._continue(state.replay, pending.history, counts):
             # cannot happen (the replay accepted a bound on these counts); if it did, the
             # next call runs the whole pipeline rather than trust the replay
             state.turn = None
@@ -613,7 +670,20 @@ class Governor:
         state.replay = exact.replay
         state.call_ids = {str(c.get("id")) for m in history for c in _calls(m)}
         shown = GovernResult(messages=state.sent, report=exact.result.report)
-        state.turn = self._extendable(history, shown, exact.replay)
+        shrunk = self._shrunk(history, shown.report, state.tokens, self.settings.counter)
+        state.shrunk = shrunk or {}
+        if shrunk is not None:
+            state.turn = self._extendable(history, shown, exact.replay, shrunk)
+        else:
+            state.turn = None
+
+    def _continue(self, replay: Replay, history: list[Message], counts: list[int]) -> bool:
+        """Continue the history's replay over the last ``len(counts)`` messages of
+        ``history``: given the whole history, or, where results are shrunk, the new
+        messages alone (the replay keeps its own view of the old part: see Replay.append)."""
+        if self._shrinking is None:
+            return replay.extend(history, counts)
+        return replay.append(history[len(history) - len(counts) :], counts)
 
     def _extend(self, state: _State, messages: list[Message]) -> GovernResult | None:
         """The stateless result when ``messages`` only appends to the last history and
@@ -627,10 +697,14 @@ class Governor:
         # only the messages that were replaced. Without it, every message deeply.
         if messages[:n] != state.frozen:
             return None
-        new = messages[n:]
+        came = messages[n:]
+        old = self._old_turn(state, state.turn)
+        new = self._staged(old, came)  # the new results in their shrunk form
+        if new is None:
+            return None
         # the probe window (a placeholder user message, the newest turn and the new
         # messages), built once for every question below and both tries of _accept
-        window = [_ANCHOR, *state.history[state.turn :], *new]
+        window = [_ANCHOR, *old, *new]
         # One pass over the window: in one of the plain shapes (probe.py), the new messages
         # pass the input checks and carry no cache breakpoint, and the pass also gives
         # their byte bounds and call ids
@@ -638,7 +712,7 @@ class Governor:
         facts = plain_facts(window, self.settings, clean, state.resume)
         if facts is None:
             try:
-                check_messages(new)  # the old part passed when it was new
+                check_messages(came)  # the old part passed when it was new
             except InputError:
                 return None  # the full run reports it, with the message's real index
             if any(_has_cache_control(m) for m in new):
@@ -649,6 +723,8 @@ class Governor:
             bounds, ids = facts
             if not self._byte_bounds():
                 bounds = None
+        if new is not came:
+            bounds = None  # a shrunk result's report needs both its counts: made now
         if not state.call_ids.isdisjoint(ids):
             return None  # an id the old part uses: provider id repairs would see it
         plain = facts is not None
@@ -657,6 +733,30 @@ class Governor:
             if accepted is not None:
                 return accepted
         return self._accept(state, messages, window, new, ids, None, plain)
+
+    @staticmethod
+    def _old_turn(state: _State, turn: int) -> list[Message]:
+        """``history[turn:]`` as the stages got it (results in their shrunk form)."""
+        old = state.history[turn:]
+        if state.shrunk:
+            old = [state.shrunk[i][0] if i in state.shrunk else m for i, m in enumerate(old, turn)]
+        return old
+
+    def _staged(self, old: list[Message], came: list[Message]) -> list[Message] | None:
+        """The new messages ``came`` as the stages after the shrink get them: ``came``
+        itself when nothing shrinks; None when a result to shrink answers a call before
+        ``old`` (the newest turn), which only a whole run looks up."""
+        if self._shrinking is None:
+            return came
+        forms = shrink_forms([*old, *came], self._shrinking, len(old))
+        if not forms:
+            return came
+        if not all(form.called for form in forms):
+            return None
+        staged = list(came)
+        for form in forms:
+            staged[form.index - len(old)] = form.message
+        return staged
 
     @staticmethod
     def _floors(policy: Compaction) -> bool:
@@ -869,6 +969,33 @@ class Governor:
             return None
         return new_tokens, added
 
+    def _shrink_actions(
+        self, start: int, came: list[Message], new: list[Message], tokens: list[int]
+    ) -> tuple[list[Action], list[int]]:
+        """The shrink's actions on the new messages (``came``, sent as ``new``, counted
+        ``tokens``; the first at ``start`` in the history), as a whole run records them,
+        and the counts of the messages as they came."""
+        if new is came:
+            return [], tokens
+        actions: list[Action] = []
+        as_came = list(tokens)
+        for k, (a, b) in enumerate(zip(came, new, strict=True)):
+            if a is b:
+                continue
+            as_came[k] = self.settings.counter.message_tokens(a)
+            call_id = a.get("tool_call_id")
+            actions.append(
+                Action(
+                    SHRINK_STAGE,
+                    "replace",
+                    start + k,
+                    shrink_detail(a, b),
+                    None if call_id is None else str(call_id),
+                    as_came[k] - tokens[k],
+                )
+            )
+        return actions, as_came
+
     def _grow(
         self,
         state: _State,
@@ -888,21 +1015,28 @@ class Governor:
         old = state.result.report
         replay = state.replay
         history = list(messages)  # the caller's list grows in place: keep our own
+        start = len(state.history)
+        came = history[start:]  # ``new`` where no result is shrunk
         state.sent.extend(new)
-        frozen = [self._copy(m) for m in new]
+        frozen = [self._copy(m) for m in came]
         sent = list(state.sent)  # the caller may append to the list it gets
         finish = _finisher(old, len(messages), len(new))
         result: GovernResult
         if bounds is None:
+            shrunk, as_came = self._shrink_actions(start, came, new, new_tokens)
+            if shrunk:
+                finish = _finisher(old, len(messages), len(new), shrunk, sum(as_came) - added)
             result = GovernResult(messages=sent, report=finish(added))
             if replay is not None:
-                replay.extend(history, new_tokens)
+                self._continue(replay, history, new_tokens)
             if state.out_replay is not None and not state.out_replay.extend(state.sent, new_tokens):
                 state.out_replay = None  # cannot happen: _held or the trigger said quiet
             state.tokens.extend(new_tokens)
+            for action in shrunk:
+                k = action.index - start
+                state.shrunk[action.index] = (new[k], as_came[k])
             if self._store is not None:
-                known = new_tokens
-                self._store.write_counts_later(self.settings.counter, frozen, lambda: known)
+                self._store.write_counts_later(self.settings.counter, frozen, lambda: as_came)
         else:
             # the worker counts the frozen copies: the caller may edit its dicts meanwhile
             # (under the promise, the messages themselves)
@@ -942,18 +1076,31 @@ def _undecided(report: Report, replay: Replay | None, limit: int) -> bool:
     )
 
 
-def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Report]:
+def _finisher(
+    old: Report,
+    messages_before: int,
+    new: int,
+    shrunk: Sequence[Action] = (),
+    more_before: int = 0,
+) -> Callable[[int], Report]:
     """The report of a step that appended ``new`` messages of ``added`` tokens to the
-    history whose report was ``old`` (made when the exact ``added`` is known)."""
+    history whose report was ``old`` (made when the exact ``added`` is known); with the
+    actions of the new results ``shrunk`` (after the shrink's earlier ones, where a run
+    records them: nothing before the shrink acts on a result that is extended), which
+    came ``more_before`` tokens larger than they are sent."""
 
     def finish(added: int) -> Report:
+        actions = list(old.actions)
+        if shrunk:
+            at = max((k + 1 for k, a in enumerate(actions) if a.stage == SHRINK_STAGE), default=0)
+            actions[at:at] = shrunk
         return replace(
             old,
-            tokens_before=old.tokens_before + added,
+            tokens_before=old.tokens_before + added + more_before,
             tokens_after=old.tokens_after + added,
             messages_before=messages_before,
             messages_after=old.messages_after + new,
-            actions=list(old.actions),
+            actions=actions,
             # a failed store read is reported by the call that read, not by each step after
             notes=[note for note in old.notes if note_kind(note) != "store"],
             violations=[],
@@ -961,6 +1108,14 @@ def _finisher(old: Report, messages_before: int, new: int) -> Callable[[int], Re
         )
 
     return finish
+
+
+def _as_they_came(state: _State) -> list[int]:
+    """The counts of the last history's messages as they came (``_State.tokens`` has
+    those of the shrunk results' forms)."""
+    if not state.shrunk:
+        return state.tokens
+    return [state.shrunk[i][1] if i in state.shrunk else t for i, t in enumerate(state.tokens)]
 
 
 def _resume(turn: Message, last: Message) -> Resume:

@@ -11,16 +11,27 @@ from ._microcompact import microcompact
 from ._orphans import drop_orphans_seed, drop_orphans_strict
 from ._repair import repair_messages
 from ._replay import Clearing, Replay
-from ._shrink import shrink, shrink_text
+from ._shrink import STAGE as SHRINK_STAGE
+from ._shrink import (
+    Shrunk,
+    shrink,
+    shrink_detail,
+    shrink_forms,
+    shrink_policy,
+    shrink_text,
+    shrunk_form,
+)
 from ._snip import SAFETY_BUFFER, snip
 from ._tool_budget import apply_tool_result_budget
 
 __all__ = [
     "SAFETY_BUFFER",
+    "SHRINK_STAGE",
     "Clearing",
     "Context",
     "MessageCheck",
     "Replay",
+    "Shrunk",
     "Stage",
     "apply_tool_result_budget",
     "backfill_seed",
@@ -39,7 +50,11 @@ __all__ = [
     "provider_fixes",
     "repair_messages",
     "shrink",
+    "shrink_detail",
+    "shrink_forms",
+    "shrink_policy",
     "shrink_text",
+    "shrunk_form",
     "snip",
     "would_compact",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,9 @@ class ExactRules:
     tools: frozenset[str]
     commands: tuple[tuple[str, ...], ...]
     content: tuple[re.Pattern[str], ...]
+    #: whether a line starts with a match of a ``content`` pattern (one alternation of
+    #: them where they join, so that each line is matched once)
+    line_matches: Callable[[str], object] | None = None
 
     def exact(self, name: Any, arguments: Any, text: str) -> bool:
         if isinstance(name, str) and name.lower() in self.tools:
@@ -40,11 +44,23 @@ class ExactRules:
         return False
 
     def _numbered(self, text: str) -> bool:
-        if not self.content:
+        """Whether at least half of the first 200 non-blank lines (of the first 400)
+        match a ``content`` pattern; stops as soon as the answer is known."""
+        matches = self.line_matches
+        if matches is None:
             return False
         lines = [line for line in text.split("\n", 400)[:400] if line.strip()][:200]
-        matched = sum(1 for line in lines if any(p.match(line) for p in self.content))
-        return bool(lines) and 2 * matched >= len(lines)
+        need = (len(lines) + 1) // 2  # matched lines for a yes
+        matched, left = 0, len(lines)
+        for line in lines:
+            if matched + left < need:
+                return False
+            if matches(line):
+                matched += 1
+                if matched >= need:
+                    return True
+            left -= 1
+        return bool(lines) and matched >= need
 
 
 def _program(words: list[str]) -> list[str]:
@@ -93,4 +109,17 @@ def exact_rules(
         frozenset(t.lower() for t in tools),
         tuple(tuple(c.split()) for c in commands if c.split()),
         tuple(re.compile(p) for p in content),
+        _line_matcher(content),
     )
+
+
+def _line_matcher(patterns: tuple[str, ...]) -> Callable[[str], object] | None:
+    """One match of all ``patterns`` at a line's start (None for none): their alternation,
+    or each in turn where they do not join (a pattern with a global inline flag)."""
+    if not patterns:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns)).match
+    except re.error:
+        compiled = tuple(re.compile(p) for p in patterns)
+        return lambda line: any(p.match(line) for p in compiled)

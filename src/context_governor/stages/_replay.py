@@ -440,6 +440,12 @@ class Replay:
         self.advance(len(self.m))
         return True
 
+    def append(self, new: list[Message], tokens: list[int]) -> bool:
+        """``extend`` by the new messages alone: the replay keeps its own view of the old
+        part, the history as the stages before the compaction left it (results in their
+        shrunk form), where the caller has only the history as it came."""
+        return self.extend([*self.m[: self.j], *new], tokens)
+
     def quiet(self, new: list[Message], tokens: list[int]) -> bool:
         """Whether no request among ``new`` (messages appended to the replayed history,
         ``tokens`` their exact counts) would compact: each is under the trigger, or over

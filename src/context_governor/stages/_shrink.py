@@ -37,25 +37,34 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..messages import Message
 from ..messages.inputs import has_surrogate
-from ..policies import CompactionPolicy, SeedPolicy, settings_of
+from ..policies import Compaction, CompactionPolicy, SeedPolicy, settings_of
 from ._base import Context, MessageCheck, leaves_alone_when
 from ._exact import ExactRules, exact_rules
 
 __all__ = [
+    "MEMO_MAX_CHARS",
+    "MEMO_MIN_CHARS",
     "MIN_RUN",
     "STAGE",
     "ExactRules",
+    "Shrunk",
     "exact_rules",
     "repeat_marker",
     "shrink",
+    "shrink_detail",
+    "shrink_forms",
+    "shrink_policy",
     "shrink_text",
+    "shrunk_form",
 ]
 
 STAGE = "shrink"
@@ -236,9 +245,65 @@ def _fold(lines: list[str]) -> list[str]:
     return out
 
 
+#: Texts at least this long have their shrunk form remembered (``_Remembered``).
+MEMO_MIN_CHARS = 512
+#: The most characters (texts and their shrunk forms) the memo holds.
+MEMO_MAX_CHARS = 32_000_000
+
+
+class _Remembered:
+    """The shrunk forms of the longest texts seen lately, least recently used first out.
+
+    A request carries every result of the conversation, and the next request carries
+    them again: without this, each request would shrink the whole history once more
+    (a 2,000-line log takes milliseconds to render). Bounded by characters, not entries,
+    so a few huge logs cannot hold memory without end; shared by threads (a lock)."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.forms: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        with self.lock:
+            found = self.forms.get(text)
+            if found is not None:
+                self.forms.move_to_end(text)
+            return found
+
+    def put(self, text: str, form: tuple[str, tuple[str, ...]]) -> None:
+        size = len(text) + (len(form[0]) if form[0] is not text else 0)
+        if size > self.max_chars:
+            return
+        with self.lock:
+            if text in self.forms:
+                return
+            self.forms[text] = form
+            self.chars += size
+            while self.chars > self.max_chars:
+                old, (shrunk, _) = self.forms.popitem(last=False)
+                self.chars -= len(old) + (len(shrunk) if shrunk is not old else 0)
+
+
+_MEMO = _Remembered(MEMO_MAX_CHARS)
+
+
 def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
     """``text`` shrunk losslessly (see the module docstring), with the names of the
-    transforms that changed it; ``text`` itself and () when none did. Idempotent."""
+    transforms that changed it; ``text`` itself and () when none did. Idempotent.
+    Remembered for long texts (the same text always has the same form)."""
+    if len(text) < MEMO_MIN_CHARS:
+        return _shrink_text(text)
+    found = _MEMO.get(text)
+    if found is None:
+        found = _shrink_text(text)
+        _MEMO.put(text, found)
+    return found
+
+
+def _shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
+    """shrink_text, worked out."""
     compact = compact_json(text)
     if compact is not None:
         return compact, ("json",)
@@ -294,12 +359,17 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _policy(ctx: Context) -> CompactionPolicy | None:
-    """The cache policy's settings when it shrinks, else None (the seed policy never)."""
-    if isinstance(ctx.compaction, SeedPolicy):
+def shrink_policy(compaction: Compaction | None) -> CompactionPolicy | None:
+    """The cache policy's settings when it shrinks, else None (the seed policy never;
+    no policy given is the defaults)."""
+    if isinstance(compaction, SeedPolicy):
         return None
-    policy = settings_of(ctx.compaction)
+    policy = settings_of(compaction)
     return policy if policy.shrink else None
+
+
+def _policy(ctx: Context) -> CompactionPolicy | None:
+    return shrink_policy(ctx.compaction)
 
 
 def _unshrinkable(message: Message) -> bool:
@@ -320,39 +390,87 @@ def _called(message: Message) -> Iterable[tuple[str, Any, Any]]:
             yield str(call.get("id")), function.get("name"), function.get("arguments")
 
 
+@dataclass(frozen=True, slots=True)
+class Shrunk:
+    """One tool result the shrink changes: its position, its shrunk form and what the
+    report says of it."""
+
+    index: int
+    message: Message
+    detail: str
+    #: whether the call it answers was found before it (its name and arguments decide
+    #: whether it is exact text)
+    called: bool
+
+
+def shrink_forms(messages: list[Message], policy: CompactionPolicy, start: int = 0) -> list[Shrunk]:
+    """The tool results from ``messages[start]`` on that the shrink changes, each with its
+    shrunk form: what the stage does, as data (a Governor appending new results shrinks
+    them with it). Exact text is left out: results of ``exact_tools``, of calls running
+    ``exact_commands`` (the call is the newest before the result with its id) and with
+    numbered lines."""
+    rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
+    calls: dict[str, tuple[Any, Any]] = {}  # each call id's newest call so far
+    found: list[Shrunk] = []
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            calls.update((i, (name, args)) for i, name, args in _called(message))
+        if role != "tool" or index < start:
+            continue
+        content = message.get("content")
+        new, done = _shrunk(content)
+        if not done:
+            continue
+        call_id = str(message.get("tool_call_id"))
+        name, arguments = calls.get(call_id, (None, None))
+        text = _text(content)
+        if rules.exact(name, arguments, text) or rules.exact(message.get("name"), None, ""):
+            continue
+        detail = _detail(done, text, new)
+        found.append(Shrunk(index, {**message, "content": new}, detail, call_id in calls))
+    return found
+
+
+def _detail(done: tuple[str, ...], text: str, new: Any) -> str:
+    return (
+        f"tool result shrunk losslessly ({', '.join(done)}) from {len(text)} to "
+        f"{len(_text(new))} characters"
+    )
+
+
+def shrunk_form(message: Message) -> Message | None:
+    """``message``'s shrunk form, where a transform changes it (exact text aside: the
+    caller knows the stage shrank it), else None."""
+    new, done = _shrunk(message.get("content"))
+    return {**message, "content": new} if done else None
+
+
+def shrink_detail(original: Message, shrunk: Message) -> str:
+    """What the report says of ``original`` shrunk to ``shrunk`` (its ``Shrunk.detail``)."""
+    content = original.get("content")
+    return _detail(_shrunk(content)[1], _text(content), shrunk.get("content"))
+
+
 @leaves_alone_when(_shrinks)
 def shrink(messages: list[Message], ctx: Context) -> list[Message]:
     """Each tool result shrunk losslessly unless it is exact text (module docstring)."""
     policy = _policy(ctx)
     if policy is None:
         return messages
-    rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
-    calls: dict[str, tuple[Any, Any]] = {}  # each call id's newest call so far
-    updated: list[Message] | None = None
-    for index, message in enumerate(messages):
-        if message.get("role") == "assistant":
-            calls.update((i, (name, args)) for i, name, args in _called(message))
-        if message.get("role") != "tool":
-            continue
-        content = message.get("content")
-        new, done = _shrunk(content)
-        if not done:
-            continue
-        name, arguments = calls.get(str(message.get("tool_call_id")), (None, None))
-        text = _text(content)
-        if rules.exact(name, arguments, text) or rules.exact(message.get("name"), None, ""):
-            continue
-        if updated is None:
-            updated = list(messages)
-        replaced = {**message, "content": new}
-        updated[index] = replaced
+    forms = shrink_forms(messages, policy)
+    if not forms:
+        return messages
+    updated = list(messages)
+    for form in forms:
+        original = messages[form.index]
+        updated[form.index] = form.message
         ctx.record(
             STAGE,
             "replace",
-            index,
-            f"tool result shrunk losslessly ({', '.join(done)}) from {len(text)} to "
-            f"{len(_text(new))} characters",
-            tool_call_id=message.get("tool_call_id"),
-            tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
+            form.index,
+            form.detail,
+            tool_call_id=original.get("tool_call_id"),
+            tokens_saved=ctx.tokens(original) - ctx.tokens(form.message),
         )
-    return messages if updated is None else updated
+    return updated
