@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from context_governor import CompactionPolicy
 from context_governor.policies import FLOOR_RESULTS, REFERENCE_READ
@@ -376,7 +376,7 @@ anything up; use the tools only when the user needs a current figure."""
 
 def _generate(
     make: Callable[[int, int], _Session], name: str, tools: list[dict[str, Any]]
-) -> Callable[[int], Replay]:
+) -> MakeReplay:
     def replay(steps: int, *, seed: int = SEED, variant: int = 0) -> Replay:
         if steps < 1:
             raise ValueError("a session has at least one step")
@@ -389,12 +389,19 @@ def _generate(
     return replay
 
 
+class MakeReplay(Protocol):
+    """A shape's session generator: ``steps`` model calls, a seed, and a variant (another
+    session of the same shape)."""
+
+    def __call__(self, steps: int, *, seed: int = ..., variant: int = ...) -> Replay: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Shape:
     key: str
     label: str
     what: str
-    make: Callable[[int], Replay]
+    make: MakeReplay
 
 
 SHAPES: tuple[Shape, ...] = (

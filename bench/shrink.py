@@ -9,7 +9,13 @@ results it changed. Nothing else differs between the two runs. The shapes' outpu
 clean text (no colours, no progress bars, no pretty-printed JSON), so a third table
 shows typical noisy outputs one by one (``SAMPLES``), counted as tool results for gpt-4o.
 
-Run: ``python -m bench.shrink [--steps N]``.
+A last table is what the shrink costs a Governor: each shape (bench/shapes.py's and
+bench/shapes_extra.py's JSON and CI-log sessions) governed step by step at 128,000 tokens,
+shrink off and on alternately (``--repeats`` each, a variant of the session per repeat so
+that no count or form is remembered from the run before), the medians of the govern()
+calls' total time, their ratio, and how many steps ran the whole pipeline each way.
+
+Run: ``python -m bench.shrink [--steps N] [--repeats N]``.
 """
 
 from __future__ import annotations
@@ -17,17 +23,21 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import statistics
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from context_governor import CompactionPolicy, govern
+from context_governor import CompactionPolicy, Governor, govern
 from context_governor.counting import exact_counter
 from context_governor.formats import govern_request
 from context_governor.stages import shrink_text
 
-from .shapes import SHAPES
+from .section import write_section
+from .shapes import SHAPES, Shape
+from .shapes_extra import EXTRA_SHAPES
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = 1 << 40
@@ -142,18 +152,99 @@ def render(title: str, rows: Sequence[tuple[str, int, int, int]]) -> str:
     return "\n".join(lines)
 
 
+def _governed(shape: Shape, steps: int, variant: int, shrink: bool) -> tuple[float, int]:
+    """Seconds of a Governor's govern() calls over a session, and its whole runs."""
+    replay = shape.make(steps, variant=variant)
+    governor = Governor(
+        model=replay.model,
+        tools=replay.tools,
+        context_window=128_000,
+        compaction=CompactionPolicy(shrink=shrink),
+    )
+    whole = 0
+    full = governor._full  # counted, not changed
+
+    def counted(messages: list[Any]) -> Any:
+        nonlocal whole
+        whole += 1
+        return full(messages)
+
+    governor._full = counted  # type: ignore[method-assign]
+    spent = 0.0
+    for history in replay.histories():
+        started = time.perf_counter()
+        governor.govern(history).report  # noqa: B018 - the report made, as a caller reads it
+        spent += time.perf_counter() - started
+    return spent, whole
+
+
+def speed_rows(steps: int, repeats: int) -> Iterator[tuple[str, float, float, int, int]]:
+    """(shape, median ms off, median ms on, whole runs off, whole runs on)."""
+    for shape in (*SHAPES, *EXTRA_SHAPES):
+        times: dict[bool, list[float]] = {False: [], True: []}
+        whole: dict[bool, int] = {}
+        for k in range(repeats):
+            for on in (False, True):
+                spent, whole[on] = _governed(shape, steps, k + 1, on)
+                times[on].append(spent * 1000)
+        yield (
+            shape.label,
+            statistics.median(times[False]),
+            statistics.median(times[True]),
+            whole[False],
+            whole[True],
+        )
+
+
+def render_speed(rows: Sequence[tuple[str, float, float, int, int]]) -> str:
+    lines = [
+        "| shape (a Governor, 128k) | govern() total, shrink off | shrink on | on / off "
+        "| whole runs, off / on |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, off, on, whole_off, whole_on in rows:
+        ratio = on / off if off else 0.0
+        lines.append(
+            f"| {name} | {off:,.0f} ms | {on:,.0f} ms | {ratio:.2f}x | {whole_off} / {whole_on} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps of each bench shape")
     parser.add_argument("--no-corpus", action="store_true", help="the bench shapes only")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs of each way for the Governor's time"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="replace the section here")
     args = parser.parse_args(argv)
-    print(render("typical output", list(sample_rows())))
-    print()
-    print(render("shape", list(shape_rows(args.steps))))
+    parts = [
+        INTRO.format(steps=args.steps, repeats=args.repeats),
+        render("typical output", list(sample_rows())),
+        render("shape", list(shape_rows(args.steps))),
+    ]
     if not args.no_corpus:
-        print()
-        print(render("real session (last request)", list(session_rows())))
+        parts.append(render("real session (last request)", list(session_rows())))
+    parts.append(render_speed(list(speed_rows(args.steps, args.repeats))))
+    section = "\n\n".join(parts) + "\n"
+    print(section, flush=True)
+    if args.out is not None:
+        write_section(args.out, section)
     return 0
+
+
+INTRO = """## Lossless shrink
+
+What the lossless shrink (`CompactionPolicy.shrink`, on by default) saves, and what it costs
+a Governor. `python -m bench.shrink --out docs/benchmarks.md` reruns this section
+(`--steps {steps} --repeats {repeats}`). Tokens: the whole history governed at a window
+nothing is compacted in, shrink off then on (o200k for the shapes' gpt-4o; each real
+session's own model); typical noisy outputs one by one. Time: a Governor over each shape
+step by step at 128,000 tokens, off and on alternately, medians of {repeats} runs each (a
+new variant of the session per run); *whole runs* are the steps that ran the whole
+pipeline instead of appending (the same either way: a step meeting a result to shrink
+appends it shrunk)."""
 
 
 if __name__ == "__main__":

@@ -201,7 +201,8 @@ def test_a_governor_reports_the_cost_as_govern_does() -> None:
 def _read_session(
     reads: list[str], tool: str = "read_file", size: int = 6_000
 ) -> list[dict[str, Any]]:
-    """A task, then one read per entry of ``reads`` (a path), each result ``size`` chars."""
+    """A task, then one read per entry of ``reads`` (a path), each result ``size`` chars
+    that the lossless shrink leaves as they are."""
     history: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": "Fix the bug."},
@@ -210,7 +211,8 @@ def _read_session(
         call = {"id": f"c{n}", "type": "function",
                 "function": {"name": tool, "arguments": json.dumps({"path": path})}}  # fmt: skip
         history.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        body = f"{path} as read at step {n}\n" + "x = 1\n" * (size // 6)
+        # no line repeats the one before it: the lossless shrink folds runs of one line
+        body = f"{path} as read at step {n}\n" + "".join(f"x = {k % 10}\n" for k in range(size // 6))
         history.append({"role": "tool", "tool_call_id": f"c{n}", "content": body})
     return history
 

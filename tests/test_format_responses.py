@@ -272,7 +272,12 @@ def test_a_cut_takes_reasoning_with_its_item() -> None:
         items += [
             {"type": "reasoning", "id": rid, "summary": [], "encrypted_content": f"enc-{n}" * 40},
             {**CALL_1, "id": f"fc_{n}", "call_id": cid},
-            {"type": "function_call_output", "call_id": cid, "output": "line\n" * 300},
+            # lines that differ from the one before (the lossless shrink folds runs)
+            {
+                "type": "function_call_output",
+                "call_id": cid,
+                "output": "".join(f"line {k % 7}\n" for k in range(300)),
+            },
         ]
     body = _body(items, max_output_tokens=256)
     result = govern_request(body, api="responses", context_window=4000)

@@ -385,9 +385,8 @@ class CompactionPolicy:
     #: codes and carriage-return redraws rendered away, trailing whitespace, long runs
     #: of one line folded with a count. Results of ``exact_tools``, of shell calls that
     #: run ``exact_commands`` and whose lines match ``exact_content`` are left as they are.
-    #: Off by default for now: a Governor meeting a result to shrink runs the whole
-    #: pipeline for that step (its fast path appends only what every stage leaves alone).
-    shrink: bool = False
+    #: A Governor appends each new result in its shrunk form. Off: results as they came.
+    shrink: bool = True
     #: At a compaction, also clear a result among the newest ``keep_recent`` that a later
     #: call repeats exactly (the same tool and arguments, a read by ``exact_tools`` or
     #: ``exact_commands``: the file read again, the same ``git diff``): what the agent

@@ -124,6 +124,12 @@ class Origin:
     after: tuple[Any, ...] = ()
     extra: str = ""
 
+    @property
+    def renders_structure(self) -> bool:
+        """A tool message whose text is our JSON of a structured ``response`` (the lossless
+        shrink leaves it alone: the structure, not that text, goes back on the wire)."""
+        return self.native is not None and self.key is None
+
     def joined_with(self, later: Any) -> tuple[Origin, tuple[str, ...]]:
         """The origin of the message the pipeline merged from this one's and ``later``'s
         (two consecutive turns of one role): one native content holding both's fields

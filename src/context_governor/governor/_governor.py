@@ -90,7 +90,7 @@ from ..messages.inputs import check_messages, check_tools
 from ..messages.roles import Developers, first_edge
 from ..pipeline import GovernResult, Settings, govern, resolve_settings, run, with_developers
 from ..policies import Compaction, CompactionPolicy
-from ..profiles import Profile
+from ..profiles import STRICT_STAGES, Profile
 from ..report import Action, Report, moved_messages, note_kind
 from ..stages import (
     SHRINK_STAGE,
@@ -266,9 +266,11 @@ class Governor:
         if budget is not None and budget > 0 and isinstance(compaction, CompactionPolicy):
             self._trigger = compaction.thresholds(budget)[0]
         #: the cache policy's settings when its profile shrinks tool results losslessly
-        #: (an appending step then appends each new result in its shrunk form), else None
+        #: before any stage that changes a message's content (an appending step then
+        #: appends each new result in its shrunk form), else None (a step meeting a result
+        #: to shrink runs the whole pipeline)
         self._shrinking = (
-            shrink_policy(compaction) if shrink in self.settings.profile.stages else None
+            shrink_policy(compaction) if _shrinks_first(self.settings.profile) else None
         )
 
     @property
@@ -434,7 +436,8 @@ class Governor:
         a reported result is not the history's (the stages before it moved something):
         then the result is not extended."""
         if self._shrinking is None:
-            return {}
+            # a profile whose shrink is not first: its results are not followed here
+            return None if any(a.stage == SHRINK_STAGE for a in report.actions) else {}
         forms: dict[int, Message] = {}
         for action in report.actions:
             if action.stage != SHRINK_STAGE:
@@ -1108,6 +1111,16 @@ def _finisher(
         )
 
     return finish
+
+
+def _shrinks_first(profile: Profile) -> bool:
+    """Whether ``profile``'s stages before the shrink are the provider profiles' own (they
+    drop, insert or move messages, never change a result's content), so that a result
+    the Governor shrinks as it appends is the one the shrink stage would get."""
+    stages = profile.stages
+    if shrink not in stages or shrink not in STRICT_STAGES:
+        return False
+    return stages[: stages.index(shrink)] == STRICT_STAGES[: STRICT_STAGES.index(shrink)]
 
 
 def _as_they_came(state: _State) -> list[int]:

@@ -11,8 +11,9 @@ from ._microcompact import microcompact
 from ._orphans import drop_orphans_seed, drop_orphans_strict
 from ._repair import repair_messages
 from ._replay import Clearing, Replay
-from ._shrink import STAGE as SHRINK_STAGE
 from ._shrink import (
+    MEMO_MAX_CHARS,
+    MEMO_MIN_CHARS,
     Shrunk,
     shrink,
     shrink_detail,
@@ -21,10 +22,13 @@ from ._shrink import (
     shrink_text,
     shrunk_form,
 )
+from ._shrink import STAGE as SHRINK_STAGE
 from ._snip import SAFETY_BUFFER, snip
 from ._tool_budget import apply_tool_result_budget
 
 __all__ = [
+    "MEMO_MAX_CHARS",
+    "MEMO_MIN_CHARS",
     "SAFETY_BUFFER",
     "SHRINK_STAGE",
     "Clearing",

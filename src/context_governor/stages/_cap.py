@@ -11,6 +11,7 @@ from typing import Any
 
 from ..messages import Message
 from ._base import Context, MessageCheck, leaves_alone_when
+from ._shrink import settled
 
 __all__ = ["STAGE", "cap_tool_results", "truncate", "truncation_marker"]
 
@@ -92,13 +93,14 @@ def cap_tool_results(messages: list[Message], ctx: Context) -> list[Message]:
             new_content = truncate(content, limit)
         else:  # a list: only lists and strings have a text length
             new_content = _truncate_parts(content, limit)
-        replaced = {**message, "content": new_content}
+        # as the shrink leaves it: the cut text must not be shrunk on the next pass
+        replaced = settled(messages, index, {**message, "content": new_content}, ctx)
         updated[index] = replaced
         ctx.record(
             STAGE,
             "truncate",
             index,
-            f"tool result cut from {size} to {_text_length(new_content)} characters",
+            f"tool result cut from {size} to {_text_length(replaced['content'])} characters",
             tool_call_id=message.get("tool_call_id"),
             tokens_saved=ctx.tokens(message) - ctx.tokens(replaced),
         )

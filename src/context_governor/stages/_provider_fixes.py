@@ -20,6 +20,7 @@ from ._base import Context, MessageCheck, leaves_alone_when
 from ._cap import truncate
 from ._inserted import BRIDGE_CONTENT, SYNTHETIC_USER
 from ._pairing import pair_in
+from ._shrink import settled
 from ._single_call import parallel_blocks, split_message
 from ._snip import FLATTENED_RESULT
 
@@ -557,6 +558,9 @@ def empty_content(messages: list[Message], ctx: Context) -> list[Message]:
                     # The markers of omitted parts are text the cap stage could not see:
                     # cap the joined string here, or the next pass would cut it.
                     new_content = truncate(new_content, cap)
+                # the joined text as the next pass's shrink leaves it
+                joined = settled(messages, index, {**message, "content": new_content}, ctx)
+                new_content = joined["content"]
         elif policy.empty == "required":
             # One step to the fixed point: null becomes "" and a blank "" then takes the
             # placeholder in the same pass (a second govern() would otherwise do it).

@@ -1,8 +1,7 @@
 """Lossless shrink: each tool result made smaller where it enters the request, once.
 
-Under the cache policy's ``shrink`` (off by default: a Governor meeting a result to shrink
-runs the whole pipeline for that step; never under the seed policy), a tool result is
-rewritten by transforms that keep what it says:
+Under the cache policy's ``shrink`` (on by default; never under the seed policy), a tool
+result is rewritten by transforms that keep what it says:
 
 * ``json``: a result that is one JSON document is re-serialised compactly (the same keys
   in the same order, ``ensure_ascii=False``), only when that is smaller, parses to an
@@ -22,6 +21,9 @@ The rendered text of ``ansi`` and ``redraw`` is the terminal's (tests render bot
 with any other escape or control character, or a redrawn line with a tab or characters a
 terminal draws wider than one cell, is left as it is.
 
+A result whose text a format edge made from a structure (Gemini's ``functionResponse``
+with a structured ``response``) is never touched either: the structure goes back.
+
 What the agent must reproduce exactly is never touched (``exact``): results of the tools
 named in ``exact_tools`` (file reads an edit quotes), of shell calls that run one of
 ``exact_commands`` (``cat``, ``git diff``), and results whose lines carry line numbers
@@ -30,7 +32,10 @@ named in ``exact_tools`` (file reads an edit quotes), of shell calls that run on
 A result's shrunk form depends only on its own content and its call (name and
 arguments), so it is the same on every request and in any process: the prefix the
 provider caches does not change when the result ages, and the stage has nothing to
-remember. The compaction after it sees the smaller results.
+remember. The compaction after it sees the smaller results. The forms of long texts are
+remembered all the same (``shrink_text``), since every request carries every result
+again; a Governor appends each new result in its form (``shrink_forms``), with the
+actions a whole run would report.
 """
 
 from __future__ import annotations
@@ -40,15 +45,15 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import Message
+from ..messages import Message, declared_calls
 from ..messages.inputs import has_surrogate
 from ..policies import Compaction, CompactionPolicy, SeedPolicy, settings_of
 from ._base import Context, MessageCheck, leaves_alone_when
 from ._exact import ExactRules, exact_rules
+from ._pairing import Pairing, pair, pair_in
 
 __all__ = [
     "MEMO_MAX_CHARS",
@@ -59,6 +64,7 @@ __all__ = [
     "Shrunk",
     "exact_rules",
     "repeat_marker",
+    "settled",
     "shrink",
     "shrink_detail",
     "shrink_forms",
@@ -248,7 +254,7 @@ def _fold(lines: list[str]) -> list[str]:
 #: Texts at least this long have their shrunk form remembered (``_Remembered``).
 MEMO_MIN_CHARS = 512
 #: The most characters (texts and their shrunk forms) the memo holds.
-MEMO_MAX_CHARS = 32_000_000
+MEMO_MAX_CHARS = 16_000_000
 
 
 class _Remembered:
@@ -302,11 +308,30 @@ def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
     return found
 
 
+#: A line that ends in a space or a tab (what ``trailing`` removes).
+_TRAILING = re.compile(r"[ \t](?:\n|\Z)")
+#: MIN_RUN identical non-empty lines in a row (what ``repeats`` may fold).
+_RUN = re.compile(r"^([^\n]+)" + r"\n\1" * (MIN_RUN - 1) + "$", re.MULTILINE)
+
+
 def _shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
-    """shrink_text, worked out."""
+    """shrink_text, worked out. Most output is clean text: three searches over the whole
+    text tell that no transform applies before it is split into lines."""
     compact = compact_json(text)
     if compact is not None:
         return compact, ("json",)
+    if (
+        "\x1b" not in text
+        and "\r" not in text
+        and not _TRAILING.search(text)
+        and not _RUN.search(text)
+    ):
+        return text, ()
+    return _shrink_lines(text)
+
+
+def _shrink_lines(text: str) -> tuple[str, tuple[str, ...]]:
+    """The line transforms of ``_shrink_text`` (``text`` is not JSON to compact)."""
     lines = text.split("\n")
     done: list[str] = []
     drawn = [render_line(line) for line in lines]
@@ -372,22 +397,32 @@ def _policy(ctx: Context) -> CompactionPolicy | None:
     return shrink_policy(ctx.compaction)
 
 
+def _renders_structure(message: Message) -> bool:
+    """Whether ``message``'s text is a format edge's JSON of a structured result (Gemini's
+    ``functionResponse.response``): the edge writes the structure back, so that text is
+    not what is sent, and shrinking it would turn the structure into a string. An edge
+    says so by a carried value (under a private ``_`` key) whose ``renders_structure``
+    is True."""
+    return any(
+        isinstance(key, str)
+        and key.startswith("_")
+        and getattr(value, "renders_structure", False) is True
+        for key, value in message.items()
+    )
+
+
 def _unshrinkable(message: Message) -> bool:
     """Not a tool result, or one no transform changes (whatever its tool)."""
-    return message.get("role") != "tool" or not _shrunk(message.get("content"))[1]
+    return (
+        message.get("role") != "tool"
+        or not _shrunk(message.get("content"))[1]
+        or _renders_structure(message)
+    )
 
 
 def _shrinks(ctx: Context) -> MessageCheck | None:
     """shrink changes a tool result some transform changes, and nothing else."""
     return None if _policy(ctx) is None else _unshrinkable
-
-
-def _called(message: Message) -> Iterable[tuple[str, Any, Any]]:
-    calls = message.get("tool_calls")
-    for call in calls if isinstance(calls, list) else ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            yield str(call.get("id")), function.get("name"), function.get("arguments")
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,38 +433,76 @@ class Shrunk:
     index: int
     message: Message
     detail: str
-    #: whether the call it answers was found before it (its name and arguments decide
-    #: whether it is exact text)
+    #: whether the call it answers is in the list (its name and arguments decide whether
+    #: it is exact text)
     called: bool
 
 
-def shrink_forms(messages: list[Message], policy: CompactionPolicy, start: int = 0) -> list[Shrunk]:
+def shrink_forms(
+    messages: list[Message],
+    policy: CompactionPolicy,
+    start: int = 0,
+    pairing: Pairing | None = None,
+) -> list[Shrunk]:
     """The tool results from ``messages[start]`` on that the shrink changes, each with its
     shrunk form: what the stage does, as data (a Governor appending new results shrinks
     them with it). Exact text is left out: results of ``exact_tools``, of calls running
-    ``exact_commands`` (the call is the newest before the result with its id) and with
-    numbered lines."""
+    ``exact_commands`` and with numbered lines. A result's call is the one the pairing
+    of the strict profiles gives it (``pairing``, else worked out here), the call whose
+    id the provider's id repair gives it later: the same call on every request."""
     rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
-    calls: dict[str, tuple[Any, Any]] = {}  # each call id's newest call so far
     found: list[Shrunk] = []
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "assistant":
-            calls.update((i, (name, args)) for i, name, args in _called(message))
-        if role != "tool" or index < start:
+    calls: list[dict[str, Any]] | None = None
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if message.get("role") != "tool" or _renders_structure(message):
             continue
         content = message.get("content")
         new, done = _shrunk(content)
         if not done:
             continue
-        call_id = str(message.get("tool_call_id"))
-        name, arguments = calls.get(call_id, (None, None))
-        text = _text(content)
-        if rules.exact(name, arguments, text) or rules.exact(message.get("name"), None, ""):
+        if calls is None:  # only where some result shrinks
+            pairing = pair(messages) if pairing is None else pairing
+            calls = [call for m in messages for call in declared_calls(m)]
+        assert pairing is not None
+        number = pairing.result_call.get(index)
+        if _exact(message, calls[number] if number is not None else {}, rules):
             continue
-        detail = _detail(done, text, new)
-        found.append(Shrunk(index, {**message, "content": new}, detail, call_id in calls))
+        detail = _detail(done, _text(content), new)
+        found.append(Shrunk(index, {**message, "content": new}, detail, number is not None))
     return found
+
+
+def _exact(message: Message, call: dict[str, Any], rules: ExactRules) -> bool:
+    """Whether the result ``message`` (answering ``call``, {} for none) is exact text."""
+    function = call.get("function")
+    name, arguments = (
+        (function.get("name"), function.get("arguments"))
+        if isinstance(function, dict)
+        else (None, None)
+    )
+    text = _text(message.get("content"))
+    return rules.exact(name, arguments, text) or rules.exact(message.get("name"), None, "")
+
+
+def settled(messages: list[Message], index: int, cut: Message, ctx: Context) -> Message:
+    """A tool result a later stage cut (``cut``, for ``messages[index]``) as the shrink
+    leaves it: shrunk again unless it is exact text. A cut can make text the shrink
+    changes (a line left ending in a space, a run of lines); without this, governing the
+    output again would shrink it (a second pass must change nothing)."""
+    policy = _policy(ctx)
+    if policy is None or cut.get("role") != "tool" or _renders_structure(cut):
+        return cut
+    new, done = _shrunk(cut.get("content"))
+    if not done:
+        return cut
+    pairing = pair_in(messages, ctx)
+    number = pairing.result_call.get(index)
+    calls = [call for m in messages for call in declared_calls(m)] if number is not None else []
+    rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
+    if _exact(cut, calls[number] if number is not None else {}, rules):
+        return cut
+    return {**cut, "content": new}
 
 
 def _detail(done: tuple[str, ...], text: str, new: Any) -> str:
@@ -458,7 +531,7 @@ def shrink(messages: list[Message], ctx: Context) -> list[Message]:
     policy = _policy(ctx)
     if policy is None:
         return messages
-    forms = shrink_forms(messages, policy)
+    forms = shrink_forms(messages, policy, pairing=pair_in(messages, ctx))
     if not forms:
         return messages
     updated = list(messages)

@@ -37,6 +37,7 @@ from ._base import Context
 from ._media_mask import media_in
 from ._offload import offload as _offload
 from ._replay import masks_media, placeholder_for
+from ._shrink import settled
 
 __all__ = [
     "HEAD_SHARE",
@@ -182,6 +183,7 @@ def _truncate(out: list[Message], results: list[int], ctx: Context) -> list[Mess
         if cut is None:
             continue
         trimmed, removed = cut
+        trimmed = settled(out, i, trimmed, ctx)  # as a second pass's shrink leaves it
         saved = ctx.tokens(message) - ctx.tokens(trimmed)
         if saved <= 0:
             continue
