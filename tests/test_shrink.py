@@ -426,7 +426,7 @@ _CLEAN = st.text(alphabet=st.sampled_from(list("ab\n")), max_size=40)
 #: long enough that folding it is shorter (the marker line is 38 characters)
 _LINE = st.from_regex(r"[ab][ab ]{12,30}[ab]", fullmatch=True)
 _RUNS = st.tuples(_CLEAN, _LINE, st.integers(3, 5), _CLEAN).map(
-    lambda t: t[0] + "\n" + (t[1] + "\n") * t[2] + t[3]
+    lambda t: (t[0] + "\n" if t[0] else "") + (t[1] + "\n") * t[2] + t[3]  # or at the start
 )
 
 

@@ -310,8 +310,11 @@ def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
 
 #: A line that ends in a space or a tab (what ``trailing`` removes).
 _TRAILING = re.compile(r"[ \t](?:\n|\Z)")
-#: MIN_RUN identical non-empty lines in a row (what ``repeats`` may fold).
-_RUN = re.compile(r"^([^\n]+)" + r"\n\1" * (MIN_RUN - 1) + "$", re.MULTILINE)
+#: MIN_RUN identical non-empty lines in a row (what ``repeats`` may fold): at the start
+#: (``match``), or after a newline (``search``: a literal first, which the engine scans
+#: for quickly; the possessive line never backtracks).
+_RUN_AT_START = re.compile(r"([^\n]++)" + r"\n\1" * (MIN_RUN - 1) + r"(?=\n|\Z)")
+_RUN = re.compile(r"\n([^\n]++)" + r"\n\1" * (MIN_RUN - 1) + r"(?=\n|\Z)")
 
 
 def _shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
@@ -324,6 +327,7 @@ def _shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
         "\x1b" not in text
         and "\r" not in text
         and not _TRAILING.search(text)
+        and not _RUN_AT_START.match(text)
         and not _RUN.search(text)
     ):
         return text, ()
