@@ -21,7 +21,8 @@ Per configuration, over the session:
   everything after the first changed block that no mark lets it find;
 * **over the window**: requests whose input (counted as the proxy counts Anthropic
   bodies) is over the window less ``max_tokens``: the provider refuses them;
-* **newest result verbatim**: requests whose newest tool result is sent unchanged;
+* **newest result whole**: requests whose newest tool result is sent unchanged, or in
+  its lossless shrink alone (``whole``: the same terminal text, the same JSON data);
 * **agent's messages kept**: the share of the history's assistant messages sent
   unchanged, mean over the requests;
 * **added p50**: the median time governing one request took (what the proxy adds).
@@ -50,6 +51,7 @@ from typing import Any
 
 from context_governor import govern_request
 from context_governor.counting import exact_counter
+from context_governor.stages import shrink_text
 
 from .anthropic_cache import MAX_TOKENS, PromptCache, blocks, mark_last, to_body, tools_of
 from .section import section_main
@@ -142,6 +144,15 @@ def _assistants(body: dict[str, Any]) -> list[str]:
     ]
 
 
+def whole(sent: Any, content: Any) -> bool:
+    """Whether a result's ``content`` was sent whole: unchanged, or as the lossless shrink
+    alone leaves it (stages/_shrink.py: colours and redraws rendered, JSON compacted,
+    runs folded, trailing blanks; what it says is the same)."""
+    if sent == content:
+        return True
+    return isinstance(content, str) and isinstance(sent, str) and sent == shrink_text(content)[0]
+
+
 def _newest_result(history: list[Message]) -> Message | None:
     return next((m for m in reversed(history) if m.get("role") == "tool"), None)
 
@@ -216,7 +227,7 @@ def measure(label: str, send: Sender, replay: Replay, window: int) -> Row:
         if newest is not None:
             row.results += 1
             sent_content = _result_content(out, newest["tool_call_id"])
-            row.newest += sent_content == newest["content"]
+            row.newest += whole(sent_content, newest["content"])
         sent = set(_assistants(out))
         mine = _assistants(to_body(history, []))
         if mine:
@@ -294,7 +305,7 @@ def measure_codex(label: str, send: Sender, replay: Replay, window: int) -> Row:
         newest = _newest_result(history)
         if newest is not None:
             row.results += 1
-            row.newest += _codex_output(out, newest["tool_call_id"]) == newest["content"]
+            row.newest += whole(_codex_output(out, newest["tool_call_id"]), newest["content"])
         sent = set(_codex_assistants(out))
         mine = _codex_assistants(body)
         if mine:
@@ -339,7 +350,7 @@ def render(rows: Sequence[Row], steps: int, window: int) -> str:
         "request, at least 1,024 tokens, read at 0.1x; nothing written at a premium).",
         "",
         "| configuration | requests | cost (M) | written (M) | read (M) | prefix breaks "
-        "| over the window | newest result verbatim | agent's messages kept | added p50 |",
+        "| over the window | newest result whole | agent's messages kept | added p50 |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
