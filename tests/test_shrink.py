@@ -189,8 +189,10 @@ def test_folded_runs_read_back_exactly(lines: list[str]) -> None:
     out, done = shrink_text(text)
     if "[the line above repeated 2 more times]" in lines:
         assert "repeats" not in done  # a result with such a line could not be read back
-    else:
+    elif done:  # folded: then trailing blanks go too
         assert unfold(out) == "\n".join(line.rstrip(" \t") for line in lines)
+    else:  # trailing blanks alone are left
+        assert out == text
 
 
 def test_a_line_with_escapes_it_cannot_render_is_left_alone() -> None:
@@ -233,9 +235,11 @@ def test_pytest_colours_are_removed() -> None:
 
 def test_ls_trailing_spaces_and_repeated_log_lines() -> None:
     ls = "total 12   \ndrwxr-xr-x 2 me me 4096 May  1 10:00 .   \n-rw-r--r-- 1 me me   20 May  1 10:00 a b \n"
-    assert shrink_text(ls) == (
+    assert shrink_text(ls) == (ls, ())  # trailing blanks alone: no token to save
+    coloured = ls.replace(" .   ", " \x1b[01;34m.\x1b[0m   ")
+    assert shrink_text(coloured) == (
         "total 12\ndrwxr-xr-x 2 me me 4096 May  1 10:00 .\n-rw-r--r-- 1 me me   20 May  1 10:00 a b\n",
-        ("trailing",),
+        ("ansi", "trailing"),
     )
     log = "starting\n" + "WARNING: connection refused, retrying\n" * 37 + "connected\n"
     out, done = shrink_text(log)
@@ -251,7 +255,9 @@ def test_ls_trailing_spaces_and_repeated_log_lines() -> None:
 
 def test_code_is_touched_only_at_line_ends() -> None:
     code = "def f(x):  \n\tif x:\t\n\t\treturn  x  *  2\n"
-    assert shrink_text(code)[0] == "def f(x):\n\tif x:\n\t\treturn  x  *  2\n"
+    assert shrink_text(code) == (code, ())  # trailing blanks alone are left
+    coloured = "\x1b[1mdef\x1b[0m f(x):  \n\tif x:\t\n\t\treturn  x  *  2\n"
+    assert shrink_text(coloured)[0] == "def f(x):\n\tif x:\n\t\treturn  x  *  2\n"
 
 
 # ---------------------------------------------------------------- the stage
@@ -358,7 +364,7 @@ def test_a_named_tool_and_a_user_rule_from_the_config_file() -> None:
     assert _governed_result(_session("bash", {"command": "make all"}, text), compaction=policy) == text
     # the defaults are replaced: a Read is shrunk now, numbered lines too
     assert _governed_result(_session("Read", {}, text), compaction=policy) == "x"
-    numbered = "     1\tx  \n     2\ty"
+    numbered = "     1\t\x1b[31mx\x1b[0m  \n     2\ty"
     assert _governed_result(_session("t", {}, numbered), compaction=policy) == "     1\tx\n     2\ty"
     with pytest.raises(ConfigError, match="exact_content"):
         policy_from_settings("cache", {"exact_content": ["("]})

@@ -12,7 +12,8 @@ result is rewritten by transforms that keep what it says:
 * ``redraw``: a line a terminal redraws (carriage returns, erase-in-line, cursor to a
   column; a progress bar) replaced by what the terminal shows at its end;
 * ``trailing``: trailing spaces and tabs of each line (but a line left with escapes or
-  carriage returns, where spaces overwrite);
+  carriage returns, where spaces overwrite), only along with another transform: alone
+  they cost no tokens, and a result changed for nothing is a new message to count;
 * ``repeats``: a run of at least ``MIN_RUN`` identical non-blank lines kept as its first
   line and ``[the line above repeated N more times]`` (only where that is shorter, and
   never in a result that already has a line of that form: it can be read back exactly).
@@ -308,8 +309,6 @@ def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
     return found
 
 
-#: A line that ends in a space or a tab (what ``trailing`` removes).
-_TRAILING = re.compile(r"[ \t](?:\n|\Z)")
 #: MIN_RUN identical non-empty lines in a row (what ``repeats`` may fold): at the start
 #: (``match``), or after a newline (``search``: a literal first, which the engine scans
 #: for quickly; the possessive line never backtracks).
@@ -318,15 +317,15 @@ _RUN = re.compile(r"\n([^\n]++)" + r"\n\1" * (MIN_RUN - 1) + r"(?=\n|\Z)")
 
 
 def _shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
-    """shrink_text, worked out. Most output is clean text: three searches over the whole
-    text tell that no transform applies before it is split into lines."""
+    """shrink_text, worked out. Most output is clean text: a few searches over the whole
+    text tell that no transform applies before it is split into lines (trailing blanks
+    are removed only along with another transform)."""
     compact = compact_json(text)
     if compact is not None:
         return compact, ("json",)
     if (
         "\x1b" not in text
         and "\r" not in text
-        and not _TRAILING.search(text)
         and not _RUN_AT_START.match(text)
         and not _RUN.search(text)
     ):
@@ -343,18 +342,21 @@ def _shrink_lines(text: str) -> tuple[str, tuple[str, ...]]:
         redraws = any("\r" in line for line, d in zip(lines, drawn, strict=True) if d is not None)
         done.append("redraw" if redraws else "ansi")
         lines = [line if d is None else d for line, d in zip(lines, drawn, strict=True)]
-    # a line a terminal still redraws is left as it is: there spaces overwrite
-    trimmed = [line if "\r" in line or "\x1b" in line else line.rstrip(" \t") for line in lines]
-    if trimmed != lines:
-        done.append("trailing")
-        lines = trimmed
     if not any(_MARKER.fullmatch(line) for line in lines):
         folded = _fold(lines)
         if len(folded) != len(lines):
             done.append("repeats")
             lines = folded
     if not done:
+        # trailing blanks alone are left: they cost no tokens (a blank run and its newline
+        # are one token to the BPE tokenizers), and a changed result is a new message to
+        # count and report
         return text, ()
+    # a line a terminal still redraws is left as it is: there spaces overwrite
+    trimmed = [line if "\r" in line or "\x1b" in line else line.rstrip(" \t") for line in lines]
+    if trimmed != lines:
+        done.append("trailing")
+        lines = trimmed
     return "\n".join(lines), tuple(done)
 
 
