@@ -11,7 +11,7 @@ shows typical noisy outputs one by one (``SAMPLES``), counted as tool results fo
 
 A last table is what the shrink costs a Governor: each shape (bench/shapes.py's and
 bench/shapes_extra.py's JSON and CI-log sessions) governed step by step at 128,000 tokens,
-shrink off and on alternately (``--repeats`` each, a variant of the session per repeat so
+shrink off and on alternately (``--repeats`` each, a variant of the session per run so
 that no count or form is remembered from the run before), the medians of the govern()
 calls' total time, their ratio, and how many steps ran the whole pipeline each way.
 
@@ -185,7 +185,8 @@ def speed_rows(steps: int, repeats: int) -> Iterator[tuple[str, float, float, in
         whole: dict[bool, int] = {}
         for k in range(repeats):
             for on in (False, True):
-                spent, whole[on] = _governed(shape, steps, k + 1, on)
+                # a variant of its own per run: no count or form is in the memo yet
+                spent, whole[on] = _governed(shape, steps, 2 * k + 1 + on, on)
                 times[on].append(spent * 1000)
         yield (
             shape.label,
