@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from levels import examples
 from long_sessions import MODELS, long_session
 from transcripts import random_case
+from whole_runs import WholeRuns
 
 from context_governor import PROFILES, CompactionPolicy, ConfigError, Governor, govern
 from context_governor.policies import CACHE
@@ -166,15 +167,7 @@ def test_an_append_only_session_takes_the_fast_path() -> None:
     rng = random.Random(3)
     full = _clean_session(rng, 80)
     gov = Governor(context_window=60_000, max_output=1000)
-    full_runs = 0
-    original = gov._full
-
-    def counting(messages: list[Message]) -> Any:
-        nonlocal full_runs
-        full_runs += 1
-        return original(messages)
-
-    gov._full = counting  # type: ignore[method-assign]
+    whole = WholeRuns(gov)
     history: list[Message] = full[:2]
     steps = 0
     for position in range(2, len(full)):
@@ -185,7 +178,7 @@ def test_an_append_only_session_takes_the_fast_path() -> None:
             steps += 1
             _same(gov.govern(history), govern(history, context_window=60_000, max_output=1000))
     assert steps > 60
-    assert full_runs < steps / 4
+    assert whole.count < steps / 4
 
 
 def test_tools_override_is_stateless_and_right() -> None:

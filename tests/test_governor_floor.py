@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from levels import examples
+from whole_runs import WholeRuns
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.providers.prices import OPENAI_4O, OPENAI_41, CachePrice
@@ -192,20 +193,13 @@ class _Counted:
 
     def __init__(self, **kwargs: Any) -> None:
         self.gov = Governor(**kwargs)
-        self.full_runs = 0
-        full = self.gov._full
-
-        def counted(messages: list[Message]) -> Any:
-            self.full_runs += 1
-            return full(messages)
-
-        self.gov._full = counted  # type: ignore[method-assign]
+        self.whole = WholeRuns(self.gov)
 
     def govern(self, history: list[Message]) -> tuple[Any, bool]:
         """The result, and whether the step stayed on the appending path."""
-        runs = self.full_runs
+        runs = self.whole.count
         result = self.gov.govern(history)
-        return result, self.full_runs == runs
+        return result, self.whole.count == runs
 
 
 def _floor_steps(

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from levels import examples
 from test_governor import SETTINGS_CHOICES, _clean_session, _governed, _same
 from transcripts import random_case
+from whole_runs import WholeRuns
 
 from context_governor import ConfigError, Governor, govern
 
@@ -160,18 +161,10 @@ def test_the_promise_takes_the_appending_path_with_equal_replacements() -> None:
     history, step = _two_steps()
     gov = Governor(context_window=60_000, immutable_messages=True)
     gov.govern(history)
-    fulls = 0
-    original = gov._full
-
-    def counting(messages: list[Message]) -> Any:
-        nonlocal fulls
-        fulls += 1
-        return original(messages)
-
-    gov._full = counting  # type: ignore[method-assign]
+    whole = WholeRuns(gov)
     reloaded = [copy.deepcopy(m) for m in history] + step
     _same(gov.govern(reloaded), govern(reloaded, context_window=60_000))
-    assert fulls == 0
+    assert whole.count == 0
 
 
 @pytest.mark.parametrize("value", [1, "yes", None])

@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from levels import examples
+from whole_runs import WholeRuns
 
 from context_governor import CompactionPolicy, Governor, govern
 from context_governor.stages import MEMO_MIN_CHARS, shrink_text
@@ -128,15 +129,7 @@ def test_a_noisy_session_takes_the_fast_path() -> None:
     rng = random.Random(7)
     full = _session(rng, 80)
     gov = Governor(context_window=400_000, max_output=1000, compaction=ON)
-    full_runs = 0
-    original = gov._full
-
-    def counting(messages: list[Message]) -> Any:
-        nonlocal full_runs
-        full_runs += 1
-        return original(messages)
-
-    gov._full = counting  # type: ignore[method-assign]
+    whole = WholeRuns(gov)
     history: list[Message] = full[:2]
     steps = shrunk = 0
     for position in range(2, len(full)):
@@ -150,7 +143,7 @@ def test_a_noisy_session_takes_the_fast_path() -> None:
             shrunk = sum(a.stage == "shrink" for a in result.report.actions)
     assert steps >= 80
     assert shrunk > 30  # most results were shrunk: the test is about them
-    assert full_runs <= 2  # the first call, and no other
+    assert whole.count <= 2  # the first call, and no other
 
 
 def test_long_texts_are_shrunk_once_per_process() -> None:
