@@ -223,3 +223,32 @@ def test_reasoning_before_the_newest_user_message_is_not_counted() -> None:
     assert earlier < 100
     # the reasoning it carries: ~1,000 characters of envelope, then 5.8 a token
     assert abs(live - (len(sealed) - 1_000) / 5.8) < 100
+
+
+def test_a_masked_image_s_placeholder_stays_within_the_tool_result_cap() -> None:
+    """A tool result near ``max_tool_result_chars`` whose image is masked at a compaction
+    (a screenshot read: its text under ``min_chars``): its placeholder's text is cut to the
+    cap there, so governing the output again cuts nothing (it used to: the cap ran before
+    the compaction added the placeholder)."""
+    cap = 600
+    history: list[dict[str, Any]] = [{"role": "user", "content": "click through the app"}]
+    for step in range(12):
+        call = {"id": f"c{step}", "type": "function",
+                "function": {"name": "screenshot", "arguments": "{}"}}  # fmt: skip
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        url = "data:image/png;base64," + _b64(png(noise=20_000))
+        history.append({"role": "tool", "tool_call_id": f"c{step}", "content": [
+            {"type": "text", "text": f"page {step}: " + "ok " * 162},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]})  # fmt: skip
+        history.append({"role": "assistant", "content": f"Looked at page {step}."})
+        history.append({"role": "user", "content": "next"})
+    kwargs: dict[str, Any] = {"model": "gpt-4o", "context_window": 12_000, "max_tool_result_chars": cap}
+    result = govern(history, **kwargs)
+    assert any("older media part" in a.detail for a in result.report.actions)  # masked
+    for m in result.messages:
+        if m.get("role") == "tool" and isinstance(m.get("content"), list):
+            assert sum(len(p.get("text", "")) for p in m["content"]) <= cap
+    again = govern(result.messages, **kwargs)
+    assert again.messages == result.messages
+    assert not [a for a in again.report.actions if a.stage == "cap"]

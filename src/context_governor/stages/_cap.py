@@ -13,7 +13,7 @@ from ..messages import Message
 from ._base import Context, MessageCheck, leaves_alone_when
 from ._shrink import settled
 
-__all__ = ["STAGE", "cap_tool_results", "truncate", "truncation_marker"]
+__all__ = ["STAGE", "cap_tool_results", "capped", "truncate", "truncation_marker"]
 
 STAGE = "cap"
 
@@ -59,6 +59,18 @@ def _text_length(content: object) -> int:
             if isinstance(p, dict) and isinstance(p.get("text"), str)
         )
     return 0
+
+
+def capped(message: Message, limit: int | None) -> Message:
+    """``message`` with its text cut to ``limit`` as ``cap_tool_results`` cuts a tool
+    result's (itself when it is within): for a result a later stage lengthens (an old
+    image's placeholder), so that a second pass finds nothing to cut."""
+    content = message.get("content")
+    if limit is None or _text_length(content) <= limit:
+        return message
+    if isinstance(content, str):
+        return {**message, "content": truncate(content, limit)}
+    return {**message, "content": _truncate_parts(content, limit)}
 
 
 @functools.cache  # one check per cap: equal settings, equal plans

@@ -42,6 +42,7 @@ from ..messages import Message
 from ..policies import CompactionPolicy, SeedPolicy, settings_of
 from ..report import CompactionCost, Note
 from ._base import Context
+from ._cap import capped
 from ._media_mask import masked_media
 from ._microcompact import microcompact
 from ._offload import offload as _offload
@@ -430,6 +431,8 @@ def _masked(
     """A user message whose media the agent has moved past, with its media masked
     (stages/_media_mask.py: stored in offload_dir when set); reported at ``index``."""
     masked, failed = masked_media(message, policy.offload_dir)
+    if message.get("role") == "tool":  # the placeholder's text within the cap too
+        masked = capped(masked, ctx.max_tool_result_chars)
     ctx.notes.extend(failed)
     content = message.get("content")
     parts = sum(1 for p in content if is_media_part(p)) if isinstance(content, list) else 0
