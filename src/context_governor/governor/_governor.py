@@ -98,7 +98,6 @@ from ..stages import (
     Replay,
     output_replay,
     shrink,
-    shrink_detail,
     shrink_forms,
     shrink_policy,
     shrunk_form,
@@ -702,9 +701,10 @@ class Governor:
             return None
         came = messages[n:]
         old = self._old_turn(state, state.turn)
-        new = self._staged(old, came)  # the new results in their shrunk form
-        if new is None:
+        staged = self._staged(old, came)  # the new results in their shrunk form
+        if staged is None:
             return None
+        new, shrunk = staged
         # the probe window (a placeholder user message, the newest turn and the new
         # messages), built once for every question below and both tries of _accept
         window = [_ANCHOR, *old, *new]
@@ -726,7 +726,7 @@ class Governor:
             bounds, ids = facts
             if not self._byte_bounds():
                 bounds = None
-        if new is not came:
+        if shrunk:
             bounds = None  # a shrunk result's report needs both its counts: made now
         if not state.call_ids.isdisjoint(ids):
             return None  # an id the old part uses: provider id repairs would see it
@@ -735,7 +735,7 @@ class Governor:
             accepted = self._accept(state, messages, window, new, ids, bounds, plain)
             if accepted is not None:
                 return accepted
-        return self._accept(state, messages, window, new, ids, None, plain)
+        return self._accept(state, messages, window, new, ids, None, plain, shrunk)
 
     @staticmethod
     def _old_turn(state: _State, turn: int) -> list[Message]:
@@ -745,21 +745,24 @@ class Governor:
             old = [state.shrunk[i][0] if i in state.shrunk else m for i, m in enumerate(old, turn)]
         return old
 
-    def _staged(self, old: list[Message], came: list[Message]) -> list[Message] | None:
-        """The new messages ``came`` as the stages after the shrink get them: ``came``
-        itself when nothing shrinks; None when a result to shrink answers a call before
+    def _staged(
+        self, old: list[Message], came: list[Message]
+    ) -> tuple[list[Message], dict[int, str]] | None:
+        """The new messages ``came`` as the stages after the shrink get them (``came``
+        itself when nothing shrinks), with what the report says of each shrunk one, by
+        its position in ``came``; None when a result to shrink answers a call before
         ``old`` (the newest turn), which only a whole run looks up."""
         if self._shrinking is None:
-            return came
+            return came, {}
         forms = shrink_forms([*old, *came], self._shrinking, len(old))
         if not forms:
-            return came
+            return came, {}
         if not all(form.called for form in forms):
             return None
         staged = list(came)
         for form in forms:
             staged[form.index - len(old)] = form.message
-        return staged
+        return staged, {form.index - len(old): form.detail for form in forms}
 
     @staticmethod
     def _floors(policy: Compaction) -> bool:
@@ -847,12 +850,14 @@ class Governor:
         ids: list[str],
         bounds: list[int] | None,
         plain: bool = False,
+        shrunk: dict[int, str] | None = None,
     ) -> GovernResult | None:
         """Probe the newest turn with the new messages, check the thresholds and, if the
         step is a plain append, grow the state and return the result. With ``bounds`` the
         decisions are taken on those upper bounds (see the module docstring) and the exact
         counts are left to the worker thread. ``window`` is the anchor, the newest turn
-        and ``new``; ``ids`` the new messages' call ids; ``plain``: the window is plain."""
+        and ``new``; ``ids`` the new messages' call ids; ``plain``: the window is plain;
+        ``shrunk``: the new results sent shrunk, by position, with their reports' words."""
         turn = state.turn
         assert turn is not None
         clean = len(window) - len(new)
@@ -870,7 +875,7 @@ class Governor:
                 return None
             new_tokens, added = held
             bounds = None  # decided on exact counts (already so when there were no bounds)
-        return self._grow(state, messages, new, ids, bounds, new_tokens, added, plain)
+        return self._grow(state, messages, new, ids, bounds, new_tokens, added, plain, shrunk)
 
     def _probe_counts(
         self,
@@ -973,26 +978,24 @@ class Governor:
         return new_tokens, added
 
     def _shrink_actions(
-        self, start: int, came: list[Message], new: list[Message], tokens: list[int]
+        self, start: int, came: list[Message], tokens: list[int], shrunk: dict[int, str] | None
     ) -> tuple[list[Action], list[int]]:
-        """The shrink's actions on the new messages (``came``, sent as ``new``, counted
-        ``tokens``; the first at ``start`` in the history), as a whole run records them,
-        and the counts of the messages as they came."""
-        if new is came:
+        """The shrink's actions on the new messages ``came`` (sent counted ``tokens``; the
+        first at ``start`` in the history; ``shrunk``: see _accept), as a whole run
+        records them, and the counts of the messages as they came."""
+        if not shrunk:
             return [], tokens
         actions: list[Action] = []
         as_came = list(tokens)
-        for k, (a, b) in enumerate(zip(came, new, strict=True)):
-            if a is b:
-                continue
-            as_came[k] = self.settings.counter.message_tokens(a)
-            call_id = a.get("tool_call_id")
+        for k, detail in shrunk.items():
+            as_came[k] = self.settings.counter.message_tokens(came[k])
+            call_id = came[k].get("tool_call_id")
             actions.append(
                 Action(
                     SHRINK_STAGE,
                     "replace",
                     start + k,
-                    shrink_detail(a, b),
+                    detail,
                     None if call_id is None else str(call_id),
                     as_came[k] - tokens[k],
                 )
@@ -1009,35 +1012,35 @@ class Governor:
         new_tokens: list[int],
         added: int,
         plain: bool,
+        shrunk: dict[int, str] | None = None,
     ) -> GovernResult:
         """The accepted step: the state grows in place (one copy of the history per step,
         not one per field) and the result is made, its counts exact now (``bounds`` None)
-        or left to the worker thread."""
+        or left to the worker thread (never with ``shrunk`` results: see _accept)."""
         turn = state.turn
         assert turn is not None
         old = state.result.report
         replay = state.replay
         history = list(messages)  # the caller's list grows in place: keep our own
         start = len(state.history)
-        came = history[start:]  # ``new`` where no result is shrunk
+        came = history[start:]  # ``new`` but the results in ``shrunk``
         state.sent.extend(new)
         frozen = [self._copy(m) for m in came]
         sent = list(state.sent)  # the caller may append to the list it gets
         finish = _finisher(old, len(messages), len(new))
         result: GovernResult
         if bounds is None:
-            shrunk, as_came = self._shrink_actions(start, came, new, new_tokens)
-            if shrunk:
-                finish = _finisher(old, len(messages), len(new), shrunk, sum(as_came) - added)
+            actions, as_came = self._shrink_actions(start, came, new_tokens, shrunk)
+            if actions:
+                finish = _finisher(old, len(messages), len(new), actions, sum(as_came) - added)
             result = GovernResult(messages=sent, report=finish(added))
             if replay is not None:
                 self._continue(replay, history, new_tokens)
             if state.out_replay is not None and not state.out_replay.extend(state.sent, new_tokens):
                 state.out_replay = None  # cannot happen: _held or the trigger said quiet
             state.tokens.extend(new_tokens)
-            for action in shrunk:
-                k = action.index - start
-                state.shrunk[action.index] = (new[k], as_came[k])
+            for k in shrunk or ():
+                state.shrunk[start + k] = (new[k], as_came[k])
             if self._store is not None:
                 self._store.write_counts_later(self.settings.counter, frozen, lambda: as_came)
         else:
@@ -1048,7 +1051,6 @@ class Governor:
             state.pending = _Pending(history, result, state.sent)
             if self._store is not None:
                 self._store.write_counts_later(self.settings.counter, frozen, counts.result)
-        start = len(state.history)
         state.history = history
         state.frozen.extend(frozen)
         state.result = result
@@ -1118,7 +1120,7 @@ def _shrinks_first(profile: Profile) -> bool:
     drop, insert or move messages, never change a result's content), so that a result
     the Governor shrinks as it appends is the one the shrink stage would get."""
     stages = profile.stages
-    if shrink not in stages or shrink not in STRICT_STAGES:
+    if shrink not in stages:
         return False
     return stages[: stages.index(shrink)] == STRICT_STAGES[: STRICT_STAGES.index(shrink)]
 

@@ -100,13 +100,8 @@ def cap_tool_results(messages: list[Message], ctx: Context) -> list[Message]:
             continue
         if updated is None:
             updated = list(messages)
-        new_content: object
-        if isinstance(content, str):
-            new_content = truncate(content, limit)
-        else:  # a list: only lists and strings have a text length
-            new_content = _truncate_parts(content, limit)
         # as the shrink leaves it: the cut text must not be shrunk on the next pass
-        replaced = settled(messages, index, {**message, "content": new_content}, ctx)
+        replaced = settled(messages, index, capped(message, limit), ctx)
         updated[index] = replaced
         ctx.record(
             STAGE,

@@ -41,6 +41,7 @@ actions a whole run would report.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import threading
@@ -67,7 +68,6 @@ __all__ = [
     "repeat_marker",
     "settled",
     "shrink",
-    "shrink_detail",
     "shrink_forms",
     "shrink_policy",
     "shrink_text",
@@ -306,6 +306,9 @@ def shrink_text(text: str) -> tuple[str, tuple[str, ...]]:
     if found is None:
         found = _shrink_text(text)
         _MEMO.put(text, found)
+        if found[1] and len(found[0]) >= MEMO_MIN_CHARS:
+            # the form is a fixed point (idempotent): a Governor's probe asks about it next
+            _MEMO.put(found[0], (found[0], ()))
     return found
 
 
@@ -458,7 +461,6 @@ def shrink_forms(
     id the provider's id repair gives it later: the same call on every request."""
     rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
     found: list[Shrunk] = []
-    calls: list[dict[str, Any]] | None = None
     for index in range(start, len(messages)):
         message = messages[index]
         if message.get("role") != "tool" or _renders_structure(message):
@@ -467,21 +469,28 @@ def shrink_forms(
         new, done = _shrunk(content)
         if not done:
             continue
-        if calls is None:  # only where some result shrinks
-            pairing = pair(messages) if pairing is None else pairing
-            calls = [call for m in messages for call in declared_calls(m)]
-        assert pairing is not None
-        number = pairing.result_call.get(index)
-        if _exact(message, calls[number] if number is not None else {}, rules):
+        pairing = pair(messages) if pairing is None else pairing  # only where some result shrinks
+        call = _answered(messages, pairing, index)
+        if _exact(message, call, rules):
             continue
         detail = _detail(done, _text(content), new)
-        found.append(Shrunk(index, {**message, "content": new}, detail, number is not None))
+        found.append(Shrunk(index, {**message, "content": new}, detail, call is not None))
     return found
 
 
-def _exact(message: Message, call: dict[str, Any], rules: ExactRules) -> bool:
-    """Whether the result ``message`` (answering ``call``, {} for none) is exact text."""
-    function = call.get("function")
+def _answered(messages: list[Message], pairing: Pairing, index: int) -> dict[str, Any] | None:
+    """The call the result ``messages[index]`` answers under ``pairing`` (None: none)."""
+    number = pairing.result_call.get(index)
+    if number is None:
+        return None
+    assistant = pairing.calls[number][0]
+    first = bisect.bisect_left(pairing.calls, assistant, key=lambda call: call[0])
+    return list(declared_calls(messages[assistant]))[number - first]
+
+
+def _exact(message: Message, call: dict[str, Any] | None, rules: ExactRules) -> bool:
+    """Whether the result ``message`` (answering ``call``, None for none) is exact text."""
+    function = (call or {}).get("function")
     name, arguments = (
         (function.get("name"), function.get("arguments"))
         if isinstance(function, dict)
@@ -502,11 +511,8 @@ def settled(messages: list[Message], index: int, cut: Message, ctx: Context) -> 
     new, done = _shrunk(cut.get("content"))
     if not done:
         return cut
-    pairing = pair_in(messages, ctx)
-    number = pairing.result_call.get(index)
-    calls = [call for m in messages for call in declared_calls(m)] if number is not None else []
     rules = exact_rules(policy.exact_tools, policy.exact_commands, policy.exact_content)
-    if _exact(cut, calls[number] if number is not None else {}, rules):
+    if _exact(cut, _answered(messages, pair_in(messages, ctx), index), rules):
         return cut
     return {**cut, "content": new}
 
@@ -523,12 +529,6 @@ def shrunk_form(message: Message) -> Message | None:
     caller knows the stage shrank it), else None."""
     new, done = _shrunk(message.get("content"))
     return {**message, "content": new} if done else None
-
-
-def shrink_detail(original: Message, shrunk: Message) -> str:
-    """What the report says of ``original`` shrunk to ``shrunk`` (its ``Shrunk.detail``)."""
-    content = original.get("content")
-    return _detail(_shrunk(content)[1], _text(content), shrunk.get("content"))
 
 
 @leaves_alone_when(_shrinks)
