@@ -50,6 +50,7 @@ from typing import Any
 from context_governor.counting import (
     BULK_CHARS,
     ExactCounter,
+    chunked_count,
     counting_encoding,
     encoding_for_model,
     seed_message_payload,
@@ -102,6 +103,16 @@ def _counter(model: str) -> ExactCounter:
 def _count_all(model: str, messages: Sequence[Message]) -> list[int]:
     counter = _counter(model)
     return [counter.message_tokens(m) for m in messages]
+
+
+def _forget_texts(model: str) -> None:
+    """Empty the process-wide memo of long texts' counts (counting/_chunks.py: every text
+    of 1,024 characters or more, by digest) that the shared encoding keeps across
+    counters: a counting row timed after another on the same history would otherwise
+    read most counts back instead of making them."""
+    chunked = chunked_count(counting_encoding(encoding_for_model(model)))
+    if chunked is not None:
+        chunked.clear()
 
 
 def _threads(model: str, messages: Sequence[Message], n: int = 2) -> list[int]:
@@ -238,11 +249,13 @@ def _yardsticks(history: Replay, result: FirstCall) -> None:
     payload = body(history)
     times.setdefault(DUMPS, []).append(_timed(lambda: json.dumps(payload))[0])
     model, messages = history.model, history.messages
+    _forget_texts(model)
     serial_ns, serial = _timed(lambda: _count_all(model, messages))
     size = sum(len(seed_message_payload(m).encode("utf-8", "surrogatepass")) for m in messages)
     result.bytes_per_token = size / max(1, sum(serial))
     times.setdefault(TOKENIZE_ALL, []).append(serial_ns)
     for label, split in ((THREADS, _threads), (PROCESSES, _forked)):
+        _forget_texts(model)
         ns, counts = _timed(lambda split=split: split(model, messages))  # type: ignore[misc]
         if counts != serial:
             raise AssertionError(f"{label}: counts differ from the serial counts")
