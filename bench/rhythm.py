@@ -27,6 +27,13 @@ Per configuration, over the session:
   unchanged, mean over the requests;
 * **added p50**: the median time governing one request took (what the proxy adds).
 
+**The floor** under the table: what no governance that keeps every message of the agent
+and the newest ``keep`` tool results whole can go below on this session: each request
+as small as those constraints allow (every older result's block left with no content),
+no prefix ever broken, each block written at 1.25x the first time it is sent (a block
+is only read from a prefix a mark wrote) and read at 0.1x after.
+Our default keeps the newest ``CompactionPolicy.keep_recent`` (10).
+
 ``client alone`` is the body as the client made it, ungoverned; bench/headroom_side.py
 measures headroom on this session too where ``headroom-ai`` is installed
 (``make bench-headroom``).
@@ -49,7 +56,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_governor import govern_request
+from context_governor import CompactionPolicy, govern_request
 from context_governor.counting import exact_counter
 from context_governor.stages import shrink_text
 
@@ -313,6 +320,69 @@ def measure_codex(label: str, send: Sender, replay: Replay, window: int) -> Row:
     return row
 
 
+#: The newest results kept whole in the floor's rows: our default, and fewer.
+FLOOR_KEEPS = (CompactionPolicy().keep_recent, 4, 1)
+#: What an older result's block holds in the floor's requests: nothing.
+FLOOR_PLACEHOLDER = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The least any governance keeping the agent's messages and the newest ``keep``
+    results whole could cost on the session (see the module docstring)."""
+
+    keep: int
+    written: float  # cost, millions
+    mean_tokens: float  # the mean request, tokens
+
+
+def floor(replay: Replay, keep: int) -> Floor:
+    """The session's floor for ``keep`` newest results whole."""
+    counter = exact_counter(None)
+    counts: dict[str, int] = {}
+
+    def tokens(key: str) -> int:
+        count = counts.get(key)
+        if count is None:
+            count = counts[key] = counter.text_tokens(key)
+        return count
+
+    seen: set[str] = set()
+    written = 0.0
+    sizes: list[int] = []
+    for _, body in client_bodies(replay):
+        units = [key for key, _ in blocks(body)]
+        results = [i for i, key in enumerate(units) if _is_result(key)]
+        older = set(results[: max(0, len(results) - keep)])
+        size = new = 0
+        for i, key in enumerate(units):
+            count = tokens(_cleared(key) if i in older else key)
+            size += count
+            new += count if key not in seen else 0
+        seen.update(units)
+        written += WRITE_PRICE * new + READ_PRICE * (size - new)
+        sizes.append(size)
+    return Floor(keep, written / 1e6, statistics.mean(sizes) if sizes else 0.0)
+
+
+def _is_result(key: str) -> bool:
+    role, _, block = json.loads(key)
+    return role == "user" and isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _cleared(key: str) -> str:
+    """A tool_result block's key with its content replaced by the floor's placeholder."""
+    role, first, block = json.loads(key)
+    small = {"type": "tool_result", "tool_use_id": block.get("tool_use_id"),
+             "content": FLOOR_PLACEHOLDER}  # fmt: skip
+    return json.dumps([role, first, small], sort_keys=True, ensure_ascii=False)
+
+
+def floors(steps: int, keeps: Sequence[int] = FLOOR_KEEPS) -> list[Floor]:
+    replay = session(steps)
+    return [floor(replay, keep) for keep in keeps]
+
+
 def run(steps: int, window: int, extra: Sequence[tuple[str, Sender]] = ()) -> list[Row]:
     replay = session(steps)
     configs: list[tuple[str, Sender]] = [
@@ -334,7 +404,27 @@ def run(steps: int, window: int, extra: Sequence[tuple[str, Sender]] = ()) -> li
     return rows
 
 
-def render(rows: Sequence[Row], steps: int, window: int) -> str:
+def render_floors(items: Sequence[Floor]) -> list[str]:
+    """The floor's paragraph (empty without floors)."""
+    if not items:
+        return []
+    parts = [
+        f"the newest {f.keep} whole: {f.written:.2f}M (mean request {f.mean_tokens:,.0f} tokens)"
+        for f in items
+    ]
+    return [
+        "**The floor**: no governance that sends every message of the agent unchanged "
+        "can cost less on this session than requests as small as that allows (every "
+        "older result's block left with no content) that never break a prefix, each "
+        f"block written at {WRITE_PRICE}x the first time it is sent and read at "
+        f"{READ_PRICE}x after (a block is only read from a prefix a mark wrote): "
+        + "; ".join(parts)
+        + f". Our default keeps the newest {CompactionPolicy().keep_recent} results whole.",
+        "",
+    ]
+
+
+def render(rows: Sequence[Row], steps: int, window: int, floor_rows: Sequence[Floor] = ()) -> str:
     lines = [
         HEADING,
         "",
@@ -361,12 +451,13 @@ def render(rows: Sequence[Row], steps: int, window: int) -> str:
             f"| {r.read / 1e6:.2f} | {r.breaks} | {r.over} | {r.newest}/{r.results} "
             f"| {kept:.2f} | {p50:.1f} ms |"
         )
-    return "\n".join([*lines, ""])
+    return "\n".join([*lines, "", *render_floors(floor_rows)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     def build(args: Any) -> str:
-        return render(run(args.steps, args.window), args.steps, args.window)
+        rows = run(args.steps, args.window)
+        return render(rows, args.steps, args.window, floors(args.steps))
 
     return section_main(__doc__, argv, {"steps": STEPS, "window": WINDOW}, build)
 

@@ -764,7 +764,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections.append(summaries.section(summaries.run(steps, (128_000, 32_000)), steps))
     progress("clearing in the cache's rhythm: a Claude-Code-like and a Codex-like session")
     sections.append(
-        rhythm.render(rhythm.run(rhythm.STEPS, rhythm.WINDOW), rhythm.STEPS, rhythm.WINDOW)
+        rhythm.render(
+            rhythm.run(rhythm.STEPS, rhythm.WINDOW),
+            rhythm.STEPS,
+            rhythm.WINDOW,
+            rhythm.floors(rhythm.STEPS),
+        )
     )
     progress("digests of cleared logs and JSON: what the agent still sees, and the price")
     digest_steps = 24 if args.quick else digest.STEPS

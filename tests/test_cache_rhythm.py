@@ -34,7 +34,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.anthropic_cache import PromptCache, blocks  # noqa: E402
-from bench.rhythm import client_bodies, session  # noqa: E402
+from bench.rhythm import WINDOW as RHYTHM_WINDOW  # noqa: E402
+from bench.rhythm import client_alone, client_bodies, floor, measure, ours, session  # noqa: E402
 from bench.sessions import coding_session  # noqa: E402
 
 WINDOW = 64_000
@@ -212,7 +213,9 @@ def _read_session(
                 "function": {"name": tool, "arguments": json.dumps({"path": path})}}  # fmt: skip
         history.append({"role": "assistant", "content": None, "tool_calls": [call]})
         # no line repeats the one before it: the lossless shrink folds runs of one line
-        body = f"{path} as read at step {n}\n" + "".join(f"x = {k % 10}\n" for k in range(size // 6))
+        body = f"{path} as read at step {n}\n" + "".join(
+            f"x = {k % 10}\n" for k in range(size // 6)
+        )
         history.append({"role": "tool", "tool_call_id": f"c{n}", "content": body})
     return history
 
@@ -374,3 +377,18 @@ def test_cuts_at_the_ceiling_come_rarely_and_leave_their_room(
 
     priced, old = cuts(policies.CUT_ROOM_SHARE), cuts(0.0)
     assert 2 * old >= 3 * priced > 0, (old, priced)  # 116 -> 58 when written
+
+
+def test_the_floor_is_what_the_simulated_cache_bills_and_never_above_us() -> None:
+    """bench.rhythm's floor: with every result kept it is the simulated cache's bill of
+    the client's own bodies (which never break a prefix); it falls as fewer results are
+    kept whole; and our proxy, which keeps the newest result whole, never costs less."""
+    replay = session(40)
+    everything = floor(replay, 10**6)
+    client = measure("client", client_alone, replay, RHYTHM_WINDOW)
+    assert everything.written * 1e6 == pytest.approx(client.cost, rel=1e-3)
+    costs = [floor(replay, keep).written for keep in (10, 4, 1)]
+    assert everything.written > costs[0] > costs[1] > costs[2] > 0
+    proxy = measure("ours", ours(RHYTHM_WINDOW), replay, RHYTHM_WINDOW)
+    assert proxy.newest == proxy.results
+    assert proxy.cost >= costs[2] * 1e6
