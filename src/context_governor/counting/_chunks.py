@@ -121,7 +121,7 @@ class ChunkedCount:
             return self.count(text)
         data = text.encode("utf-8", "surrogatepass")
         if len(text) < CHUNK_MIN_TEXT:
-            return self._chunk(data)
+            return self._chunk(data, text)
         total = 0
         start = 0
         for end in [*chunk_cuts(data), len(data)]:
@@ -129,7 +129,9 @@ class ChunkedCount:
             start = end
         return total
 
-    def _chunk(self, data: bytes) -> int:
+    def _chunk(self, data: bytes, text: str | None = None) -> int:
+        """The count of the text whose UTF-8 bytes are ``data`` (``text``, when the caller
+        has it: not decoded again), memoised by their digest."""
         key = hashlib.blake2b(data, digest_size=16).digest()
         memo = self._memo
         count = memo.get(key)
@@ -138,7 +140,7 @@ class ChunkedCount:
                 memo.move_to_end(key)
             return count
         self.encodes += 1
-        count = self.count(data.decode("utf-8", "surrogatepass"))
+        count = self.count(data.decode("utf-8", "surrogatepass") if text is None else text)
         with self._lock:
             memo[key] = count
             while len(memo) > self.size:
