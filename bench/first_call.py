@@ -110,7 +110,8 @@ def _forget_texts(model: str) -> None:
     of 1,024 characters or more, by digest) that the shared encoding keeps across
     counters: a counting row timed after another on the same history would otherwise
     read most counts back instead of making them."""
-    chunked = chunked_count(counting_encoding(encoding_for_model(model)))
+    encoding = counting_encoding(encoding_for_model(model))
+    chunked = None if encoding is None else chunked_count(encoding)
     if chunked is not None:
         chunked.clear()
 
