@@ -32,7 +32,11 @@ and the newest ``keep`` tool results whole can go below on this session: each re
 as small as those constraints allow (every older result's block left with no content),
 no prefix ever broken, each block written at 1.25x the first time it is sent (a block
 is only read from a prefix a mark wrote) and read at 0.1x after.
-Our default keeps the newest ``CompactionPolicy.keep_recent`` (10).
+Our default keeps the newest ``CompactionPolicy.keep_recent`` (10). **The best schedule**
+beside it: the cheapest choice of the requests that clear (each emptying every result
+but the newest ``keep`` and reading back what precedes its first edit), made knowing
+the whole session in advance (``best_schedule``): what clearing in the best rhythm
+there is could reach.
 
 ``client alone`` is the body as the client made it, ungoverned; bench/headroom_side.py
 measures headroom on this session too where ``headroom-ai`` is installed
@@ -48,12 +52,14 @@ the agent's messages kept are judged on the items.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context_governor import CompactionPolicy, govern_request
@@ -329,11 +335,14 @@ FLOOR_PLACEHOLDER = ""
 @dataclass(frozen=True, slots=True)
 class Floor:
     """The least any governance keeping the agent's messages and the newest ``keep``
-    results whole could cost on the session (see the module docstring)."""
+    results whole could cost on the session (see the module docstring), and the best
+    schedule of clearings (``best_schedule``)."""
 
     keep: int
     written: float  # cost, millions
     mean_tokens: float  # the mean request, tokens
+    best: float = 0.0  # the best schedule's cost, millions
+    clearings: int = 0  # its clearings
 
 
 def floor(replay: Replay, keep: int) -> Floor:
@@ -365,6 +374,107 @@ def floor(replay: Replay, keep: int) -> Floor:
     return Floor(keep, written / 1e6, statistics.mean(sizes) if sizes else 0.0)
 
 
+class _Trail:
+    """The client's requests as block counts over one final body (they only append),
+    for ``keep`` newest results whole: what a request costs when it only appends and
+    when it clears (best_schedule's model)."""
+
+    def __init__(self, replay: Replay, keep: int, window: int) -> None:
+        keys = [[key for key, _ in blocks(body)] for _, body in client_bodies(replay)]
+        final = keys[-1] if keys else []
+        if any(k != final[: len(k)] for k in keys):
+            raise ValueError("the client's requests do not only append")
+        counter = exact_counter(None)
+        tokens = [counter.text_tokens(key) for key in final]
+        self.results = [i for i, key in enumerate(final) if _is_result(key)]
+        self.before = [0, *itertools.accumulate(tokens)]  # tokens of final[:i]
+        self.saved = [0]  # what emptying the first m results saves
+        for i in self.results:
+            self.saved.append(self.saved[-1] + tokens[i] - counter.text_tokens(_cleared(final[i])))
+        self.ends = [len(k) for k in keys]
+        #: results a clearing at each request empties: all but the newest ``keep``
+        self.masked = [max(0, bisect.bisect_left(self.results, e) - keep) for e in self.ends]
+        self.limit = window - MAX_TOKENS
+
+    def size(self, t: int, m: int) -> int:
+        return self.before[self.ends[t]] - self.saved[m]
+
+    def appended(self, t: int, m: int) -> float:
+        new = self.before[self.ends[t]] - (self.before[self.ends[t - 1]] if t else 0)
+        return WRITE_PRICE * new + READ_PRICE * (self.size(t, m) - new)
+
+    def cleared(self, t: int, old: int) -> float:
+        new = self.masked[t]
+        if t == 0 or new == old:
+            return self.appended(t, new)
+        read = self.before[self.results[old]] - self.saved[old]  # before the first edit
+        return WRITE_PRICE * (self.size(t, new) - read) + READ_PRICE * read
+
+    def between(self, start: int, stop: int, m: int) -> float | None:
+        """Requests start+1..stop-1 only appending (``m`` results emptied), or None if
+        one is over the window."""
+        total = 0.0
+        for t in range(start + 1, stop):
+            if self.size(t, m) > self.limit:
+                return None
+            total += self.appended(t, m)
+        return total
+
+
+def schedule_cost(replay: Replay, keep: int, window: int, clearings: Sequence[int]) -> float | None:
+    """What best_schedule's model bills for clearing at the requests ``clearings``
+    (millions), or None if a request is then over the window."""
+    trail = _Trail(replay, keep, window)
+    total, last, m = 0.0, -1, 0
+    for t in sorted(set(clearings)):
+        between = trail.between(last, t, m)
+        if between is None or trail.size(t, trail.masked[t]) > trail.limit:
+            return None
+        total += between + trail.cleared(t, m)
+        last, m = t, trail.masked[t]
+    tail = trail.between(last, len(trail.ends), m)
+    return None if tail is None else (total + tail) / 1e6
+
+
+def best_schedule(replay: Replay, keep: int, window: int) -> tuple[float, list[int]]:
+    """The cheapest schedule of clearings knowing the whole session in advance: (its cost
+    in millions, the requests that clear). A clearing empties every result but the newest
+    ``keep`` (clearing more after its first edit costs nothing more: what follows that
+    edit is written again anyway) and reads back everything before its first edit, as our
+    breakpoints let a request do; between clearings each request only appends (its new
+    blocks written, the rest read); no request may be over ``window`` less ``MAX_TOKENS``.
+    Exact over that family of schedules (dynamic programming over the last clearing)."""
+    trail = _Trail(replay, keep, window)
+    n = len(trail.ends)
+    best: dict[int, tuple[float, int | None]] = {-1: (0.0, None)}
+    state = {-1: 0}
+    finishes: list[tuple[float, int]] = []
+    for p in [-1, *range(n)]:
+        if p >= 0:
+            options = []
+            if trail.size(p, trail.masked[p]) <= trail.limit:
+                for q, (cost, _) in best.items():
+                    between = trail.between(q, p, state[q])
+                    if between is not None:
+                        options.append((cost + between + trail.cleared(p, state[q]), q))
+            if not options:
+                continue
+            best[p] = min(options)
+            state[p] = trail.masked[p]
+        tail = trail.between(p, n, state[p])
+        if tail is not None:
+            finishes.append((best[p][0] + tail, p))
+    if not finishes:
+        raise ValueError("no schedule keeps every request inside the window")
+    total, last = min(finishes)
+    chosen: list[int] = []
+    at: int | None = last
+    while at is not None and at >= 0:
+        chosen.append(at)
+        at = best[at][1]
+    return total / 1e6, sorted(chosen)
+
+
 def _is_result(key: str) -> bool:
     role, _, block = json.loads(key)
     return role == "user" and isinstance(block, dict) and block.get("type") == "tool_result"
@@ -378,9 +488,14 @@ def _cleared(key: str) -> str:
     return json.dumps([role, first, small], sort_keys=True, ensure_ascii=False)
 
 
-def floors(steps: int, keeps: Sequence[int] = FLOOR_KEEPS) -> list[Floor]:
+def floors(steps: int, window: int, keeps: Sequence[int] = FLOOR_KEEPS) -> list[Floor]:
+    """The floor and the best schedule of clearings for each of ``keeps``."""
     replay = session(steps)
-    return [floor(replay, keep) for keep in keeps]
+    out = []
+    for keep in keeps:
+        best, clearings = best_schedule(replay, keep, window)
+        out.append(replace(floor(replay, keep), best=best, clearings=len(clearings)))
+    return out
 
 
 def run(steps: int, window: int, extra: Sequence[tuple[str, Sender]] = ()) -> list[Row]:
@@ -409,17 +524,24 @@ def render_floors(items: Sequence[Floor]) -> list[str]:
     if not items:
         return []
     parts = [
-        f"the newest {f.keep} whole: {f.written:.2f}M (mean request {f.mean_tokens:,.0f} tokens)"
+        f"the newest {f.keep} whole: floor {f.written:.2f}M (mean request "
+        f"{f.mean_tokens:,.0f} tokens), best schedule {f.best:.2f}M ({f.clearings} clearings)"
         for f in items
     ]
     return [
-        "**The floor**: no governance that sends every message of the agent unchanged "
-        "can cost less on this session than requests as small as that allows (every "
-        "older result's block left with no content) that never break a prefix, each "
-        f"block written at {WRITE_PRICE}x the first time it is sent and read at "
-        f"{READ_PRICE}x after (a block is only read from a prefix a mark wrote): "
+        "**The floor and the best schedule.** No governance that sends every message of "
+        "the agent unchanged can cost less on this session than requests as small as "
+        "that allows (every older result's block left with no content) that never break "
+        f"a prefix, each block written at {WRITE_PRICE}x the first time it is sent and "
+        f"read at {READ_PRICE}x after (a block is only read from a prefix a mark wrote): "
+        "the *floor*. Emptying old results is an edit, though, and the provider writes "
+        "again what follows it: the *best schedule* is the cheapest choice of the "
+        "requests that clear, made knowing the whole session in advance (each clearing "
+        "empties every result but the newest ones and reads back what precedes its "
+        "first edit; `best_schedule`, exact by dynamic programming): "
         + "; ".join(parts)
-        + f". Our default keeps the newest {CompactionPolicy().keep_recent} results whole.",
+        + f". Our default keeps the newest {CompactionPolicy().keep_recent} results whole "
+        "and decides without knowing what comes.",
         "",
     ]
 
@@ -457,7 +579,7 @@ def render(rows: Sequence[Row], steps: int, window: int, floor_rows: Sequence[Fl
 def main(argv: Sequence[str] | None = None) -> int:
     def build(args: Any) -> str:
         rows = run(args.steps, args.window)
-        return render(rows, args.steps, args.window, floors(args.steps))
+        return render(rows, args.steps, args.window, floors(args.steps, args.window))
 
     return section_main(__doc__, argv, {"steps": STEPS, "window": WINDOW}, build)
 

@@ -768,7 +768,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rhythm.run(rhythm.STEPS, rhythm.WINDOW),
             rhythm.STEPS,
             rhythm.WINDOW,
-            rhythm.floors(rhythm.STEPS),
+            rhythm.floors(rhythm.STEPS, rhythm.WINDOW),
         )
     )
     progress("digests of cleared logs and JSON: what the agent still sees, and the price")

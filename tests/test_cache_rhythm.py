@@ -35,7 +35,16 @@ if str(REPO) not in sys.path:
 
 from bench.anthropic_cache import PromptCache, blocks  # noqa: E402
 from bench.rhythm import WINDOW as RHYTHM_WINDOW  # noqa: E402
-from bench.rhythm import client_alone, client_bodies, floor, measure, ours, session  # noqa: E402
+from bench.rhythm import (  # noqa: E402
+    best_schedule,
+    client_alone,
+    client_bodies,
+    floor,
+    measure,
+    ours,
+    schedule_cost,
+    session,
+)
 from bench.sessions import coding_session  # noqa: E402
 
 WINDOW = 64_000
@@ -392,3 +401,27 @@ def test_the_floor_is_what_the_simulated_cache_bills_and_never_above_us() -> Non
     proxy = measure("ours", ours(RHYTHM_WINDOW), replay, RHYTHM_WINDOW)
     assert proxy.newest == proxy.results
     assert proxy.cost >= costs[2] * 1e6
+
+
+def test_the_best_schedule_is_the_cheapest_of_every_schedule() -> None:
+    """bench.rhythm's best schedule of clearings: on a short session, every schedule of
+    clearings billed by the same model (2^steps of them) costs at least what the dynamic
+    programme finds, it finds one of them, and it never goes below the floor nor above
+    not clearing at all (the client's own bodies, which fit the window here)."""
+    replay = session(12)
+    window = 60_000  # small enough that some schedules are over it
+    for keep in (1, 3):
+        best, chosen = best_schedule(replay, keep, window)
+        requests = len(list(client_bodies(replay)))
+        costs = []
+        for mask in range(1 << requests):
+            clearings = [t for t in range(requests) if mask >> t & 1]
+            cost = schedule_cost(replay, keep, window, clearings)
+            if cost is not None:
+                costs.append(cost)
+        assert min(costs) == pytest.approx(best, abs=1e-9)
+        assert schedule_cost(replay, keep, window, chosen) == pytest.approx(best, abs=1e-9)
+        assert floor(replay, keep).written <= best + 1e-9
+    best, _ = best_schedule(replay, 1, RHYTHM_WINDOW)
+    never = measure("client", client_alone, replay, RHYTHM_WINDOW)
+    assert best * 1e6 <= never.cost + 1e-3
