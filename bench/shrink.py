@@ -235,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-INTRO = """## Lossless shrink
+HEADING = "## Lossless shrink"
+INTRO = HEADING + """
 
 What the lossless shrink (`CompactionPolicy.shrink`, on by default) saves, and what it costs
 a Governor. `python -m bench.shrink --out docs/benchmarks.md` reruns this section
