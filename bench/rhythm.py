@@ -374,10 +374,10 @@ def floor(replay: Replay, keep: int) -> Floor:
     return Floor(keep, written / 1e6, statistics.mean(sizes) if sizes else 0.0)
 
 
-class _Trail:
+class Trail:
     """The client's requests as block counts over one final body (they only append),
     for ``keep`` newest results whole: what a request costs when it only appends and
-    when it clears (best_schedule's model)."""
+    when it clears (best_schedule's model). Made once, asked for many schedules."""
 
     def __init__(self, replay: Replay, keep: int, window: int) -> None:
         keys = [[key for key, _ in blocks(body)] for _, body in client_bodies(replay)]
@@ -421,10 +421,9 @@ class _Trail:
         return total
 
 
-def schedule_cost(replay: Replay, keep: int, window: int, clearings: Sequence[int]) -> float | None:
+def schedule_cost(trail: Trail, clearings: Sequence[int]) -> float | None:
     """What best_schedule's model bills for clearing at the requests ``clearings``
     (millions), or None if a request is then over the window."""
-    trail = _Trail(replay, keep, window)
     total, last, m = 0.0, -1, 0
     for t in sorted(set(clearings)):
         between = trail.between(last, t, m)
@@ -444,7 +443,7 @@ def best_schedule(replay: Replay, keep: int, window: int) -> tuple[float, list[i
     breakpoints let a request do; between clearings each request only appends (its new
     blocks written, the rest read); no request may be over ``window`` less ``MAX_TOKENS``.
     Exact over that family of schedules (dynamic programming over the last clearing)."""
-    trail = _Trail(replay, keep, window)
+    trail = Trail(replay, keep, window)
     n = len(trail.ends)
     best: dict[int, tuple[float, int | None]] = {-1: (0.0, None)}
     state = {-1: 0}

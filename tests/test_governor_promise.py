@@ -171,3 +171,37 @@ def test_the_promise_takes_the_appending_path_with_equal_replacements() -> None:
 def test_the_promise_is_a_bool(value: Any) -> None:
     with pytest.raises(ConfigError, match="immutable_messages"):
         Governor(immutable_messages=value)
+
+
+@settings(
+    max_examples=examples(full=40, fast=10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_result_edited_in_place_after_it_was_cleared_is_weighed_anew(seed: int) -> None:
+    """A Governor keeps the replay's placeholder counts from one whole run to the next,
+    by the message each stands for. A result edited in place keeps its identity and not
+    its placeholder (the characters it names, here one digit fewer: a token fewer): the
+    default Governor sees the edit and weighs it anew, as govern() does, at every step
+    after."""
+    rng = random.Random(seed)
+    full = _clean_session(rng, 100)
+    gov = Governor(context_window=30_000, max_output=1000)
+    history: list[Message] = full[:2]
+    position, edited = 2, False
+    while position < len(full):
+        step = rng.randint(1, 4)
+        history.extend(full[position : position + step])
+        position += step
+        got = gov.govern(history)
+        _same(got, govern(history, context_window=30_000, max_output=1000))
+        cleared = [a.index for a in got.report.actions if a.kind == "replace"]
+        long = [i for i in cleared if len(str(history[i]["content"])) >= 1000]
+        if not edited and long:
+            old = history[long[-1]]  # sent as a placeholder, weighed again later
+            # three digits where there were four: the placeholder names the length, and
+            # its count falls by a token
+            old["content"] = str(old["content"])[: rng.randint(100, 999)]
+            edited = True
+    assert edited

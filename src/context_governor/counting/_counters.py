@@ -564,6 +564,9 @@ class KnownCounts:
         self.known = known
         #: tools known not to change (a Governor's own copy) and their count
         self.tools = tools
+        #: the replay's placeholder counts by the message each stands for, kept by a
+        #: Governor from one run to the next (None: made again each run)
+        self.placeholders: Known | None = None
 
     @property
     def name(self) -> str:

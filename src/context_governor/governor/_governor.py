@@ -258,6 +258,8 @@ class Governor:
         #: the developer messages' system-role copies, once one was seen (messages/roles.py)
         self._developers: Developers | None = None
         self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
+        #: the policy and the replay's placeholder counts kept for it (_placeholder_counts)
+        self._placeholders: tuple[Compaction, Known] | None = None
         budget = self.settings.budget
         #: the cache policy's trigger: a step whose output crosses it is never a plain append
         self._trigger = budget
@@ -271,6 +273,22 @@ class Governor:
         self._shrinking = (
             shrink_policy(compaction) if _shrinks_first(self.settings.profile) else None
         )
+
+    def _placeholder_counts(self, messages: int, edited: bool) -> Known:
+        """The replay's placeholder counts kept from one whole run to the next (by the
+        message each stands for, kept alive with it): a compaction's replay weighs every
+        cleared result again. Made anew when the history was not only appended to (a
+        message edited in place keeps its identity, not its placeholder), when the policy
+        changed, or when it holds far more than the history."""
+        held = self._placeholders
+        if (
+            edited
+            or held is None
+            or held[0] is not self.settings.compaction
+            or len(held[1]) > 4 * messages
+        ):
+            held = self._placeholders = (self.settings.compaction, Known())
+        return held[1]
 
     @property
     def _tools_count(self) -> tuple[Sequence[Any] | None, int]:
@@ -317,6 +335,7 @@ class Governor:
         """Forget everything cached (the next call costs what a stateless one does)."""
         self._state = None
         self._developers = None
+        self._placeholders = None
 
     def govern(
         self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None
@@ -397,6 +416,8 @@ class Governor:
                 known.merge(loaded.known)
         _precount(self.settings.counter, unseen, known)
         counter = _KnownCounts(self.settings.counter, known, self._tools_count)
+        edited = state is None or same < len(state.frozen)  # not only appended to
+        counter.placeholders = self._placeholder_counts(len(messages), edited)
         result, ctx = run(messages, self.settings, counter)
         tokens = [counter.message_tokens(m) for m in messages]
         if loaded is not None:

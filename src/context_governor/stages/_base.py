@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..counting import TokenCounter
+from ..counting import Known, TokenCounter
 from ..messages import Message
 from ..report import Action, Kind, Report
 
@@ -93,6 +93,14 @@ class Context:
 
     def tokens(self, message: Message) -> int:
         return self.counter.message_tokens(message)
+
+    def know(self, message: Message, count: int) -> None:
+        """Tell the counter ``message``'s count, made before for a message of the same
+        content (the replay's placeholder for it), when it keeps counts by identity:
+        ``tokens`` then answers it without building the payload again."""
+        known = getattr(self.counter, "known", None)
+        if isinstance(known, Known):
+            known.add(message, count)
 
     def made_tokens(self, message: Message) -> int:
         """``tokens`` of a message made only to be weighed (the replay's placeholders and

@@ -116,11 +116,20 @@ def plan_replay(
     _cut_note."""
     policy = _policy(ctx)
     placeholders: dict[int, int] = {}  # the replay asks for some many times
+    # a Governor's, kept across its runs: a placeholder depends on its message alone
+    # (and the policy, the Governor's own), unless a digest may read the call too
+    kept = None if policy.digest else getattr(ctx.counter, "placeholders", None)
 
     def placeholder_tokens(i: int) -> int:
         count = placeholders.get(i)
         if count is None:
-            count = placeholders[i] = ctx.made_tokens(_placeholder(messages, i, policy))
+            source = messages[i]
+            count = None if kept is None else kept.get(id(source))
+            if count is None:
+                count = ctx.made_tokens(_placeholder(messages, i, policy))
+                if kept is not None:
+                    kept.add(source, count)
+            placeholders[i] = count
         return count
 
     notes: dict[CutNote, int] = {}  # the replay weighs each note twice
@@ -249,6 +258,9 @@ def compact(messages: list[Message], ctx: Context) -> list[Message]:
             message = _masked(i, message, policy, ctx, at(plan.cleared[v]))
         elif v in plan.cleared:
             replaced = _cleared(message, policy, ctx, seen, v)
+            if view is None and message is seen[v] and policy.offload_dir is None:
+                # the very message the replay weighed as this placeholder: its count
+                ctx.know(replaced, replay.ph(v))
             cleared_calls.add(str(message.get("tool_call_id")))
             newer = plan.superseded.get(v)
             stale = "" if newer is None else f": the same call is repeated at message {at(newer)}"
