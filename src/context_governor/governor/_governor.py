@@ -77,6 +77,7 @@ from typing import Any
 from ..counting import (
     ExactCounter,
     Known,
+    TokenCounter,
     count_in_background,
     message_bound,
     tools_bound,
@@ -258,8 +259,9 @@ class Governor:
         #: the developer messages' system-role copies, once one was seen (messages/roles.py)
         self._developers: Developers | None = None
         self._anchor_tokens: int | None = None  # the probe window's anchor, counted once
-        #: the policy and the replay's placeholder counts kept for it (_placeholder_counts)
-        self._placeholders: tuple[Compaction, Known] | None = None
+        #: the policy and counter, and the replay's placeholder counts kept for them
+        #: (_placeholder_counts)
+        self._placeholders: tuple[Compaction, TokenCounter, Known] | None = None
         budget = self.settings.budget
         #: the cache policy's trigger: a step whose output crosses it is never a plain append
         self._trigger = budget
@@ -279,16 +281,18 @@ class Governor:
         message each stands for, kept alive with it): a compaction's replay weighs every
         cleared result again. Made anew when the history was not only appended to (a
         message edited in place keeps its identity, not its placeholder), when the policy
-        changed, or when it holds far more than the history."""
+        or the counter changed, or when it holds far more than the history."""
         held = self._placeholders
+        settings = self.settings
         if (
             edited
             or held is None
-            or held[0] is not self.settings.compaction
-            or len(held[1]) > 4 * messages
+            or held[0] is not settings.compaction
+            or held[1] is not settings.counter
+            or len(held[2]) > 4 * messages
         ):
-            held = self._placeholders = (self.settings.compaction, Known())
-        return held[1]
+            held = self._placeholders = (settings.compaction, settings.counter, Known())
+        return held[2]
 
     @property
     def _tools_count(self) -> tuple[Sequence[Any] | None, int]:
