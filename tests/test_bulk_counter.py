@@ -268,3 +268,49 @@ def test_an_idle_counting_worker_loads_it_and_counts_the_same(
             assert ask() == expected
         thread.join(10)
     assert ended == [0]
+
+
+def test_a_worker_asked_to_load_it_does_so_at_once_and_answers_only_texts(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    """For a call big enough for the bulk counter, the worker is asked to load it right
+    after the probe (a frame holding None, not answered), so that it counts the call's
+    first chunk with it: the load is done before that chunk, the next answer is that
+    chunk's, and the counts stay what this process counts."""
+    import io
+    import marshal
+    import os
+    import sys
+    import threading
+
+    from context_governor.counting import _worker
+
+    monkeypatch.setattr(encodings, "_BULK", {})
+    texts = corpus(200, seed=19)
+    into_worker, worker_in = os.pipe()
+    worker_out, from_worker = os.pipe()
+    with open(into_worker, "rb") as stdin, open(from_worker, "wb") as sink:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(sink))
+        ended: list[int] = []
+        thread = threading.Thread(target=lambda: ended.append(_worker.main(["o200k_base"])))
+        with open(worker_in, "wb") as send, open(worker_out, "rb") as answers:
+            thread.start()
+
+            def ask() -> list[int]:
+                _worker.write_frame(send, marshal.dumps(texts))
+                frame = _worker.read_frame(answers.fileno())
+                assert frame is not None
+                counts, _chunks = marshal.loads(frame)
+                return list(counts)
+
+            encoding = counting_encoding("o200k_base")
+            assert encoding is not None
+            expected = [bounded_tokens(count_ordinary(encoding), t) for t in texts]
+            assert ask() == expected  # the probe
+            assert "o200k_base" not in encodings._BULK
+            _worker.write_frame(send, marshal.dumps(None))  # load it now
+            assert ask() == expected  # answered after the load, with it
+            assert encodings._BULK.get("o200k_base") is not None
+        thread.join(10)
+    assert ended == [0]

@@ -13,7 +13,9 @@ counts made for them (``chunks.ChunkedCount.journal``: the parent remembers them
 parent's first frame is a probe it checks the answer to. It exits with 3 when the encoding
 cannot be built, and at the end of its input (the parent closed the pipe, or died).
 
-The first time it is idle after a job (no frame within ``IDLE`` seconds of an answer
+A frame holding ``None`` instead of a list asks it to load the bulk counter at once
+(the parent's call is big enough to count with it; nothing is answered). Otherwise, the
+first time it is idle after a job (no frame within ``IDLE`` seconds of an answer
 other than the probe's: between the probe and the first job it waits for the caller to
 make its texts, and a load then would hold up that job), it loads
 the bulk counter (``encodings.bulk_counting``: quicktok, the same counts, several times
@@ -86,8 +88,13 @@ def main(argv: list[str]) -> int:
         frame = read_frame(stdin)
         if frame is None:
             return 0
-        answered += 1
         texts = marshal.loads(frame)
+        if texts is None:  # the parent's call is big: load the bulk counter now
+            if not bulk:
+                bulk_counting(argv[0])
+                bulk = True
+            continue
+        answered += 1
         counts = [bounded_tokens(count, text) for text in texts]
         write_frame(stdout, marshal.dumps((counts, journal[:])))
         journal.clear()
