@@ -10,7 +10,13 @@ switch. CG_TEST_LEVEL=full draws more texts.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import marshal
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -25,6 +31,7 @@ from context_governor import govern, profiles
 from context_governor.counting import (
     ExactCounter,
     Known,
+    _worker,
     bounded_tokens,
     chunked_count,
     clean_surrogates,
@@ -220,23 +227,14 @@ def test_without_the_fast_extra_quicktok_counts(monkeypatch: pytest.MonkeyPatch)
         )
 
 
-def test_an_idle_counting_worker_loads_it_and_counts_the_same(
-    monkeypatch: pytest.MonkeyPatch, shared_count: None
-) -> None:
-    """A counting worker (counting/_worker.py, run here in a thread on two pipes) loads
-    the bulk counter once it is idle after a job (not after the probe: the job that
-    follows would wait for the load), and its counts stay what this process counts
-    (runs.bounded_tokens over the shared encoding)."""
-    import io
-    import marshal
-    import os
-    import sys
-    import threading
-
-    from context_governor.counting import _worker
-
+@contextlib.contextmanager
+def worker_on_pipes(
+    monkeypatch: pytest.MonkeyPatch, texts: list[str]
+) -> Iterator[tuple[Callable[[], list[int]], Callable[[object], None]]]:
+    """A counting worker (counting/_worker.py's ``main``) run in a thread on two pipes:
+    yields ``ask`` (send ``texts`` as a frame, return the counts answered) and ``send``
+    (any frame, not waited on). On leaving, its input is closed and it must end with 0."""
     monkeypatch.setattr(encodings, "_BULK", {})
-    texts = corpus(200, seed=17)
     into_worker, worker_in = os.pipe()
     worker_out, from_worker = os.pipe()
     with open(into_worker, "rb") as stdin, open(from_worker, "wb") as sink:
@@ -244,30 +242,50 @@ def test_an_idle_counting_worker_loads_it_and_counts_the_same(
         monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(sink))
         ended: list[int] = []
         thread = threading.Thread(target=lambda: ended.append(_worker.main(["o200k_base"])))
-        with open(worker_in, "wb") as send, open(worker_out, "rb") as answers:
+        with open(worker_in, "wb") as frames, open(worker_out, "rb") as answers:
             thread.start()
 
+            def send(payload: object) -> None:
+                _worker.write_frame(frames, marshal.dumps(payload))
+
             def ask() -> list[int]:
-                _worker.write_frame(send, marshal.dumps(texts))
+                send(texts)
                 frame = _worker.read_frame(answers.fileno())
                 assert frame is not None
                 counts, _chunks = marshal.loads(frame)
                 return list(counts)
 
-            encoding = counting_encoding("o200k_base")
-            assert encoding is not None
-            expected = [bounded_tokens(count_ordinary(encoding), t) for t in texts]
-            assert ask() == expected  # the probe a worker answers first: no load after it
-            time.sleep(2 * _worker.IDLE)
-            assert "o200k_base" not in encodings._BULK
-            assert ask() == expected  # a job: the load comes once the worker is idle
-            deadline = time.monotonic() + 30
-            while "o200k_base" not in encodings._BULK and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert encodings._BULK.get("o200k_base") is not None
-            assert ask() == expected
+            yield ask, send
         thread.join(10)
     assert ended == [0]
+
+
+def expected_counts(texts: list[str]) -> list[int]:
+    """What this process counts for ``texts`` (runs.bounded_tokens, shared encoding)."""
+    encoding = counting_encoding("o200k_base")
+    assert encoding is not None
+    return [bounded_tokens(count_ordinary(encoding), t) for t in texts]
+
+
+def test_an_idle_counting_worker_loads_it_and_counts_the_same(
+    monkeypatch: pytest.MonkeyPatch, shared_count: None
+) -> None:
+    """A counting worker (counting/_worker.py, run here in a thread on two pipes) loads
+    the bulk counter once it is idle after a job (not after the probe: the job that
+    follows would wait for the load), and its counts stay what this process counts
+    (runs.bounded_tokens over the shared encoding)."""
+    texts = corpus(200, seed=17)
+    expected = expected_counts(texts)
+    with worker_on_pipes(monkeypatch, texts) as (ask, _send):
+        assert ask() == expected  # the probe a worker answers first: no load after it
+        time.sleep(2 * _worker.IDLE)
+        assert "o200k_base" not in encodings._BULK
+        assert ask() == expected  # a job: the load comes once the worker is idle
+        deadline = time.monotonic() + 30
+        while "o200k_base" not in encodings._BULK and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert encodings._BULK.get("o200k_base") is not None
+        assert ask() == expected
 
 
 def test_a_worker_asked_to_load_it_does_so_at_once_and_answers_only_texts(
@@ -277,40 +295,11 @@ def test_a_worker_asked_to_load_it_does_so_at_once_and_answers_only_texts(
     after the probe (a frame holding None, not answered), so that it counts the call's
     first chunk with it: the load is done before that chunk, the next answer is that
     chunk's, and the counts stay what this process counts."""
-    import io
-    import marshal
-    import os
-    import sys
-    import threading
-
-    from context_governor.counting import _worker
-
-    monkeypatch.setattr(encodings, "_BULK", {})
     texts = corpus(200, seed=19)
-    into_worker, worker_in = os.pipe()
-    worker_out, from_worker = os.pipe()
-    with open(into_worker, "rb") as stdin, open(from_worker, "wb") as sink:
-        monkeypatch.setattr(sys, "stdin", stdin)
-        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(sink))
-        ended: list[int] = []
-        thread = threading.Thread(target=lambda: ended.append(_worker.main(["o200k_base"])))
-        with open(worker_in, "wb") as send, open(worker_out, "rb") as answers:
-            thread.start()
-
-            def ask() -> list[int]:
-                _worker.write_frame(send, marshal.dumps(texts))
-                frame = _worker.read_frame(answers.fileno())
-                assert frame is not None
-                counts, _chunks = marshal.loads(frame)
-                return list(counts)
-
-            encoding = counting_encoding("o200k_base")
-            assert encoding is not None
-            expected = [bounded_tokens(count_ordinary(encoding), t) for t in texts]
-            assert ask() == expected  # the probe
-            assert "o200k_base" not in encodings._BULK
-            _worker.write_frame(send, marshal.dumps(None))  # load it now
-            assert ask() == expected  # answered after the load, with it
-            assert encodings._BULK.get("o200k_base") is not None
-        thread.join(10)
-    assert ended == [0]
+    expected = expected_counts(texts)
+    with worker_on_pipes(monkeypatch, texts) as (ask, send):
+        assert ask() == expected  # the probe
+        assert "o200k_base" not in encodings._BULK
+        send(None)  # load it now
+        assert ask() == expected  # answered after the load, with it
+        assert encodings._BULK.get("o200k_base") is not None

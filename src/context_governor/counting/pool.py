@@ -385,18 +385,15 @@ class _Worker:
 
     def load_bulk(self) -> None:
         """Have the worker load the bulk counter now (a frame it does not answer)."""
-        proc = self.proc
-        assert proc is not None and proc.stdin is not None
-        data = marshal.dumps(None)
-        proc.stdin.write(len(data).to_bytes(_LENGTH, "little") + data)
-        proc.stdin.flush()
+        self.send(None)
 
     def count(self, texts: list[str]) -> list[int]:
         """The counts of ``texts`` (one round trip)."""
         self.send(texts)
         return self.answer()
 
-    def send(self, texts: list[str]) -> None:
+    def send(self, texts: list[str] | None) -> None:
+        """One frame: texts to count, or None (load the bulk counter, see load_bulk)."""
         proc = self.proc
         assert proc is not None and proc.stdin is not None
         data = marshal.dumps(texts)
